@@ -1,0 +1,31 @@
+# `make run` starts the whole system on this machine; `make test` runs every test.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "tether needs Python 3.11+")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+run: $(STAMP)
+	$(BIN)/tether up
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .tether .pytest_cache .ruff_cache

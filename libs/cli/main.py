@@ -1,0 +1,132 @@
+"""`tether up | token | contracts | nats-config | audit verify`."""
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+
+from libs.contracts import SERVICES
+from libs.contracts.document import document
+from libs.runtime import logs
+from libs.stack.home import Home
+
+__all__ = ["main"]
+
+DEV_ORG, DEV_USER = "acme", "acme/ada"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    return args.run(args)
+
+
+def _up(args: argparse.Namespace) -> int:
+    from libs.stack.up import ROLES, up
+
+    logs.configure("tether-up", f"up-{os.getpid()}")
+    home = Home()
+    port = int(os.environ.get("TETHER_PORT", 8080))
+
+    def ready(url: str) -> None:
+        token = _mint(home, ROLES, org=DEV_ORG, user=DEV_USER, roles=("admin",), act=None)
+        print(f"\ntether is up at {url}  (state in {home.root})", flush=True)
+        print(f"development token for {DEV_USER}, admin of {DEV_ORG}:\n{token}", flush=True)
+        print(f"try: curl -H 'Authorization: Bearer <token>' {url}/readyz\n", flush=True)
+
+    return up(home, port=port, on_ready=ready)
+
+
+def _token(args: argparse.Namespace) -> int:
+    from libs.stack.up import ROLES
+
+    print(_mint(Home(), ROLES, org=args.org, user=args.user, roles=tuple(args.role), act=args.act))
+    return 0
+
+
+def _contracts(_: argparse.Namespace) -> int:
+    print(json.dumps(document(SERVICES), indent=2))
+    return 0
+
+
+def _nats_config(args: argparse.Namespace) -> int:
+    from libs.stack.servers import nats_config
+    from libs.stack.up import ROLES
+
+    home = Home()
+    config = nats_config(
+        port=args.port,
+        monitor_port=args.monitor_port,
+        store_dir=home.nats_dir / "jetstream",
+        passwords=home.ensure(ROLES),
+        services=SERVICES,
+    )
+    print(json.dumps(config, indent=2))
+    return 0
+
+
+def _audit_verify(args: argparse.Namespace) -> int:
+    from libs.audit.chain import first_break
+    from libs.audit.trail import Trail
+    from libs.contracts.permissions import OPERATOR
+    from libs.runtime import bus
+    from libs.stack.up import ROLES
+
+    async def verify() -> int:
+        password = Home().ensure(ROLES)[OPERATOR]
+        url = os.environ.get("NATS_URL", "nats://127.0.0.1:4222")
+        nc = await bus.connect(url, user=OPERATOR, password=password, name="tether-audit")
+        try:
+            records = [r async for r in Trail(nc.jetstream(), service=OPERATOR).records(args.org)]
+        finally:
+            await nc.close()
+        broken = first_break(records)
+        if broken is None:
+            print(f"{args.org}: {len(records)} records, chain intact")
+            return 0
+        print(f"{args.org}: chain broken at record {broken.n}: {broken.reason}")
+        return 1
+
+    return asyncio.run(verify())
+
+
+def _mint(home: Home, roles: tuple[str, ...], **claims: object) -> str:
+    from services.gateway.tokens import mint
+
+    home.ensure(roles)
+    return mint(home.jwt_key(), now=int(time.time()), **claims)  # type: ignore[arg-type]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tether", description=__doc__)
+    sub = parser.add_subparsers(required=True)
+
+    p = sub.add_parser("up", help="run the whole system on this machine (state in $TETHER_HOME)")
+    p.set_defaults(run=_up)
+
+    p = sub.add_parser("token", help="print a development token signed with the state's key")
+    p.add_argument("--org", required=True)
+    p.add_argument("--user", required=True, help="OWNER/NAME")
+    p.add_argument("--role", action="append", default=[], help="a role, e.g. admin; repeatable")
+    p.add_argument("--act", help="the agent acting for the user")
+    p.set_defaults(run=_token)
+
+    p = sub.add_parser("contracts", help="print every subject and its JSON schemas")
+    p.set_defaults(run=_contracts)
+
+    p = sub.add_parser("nats-config", help="print the nats-server config with tether's users")
+    p.add_argument("--port", type=int, default=4222)
+    p.add_argument("--monitor-port", type=int, default=8222)
+    p.set_defaults(run=_nats_config)
+
+    p = sub.add_parser("audit", help="the audit trail")
+    audit = p.add_subparsers(required=True)
+    p = audit.add_parser("verify", help="check an org's hash chain; name the first break")
+    p.add_argument("--org", required=True)
+    p.set_defaults(run=_audit_verify)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

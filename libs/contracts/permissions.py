@@ -1,0 +1,81 @@
+"""The NATS permissions of each credential, derived from the registry.
+
+One user per service, one for the gateway, and one `operator` for the command line. Because
+only these users can publish to request subjects, a service may trust the Principal header.
+"""
+
+from collections.abc import Sequence
+
+from libs.contracts.registry import ServiceContract, Subject
+
+__all__ = ["GATEWAY", "OPERATOR", "inbox_prefix", "permissions"]
+
+GATEWAY = "gateway"
+OPERATOR = "operator"
+
+
+def inbox_prefix(role: str) -> str:
+    """Each credential gets inboxes of its own, so no other can read its replies."""
+    return f"_INBOX.{role}"
+
+
+def permissions(role: str, services: Sequence[ServiceContract]) -> dict[str, object] | None:
+    """The `permissions` block for `role` in nats-server's config; None means unrestricted."""
+    if role == OPERATOR:
+        return None
+    callable_ = [s.name for svc in services for s in _served(svc) if role in s.callers]
+    subscribe = [f"{inbox_prefix(role)}.>"]
+    publish = ["$JS.API.INFO", *callable_]
+    own = next((svc for svc in services if svc.name == role), None)
+    if own is not None:
+        subscribe += [s.name for s in _served(own)]
+        publish += [f"tether.evt.{own.name}.>", "tether.audit.*"]
+        for stream in own.streams + tuple(f"KV_{bucket}" for bucket in own.buckets):
+            publish += _owned_stream(stream)
+        publish += [f"$KV.{bucket}.>" for bucket in own.buckets]
+        for stream in own.shared_streams:
+            publish += _shared_stream(stream, consumer=own.name)
+    elif role != GATEWAY:
+        raise ValueError(f"no service named {role!r}")
+    return {
+        "publish": {"allow": sorted(set(publish))},
+        "subscribe": {"allow": sorted(set(subscribe))},
+        "allow_responses": True,
+    }
+
+
+def _served(svc: ServiceContract) -> tuple[Subject, ...]:
+    return (svc.health, *svc.subjects)
+
+
+def _owned_stream(stream: str) -> list[str]:
+    api = "$JS.API"
+    return [
+        f"{api}.STREAM.*.{stream}",
+        f"{api}.STREAM.MSG.GET.{stream}",
+        f"{api}.DIRECT.GET.{stream}",
+        f"{api}.DIRECT.GET.{stream}.>",
+        f"{api}.CONSUMER.*.{stream}",
+        f"{api}.CONSUMER.*.{stream}.>",
+        f"{api}.CONSUMER.DURABLE.CREATE.{stream}.>",
+        f"{api}.CONSUMER.MSG.NEXT.{stream}.>",
+        f"$JS.ACK.{stream}.>",
+    ]
+
+
+def _shared_stream(stream: str, *, consumer: str) -> list[str]:
+    """Create or read a shared stream, and only the consumer named for this service."""
+    api = "$JS.API"
+    return [
+        f"{api}.STREAM.INFO.{stream}",
+        f"{api}.STREAM.CREATE.{stream}",
+        f"{api}.STREAM.MSG.GET.{stream}",
+        f"{api}.DIRECT.GET.{stream}",
+        f"{api}.DIRECT.GET.{stream}.>",
+        f"{api}.CONSUMER.CREATE.{stream}.{consumer}",
+        f"{api}.CONSUMER.CREATE.{stream}.{consumer}.>",
+        f"{api}.CONSUMER.DURABLE.CREATE.{stream}.{consumer}",
+        f"{api}.CONSUMER.INFO.{stream}.{consumer}",
+        f"{api}.CONSUMER.MSG.NEXT.{stream}.{consumer}",
+        f"$JS.ACK.{stream}.{consumer}.>",
+    ]

@@ -1,0 +1,38 @@
+"""The typed problem reply (RFC 9457 in shape) and the exception that carries it."""
+
+from libs.contracts.base import Contract
+
+__all__ = ["PROBLEM_HEADER", "Problem", "Refused"]
+
+# A reply carrying this header is a Problem; its value is the HTTP status.
+PROBLEM_HEADER = "Tether-Problem"
+
+
+class Problem(Contract):
+    """Why a request was refused.
+
+    `type` names the rule (`urn:tether:problem:<rule>`), `status` is the HTTP status the
+    gateway answers with, `detail` says what exactly was wrong with this request.
+    """
+
+    type: str
+    title: str
+    status: int
+    detail: str = ""
+
+    @property
+    def rule(self) -> str:
+        return self.type.rsplit(":", 1)[-1]
+
+
+class Refused(Exception):
+    """Raised by a handler to answer with a problem instead of a reply."""
+
+    def __init__(self, rule: str, status: int, detail: str, *, title: str = "") -> None:
+        super().__init__(detail)
+        self.problem = Problem(
+            type=f"urn:tether:problem:{rule}",
+            title=title or rule.replace("-", " "),
+            status=status,
+            detail=detail,
+        )

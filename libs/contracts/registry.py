@@ -1,0 +1,82 @@
+"""Every subject on the bus, with its request, reply and event types, and who may use it.
+
+The registry is the single source for three things: what each service serves, what the
+gateway may forward, and the NATS permissions each credential gets (libs/contracts/permissions).
+"""
+
+from collections.abc import Iterable
+
+import msgspec
+
+from libs.contracts import health
+from libs.contracts.streams import AUDIT, EVENTS
+
+__all__ = ["Event", "ServiceContract", "Subject", "health_subject", "service_contract"]
+
+
+class Subject(msgspec.Struct, frozen=True):
+    """A request/reply subject `tether.<service>.<verb>`, served in the service's queue group."""
+
+    name: str
+    request: type
+    reply: type
+    summary: str
+    callers: frozenset[str] = frozenset({"gateway"})
+
+    @property
+    def service(self) -> str:
+        return self.name.split(".")[1]
+
+
+class Event(msgspec.Struct, frozen=True):
+    """An event `tether.evt.<service>.<noun>.<verb>` on the EVENTS stream."""
+
+    name: str
+    type: type
+    summary: str
+    readers: frozenset[str] = frozenset()
+
+    @property
+    def service(self) -> str:
+        return self.name.split(".")[2]
+
+
+class ServiceContract(msgspec.Struct, frozen=True):
+    """What one service serves and publishes, and the durable state it alone owns.
+
+    `buckets` and `streams` are the KV buckets and streams its credential may manage; who may
+    call a subject is on the subject itself (`Subject.callers`).
+    """
+
+    name: str
+    subjects: tuple[Subject, ...] = ()
+    events: tuple[Event, ...] = ()
+    buckets: tuple[str, ...] = ()
+    streams: tuple[str, ...] = ()
+    shared_streams: tuple[str, ...] = (AUDIT.name, EVENTS.name)
+
+    @property
+    def health(self) -> Subject:
+        return health_subject(self.name)
+
+
+def health_subject(service: str) -> Subject:
+    return Subject(
+        name=f"tether.{service}.health",
+        request=health.HealthRequest,
+        reply=health.Health,
+        summary=f"Is this replica of {service} serving?",
+        callers=frozenset({"gateway", "operator"}),
+    )
+
+
+def service_contract(
+    name: str,
+    subjects: Iterable[Subject] = (),
+    **fields: object,
+) -> ServiceContract:
+    subjects = tuple(subjects)
+    wrong = [s.name for s in subjects if s.service != name]
+    if wrong:
+        raise ValueError(f"{name} cannot serve subjects of another service: {wrong}")
+    return ServiceContract(name=name, subjects=subjects, **fields)  # type: ignore[arg-type]

@@ -1,0 +1,25 @@
+"""The operations endpoint of a service: /metrics for Prometheus, /healthz for probes."""
+
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+__all__ = ["start_ops_server"]
+
+
+async def start_ops_server(host: str, port: int, *, healthy: Callable[[], bool]) -> web.AppRunner:
+    async def metrics(_: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def healthz(_: web.Request) -> web.Response:
+        ok = healthy()
+        return web.json_response({"ok": ok}, status=200 if ok else 503)
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", healthz)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    return runner

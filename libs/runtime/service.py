@@ -1,0 +1,187 @@
+"""A service process: its connection, its subjects in its queue group, and a clean drain.
+
+    async with Service(CONTRACT) as svc:
+        store = await Store.open(svc.js)
+        await svc.serve(handlers.table(store))
+
+`serve` returns after SIGTERM (or `stop()`), once every request in flight has its reply.
+"""
+
+import asyncio
+import logging
+import signal
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import msgspec
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import StreamConfig
+from nats.js.errors import BadRequestError
+
+from libs.contracts import streams
+from libs.contracts.health import Health
+from libs.contracts.principal import PRINCIPAL_HEADER, Principal
+from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused
+from libs.contracts.registry import ServiceContract, Subject
+from libs.runtime import bus, logs, metrics
+from libs.runtime.ops import start_ops_server
+from libs.runtime.settings import Settings
+
+__all__ = ["Handler", "Service", "ensure_shared_streams", "run"]
+
+Handler = Callable[[Any, Principal], Awaitable[msgspec.Struct]]
+
+_log = logging.getLogger(__name__)
+_decode_principal = msgspec.json.Decoder(Principal).decode
+_SHARED = {s.name: s for s in (streams.AUDIT, streams.EVENTS)}
+
+
+class Service:
+    def __init__(
+        self, contract: ServiceContract, settings: Settings | None = None, *, signals: bool = True
+    ) -> None:
+        self.contract = contract
+        self.settings = settings or Settings.from_env(contract.name)
+        self._signals = signals
+        self._stop = asyncio.Event()
+        self.serving = asyncio.Event()
+        self._started = time.monotonic()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(self.settings.max_in_flight)
+        self.ops_port = 0
+
+    async def __aenter__(self) -> "Service":
+        s = self.settings
+        self.nc = await bus.connect(
+            s.nats_url, user=s.nats_user, password=s.nats_password, name=s.replica
+        )
+        self.js: JetStreamContext = self.nc.jetstream()
+        await ensure_shared_streams(self.js, self.contract.shared_streams)
+        self._ops = await start_ops_server(
+            s.metrics_host, s.metrics_port, healthy=lambda: self.nc.is_connected
+        )
+        self.ops_port = self._ops.addresses[0][1]
+        if self._signals:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.stop)
+        _log.info("started", extra={"ops_port": self.ops_port})
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.nc.drain()
+        await self._ops.cleanup()
+        _log.info("stopped")
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def serve(self, table: Mapping[Subject, Handler]) -> None:
+        """Serve `table` and the health subject until stopped, then drain."""
+        unknown = [s.name for s in table if s not in self.contract.subjects]
+        if unknown:
+            raise ValueError(f"{self.contract.name} does not own {unknown}")
+        subs = [await self._subscribe(self.contract.health, self._health)]
+        for subject, handler in table.items():
+            subs.append(await self._subscribe(subject, handler))
+        await self.nc.flush()
+        self.serving.set()
+        await self._stop.wait()
+        _log.info("draining", extra={"in_flight": len(self._tasks)})
+        for sub in subs:
+            await sub.drain()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _subscribe(self, subject: Subject, handler: Handler) -> Any:
+        decode = msgspec.json.Decoder(subject.request).decode
+
+        async def on_message(msg: Msg) -> None:
+            await self._slots.acquire()
+            task = asyncio.create_task(self._handle(subject, handler, decode, msg))
+            self._tasks.add(task)
+            task.add_done_callback(self._finished)
+
+        return await self.nc.subscribe(subject.name, queue=self.contract.name, cb=on_message)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._slots.release()
+
+    async def _handle(
+        self, subject: Subject, handler: Handler, decode: Callable[[bytes], Any], msg: Msg
+    ) -> None:
+        started = time.perf_counter()
+        service = self.contract.name
+        metrics.IN_FLIGHT.labels(service).inc()
+        headers = None
+        try:
+            request = decode(msg.data or b"{}")
+            principal = _principal_of(msg) if subject != self.contract.health else None
+            body = msgspec.json.encode(await handler(request, principal))  # type: ignore[arg-type]
+            outcome = "ok"
+        except Exception as exc:  # every failure becomes a typed problem reply
+            problem = _problem_of(exc, subject)
+            body, outcome = msgspec.json.encode(problem), problem.rule
+            headers = {PROBLEM_HEADER: str(problem.status)}
+        finally:
+            metrics.IN_FLIGHT.labels(service).dec()
+        if msg.reply:
+            await self.nc.publish(msg.reply, body, headers=headers)
+        metrics.REQUESTS.labels(service, subject.name, outcome).inc()
+        metrics.REQUEST_SECONDS.labels(service, subject.name).observe(time.perf_counter() - started)
+
+    async def _health(self, _: object, __: object) -> Health:
+        return Health(
+            service=self.contract.name,
+            replica=self.settings.replica,
+            ok=self.nc.is_connected and not self._stop.is_set(),
+            uptime_s=round(time.monotonic() - self._started, 3),
+            in_flight=len(self._tasks),
+        )
+
+
+def run(main: Callable[[Settings], Awaitable[None]], service: str) -> None:
+    """The entry point of a service process: settings from the environment, JSON logs."""
+    settings = Settings.from_env(service)
+    logs.configure(service, settings.replica, settings.log_level)
+    asyncio.run(main(settings))
+
+
+def _principal_of(msg: Msg) -> Principal:
+    raw = (msg.headers or {}).get(PRINCIPAL_HEADER)
+    if raw is None:
+        raise Refused("principal-missing", 401, f"request has no {PRINCIPAL_HEADER} header")
+    try:
+        return _decode_principal(raw)
+    except msgspec.DecodeError as exc:
+        raise Refused("principal-invalid", 401, f"{PRINCIPAL_HEADER}: {exc}") from exc
+
+
+def _problem_of(exc: Exception, subject: Subject) -> Problem:
+    match exc:
+        case Refused():
+            return exc.problem
+        case msgspec.ValidationError():
+            return Refused("invalid-request", 422, f"{subject.request.__name__}: {exc}").problem
+        case msgspec.DecodeError():
+            return Refused("malformed-json", 400, f"request body is not JSON: {exc}").problem
+    _log.exception("handler failed", extra={"subject": subject.name})
+    return Refused("internal", 500, f"{subject.name} failed; the service logged why").problem
+
+
+async def ensure_shared_streams(js: JetStreamContext, names: Iterable[str]) -> None:
+    for name in names:
+        stream = _SHARED[name]
+        config = StreamConfig(
+            name=stream.name,
+            subjects=list(stream.subjects),
+            description=stream.description,
+            allow_direct=True,
+        )
+        try:
+            await js.add_stream(config)
+        except BadRequestError as exc:
+            # Another replica or version created it with other settings; keep theirs.
+            _log.info("shared stream exists", extra={"stream": name, "error": str(exc)})

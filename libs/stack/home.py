@@ -1,0 +1,43 @@
+"""The state directory ($TETHER_HOME, default ./.tether) and the secrets kept in it."""
+
+import json
+import os
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["Home"]
+
+
+class Home:
+    """Layout: nats/ (JetStream store and config), redis/, jwt.key, credentials.json."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = Path(root or os.environ.get("TETHER_HOME", ".tether")).resolve()
+        self.nats_dir = self.root / "nats"
+        self.redis_dir = self.root / "redis"
+        self.jwt_key_file = self.root / "jwt.key"
+        self.credentials_file = self.root / "credentials.json"
+
+    def ensure(self, roles: Iterable[str]) -> dict[str, str]:
+        """Create what is missing; return the NATS password of every role."""
+        for d in (self.root, self.nats_dir, self.redis_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        if not self.jwt_key_file.exists():
+            _write_secret(self.jwt_key_file, secrets.token_hex(32))
+        known = (
+            json.loads(self.credentials_file.read_text()) if self.credentials_file.exists() else {}
+        )
+        wanted = {role: known.get(role) or secrets.token_urlsafe(24) for role in roles}
+        if wanted != known:
+            _write_secret(self.credentials_file, json.dumps(known | wanted, indent=2))
+        return wanted
+
+    def jwt_key(self) -> str:
+        return self.jwt_key_file.read_text().strip()
+
+
+def _write_secret(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)

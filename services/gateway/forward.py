@@ -1,0 +1,82 @@
+"""From an HTTP request to a bus request and back."""
+
+from typing import Any
+
+import msgspec
+from aiohttp import web
+from nats.aio.client import Client
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+
+from libs.contracts.principal import PRINCIPAL_HEADER, Principal
+from libs.contracts.problem import PROBLEM_HEADER, Refused
+from libs.contracts.registry import Subject
+from services.gateway.routes import Route
+
+__all__ = ["IDENTITY_FIELDS", "ask", "request_of"]
+
+# The token says who is asking; a body that tries to say it is refused by name.
+IDENTITY_FIELDS = frozenset(
+    {"org", "sub", "roles", "act", "principal", "author", "author_kind", "sender", "on_behalf_of"}
+)
+_JSON = "application/json"
+
+
+async def request_of(route: Route, http: web.Request) -> bytes:
+    """The route's request as JSON bytes, checked against its type before any service sees it."""
+    fields: dict[str, Any] = {}
+    if route.has_body:
+        if http.content_type != _JSON:
+            raise Refused("unsupported-media-type", 415, f"send {_JSON}, not {http.content_type!r}")
+        raw = await http.read()
+        try:
+            fields = msgspec.json.decode(raw or b"{}")
+        except msgspec.DecodeError as exc:
+            raise Refused("malformed-json", 400, f"the body is not JSON: {exc}") from exc
+        if not isinstance(fields, dict):
+            raise Refused("invalid-request", 422, "the body must be a JSON object")
+        if named := sorted(IDENTITY_FIELDS & fields.keys()):
+            raise Refused(
+                "identity-in-body", 422, f"{named} come from your token; a body may not name them"
+            )
+    for name in route.path_params:
+        if name in fields:
+            raise Refused("invalid-request", 422, f"{name!r} is in the path; not in the body")
+        fields[name] = http.match_info[name]
+    if route.query:
+        fields |= _query(route, http)
+    try:
+        request = msgspec.convert(fields, route.subject.request)
+    except msgspec.ValidationError as exc:
+        raise Refused("invalid-request", 422, str(exc)) from exc
+    return msgspec.json.encode(request)
+
+
+def _query(route: Route, http: web.Request) -> dict[str, Any]:
+    """Query values are strings on the wire; an int field's value is parsed as an int."""
+    types = {f.name: f.type for f in msgspec.structs.fields(route.subject.request)}
+    fields: dict[str, Any] = {}
+    for name in route.query:
+        if name not in http.query:
+            continue
+        raw = http.query[name]
+        try:
+            fields[name] = int(raw) if types.get(name) is int else raw
+        except ValueError as exc:
+            raise Refused("invalid-request", 422, f"query {name!r} must be an integer") from exc
+    return fields
+
+
+async def ask(
+    nc: Client, subject: Subject, payload: bytes, principal: Principal | None, *, timeout: float
+) -> tuple[int | None, bytes]:
+    """Request `subject`; (problem status or None, reply body)."""
+    headers = {PRINCIPAL_HEADER: msgspec.json.encode(principal).decode()} if principal else None
+    try:
+        reply = await nc.request(subject.name, payload, timeout=timeout, headers=headers)
+    except NoRespondersError as exc:
+        raise Refused("service-unavailable", 503, f"no replica serves {subject.name}") from exc
+    except NatsTimeout as exc:
+        raise Refused("service-timeout", 504, f"{subject.name} did not answer in time") from exc
+    status = (reply.headers or {}).get(PROBLEM_HEADER)
+    return (int(status) if status else None), reply.data

@@ -1,0 +1,94 @@
+"""Per-principal rate limits and Idempotency-Key replays, kept in Redis."""
+
+import hashlib
+import time
+
+import msgspec
+from redis.asyncio import Redis
+
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+
+__all__ = ["IdempotencyKeys", "RateLimiter", "Stored"]
+
+_WINDOW_S = 60
+# INCR and the first EXPIRE in one step, so a crash between them cannot leave a key forever.
+_COUNT = """
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return n
+"""
+
+
+def _who(p: Principal) -> str:
+    return f"{p.org}:{p.sub}:{p.act or '-'}"
+
+
+class RateLimiter:
+    """A fixed one-minute window per principal (an agent counts apart from its person)."""
+
+    def __init__(self, redis: Redis, per_minute: int) -> None:
+        self._count = redis.register_script(_COUNT)
+        self._limit = per_minute
+
+    async def check(self, principal: Principal) -> None:
+        if self._limit <= 0:
+            return
+        window = int(time.time()) // _WINDOW_S
+        n = await self._count(keys=[f"tether:rl:{_who(principal)}:{window}"], args=[_WINDOW_S])
+        if n > self._limit:
+            raise Refused(
+                "rate-limited", 429, f"more than {self._limit} requests this minute; slow down"
+            )
+
+
+class Stored(msgspec.Struct, array_like=True):
+    """What a key holds: its request's fingerprint and, once answered, the answer."""
+
+    fingerprint: str
+    status: int = 0
+    body: bytes = b""
+    content_type: str = ""
+
+
+class IdempotencyKeys:
+    """The first POST with a key runs; a retry with the same key and request gets its answer."""
+
+    def __init__(self, redis: Redis, ttl_s: int = 24 * 3600) -> None:
+        self._redis = redis
+        self._ttl = ttl_s
+
+    @staticmethod
+    def fingerprint(method: str, path: str, body: bytes) -> str:
+        return hashlib.sha256(b"\n".join((method.encode(), path.encode(), body))).hexdigest()
+
+    async def claim(self, principal: Principal, key: str, fingerprint: str) -> Stored | None:
+        """None: this request runs now. Otherwise the earlier answer to replay."""
+        if not 1 <= len(key) <= 200 or not key.isprintable():
+            raise Refused("idempotency-key-invalid", 400, "Idempotency-Key: 1-200 printable chars")
+        name = self._name(principal, key)
+        pending = msgspec.msgpack.encode(Stored(fingerprint))
+        if await self._redis.set(name, pending, nx=True, ex=self._ttl):
+            return None
+        raw = await self._redis.get(name)
+        stored = msgspec.msgpack.decode(raw, type=Stored) if raw else None
+        if stored is None:
+            return await self.claim(principal, key, fingerprint)
+        if stored.fingerprint != fingerprint:
+            raise Refused(
+                "idempotency-key-reused", 422, "this Idempotency-Key was used for another request"
+            )
+        if stored.status == 0:
+            raise Refused("idempotency-key-in-use", 409, "a request with this key is in progress")
+        return stored
+
+    async def settle(self, principal: Principal, key: str, answer: Stored) -> None:
+        """Keep a final answer; forget the key after a server error, so a retry runs again."""
+        name = self._name(principal, key)
+        if answer.status >= 500:
+            await self._redis.delete(name)
+        else:
+            await self._redis.set(name, msgspec.msgpack.encode(answer), ex=self._ttl)
+
+    def _name(self, principal: Principal, key: str) -> str:
+        return f"tether:idem:{_who(principal)}:{key}"

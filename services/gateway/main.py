@@ -1,0 +1,27 @@
+"""`python -m services.gateway.main`: the HTTP API, until SIGTERM."""
+
+import logging
+
+from aiohttp import web
+
+from libs.runtime import logs
+from services.gateway.app import init_app
+from services.gateway.settings import GatewaySettings
+
+
+def main() -> None:
+    settings = GatewaySettings.from_env()
+    logs.configure("gateway", f"gateway-{settings.port}")
+    # aiohttp's run_app stops on SIGTERM and SIGINT, runs the cleanup contexts (NATS drain).
+    web.run_app(
+        init_app(settings),
+        host=settings.host,
+        port=settings.port,
+        access_log=None,
+        print=lambda msg: logging.getLogger("gateway").info(msg),
+        shutdown_timeout=10,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""The OpenAPI 3.1 document, generated from the route table and the contracts' schemas."""
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from libs.contracts.problem import Problem
+from services.gateway.routes import Route
+
+__all__ = ["openapi"]
+
+_REF = "#/components/schemas/{name}"
+_PROBLEM = {"application/problem+json": {"schema": {"$ref": _REF.format(name="Problem")}}}
+
+
+def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
+    types = {Problem, *(t for r in routes for t in (r.subject.request, r.subject.reply))}
+    _, schemas = msgspec.json.schema_components(
+        sorted(types, key=lambda t: t.__name__), ref_template=_REF
+    )
+    paths: dict[str, dict[str, Any]] = {
+        "/healthz": {"get": _plain("The gateway process is up.")},
+        "/readyz": {"get": _plain("Every service answers its health subject over the bus.")},
+        "/metrics": {"get": _plain("Prometheus metrics of the gateway.", "text/plain")},
+        "/v1/openapi.json": {"get": _plain("This document.")},
+    }
+    for route in routes:
+        paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, schemas)
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "tether", "version": version},
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+            },
+        },
+        "security": [{"bearer": []}],
+    }
+
+
+def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
+    request, reply = route.subject.request.__name__, route.subject.reply.__name__
+    op: dict[str, Any] = {
+        "operationId": "_".join([route.method.lower(), *re.findall(r"\w+", route.path)]),
+        "summary": route.summary,
+        "x-subject": route.subject.name,
+        "parameters": [
+            {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
+            for p in route.path_params
+        ]
+        + [
+            {"name": q, "in": "query", "schema": schemas[request]["properties"][q]}
+            for q in route.query
+        ],
+        "responses": {
+            str(route.status): {
+                "description": reply,
+                "content": {"application/json": {"schema": {"$ref": _REF.format(name=reply)}}},
+            },
+            "default": {"description": "a problem naming what was wrong", "content": _PROBLEM},
+        },
+    }
+    if route.has_body:
+        op["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": _body(schemas[request], route)}},
+        }
+    return op
+
+
+def _body(schema: dict[str, Any], route: Route) -> dict[str, Any]:
+    """The request type less the fields that come from the path."""
+    if not route.path_params:
+        return {"$ref": _REF.format(name=route.subject.request.__name__)}
+    props = {k: v for k, v in schema.get("properties", {}).items() if k not in route.path_params}
+    required = [k for k in schema.get("required", []) if k not in route.path_params]
+    return {**schema, "properties": props, "required": required}
+
+
+def _plain(summary: str, media: str = "application/json") -> dict[str, Any]:
+    return {
+        "summary": summary,
+        "security": [],
+        "responses": {"200": {"description": "OK", "content": {media: {}}}},
+    }

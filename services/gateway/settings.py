@@ -1,0 +1,53 @@
+"""The gateway's configuration, from environment variables with documented defaults."""
+
+import os
+
+import msgspec
+
+__all__ = ["GatewaySettings"]
+
+
+class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
+    """
+    | variable                 | default                 | meaning                                |
+    |--------------------------|-------------------------|----------------------------------------|
+    | TETHER_HOST              | 127.0.0.1               | where the HTTP API listens             |
+    | TETHER_PORT              | 8080                    | its port                               |
+    | TETHER_JWT_KEY           | (read from the file)    | the HS256 key tokens are verified with |
+    | TETHER_JWT_KEY_FILE      | $TETHER_HOME/jwt.key    | where the key is when not given        |
+    | REDIS_URL                | redis://127.0.0.1:6379/0| rate limits and idempotency keys       |
+    | NATS_URL                 | nats://127.0.0.1:4222   | the bus                                |
+    | NATS_USER / NATS_PASSWORD| gateway / (empty)       | the gateway's NATS credential          |
+    | TETHER_RATE_LIMIT        | 1200                    | requests a minute per principal; 0: off|
+    | TETHER_REQUEST_TIMEOUT   | 5                       | seconds to wait for a service's reply  |
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    jwt_key: str
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    nats_url: str = "nats://127.0.0.1:4222"
+    nats_user: str = "gateway"
+    nats_password: str = ""
+    rate_limit: int = 1200
+    request_timeout: float = 5.0
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> "GatewaySettings":
+        env = dict(os.environ if env is None else env)
+        key = env.get("TETHER_JWT_KEY")
+        if not key:
+            home = env.get("TETHER_HOME", ".tether")
+            with open(env.get("TETHER_JWT_KEY_FILE", os.path.join(home, "jwt.key"))) as f:
+                key = f.read().strip()
+        return cls(
+            host=env.get("TETHER_HOST", cls.host),
+            port=int(env.get("TETHER_PORT", cls.port)),
+            jwt_key=key,
+            redis_url=env.get("REDIS_URL", cls.redis_url),
+            nats_url=env.get("NATS_URL", cls.nats_url),
+            nats_user=env.get("NATS_USER", cls.nats_user),
+            nats_password=env.get("NATS_PASSWORD", ""),
+            rate_limit=int(env.get("TETHER_RATE_LIMIT", cls.rate_limit)),
+            request_timeout=float(env.get("TETHER_REQUEST_TIMEOUT", cls.request_timeout)),
+        )

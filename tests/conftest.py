@@ -1,0 +1,118 @@
+"""The test session's own nats-server (with tether's users and permissions) and Redis."""
+
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import msgspec
+import nats
+import pytest
+import pytest_asyncio
+
+from libs.contracts import SERVICES
+from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
+from libs.runtime.settings import Settings
+from libs.stack.home import Home
+from libs.stack.processes import stop_all
+from libs.stack.servers import free_port, nats_config, start_nats, start_redis
+from tests.support import TEST_SERVICES
+
+
+class Stack(msgspec.Struct):
+    home: Home
+    nats_url: str
+    redis_url: str
+    passwords: dict[str, str]
+    nats_config: dict[str, object]
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """The environment a subprocess of this stack runs with."""
+        return (
+            os.environ
+            | {
+                "NATS_URL": self.nats_url,
+                "REDIS_URL": self.redis_url,
+                "TETHER_HOME": str(self.home.root),
+            }
+            | extra
+        )
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    home = Home(tmp_path_factory.mktemp("tether-home"))
+    services = (*SERVICES, *TEST_SERVICES)
+    passwords = home.ensure((GATEWAY, OPERATOR, *(s.name for s in services)))
+    nats_port, redis_port = free_port(), free_port()
+    config = nats_config(
+        port=nats_port,
+        monitor_port=free_port(),
+        store_dir=home.nats_dir / "jetstream",
+        passwords=passwords,
+        services=services,
+    )
+    procs = [
+        start_nats(config, home.nats_dir / "nats-server.json"),
+        start_redis(redis_port, home.redis_dir),
+    ]
+    try:
+        yield Stack(
+            home=home,
+            nats_url=f"nats://127.0.0.1:{nats_port}",
+            redis_url=f"redis://127.0.0.1:{redis_port}/0",
+            passwords=passwords,
+            nats_config=config,
+        )
+    finally:
+        stop_all(procs)
+
+
+@pytest.fixture(scope="session")
+def connect(stack: Stack):
+    """connect(role): a NATS connection with that role's credential, closed after the test."""
+
+    @contextlib.asynccontextmanager
+    async def connect(role: str, **options: object) -> AsyncIterator[nats.NATS]:
+        nc = await nats.connect(
+            stack.nats_url,
+            user=role,
+            password=stack.passwords[role],
+            inbox_prefix=inbox_prefix(role),
+            **options,
+        )
+        try:
+            yield nc
+        finally:
+            await nc.close()
+
+    return connect
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def operator(connect) -> AsyncIterator[nats.NATS]:
+    async with connect(OPERATOR) as nc:
+        yield nc
+
+
+@pytest.fixture
+def org() -> str:
+    """A fresh org per test, so tests never share state."""
+    return f"org-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def settings_for(stack: Stack):
+    """settings_for(service, replica): a replica's settings on this stack."""
+
+    def settings_for(service: str, replica: str = "r1") -> Settings:
+        return Settings(
+            service=service,
+            nats_url=stack.nats_url,
+            nats_user=service,
+            nats_password=stack.passwords[service],
+            metrics_port=0,
+            replica=replica,
+        )
+
+    return settings_for

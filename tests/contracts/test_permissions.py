@@ -1,0 +1,86 @@
+"""Bus permissions on a real nats-server: each credential is confined to its role."""
+
+import asyncio
+
+import pytest
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+
+from libs.contracts.permissions import GATEWAY, permissions
+from tests.support import ECHO, OTHER, TEST_SERVICES
+
+
+async def _violations(connect, role: str, act) -> list[str]:
+    """Run `act(nc)` as `role` and collect the permission violations the server reports."""
+    seen: list[str] = []
+
+    async def on_error(exc: Exception) -> None:
+        seen.append(str(exc))
+
+    async with connect(role, error_cb=on_error) as nc:
+        await act(nc)
+        await nc.flush()
+        await asyncio.sleep(0.1)
+    return [s for s in seen if "permissions violation" in s.lower()]
+
+
+async def test_a_service_credential_cannot_publish_to_another_services_subject(connect):
+    async def publish(nc):
+        await nc.publish("tether.other.say", b"{}")
+
+    assert await _violations(connect, "echo", publish) == [
+        'nats: permissions violation for publish to "tether.other.say"'
+    ]
+
+
+async def test_a_service_credential_cannot_subscribe_to_another_services_subject(connect):
+    async def subscribe(nc):
+        await nc.subscribe("tether.other.say", queue="other")
+
+    violations = await _violations(connect, "echo", subscribe)
+    assert violations == [
+        'nats: permissions violation for subscription to "tether.other.say" using queue "other"'
+    ]
+
+
+async def test_the_gateway_cannot_serve_a_services_subject(connect):
+    async def subscribe(nc):
+        await nc.subscribe(ECHO.subjects[0].name)
+
+    assert await _violations(connect, GATEWAY, subscribe)
+
+
+async def test_a_service_cannot_read_another_roles_replies(connect):
+    async def subscribe(nc):
+        await nc.subscribe("_INBOX.gateway.>")
+
+    assert await _violations(connect, "echo", subscribe)
+
+
+async def test_a_service_cannot_touch_another_services_buckets(connect):
+    async with connect("other") as owner:
+        kv = await owner.jetstream().create_key_value(bucket="other-things")
+        await kv.put("k", b"mine")
+    async with connect("echo") as nc:
+        js = nc.jetstream(timeout=0.5)
+        with pytest.raises((NatsTimeout, NoRespondersError)):
+            await js.stream_info("KV_other-things")
+        with pytest.raises((NatsTimeout, NoRespondersError)):
+            await js.publish("$KV.other-things.k", b"theirs")
+
+
+async def test_the_gateway_may_call_what_the_registry_lets_it_call(connect):
+    async def publish(nc):
+        await nc.publish(ECHO.subjects[0].name, b"{}")
+        await nc.publish(OTHER.health.name, b"{}")
+
+    assert await _violations(connect, GATEWAY, publish) == []
+
+
+def test_permissions_are_derived_from_the_registry():
+    gateway = permissions(GATEWAY, TEST_SERVICES)
+    echo = permissions("echo", TEST_SERVICES)
+    assert "tether.echo.say" in gateway["publish"]["allow"]
+    assert "tether.echo.say" not in echo["publish"]["allow"]
+    assert echo["subscribe"]["allow"] == ["_INBOX.echo.>", "tether.echo.health", "tether.echo.say"]
+    assert echo["allow_responses"] is True

@@ -1,0 +1,65 @@
+"""Every kind of bad input gets its own clear 4xx problem, and none reaches a service."""
+
+import time
+
+import jwt
+import pytest
+
+from tests.gateway.conftest import KEY, bearer, token
+
+JSON = {"Content-Type": "application/json"}
+
+
+def _expired() -> str:
+    now = int(time.time())
+    claims = {"iss": "tether", "aud": "tether", "sub": "acme/ada", "org": "acme"}
+    return jwt.encode(claims | {"iat": now - 7200, "exp": now - 3600}, KEY, algorithm="HS256")
+
+
+CASES = [
+    ("malformed JSON", bearer() | JSON, b'{"text": ', 400, "malformed-json"),
+    ("an unknown field", bearer() | JSON, b'{"text": "x", "colour": "red"}', 422,
+     "invalid-request"),
+    ("a wrong type", bearer() | JSON, b'{"text": 5}', 422, "invalid-request"),
+    ("a body that is not an object", bearer() | JSON, b'["x"]', 422, "invalid-request"),
+    ("an identity field", bearer() | JSON, b'{"text": "x", "org": "evil"}', 422,
+     "identity-in-body"),
+    ("a wrong content type", bearer() | {"Content-Type": "text/plain"}, b"x", 415,
+     "unsupported-media-type"),
+    ("an oversized body", bearer() | JSON, b'{"text": "' + b"x" * (1024 * 1024) + b'"}', 413,
+     "body-too-large"),
+    ("a missing token", JSON, b'{"text": "x"}', 401, "token-missing"),
+    ("an expired token", bearer(_expired()) | JSON, b'{"text": "x"}', 401, "token-expired"),
+    ("a forged token", bearer(jwt.encode({"sub": "acme/ada", "org": "acme", "iss": "tether",
+     "aud": "tether", "iat": 1, "exp": 2**40}, "not-the-key-" * 4, algorithm="HS256")) | JSON,
+     b'{"text": "x"}', 401, "token-forged"),
+    ("a token without an org", bearer(token(org=None)) | JSON, b'{"text": "x"}', 403,
+     "token-without-org"),
+    ("a token with a malformed org", bearer(token(org="Not An Org")) | JSON, b'{"text": "x"}', 401,
+     "token-invalid"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "headers", "body", "status", "rule"), CASES, ids=[c[0] for c in CASES]
+)
+async def test_bad_input_is_refused_before_any_service(
+    client, echo, case, headers, body, status, rule
+):
+    response = await client.post("/v1/echo", data=body, headers=headers)
+    problem = await response.json(content_type=None)
+    assert (response.status, problem["type"]) == (status, f"urn:tether:problem:{rule}")
+    assert response.content_type == "application/problem+json"
+    assert problem["status"] == status and problem["detail"]
+    assert echo.handled == []
+
+
+async def test_an_unknown_route_is_a_problem_too(client):
+    response = await client.get("/v1/nothing-here", headers=bearer())
+    assert response.status == 404
+    assert (await response.json(content_type=None))["type"] == "urn:tether:problem:not-found"
+
+
+async def test_the_unknown_field_is_named(client):
+    response = await client.post("/v1/echo", json={"text": "x", "colour": "red"}, headers=bearer())
+    assert "colour" in (await response.json(content_type=None))["detail"]

@@ -1,0 +1,118 @@
+"""The gateway in front of a real service over a real bus."""
+
+import asyncio
+
+from openapi_spec_validator import validate
+
+from tests.gateway.conftest import bearer, token
+
+
+async def test_the_principal_comes_from_the_verified_claims_alone(client):
+    agent = token(roles=["admin"], act="agent:ada-1")
+    response = await client.post("/v1/echo", json={"text": "hi"}, headers=bearer(agent))
+    assert response.status == 201
+    assert (await response.json())["principal"] == {
+        "org": "acme", "sub": "acme/ada", "roles": ["admin"], "act": "agent:ada-1"
+    }  # fmt: skip
+
+
+async def test_path_and_query_become_request_fields(client, echo):
+    response = await client.get("/v1/echo/hello?delay_ms=1", headers=bearer())
+    assert (response.status, (await response.json())["text"]) == (200, "hello")
+    assert echo.handled[0].delay_ms == 1
+
+
+async def test_a_services_problem_keeps_its_status(client):
+    response = await client.post("/v1/echo", json={"text": "refuse"}, headers=bearer())
+    problem = await response.json(content_type=None)
+    assert (response.status, problem["type"]) == (409, "urn:tether:problem:echo-refuses")
+
+
+async def test_a_service_with_no_replica_is_unavailable(client):
+    response = await client.post("/v1/other", json={"text": "x"}, headers=bearer())
+    assert response.status == 503
+    assert (await response.json(content_type=None))[
+        "detail"
+    ] == "no replica serves tether.other.say"
+
+
+async def test_an_idempotency_key_replays_the_first_answer(client, echo, org):
+    headers = bearer() | {"Idempotency-Key": org}
+    first = await client.post("/v1/echo", json={"text": "once"}, headers=headers)
+    again = await client.post("/v1/echo", json={"text": "once"}, headers=headers)
+    assert (first.status, again.status) == (201, 201)
+    assert await first.read() == await again.read()
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert [r.text for r in echo.handled] == ["once"]
+
+
+async def test_an_idempotency_key_reused_for_another_request_is_refused(client, echo, org):
+    headers = bearer() | {"Idempotency-Key": org}
+    await client.post("/v1/echo", json={"text": "one"}, headers=headers)
+    other = await client.post("/v1/echo", json={"text": "two"}, headers=headers)
+    problem = await other.json(content_type=None)
+    assert (other.status, problem["type"]) == (422, "urn:tether:problem:idempotency-key-reused")
+    assert [r.text for r in echo.handled] == ["one"]
+
+
+async def test_idempotency_keys_belong_to_their_principal(client, echo, org):
+    key = {"Idempotency-Key": org}
+    await client.post("/v1/echo", json={"text": "x"}, headers=bearer() | key)
+    bob = bearer(token(user="acme/bob")) | key
+    theirs = await client.post("/v1/echo", json={"text": "x"}, headers=bob)
+    assert "Idempotent-Replayed" not in theirs.headers
+    assert len(echo.handled) == 2
+
+
+async def test_a_concurrent_retry_waits_its_turn(client, echo, org):
+    headers = bearer() | {"Idempotency-Key": org}
+    slow = {"text": "slow", "delay_ms": 300}
+    first, second = await asyncio.gather(
+        client.post("/v1/echo", json=slow, headers=headers),
+        client.post("/v1/echo", json=slow, headers=headers),
+    )
+    assert sorted((first.status, second.status)) == [201, 409]
+    assert len(echo.handled) == 1
+
+
+async def test_the_rate_limit_is_per_principal(client_for, gateway_settings, echo, org):
+    import msgspec
+
+    client = await client_for(msgspec.structs.replace(gateway_settings, rate_limit=3))
+    mine = bearer(token(org=org, user=f"{org}/ada"))
+    statuses = [(await client.get("/v1/echo/x", headers=mine)).status for _ in range(4)]
+    theirs = await client.get("/v1/echo/x", headers=bearer(token(org=org, user=f"{org}/bob")))
+    assert (statuses, theirs.status) == ([200, 200, 200, 429], 200)
+
+
+async def test_readyz_asks_every_service_over_the_bus(client_for, gateway_settings, echo):
+    from tests.support import ECHO, OTHER
+
+    ready = await client_for(gateway_settings, services=(ECHO,))
+    missing = await client_for(gateway_settings, services=(ECHO, OTHER))
+    up = await ready.get("/readyz")
+    down = await missing.get("/readyz")
+    assert (up.status, (await up.json())["services"]["echo"]["ok"]) == (200, True)
+    body = await down.json()
+    assert (down.status, body["ready"], body["services"]["other"]["ok"]) == (503, False, False)
+
+
+async def test_the_openapi_document_is_valid_and_generated_from_the_routes(client):
+    response = await client.get("/v1/openapi.json")
+    document = await response.json()
+    validate(document)
+    assert document["openapi"] == "3.1.0"
+    post = document["paths"]["/v1/echo"]["post"]
+    assert post["x-subject"] == "tether.echo.say"
+    assert post["requestBody"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Say"
+    }
+    assert {"Say", "Said", "Problem", "Principal"} <= document["components"]["schemas"].keys()
+
+
+async def test_metrics_count_requests_by_route(client):
+    await client.get("/v1/echo/x", headers=bearer())
+    metrics = await (await client.get("/metrics")).text()
+    assert (
+        'tether_http_requests_total{method="GET",route="/v1/echo/{text}",status="200"}' in metrics
+    )

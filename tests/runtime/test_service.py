@@ -1,0 +1,116 @@
+"""The service runtime against a real nats-server: queue groups, health, problems, drain."""
+
+import asyncio
+import time
+
+import msgspec
+import nats
+
+from libs.contracts.health import Health
+from libs.contracts.permissions import GATEWAY
+from libs.contracts.principal import PRINCIPAL_HEADER, Principal
+from libs.contracts.problem import PROBLEM_HEADER, Problem
+from tests.support import ECHO, SAY, Echo, Said, Say, encode, running
+
+ADA = Principal(org="acme", sub="acme/ada")
+_HEADERS = {PRINCIPAL_HEADER: encode(ADA).decode()}
+
+
+def _echo_table(echo: Echo):
+    return lambda _svc: {SAY: echo.say}
+
+
+async def test_two_replicas_share_the_load_and_handle_each_request_once(settings_for, connect):
+    one, two = Echo("one"), Echo("two")
+    async with (
+        running(ECHO, settings_for("echo", "one"), _echo_table(one)),
+        running(ECHO, settings_for("echo", "two"), _echo_table(two)),
+        connect(GATEWAY) as nc,
+    ):
+        replies = await asyncio.gather(
+            *(
+                nc.request(SAY.name, encode(Say(text=str(i))), 5, headers=_HEADERS)
+                for i in range(400)
+            )
+        )
+    said = [msgspec.json.decode(r.data, type=Said) for r in replies]
+    assert sorted(s.text for s in said) == sorted(str(i) for i in range(400))
+    assert len(one.handled) + len(two.handled) == 400
+    assert one.handled and two.handled
+
+
+async def test_the_handler_receives_the_principal_from_the_header(settings_for, connect):
+    echo = Echo("one")
+    async with running(ECHO, settings_for("echo"), _echo_table(echo)), connect(GATEWAY) as nc:
+        reply = await nc.request(SAY.name, encode(Say(text="hi")), 5, headers=_HEADERS)
+    assert msgspec.json.decode(reply.data, type=Said) == Said(
+        text="hi", replica="one", principal=ADA
+    )
+
+
+async def test_health_answers_with_the_replica(settings_for, connect):
+    async with (
+        running(ECHO, settings_for("echo", "h1"), _echo_table(Echo("h1"))),
+        connect(GATEWAY) as nc,
+    ):
+        reply = await nc.request(ECHO.health.name, b"", 5)
+    health = msgspec.json.decode(reply.data, type=Health)
+    assert (health.service, health.replica, health.ok) == ("echo", "h1", True)
+
+
+async def _problem(nc: nats.NATS, payload: bytes, headers: dict[str, str] | None) -> Problem:
+    reply = await nc.request(SAY.name, payload, 5, headers=headers)
+    problem = msgspec.json.decode(reply.data, type=Problem)
+    assert reply.headers[PROBLEM_HEADER] == str(problem.status)
+    return problem
+
+
+async def test_bad_requests_get_typed_problems_naming_what_was_wrong(settings_for, connect):
+    echo = Echo("one")
+    async with running(ECHO, settings_for("echo"), _echo_table(echo)), connect(GATEWAY) as nc:
+        unknown = await _problem(nc, b'{"text": "x", "sender": "eve"}', _HEADERS)
+        malformed = await _problem(nc, b'{"text": ', _HEADERS)
+        anonymous = await _problem(nc, encode(Say(text="x")), None)
+        refused = await _problem(nc, encode(Say(text="refuse")), _HEADERS)
+    assert (unknown.status, unknown.rule) == (422, "invalid-request")
+    assert "unknown field `sender`" in unknown.detail
+    assert (malformed.status, malformed.rule) == (400, "malformed-json")
+    assert (anonymous.status, anonymous.rule) == (401, "principal-missing")
+    assert (refused.status, refused.rule, refused.detail) == (
+        409,
+        "echo-refuses",
+        "asked to refuse",
+    )
+    assert [r.text for r in echo.handled] == ["refuse"]
+
+
+async def test_stopping_drains_requests_in_flight(settings_for, connect):
+    echo = Echo("one")
+    async with connect(GATEWAY) as nc:
+        async with running(ECHO, settings_for("echo"), _echo_table(echo)) as svc:
+            slow = asyncio.create_task(
+                nc.request(SAY.name, encode(Say(text="slow", delay_ms=300)), 5, headers=_HEADERS)
+            )
+            while not echo.handled:  # noqa: ASYNC110 (the handler is the test's own probe)
+                await asyncio.sleep(0.01)
+            started = time.monotonic()
+            svc.stop()
+        reply = await slow
+    assert msgspec.json.decode(reply.data, type=Said).text == "slow"
+    assert time.monotonic() - started >= 0.2
+
+
+async def test_ops_endpoint_serves_metrics_and_health(settings_for, connect):
+    from aiohttp import ClientSession
+
+    async with (
+        running(ECHO, settings_for("echo"), _echo_table(Echo("m"))) as svc,
+        connect(GATEWAY) as nc,
+    ):
+        await nc.request(SAY.name, encode(Say(text="count me")), 5, headers=_HEADERS)
+        async with ClientSession() as http:
+            base = f"http://127.0.0.1:{svc.ops_port}"
+            metrics = await (await http.get(f"{base}/metrics")).text()
+            healthz = await http.get(f"{base}/healthz")
+    assert 'tether_requests_total{outcome="ok",service="echo",subject="tether.echo.say"}' in metrics
+    assert healthz.status == 200

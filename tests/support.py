@@ -1,0 +1,73 @@
+"""What tests share: a small service of their own, and helpers to run and call services."""
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
+
+import msgspec
+
+from libs.contracts.base import Contract
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.contracts.registry import ServiceContract, Subject, service_contract
+from libs.runtime.service import Service
+from libs.runtime.settings import Settings
+
+
+class Say(Contract):
+    """Ask the echo service to say `text`; `delay_ms` holds the reply that long."""
+
+    text: str
+    delay_ms: int = 0
+
+
+class Said(Contract):
+    text: str
+    replica: str
+    principal: Principal
+
+
+SAY = Subject(name="tether.echo.say", request=Say, reply=Said, summary="echo a text")
+ECHO = service_contract("echo", [SAY])
+# A second test service, to show one service's credential refused on another's subjects.
+OTHER = service_contract(
+    "other",
+    [Subject(name="tether.other.say", request=Say, reply=Said, summary="echo")],
+    buckets=("other-things",),
+)
+TEST_SERVICES = (ECHO, OTHER)
+
+
+class Echo:
+    """A handler that counts what it handled, so a test can see a request never arrived."""
+
+    def __init__(self, replica: str) -> None:
+        self.replica = replica
+        self.handled: list[Say] = []
+
+    async def say(self, request: Say, principal: Principal) -> Said:
+        self.handled.append(request)
+        if request.delay_ms:
+            await asyncio.sleep(request.delay_ms / 1000)
+        if request.text == "refuse":
+            raise Refused("echo-refuses", 409, "asked to refuse")
+        return Said(text=request.text, replica=self.replica, principal=principal)
+
+
+def encode(value: object) -> bytes:
+    return msgspec.json.encode(value)
+
+
+@contextlib.asynccontextmanager
+async def running(
+    contract: ServiceContract, settings: Settings, table_of: Callable[[Service], Mapping]
+) -> AsyncIterator[Service]:
+    """A service replica in this process, serving until the block ends, then drained."""
+    async with Service(contract, settings, signals=False) as svc:
+        task = asyncio.create_task(svc.serve(table_of(svc)))
+        await asyncio.wait_for(svc.serving.wait(), 10)
+        try:
+            yield svc
+        finally:
+            svc.stop()
+            await task
