@@ -33,7 +33,7 @@ def _up(args: argparse.Namespace) -> int:
         token = _mint(home, ROLES, org=DEV_ORG, user=DEV_USER, roles=("admin",), act=None)
         print(f"\ntether is up at {url}  (state in {home.root})", flush=True)
         print(f"development token for {DEV_USER}, admin of {DEV_ORG}:\n{token}", flush=True)
-        print(f"try: curl -H 'Authorization: Bearer <token>' {url}/readyz\n", flush=True)
+        print(f"try: curl -H 'Authorization: Bearer <token>' {url}/v1/openapi.json\n", flush=True)
 
     return up(home, port=port, on_ready=ready)
 
@@ -91,10 +91,10 @@ def _audit_verify(args: argparse.Namespace) -> int:
     return asyncio.run(verify())
 
 
-def _mint(home: Home, roles: tuple[str, ...], **claims: object) -> str:
+def _mint(home: Home, known_roles: tuple[str, ...], **claims: object) -> str:
     from services.gateway.tokens import mint
 
-    home.ensure(roles)
+    home.ensure(known_roles)
     return mint(home.jwt_key(), now=int(time.time()), **claims)  # type: ignore[arg-type]
 
 

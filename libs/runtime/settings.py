@@ -2,6 +2,7 @@
 
 import os
 import socket
+from collections.abc import Mapping
 
 import msgspec
 
@@ -34,16 +35,24 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     replica: str = ""
 
     @classmethod
-    def from_env(cls, service: str, env: dict[str, str] | None = None) -> "Settings":
-        env = dict(os.environ if env is None else env)
-        return cls(
-            service=service,
-            nats_url=env.get("NATS_URL", cls.nats_url),
-            nats_user=env.get("NATS_USER", service),
-            nats_password=env.get("NATS_PASSWORD", ""),
-            metrics_host=env.get("TETHER_METRICS_HOST", cls.metrics_host),
-            metrics_port=int(env.get("TETHER_METRICS_PORT", cls.metrics_port)),
-            max_in_flight=int(env.get("TETHER_MAX_IN_FLIGHT", cls.max_in_flight)),
-            log_level=env.get("TETHER_LOG_LEVEL", cls.log_level).upper(),
-            replica=env.get("TETHER_REPLICA") or f"{socket.gethostname()}-{os.getpid()}",
-        )
+    def from_env(cls, service: str, env: Mapping[str, str] | None = None) -> "Settings":
+        env = os.environ if env is None else env
+        given = {field: env[var] for var, field in _ENV.items() if env.get(var)}
+        defaults = {"service": service, "nats_user": service, "replica": _replica()}
+        return msgspec.convert(defaults | given, cls, strict=False)
+
+
+_ENV = {
+    "NATS_URL": "nats_url",
+    "NATS_USER": "nats_user",
+    "NATS_PASSWORD": "nats_password",
+    "TETHER_METRICS_HOST": "metrics_host",
+    "TETHER_METRICS_PORT": "metrics_port",
+    "TETHER_MAX_IN_FLIGHT": "max_in_flight",
+    "TETHER_LOG_LEVEL": "log_level",
+    "TETHER_REPLICA": "replica",
+}
+
+
+def _replica() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"

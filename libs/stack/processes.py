@@ -23,7 +23,7 @@ def spawn(
         process_group=0,
         preexec_fn=_die_with_parent,
     )
-    _log.info("started", extra={"process": name, "pid": proc.pid})
+    _log.info("started", extra={"child": name, "pid": proc.pid})
     return proc
 
 

@@ -44,9 +44,12 @@ def nats_config(
 
 
 def start_nats(config: dict[str, object], config_file: Path) -> subprocess.Popen[bytes]:
+    """Start nats-server with `config`, written beside its log file."""
     config_file.write_text(json.dumps(config, indent=2))
     config_file.chmod(0o600)
-    proc = spawn([_binary("nats-server"), "-c", str(config_file)], name="nats-server")
+    log = config_file.with_suffix(".log")
+    argv = [_binary("nats-server"), "-c", str(config_file), "-l", str(log)]
+    proc = spawn(argv, name="nats-server")
     monitor = str(config["http"])
     wait_for(lambda: _http_ok(f"http://{monitor}/healthz?js-enabled-only=true"), proc, "nats")
     return proc
@@ -61,6 +64,7 @@ def start_redis(port: int, data_dir: Path) -> subprocess.Popen[bytes]:
         "--appendonly", "yes",
         "--save", "",
         "--protected-mode", "yes",
+        "--logfile", str(data_dir / "redis.log"),
     ]  # fmt: skip
     proc = spawn(argv, name="redis-server")
     wait_for(lambda: _tcp_open(port), proc, "redis")

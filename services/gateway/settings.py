@@ -1,6 +1,7 @@
 """The gateway's configuration, from environment variables with documented defaults."""
 
 import os
+from collections.abc import Mapping
 
 import msgspec
 
@@ -33,21 +34,24 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     request_timeout: float = 5.0
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> "GatewaySettings":
-        env = dict(os.environ if env is None else env)
-        key = env.get("TETHER_JWT_KEY")
-        if not key:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "GatewaySettings":
+        env = os.environ if env is None else env
+        given = {field: env[var] for var, field in _ENV.items() if env.get(var)}
+        if "jwt_key" not in given:
             home = env.get("TETHER_HOME", ".tether")
-            with open(env.get("TETHER_JWT_KEY_FILE", os.path.join(home, "jwt.key"))) as f:
-                key = f.read().strip()
-        return cls(
-            host=env.get("TETHER_HOST", cls.host),
-            port=int(env.get("TETHER_PORT", cls.port)),
-            jwt_key=key,
-            redis_url=env.get("REDIS_URL", cls.redis_url),
-            nats_url=env.get("NATS_URL", cls.nats_url),
-            nats_user=env.get("NATS_USER", cls.nats_user),
-            nats_password=env.get("NATS_PASSWORD", ""),
-            rate_limit=int(env.get("TETHER_RATE_LIMIT", cls.rate_limit)),
-            request_timeout=float(env.get("TETHER_REQUEST_TIMEOUT", cls.request_timeout)),
-        )
+            with open(env.get("TETHER_JWT_KEY_FILE") or os.path.join(home, "jwt.key")) as f:
+                given["jwt_key"] = f.read().strip()
+        return msgspec.convert(given, cls, strict=False)
+
+
+_ENV = {
+    "TETHER_HOST": "host",
+    "TETHER_PORT": "port",
+    "TETHER_JWT_KEY": "jwt_key",
+    "REDIS_URL": "redis_url",
+    "NATS_URL": "nats_url",
+    "NATS_USER": "nats_user",
+    "NATS_PASSWORD": "nats_password",
+    "TETHER_RATE_LIMIT": "rate_limit",
+    "TETHER_REQUEST_TIMEOUT": "request_timeout",
+}

@@ -1,0 +1,110 @@
+"""`tether up` as a person runs it: servers, services, gateway; then a clean stop."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import jwt
+import pytest
+
+from libs.stack.servers import free_port
+
+
+def _children(pid: int) -> set[int]:
+    """Every descendant of `pid`, from /proc."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found |= frontier
+    return found
+
+
+def _alive(pids: set[int]) -> set[int]:
+    return {p for p in pids if Path(f"/proc/{p}").exists()}
+
+
+@pytest.fixture
+def up(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")}
+    port = free_port()
+    env |= {
+        "TETHER_HOME": str(tmp_path / "home"),
+        "TETHER_PORT": str(port),
+        "TETHER_NATS_PORT": str(free_port()),
+        "TETHER_NATS_MONITOR_PORT": str(free_port()),
+        "TETHER_REDIS_PORT": str(free_port()),
+        "TETHER_METRICS_BASE_PORT": str(free_port()),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "libs.cli.main", "up"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    lines = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        lines.append(line)
+        if line.startswith("eyJ"):
+            break
+        assert proc.poll() is None, f"tether up exited: {lines}"
+    yield proc, f"http://127.0.0.1:{port}", env, lines
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _get(url: str, token: str | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.load(exc)
+
+
+def test_up_prints_the_address_and_a_token_then_stops_cleanly_on_sigterm(up):
+    proc, url, env, lines = up
+    token = lines[-1].strip()
+    assert any(f"tether is up at {url}" in line for line in lines)
+    assert _get(f"{url}/readyz")[0] == 200
+    assert _get(f"{url}/v1/openapi.json", token)[0] == 200
+    minted = subprocess.run(
+        [sys.executable, "-m", "libs.cli.main", "token", "--org", "acme", "--user", "acme/bob"],
+        env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    claims = jwt.decode(minted, Path(env["TETHER_HOME"], "jwt.key").read_text().strip(),
+                        algorithms=["HS256"], audience="tether")
+    assert (claims["org"], claims["sub"]) == ("acme", "acme/bob")
+    children = _children(proc.pid)
+    assert children
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    assert _alive(children) == set()
+
+
+def test_children_die_with_a_killed_parent(up):
+    proc, _, _, _ = up
+    children = _children(proc.pid)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while _alive(children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive(children) == set()
