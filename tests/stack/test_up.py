@@ -89,8 +89,12 @@ def test_up_prints_the_address_and_a_token_then_stops_cleanly_on_sigterm(up):
         [sys.executable, "-m", "libs.cli.main", "token", "--org", "acme", "--user", "acme/bob"],
         env=env, capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
-    claims = jwt.decode(minted, Path(env["TETHER_HOME"], "jwt.key").read_text().strip(),
-                        algorithms=["HS256"], audience="tether")
+    claims = jwt.decode(
+        minted,
+        Path(env["TETHER_HOME"], "jwt.key").read_text().strip(),
+        algorithms=["HS256"],
+        audience="tether",
+    )
     assert (claims["org"], claims["sub"]) == ("acme", "acme/bob")
     children = _children(proc.pid)
     assert children
