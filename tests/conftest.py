@@ -9,6 +9,7 @@ import msgspec
 import nats
 import pytest
 import pytest_asyncio
+from aiohttp.test_utils import TestClient, TestServer
 
 from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
@@ -16,7 +17,10 @@ from libs.runtime.settings import Settings
 from libs.stack.home import Home
 from libs.stack.processes import stop_all
 from libs.stack.servers import free_port, nats_config, start_nats, start_redis
-from tests.support import TEST_SERVICES
+from services.gateway.app import init_app
+from services.gateway.routes import ROUTES
+from services.gateway.settings import GatewaySettings
+from tests.support import KEY, TEST_SERVICES
 
 
 class Stack(msgspec.Struct):
@@ -116,3 +120,30 @@ def settings_for(stack: Stack):
         )
 
     return settings_for
+
+
+@pytest.fixture
+def gateway_settings(stack: Stack) -> GatewaySettings:
+    return GatewaySettings(
+        jwt_key=KEY,
+        redis_url=stack.redis_url,
+        nats_url=stack.nats_url,
+        nats_password=stack.passwords[GATEWAY],
+        rate_limit=0,
+    )
+
+
+@pytest.fixture
+async def client_for():
+    """client_for(settings, services, routes): an HTTP client of a gateway from init_app."""
+    clients: list[TestClient] = []
+
+    async def client_for(settings: GatewaySettings, services=SERVICES, routes=ROUTES) -> TestClient:
+        client = TestClient(TestServer(init_app(settings, routes=routes, services=services)))
+        await client.start_server()
+        clients.append(client)
+        return client
+
+    yield client_for
+    for client in clients:
+        await client.close()

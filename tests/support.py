@@ -2,6 +2,9 @@
 
 import asyncio
 import contextlib
+import inspect
+import secrets
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 
 import msgspec
@@ -12,6 +15,7 @@ from libs.contracts.problem import Refused
 from libs.contracts.registry import ServiceContract, Subject, service_contract
 from libs.runtime.service import Service
 from libs.runtime.settings import Settings
+from services.gateway.tokens import mint
 
 
 class Say(Contract):
@@ -62,12 +66,30 @@ def encode(value: object) -> bytes:
 async def running(
     contract: ServiceContract, settings: Settings, table_of: Callable[[Service], Mapping]
 ) -> AsyncIterator[Service]:
-    """A service replica in this process, serving until the block ends, then drained."""
+    """A service replica in this process, serving until the block ends, then drained.
+
+    `table_of(svc)` returns the handler table, or an awaitable of it (to open stores first).
+    """
     async with Service(contract, settings, signals=False) as svc:
-        task = asyncio.create_task(svc.serve(table_of(svc)))
+        table = table_of(svc)
+        if inspect.isawaitable(table):
+            table = await table
+        task = asyncio.create_task(svc.serve(table))
         await asyncio.wait_for(svc.serving.wait(), 10)
         try:
             yield svc
         finally:
             svc.stop()
             await task
+
+
+# Tokens, signed with the key the test gateways verify with.
+KEY = secrets.token_hex(32)
+
+
+def token(org: str | None = "acme", user: str = "acme/ada", **claims: object) -> str:
+    return mint(KEY, org=org, user=user, now=int(time.time()), **claims)  # type: ignore[arg-type]
+
+
+def bearer(value: str | None = None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {value or token()}"}

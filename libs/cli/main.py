@@ -1,4 +1,4 @@
-"""`tether up | token | contracts | nats-config | audit verify`."""
+"""`tether up | token | contracts | nats-config | poa vectors | audit verify`."""
 
 import argparse
 import asyncio
@@ -91,6 +91,22 @@ def _audit_verify(args: argparse.Namespace) -> int:
     return asyncio.run(verify())
 
 
+def _poa_vectors(args: argparse.Namespace) -> int:
+    from services.poa.domain.conformance import decode, run
+
+    try:
+        with open(args.file, "rb") as f:
+            outcomes = run(decode(f.read()))
+    except (OSError, ValueError) as exc:
+        print(f"cannot read {args.file}: {exc}", file=sys.stderr)
+        return 2
+    failed = [o for o in outcomes if not o.passed]
+    for o in failed:
+        print(f"FAIL {o.section} {o.case_id}: expected {o.expected}, got {o.actual}")
+    print(f"{len(outcomes) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed or not outcomes else 0
+
+
 def _mint(home: Home, known_roles: tuple[str, ...], **claims: object) -> str:
     from services.gateway.tokens import mint
 
@@ -119,6 +135,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=4222)
     p.add_argument("--monitor-port", type=int, default=8222)
     p.set_defaults(run=_nats_config)
+
+    p = sub.add_parser("poa", help="Power of Action")
+    poa = p.add_subparsers(required=True)
+    p = poa.add_parser("vectors", help="run every case of a vector file in the official shape")
+    p.add_argument("file")
+    p.set_defaults(run=_poa_vectors)
 
     p = sub.add_parser("audit", help="the audit trail")
     audit = p.add_subparsers(required=True)

@@ -1,11 +1,12 @@
 """Every subject on the bus and the msgspec types that cross it."""
 
+from libs.contracts import poa
 from libs.contracts.registry import ServiceContract, Subject
 
 __all__ = ["SERVICES", "subject"]
 
 # The services that exist, in the order `tether up` starts them.
-SERVICES: tuple[ServiceContract, ...] = ()
+SERVICES: tuple[ServiceContract, ...] = (poa.CONTRACT,)
 
 _BY_NAME = {s.name: s for svc in SERVICES for s in (svc.health, *svc.subjects)}
 

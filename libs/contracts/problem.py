@@ -8,17 +8,19 @@ __all__ = ["PROBLEM_HEADER", "Problem", "Refused"]
 PROBLEM_HEADER = "Tether-Problem"
 
 
-class Problem(Contract):
+class Problem(Contract, omit_defaults=True):
     """Why a request was refused.
 
     `type` names the rule (`urn:tether:problem:<rule>`), `status` is the HTTP status the
-    gateway answers with, `detail` says what exactly was wrong with this request.
+    gateway answers with, `detail` says what exactly was wrong with this request, and
+    `errors`, when there are several things wrong, names each.
     """
 
     type: str
     title: str
     status: int
     detail: str = ""
+    errors: tuple[str, ...] = ()
 
     @property
     def rule(self) -> str:
@@ -28,11 +30,14 @@ class Problem(Contract):
 class Refused(Exception):
     """Raised by a handler to answer with a problem instead of a reply."""
 
-    def __init__(self, rule: str, status: int, detail: str, *, title: str = "") -> None:
+    def __init__(
+        self, rule: str, status: int, detail: str, *, errors: tuple[str, ...] = ()
+    ) -> None:
         super().__init__(detail)
         self.problem = Problem(
             type=f"urn:tether:problem:{rule}",
-            title=title or rule.replace("-", " "),
+            title=rule.replace("-", " "),
             status=status,
             detail=detail,
+            errors=errors,
         )

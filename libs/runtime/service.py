@@ -20,7 +20,7 @@ from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
 from nats.js.errors import BadRequestError
 
-from libs.contracts import streams
+from libs.contracts import codec, streams
 from libs.contracts.health import Health
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused
@@ -95,7 +95,7 @@ class Service:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _subscribe(self, subject: Subject, handler: Handler) -> Any:
-        decode = msgspec.json.Decoder(subject.request).decode
+        decode = codec.decoder(subject.request).decode
 
         async def on_message(msg: Msg) -> None:
             await self._slots.acquire()
@@ -119,11 +119,11 @@ class Service:
         try:
             request = decode(msg.data or b"{}")
             principal = _principal_of(msg) if subject != self.contract.health else None
-            body = msgspec.json.encode(await handler(request, principal))  # type: ignore[arg-type]
+            body = codec.encode(await handler(request, principal))  # type: ignore[arg-type]
             outcome = "ok"
         except Exception as exc:  # every failure becomes a typed problem reply
             problem = _problem_of(exc, subject)
-            body, outcome = msgspec.json.encode(problem), problem.rule
+            body, outcome = codec.encode(problem), problem.rule
             headers = {PROBLEM_HEADER: str(problem.status)}
         finally:
             metrics.IN_FLIGHT.labels(service).dec()

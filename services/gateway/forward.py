@@ -8,6 +8,7 @@ from nats.aio.client import Client
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
+from libs.contracts import codec
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Refused
 from libs.contracts.registry import Subject
@@ -20,6 +21,7 @@ IDENTITY_FIELDS = frozenset(
     {"org", "sub", "roles", "act", "principal", "author", "author_kind", "sender", "on_behalf_of"}
 )
 _JSON = "application/json"
+_decode = codec.decoder().decode
 
 
 async def request_of(route: Route, http: web.Request) -> bytes:
@@ -30,7 +32,7 @@ async def request_of(route: Route, http: web.Request) -> bytes:
             raise Refused("unsupported-media-type", 415, f"send {_JSON}, not {http.content_type!r}")
         raw = await http.read()
         try:
-            fields = msgspec.json.decode(raw or b"{}")
+            fields = _decode(raw or b"{}")
         except msgspec.DecodeError as exc:
             raise Refused("malformed-json", 400, f"the body is not JSON: {exc}") from exc
         if not isinstance(fields, dict):
@@ -49,7 +51,7 @@ async def request_of(route: Route, http: web.Request) -> bytes:
         request = msgspec.convert(fields, route.subject.request)
     except msgspec.ValidationError as exc:
         raise Refused("invalid-request", 422, str(exc)) from exc
-    return msgspec.json.encode(request)
+    return codec.encode(request)
 
 
 def _query(route: Route, http: web.Request) -> dict[str, Any]:

@@ -5,7 +5,7 @@ import time
 import jwt
 import pytest
 
-from tests.gateway.conftest import KEY, bearer, token
+from tests.support import KEY, bearer, token
 
 JSON = {"Content-Type": "application/json"}
 

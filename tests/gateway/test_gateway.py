@@ -4,7 +4,8 @@ import asyncio
 
 from openapi_spec_validator import validate
 
-from tests.gateway.conftest import bearer, token
+from tests.gateway.conftest import ROUTES
+from tests.support import bearer, token
 
 
 async def test_the_principal_comes_from_the_verified_claims_alone(client):
@@ -78,7 +79,9 @@ async def test_a_concurrent_retry_waits_its_turn(client, echo, org):
 async def test_the_rate_limit_is_per_principal(client_for, gateway_settings, echo, org):
     import msgspec
 
-    client = await client_for(msgspec.structs.replace(gateway_settings, rate_limit=3))
+    client = await client_for(
+        msgspec.structs.replace(gateway_settings, rate_limit=3), services=(), routes=ROUTES
+    )
     mine = bearer(token(org=org, user=f"{org}/ada"))
     statuses = [(await client.get("/v1/echo/x", headers=mine)).status for _ in range(4)]
     theirs = await client.get("/v1/echo/x", headers=bearer(token(org=org, user=f"{org}/bob")))
@@ -88,8 +91,8 @@ async def test_the_rate_limit_is_per_principal(client_for, gateway_settings, ech
 async def test_readyz_asks_every_service_over_the_bus(client_for, gateway_settings, echo):
     from tests.support import ECHO, OTHER
 
-    ready = await client_for(gateway_settings, services=(ECHO,))
-    missing = await client_for(gateway_settings, services=(ECHO, OTHER))
+    ready = await client_for(gateway_settings, services=(ECHO,), routes=ROUTES)
+    missing = await client_for(gateway_settings, services=(ECHO, OTHER), routes=ROUTES)
     up = await ready.get("/readyz")
     down = await missing.get("/readyz")
     assert (up.status, (await up.json())["services"]["echo"]["ok"]) == (200, True)

@@ -4,7 +4,7 @@ from decimal import Decimal
 from typing import Any
 
 from services.poa.domain import hours
-from services.poa.domain.decisions import ASK_USER, Decision
+from services.poa.domain.decisions import Decision, ask
 from services.poa.domain.reading import ASK, count, covers, instant, items, money, obj
 from services.poa.domain.resolve import Act
 from services.poa.domain.settlement import needs_settlement, settled
@@ -17,7 +17,7 @@ def first_ask(
     grant: dict[str, Any], act: Act, envelope: dict[str, Any], state: dict[str, Any]
 ) -> Decision | None:
     rule = _first_rule(grant, act, envelope, state)
-    return None if rule is None else Decision(ASK_USER, rule, act.act_id)
+    return None if rule is None else ask(rule, act.act_id)
 
 
 def _first_rule(

@@ -1,29 +1,31 @@
-"""What verification and containment answer (poa-verifier §1.1, §4)."""
+"""What verification answers (poa-verifier §1.1), in the contract's types."""
 
-import msgspec
+from libs.contracts.poa import Containment, Decision
 
-__all__ = ["ALLOW", "ASK_USER", "DENY", "MALFORMED", "Containment", "Decision"]
+__all__ = [
+    "ALLOW",
+    "ASK_USER",
+    "DENY",
+    "MALFORMED",
+    "Containment",
+    "Decision",
+    "allow",
+    "ask",
+    "deny",
+]
 
 ALLOW, ASK_USER, DENY = "ALLOW", "ASK_USER", "DENY"
 # The project's rule for input no rule can read at all: it fails closed.
 MALFORMED = "malformed_input"
 
 
-class Decision(msgspec.Struct, frozen=True, omit_defaults=True):
-    """One decision and the rule that made it; `act_id` once the act is resolved.
-
-    `violations` and `parent_id` come with `not_contained` (V11).
-    """
-
-    decision: str
-    rule_id: str
-    act_id: str | None = None
-    violations: tuple[str, ...] = ()
-    parent_id: str | None = None
+def allow(rule_id: str, act_id: str | None) -> Decision:
+    return Decision(decision=ALLOW, rule_id=rule_id, act_id=act_id)
 
 
-class Containment(msgspec.Struct, frozen=True):
-    """Whether a child carries no more than its parent, and every way it carries more."""
+def ask(rule_id: str, act_id: str | None) -> Decision:
+    return Decision(decision=ASK_USER, rule_id=rule_id, act_id=act_id)
 
-    ok: bool
-    violations: tuple[str, ...] = ()
+
+def deny(rule_id: str, act_id: str | None = None) -> Decision:
+    return Decision(decision=DENY, rule_id=rule_id, act_id=act_id)

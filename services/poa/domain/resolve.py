@@ -4,7 +4,7 @@ from typing import Any
 
 import msgspec
 
-from services.poa.domain.decisions import DENY, Decision
+from services.poa.domain.decisions import Decision, deny
 from services.poa.domain.reading import (
     PLAN,
     covers,
@@ -49,19 +49,19 @@ def act(grant: dict[str, Any], envelope: dict[str, Any]) -> Act | Decision:
         if (requested_act is not None and denial.get("act_id") == requested_act) or (
             effect is not None and denial.get("effect") == effect
         ):
-            return Decision(DENY, f"denied:{denial.get('act_id')}")
+            return deny(f"denied:{denial.get('act_id')}")
 
     if by_arguments or (requested_effect is not None and requested_act is None):
         matches = [a for a in authorities if a.get("effect") == effect]
         if len(matches) != 1:  # V14: not held, or held twice (ambiguous)
-            return Decision(DENY, "effect_not_delegated")
+            return deny("effect_not_delegated")
         authority = matches[0]
     else:
         authority = _first(authorities, requested_act) if requested_act is not None else None
         if authority is None:  # V13
-            return Decision(DENY, "act_not_delegated")
+            return deny("act_not_delegated")
         if requested_effect is not None and authority.get("effect") != requested_effect:  # V14
-            return Decision(DENY, "effect_not_delegated")
+            return deny("effect_not_delegated")
     act_id = text(authority.get("act_id"))
     return _actor(grant, envelope, authority, act_id, authorities)
 
@@ -86,29 +86,29 @@ def _actor(
     ]
     official = is_official(authority)
     if actor is None or (actor not in holders and actor in named):  # V15
-        return Decision(DENY, "actor_not_authorized", act_id)
+        return deny("actor_not_authorized", act_id)
     if actor not in holders and not (  # V16
         work_system.get("unnamed_agents") == "read_draft" and not official and not listed
     ):
-        return Decision(DENY, "unnamed_agent_not_allowed", act_id)
+        return deny("unnamed_agent_not_allowed", act_id)
     for formation in map(obj, items(grant.get("formations"))):  # V17: every covering one
         if covers(formation, act_id) and not any(
             obj(p).get("membership") == "member" and identity(obj(p).get("actor")) == actor
             for p in items(formation.get("participants"))
         ):
-            return Decision(DENY, "not_in_formation", act_id)
+            return deny("not_in_formation", act_id)
     evidence = items(obj(envelope.get("context")).get("evidence"))
     prohibited = items(obj(authority.get("grounding")).get("prohibited_sources"))
     if any(source in prohibited for source in evidence):  # V18
-        return Decision(DENY, "grounding_source_prohibited", act_id)
+        return deny("grounding_source_prohibited", act_id)
     session = session_mode(envelope)
     mode = grant_mode(grant) if session is None else min(grant_mode(grant), session)
     if mode == PLAN and official:  # V19: a session never loosens the grant
-        return Decision(DENY, "mode_plan_prepares_only", act_id)
+        return deny("mode_plan_prepares_only", act_id)
     kind = authority.get("kind")
     ceiling = obj(grant.get("ceilings")).get(kind) if isinstance(kind, str) else None
     if official and ceiling == "proposal":  # V20
-        return Decision(DENY, "ceiling_proposal_only", act_id)
+        return deny("ceiling_proposal_only", act_id)
     return Act(authority, act_id, actor, mode, official, ceiling)
 
 

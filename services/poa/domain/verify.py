@@ -9,7 +9,7 @@ from typing import Any
 
 from services.poa.domain import asks, resolve
 from services.poa.domain.contain import contain
-from services.poa.domain.decisions import ALLOW, DENY, MALFORMED, Decision
+from services.poa.domain.decisions import DENY, MALFORMED, Decision, allow, deny
 from services.poa.domain.reading import SUPPORTED_VERSION, count, instant, is_official, items, obj
 
 __all__ = ["verify"]
@@ -20,7 +20,7 @@ def verify(grant: Any, parents: Any, envelope: Any, state: Any) -> Decision:
     try:
         return _verify(obj(grant), items(parents), obj(envelope), obj(state))
     except Exception:  # a rule met a shape it cannot read: fail closed
-        return Decision(DENY, MALFORMED)
+        return deny(MALFORMED)
 
 
 def _verify(
@@ -36,31 +36,31 @@ def _verify(
     if decision is not None:
         return decision
     if is_official(act.authority):  # V36, V37
-        return Decision(ALLOW, "standing_within_limits", act.act_id)
-    return Decision(ALLOW, "no_go_ahead_needed", act.act_id)
+        return allow("standing_within_limits", act.act_id)
+    return allow("no_go_ahead_needed", act.act_id)
 
 
 def _admission(grant: dict[str, Any], state: dict[str, Any]) -> Decision | None:
     # V1 before V2: an unverified grant's fields, its version included, are not read.
     if _carrier(state) and grant.get("grant_id") not in items(state["authenticated_grant_ids"]):
-        return Decision(DENY, "not_authenticated")
+        return deny("not_authenticated")
     if grant.get("poa_version") != SUPPORTED_VERSION:  # V2
-        return Decision(DENY, "unsupported_version")
+        return deny("unsupported_version")
     if "grounding_plan" in grant and grant["grounding_plan"] is not None:  # V3
         if not _sealed(grant["grounding_plan"]):
-            return Decision(DENY, "grounding_ref_outside_seal")
+            return deny("grounding_ref_outside_seal")
     revoked = state.get("revoked")
     if revoked is not None and revoked is not False:  # V4
-        return Decision(DENY, "revoked")
+        return deny("revoked")
     validity, now = obj(grant.get("validity")), instant(state.get("now"))
     if validity.get("not_before") is not None:  # V5: not_before is inclusive
         not_before = instant(validity["not_before"])
         if not_before is None or now is None or now < not_before:
-            return Decision(DENY, "not_yet_valid")
+            return deny("not_yet_valid")
     if validity.get("expires") is not None:  # V6: expires is exclusive
         expires = instant(validity["expires"])
         if expires is None or now is None or now >= expires:
-            return Decision(DENY, "expired")
+            return deny("expired")
     return None
 
 
@@ -80,24 +80,24 @@ def _lineage(grant: dict[str, Any], parents: list[Any], state: dict[str, Any]) -
             None,
         )
         if parent is None:  # V7
-            return Decision(DENY, "parent_missing")
+            return deny("parent_missing")
         if _carrier(state) and grant_id not in items(state["authenticated_grant_ids"]):  # V8
-            return Decision(DENY, "parent_not_authenticated")
+            return deny("parent_not_authenticated")
         if parent.get("poa_version") != SUPPORTED_VERSION:  # V9
-            return Decision(DENY, "unsupported_version")
+            return deny("unsupported_version")
         ancestors.append(parent)
     for ancestor in ancestors:  # V10: max_depth bounds hops below the root; absent is 0
         max_depth = count(obj(ancestor.get("delegation")).get("max_depth")) or 0
         if len(chain) > max_depth:
-            return Decision(DENY, "delegation_too_deep")
+            return deny("delegation_too_deep")
     lineage = [*ancestors, grant]
     for parent, child in itertools.pairwise(lineage):  # V11
         contained = contain(parent, child)
         if not contained.ok:
             parent_id = parent.get("grant_id")
             return Decision(
-                DENY,
-                "not_contained",
+                decision=DENY,
+                rule_id="not_contained",
                 violations=contained.violations,
                 parent_id=parent_id if isinstance(parent_id, str) else None,
             )

@@ -1,0 +1,87 @@
+"""Grants as tether stores them: who may issue, delegate and revoke (issue 4, the service)."""
+
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from libs.contracts.poa import GrantId, GrantRecord
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from services.poa.domain.contain import contain
+from services.poa.domain.reading import SUPPORTED_VERSION, items, obj, text
+
+__all__ = ["child", "descendants", "revoked", "root"]
+
+
+def root(grant: dict[str, Any], principal: Principal, now: datetime) -> GrantRecord:
+    """A person issues a root grant, in their own name only; an agent issues none."""
+    if principal.is_agent:
+        raise Refused("agent-cannot-issue", 403, "an agent cannot grant itself power")
+    _readable(grant)
+    if text(obj(grant.get("principal")).get("sub")) != principal.sub:
+        raise Refused(
+            "grant-not-yours", 403, f"principal.sub must be you ({principal.sub}); grants are "
+            "issued only in the issuer's own name"
+        )  # fmt: skip
+    if items(obj(grant.get("delegation")).get("chain")):
+        raise Refused("not-a-root", 422, "a grant with a delegation chain is made by delegating")
+    return _record(grant, principal, parent_id=None, now=now)
+
+
+def child(
+    parent: GrantRecord, grant: dict[str, Any], principal: Principal, now: datetime
+) -> GrantRecord:
+    """Only the parent's delegate delegates, and only a child contained in the parent."""
+    if principal.act is None or principal.act != parent.delegate:
+        raise Refused("not-the-delegate", 403, f"only {parent.delegate} may delegate {parent.id}")
+    if parent.revoked:
+        raise Refused("grant-revoked", 409, f"{parent.id} is revoked")
+    _readable(grant)
+    contained = contain(parent.grant, grant)
+    if not contained.ok:
+        raise Refused(
+            "not-contained", 422, f"the child carries more than {parent.id}",
+            errors=contained.violations,
+        )  # fmt: skip
+    return _record(grant, principal, parent_id=parent.id, now=now)
+
+
+def descendants(of: str, grants: list[GrantRecord]) -> list[GrantRecord]:
+    """Every grant below `of`, through any number of delegations."""
+    found, frontier = [], {of}
+    while frontier:
+        below = [g for g in grants if g.parent_id in frontier]
+        found += below
+        frontier = {g.id for g in below}
+    return found
+
+
+def revoked(record: GrantRecord, now: datetime) -> GrantRecord:
+    if record.revoked:
+        return record
+    return msgspec.structs.replace(record, revoked=True, revoked_at=now)
+
+
+def _readable(grant: dict[str, Any]) -> None:
+    if grant.get("poa_version") != SUPPORTED_VERSION:
+        raise Refused("unsupported-version", 422, f"poa_version must be {SUPPORTED_VERSION!r}")
+    try:
+        msgspec.convert(grant.get("grant_id"), GrantId)
+    except msgspec.ValidationError as exc:
+        raise Refused("invalid-grant-id", 422, f"grant_id: {exc}") from exc
+
+
+def _record(
+    grant: dict[str, Any], principal: Principal, *, parent_id: str | None, now: datetime
+) -> GrantRecord:
+    return GrantRecord(
+        id=grant["grant_id"],
+        org=principal.org,
+        owner=principal.sub,
+        delegate=text(obj(grant.get("delegate")).get("sub")),
+        parent_id=parent_id,
+        revoked=False,
+        issued_at=now,
+        grant=grant,
+    )

@@ -1,0 +1,148 @@
+"""One handler per `tether.poa.*` subject: load, ask the domain, record, save, reply."""
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from libs.audit.trail import Trail
+from libs.contracts import poa
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.contracts.registry import Subject
+from libs.runtime.service import Handler
+from services.poa.domain import ALLOW, contain, grants, ledger, verify
+from services.poa.domain.reading import identity, obj
+from services.poa.store import Conflict, GrantStore, LedgerStore
+
+__all__ = ["Handlers"]
+
+Clock = Callable[[], datetime]
+_ATTEMPTS = 64
+
+
+class Handlers:
+    def __init__(self, grants_: GrantStore, ledger_: LedgerStore, trail: Trail, clock: Clock):
+        self._grants, self._ledger, self._trail, self._clock = grants_, ledger_, trail, clock
+
+    async def verify(self, req: poa.VerifyRequest, _: Principal) -> poa.Decision:
+        return verify(req.grant, req.parents, req.envelope, req.state)
+
+    async def contain(self, req: poa.ContainRequest, _: Principal) -> poa.Containment:
+        return contain(req.parent, req.child)
+
+    async def issue(self, req: poa.IssueGrant, p: Principal) -> poa.GrantRecord:
+        record = grants.root(req.grant, p, self._clock())
+        await self._create(record, p, "poa.grant.issue")
+        return record
+
+    async def delegate(self, req: poa.DelegateGrant, p: Principal) -> poa.GrantRecord:
+        parent, _ = await self._mine(p, req.id)
+        record = grants.child(parent, req.child, p, self._clock())
+        await self._create(record, p, "poa.grant.delegate")
+        return record
+
+    async def list_mine(self, _: poa.ListGrants, p: Principal) -> poa.GrantList:
+        found = await self._grants.of_owner(p.org, p.sub)
+        return poa.GrantList(grants=sorted((r for r, _ in found), key=lambda r: r.issued_at))
+
+    async def get(self, req: poa.GrantRef, p: Principal) -> poa.GrantRecord:
+        record, _ = await self._mine(p, req.id)
+        return record
+
+    async def revoke(self, req: poa.GrantRef, p: Principal) -> poa.GrantRecord:
+        """The grant and every descendant; verification also reads revocation up the lineage,
+        so a descendant is revoked at once even while this loop is still marking it."""
+        mine = await self._grants.of_owner(p.org, p.sub)
+        target = next(((r, rev) for r, rev in mine if r.id == req.id), None)
+        if target is None:
+            raise Refused("grant-not-found", 404, f"you have no grant {req.id}")
+        below = grants.descendants(req.id, [r for r, _ in mine])
+        now = self._clock()
+        data = {"descendants": [r.id for r in below]}
+        async with self._trail.change(
+            p.org, actor=p, action="poa.grant.revoke", target=req.id, data=data
+        ):
+            for record, revision in [target, *((r, rev) for r, rev in mine if r in below)]:
+                await self._grants.replace(grants.revoked(record, now), revision)
+        return grants.revoked(target[0], now)
+
+    async def act(self, req: poa.ActRequest, p: Principal) -> poa.ActOutcome:
+        record, _ = await self._mine(p, req.id)
+        actor = identity(obj(req.envelope.get("invocation")).get("actor"))
+        if p.act is None or actor != p.act:
+            raise Refused("actor-not-caller", 403, "invocation.actor must be the agent calling")
+        lineage = await self._lineage(p, record)
+        revoked = any(r.revoked for r in (*lineage, record))
+        for _ in range(_ATTEMPTS):
+            now = self._clock()
+            month, revision = await self._ledger.get(p.org, p.sub, record.id, ledger.month_of(now))
+            state = ledger.state(month, now, revoked=revoked)
+            decision = verify(record.grant, [r.grant for r in lineage], req.envelope, state)
+            data = {
+                "decision": decision.decision,
+                "rule_id": decision.rule_id,
+                "act_id": decision.act_id,
+            }
+            if decision.decision != ALLOW:
+                await self._trail.append(
+                    p.org, actor=p, action="poa.act.decide", target=record.id, data=data
+                )
+                return _outcome(decision, month, now, recorded=False)
+            official = decision.rule_id == "standing_within_limits"
+            after = ledger.reserve(month, req.envelope, now, official=official)
+            try:
+                async with self._trail.change(
+                    p.org, actor=p, action="poa.act.record", target=record.id, data=data
+                ):
+                    await self._ledger.put(p.org, p.sub, record.id, after, revision)
+            except Conflict:
+                continue  # another act was recorded first: decide again on the new ledger
+            return _outcome(decision, after, now, recorded=True)
+        raise Refused("ledger-contended", 503, f"{record.id}: too many acts at once; retry")
+
+    def table(self) -> Mapping[Subject, Handler]:
+        return {
+            poa.VERIFY: self.verify,
+            poa.CONTAIN: self.contain,
+            poa.ISSUE: self.issue,
+            poa.DELEGATE: self.delegate,
+            poa.LIST: self.list_mine,
+            poa.GET: self.get,
+            poa.REVOKE: self.revoke,
+            poa.ACT: self.act,
+        }
+
+    async def _mine(self, p: Principal, grant_id: str) -> tuple[poa.GrantRecord, int]:
+        found = await self._grants.get(p.org, p.sub, grant_id)
+        if found is None:
+            raise Refused("grant-not-found", 404, f"you have no grant {grant_id}")
+        return found
+
+    async def _create(self, record: poa.GrantRecord, p: Principal, action: str) -> None:
+        async with self._trail.change(p.org, actor=p, action=action, target=record.id):
+            try:
+                await self._grants.create(record)
+            except Conflict as exc:
+                raise Refused("grant-exists", 409, f"grant {record.id} exists") from exc
+
+    async def _lineage(self, p: Principal, record: poa.GrantRecord) -> list[poa.GrantRecord]:
+        """Ancestors, root first, read from the store, never from the request."""
+        lineage: list[poa.GrantRecord] = []
+        parent_id = record.parent_id
+        while parent_id is not None:
+            found = await self._grants.get(p.org, p.sub, parent_id)
+            if found is None:
+                break  # the verifier denies a chain link with no parent (V7)
+            lineage.insert(0, found[0])
+            parent_id = found[0].parent_id
+        return lineage
+
+
+def _outcome(
+    decision: poa.Decision, month: ledger.Ledger, now: datetime, *, recorded: bool
+) -> poa.ActOutcome:
+    return poa.ActOutcome(
+        decision=decision,
+        recorded=recorded,
+        spent_month_usd=str(month.spent_usd),
+        binding_acts_today=month.binding_on(now),
+    )

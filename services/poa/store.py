@@ -1,0 +1,105 @@
+"""The poa service's own buckets: grants (poa-grants) and the spend ledger (poa-ledger).
+
+Keys are `<org>.<owner>.<grant id>[.<month>]`, so every read names the person: a lookup
+without the owner cannot even be written.
+"""
+
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig
+from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
+
+from libs.contracts import codec
+from libs.contracts.poa import GrantRecord
+from services.poa.domain.ledger import Ledger
+
+__all__ = ["Conflict", "GrantStore", "LedgerStore", "open_stores"]
+
+_grant = codec.decoder(GrantRecord)
+_ledger = codec.decoder(Ledger)
+
+
+class Conflict(Exception):
+    """Another writer changed the entry since it was read."""
+
+
+async def open_stores(js: JetStreamContext) -> tuple["GrantStore", "LedgerStore"]:
+    grants = await _bucket(js, KeyValueConfig(bucket="poa-grants", history=8))
+    ledger = await _bucket(js, KeyValueConfig(bucket="poa-ledger", history=1))
+    return GrantStore(grants), LedgerStore(ledger)
+
+
+class GrantStore:
+    def __init__(self, kv: KeyValue) -> None:
+        self._kv = kv
+
+    async def get(self, org: str, owner: str, grant_id: str) -> tuple[GrantRecord, int] | None:
+        try:
+            entry = await self._kv.get(_key(org, owner, grant_id))
+        except KeyNotFoundError:
+            return None
+        if entry.value is None:
+            return None
+        return _grant.decode(entry.value), entry.revision
+
+    async def create(self, record: GrantRecord) -> None:
+        try:
+            await self._kv.create(_key(record.org, record.owner, record.id), codec.encode(record))
+        except KeyWrongLastSequenceError as exc:
+            raise Conflict(record.id) from exc
+
+    async def replace(self, record: GrantRecord, revision: int) -> None:
+        try:
+            await self._kv.update(
+                _key(record.org, record.owner, record.id), codec.encode(record), last=revision
+            )
+        except KeyWrongLastSequenceError as exc:
+            raise Conflict(record.id) from exc
+
+    async def of_owner(self, org: str, owner: str) -> list[tuple[GrantRecord, int]]:
+        watcher = await self._kv.watch(f"{_key(org, owner, '*')}", ignore_deletes=True)
+        found = []
+        try:
+            async for entry in watcher:
+                if entry is None:  # the end of what is stored now
+                    break
+                found.append((_grant.decode(entry.value), entry.revision))
+        finally:
+            await watcher.stop()
+        return found
+
+
+class LedgerStore:
+    def __init__(self, kv: KeyValue) -> None:
+        self._kv = kv
+
+    async def get(self, org: str, owner: str, grant_id: str, month: str) -> tuple[Ledger, int]:
+        """The month's ledger and its revision; an empty one at revision 0 if none."""
+        try:
+            entry = await self._kv.get(_key(org, owner, grant_id, month))
+        except KeyNotFoundError:
+            return Ledger(month=month), 0
+        return _ledger.decode(entry.value), entry.revision
+
+    async def put(self, org: str, owner: str, grant_id: str, ledger: Ledger, revision: int) -> None:
+        """Compare-and-set: Conflict if the ledger changed since `revision` was read."""
+        key = _key(org, owner, grant_id, ledger.month)
+        try:
+            if revision == 0:
+                await self._kv.create(key, codec.encode(ledger))
+            else:
+                await self._kv.update(key, codec.encode(ledger), last=revision)
+        except KeyWrongLastSequenceError as exc:
+            raise Conflict(key) from exc
+
+
+def _key(org: str, owner: str, *rest: str) -> str:
+    # A user id's name may hold dots; a key token may not.
+    return ".".join((org, owner.replace("=", "=3D").replace(".", "=2E"), *rest))
+
+
+async def _bucket(js: JetStreamContext, config: KeyValueConfig) -> KeyValue:
+    try:
+        return await js.key_value(config.bucket)
+    except BucketNotFoundError:
+        return await js.create_key_value(config)
