@@ -62,7 +62,10 @@ def _nats_config(args: argparse.Namespace) -> int:
         passwords=home.ensure(ROLES),
         services=SERVICES,
     )
-    print(json.dumps(config, indent=2))
+    if args.auth_only:  # nats-server's config syntax takes `key: <json>` at the top level
+        print(f"authorization: {json.dumps(config['authorization'], indent=2)}")
+    else:
+        print(json.dumps(config, indent=2))
     return 0
 
 
@@ -134,6 +137,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("nats-config", help="print the nats-server config with tether's users")
     p.add_argument("--port", type=int, default=4222)
     p.add_argument("--monitor-port", type=int, default=8222)
+    p.add_argument(
+        "--auth-only", action="store_true", help="only the authorization block, to include"
+    )
     p.set_defaults(run=_nats_config)
 
     p = sub.add_parser("poa", help="Power of Action")

@@ -58,7 +58,7 @@ class Service:
             s.nats_url, user=s.nats_user, password=s.nats_password, name=s.replica
         )
         self.js: JetStreamContext = self.nc.jetstream()
-        await ensure_shared_streams(self.js, self.contract.shared_streams)
+        await ensure_shared_streams(self.js, self.contract.shared_streams, replicas=s.js_replicas)
         self._ops = await start_ops_server(
             s.metrics_host, s.metrics_port, healthy=lambda: self.nc.is_connected
         )
@@ -171,7 +171,9 @@ def _problem_of(exc: Exception, subject: Subject) -> Problem:
     return Refused("internal", 500, f"{subject.name} failed; the service logged why").problem
 
 
-async def ensure_shared_streams(js: JetStreamContext, names: Iterable[str]) -> None:
+async def ensure_shared_streams(
+    js: JetStreamContext, names: Iterable[str], *, replicas: int = 1
+) -> None:
     for name in names:
         stream = _SHARED[name]
         config = StreamConfig(
@@ -179,6 +181,7 @@ async def ensure_shared_streams(js: JetStreamContext, names: Iterable[str]) -> N
             subjects=list(stream.subjects),
             description=stream.description,
             allow_direct=True,
+            num_replicas=replicas,
         )
         try:
             await js.add_stream(config)

@@ -22,6 +22,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     | TETHER_MAX_IN_FLIGHT  | 256                       | requests handled at once per replica    |
     | TETHER_LOG_LEVEL      | INFO                      | DEBUG, INFO, WARNING, ERROR             |
     | TETHER_REPLICA        | <hostname>-<pid>          | this replica's name in logs and health  |
+    | TETHER_JS_REPLICAS    | 1                         | replicas of the streams and buckets it  |
+    |                       |                           | creates (3 on a three-node cluster)     |
     """
 
     service: str
@@ -33,6 +35,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     max_in_flight: int = 256
     log_level: str = "INFO"
     replica: str = ""
+    js_replicas: int = 1
 
     @classmethod
     def from_env(cls, service: str, env: Mapping[str, str] | None = None) -> "Settings":
@@ -51,6 +54,7 @@ _ENV = {
     "TETHER_MAX_IN_FLIGHT": "max_in_flight",
     "TETHER_LOG_LEVEL": "log_level",
     "TETHER_REPLICA": "replica",
+    "TETHER_JS_REPLICAS": "js_replicas",
 }
 
 

@@ -23,9 +23,11 @@ class Conflict(Exception):
     """Another writer changed the entry since it was read."""
 
 
-async def open_stores(js: JetStreamContext) -> tuple["GrantStore", "LedgerStore"]:
-    grants = await _bucket(js, KeyValueConfig(bucket="poa-grants", history=8))
-    ledger = await _bucket(js, KeyValueConfig(bucket="poa-ledger", history=1))
+async def open_stores(
+    js: JetStreamContext, *, replicas: int = 1
+) -> tuple["GrantStore", "LedgerStore"]:
+    grants = await _bucket(js, KeyValueConfig(bucket="poa-grants", history=8, replicas=replicas))
+    ledger = await _bucket(js, KeyValueConfig(bucket="poa-ledger", history=1, replicas=replicas))
     return GrantStore(grants), LedgerStore(ledger)
 
 
