@@ -5,6 +5,7 @@ gateway may forward, and the NATS permissions each credential gets (libs/contrac
 """
 
 from collections.abc import Iterable
+from functools import cache
 
 import msgspec
 
@@ -60,6 +61,7 @@ class ServiceContract(msgspec.Struct, frozen=True):
         return health_subject(self.name)
 
 
+@cache
 def health_subject(service: str) -> Subject:
     return Subject(
         name=f"tether.{service}.health",

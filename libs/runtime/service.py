@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
+import uvloop
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
@@ -63,6 +64,7 @@ class Service:
             s.metrics_host, s.metrics_port, healthy=lambda: self.nc.is_connected
         )
         self.ops_port = self._ops.addresses[0][1]
+        metrics.IN_FLIGHT.labels(self.contract.name).set_function(lambda: len(self._tasks))
         if self._signals:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -83,9 +85,9 @@ class Service:
         unknown = [s.name for s in table if s not in self.contract.subjects]
         if unknown:
             raise ValueError(f"{self.contract.name} does not own {unknown}")
-        subs = [await self._subscribe(self.contract.health, self._health)]
+        subs = [await self._subscribe(self.contract.health, self._health, anonymous=True)]
         for subject, handler in table.items():
-            subs.append(await self._subscribe(subject, handler))
+            subs.append(await self._subscribe(subject, handler, anonymous=False))
         await self.nc.flush()
         self.serving.set()
         await self._stop.wait()
@@ -94,12 +96,12 @@ class Service:
             await sub.drain()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _subscribe(self, subject: Subject, handler: Handler) -> Any:
+    async def _subscribe(self, subject: Subject, handler: Handler, *, anonymous: bool) -> Any:
         decode = codec.decoder(subject.request).decode
 
         async def on_message(msg: Msg) -> None:
             await self._slots.acquire()
-            task = asyncio.create_task(self._handle(subject, handler, decode, msg))
+            task = asyncio.create_task(self._handle(subject, handler, decode, msg, anonymous))
             self._tasks.add(task)
             task.add_done_callback(self._finished)
 
@@ -110,27 +112,29 @@ class Service:
         self._slots.release()
 
     async def _handle(
-        self, subject: Subject, handler: Handler, decode: Callable[[bytes], Any], msg: Msg
+        self,
+        subject: Subject,
+        handler: Handler,
+        decode: Callable[[bytes], Any],
+        msg: Msg,
+        anonymous: bool,
     ) -> None:
         started = time.perf_counter()
-        service = self.contract.name
-        metrics.IN_FLIGHT.labels(service).inc()
         headers = None
         try:
             request = decode(msg.data or b"{}")
-            principal = _principal_of(msg) if subject != self.contract.health else None
+            principal = None if anonymous else _principal_of(msg)
             body = codec.encode(await handler(request, principal))  # type: ignore[arg-type]
             outcome = "ok"
         except Exception as exc:  # every failure becomes a typed problem reply
             problem = _problem_of(exc, subject)
             body, outcome = codec.encode(problem), problem.rule
             headers = {PROBLEM_HEADER: str(problem.status)}
-        finally:
-            metrics.IN_FLIGHT.labels(service).dec()
         if msg.reply:
             await self.nc.publish(msg.reply, body, headers=headers)
-        metrics.REQUESTS.labels(service, subject.name, outcome).inc()
-        metrics.REQUEST_SECONDS.labels(service, subject.name).observe(time.perf_counter() - started)
+        service = self.contract.name
+        metrics.handled(service, subject.name, outcome).inc()
+        metrics.timer(service, subject.name).observe(time.perf_counter() - started)
 
     async def _health(self, _: object, __: object) -> Health:
         return Health(
@@ -146,7 +150,7 @@ def run(main: Callable[[Settings], Awaitable[None]], service: str) -> None:
     """The entry point of a service process: settings from the environment, JSON logs."""
     settings = Settings.from_env(service)
     logs.configure(service, settings.replica, settings.log_level)
-    asyncio.run(main(settings))
+    uvloop.run(main(settings))
 
 
 def _principal_of(msg: Msg) -> Principal:

@@ -1,25 +1,23 @@
 """The gateway: `init_app()` builds the aiohttp application that tests and `main` both use."""
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from importlib.metadata import version
 
 import msgspec
 from aiohttp import web
-from nats.aio.client import Client
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.asyncio import Redis
 
 from libs.contracts import SERVICES
 from libs.contracts.health import HealthRequest
 from libs.contracts.permissions import GATEWAY
-from libs.contracts.problem import PROBLEM_HEADER
 from libs.contracts.registry import ServiceContract
 from libs.runtime import bus
-from services.gateway.forward import ask, request_of
+from services.gateway.forward import NATS, forwarding
 from services.gateway.limits import IdempotencyKeys, RateLimiter
-from services.gateway.middlewares import PRINCIPAL, authenticate, idempotent, problems
+from services.gateway.middlewares import problems
 from services.gateway.openapi import openapi
+from services.gateway.readiness import readiness
 from services.gateway.routes import ROUTES, Route
 from services.gateway.settings import GatewaySettings
 
@@ -27,9 +25,10 @@ __all__ = ["NATS", "REDIS", "init_app"]
 
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
 
-NATS = web.AppKey("nats", Client)
 REDIS = web.AppKey("redis", Redis)
 MAX_BODY = 1024 * 1024
+_JSON = "application/json"
+_decode = msgspec.json.Decoder().decode
 _EMPTY = msgspec.json.encode(HealthRequest())
 
 
@@ -40,14 +39,8 @@ def init_app(
     services: Sequence[ServiceContract] = SERVICES,
 ) -> web.Application:
     redis = Redis.from_url(settings.redis_url)
-    app = web.Application(
-        client_max_size=MAX_BODY,
-        middlewares=[
-            problems,
-            authenticate(settings.jwt_key, RateLimiter(redis, settings.rate_limit)),
-            idempotent(IdempotencyKeys(redis)),
-        ],
-    )
+    limiter, keys = RateLimiter(redis, settings.rate_limit), IdempotencyKeys(redis)
+    app = web.Application(client_max_size=MAX_BODY, middlewares=[problems])
     app[REDIS] = redis
     app.cleanup_ctx.append(_nats(settings))
     app.cleanup_ctx.append(_redis)
@@ -60,12 +53,8 @@ def init_app(
         return web.json_response({"ok": True})
 
     async def readyz(request: web.Request) -> web.Response:
-        nc = request.app[NATS]
-        answers = await asyncio.gather(*(_health(nc, svc) for svc in services))
-        ready = nc.is_connected and all(ok for ok, _ in answers)
-        named = zip((s.name for s in services), (a for _, a in answers), strict=True)
-        body = {"ready": ready, "services": dict(named)}
-        return web.json_response(body, status=200 if ready else 503)
+        ready, body = await readiness(request.app[NATS], services)
+        return web.Response(body=body, status=200 if ready else 503, content_type=_JSON)
 
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
@@ -75,31 +64,15 @@ def init_app(
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/v1/openapi.json", openapi_json)
     for route in routes:
-        app.router.add_route(route.method, route.path, _forward(route, settings.request_timeout))
-    return app
-
-
-def _forward(route: Route, timeout: float) -> Callable[[web.Request], Awaitable[web.Response]]:
-    async def handler(request: web.Request) -> web.Response:
-        payload = await request_of(route, request)
-        problem, body = await ask(
-            request.app[NATS], route.subject, payload, request[PRINCIPAL], timeout=timeout
+        handler = forwarding(
+            route,
+            key=settings.jwt_key,
+            limiter=limiter,
+            keys=keys,
+            timeout=settings.request_timeout,
         )
-        if problem is not None:
-            return web.Response(body=body, status=problem, content_type="application/problem+json")
-        return web.Response(body=body, status=route.status, content_type="application/json")
-
-    return handler
-
-
-async def _health(nc: Client, svc: ServiceContract) -> tuple[bool, object]:
-    try:
-        reply = await nc.request(svc.health.name, _EMPTY, timeout=1.0)
-    except Exception as exc:  # any failure to answer is "not ready", named in the body
-        return False, {"ok": False, "error": type(exc).__name__}
-    answer = msgspec.json.decode(reply.data)
-    ok = PROBLEM_HEADER not in (reply.headers or {}) and answer.get("ok") is True
-    return ok, answer
+        app.router.add_route(route.method, route.path, handler)
+    return app
 
 
 def _nats(settings: GatewaySettings) -> CleanupContext:

@@ -1,5 +1,7 @@
-"""From an HTTP request to a bus request and back."""
+"""From an HTTP request to a bus request and back: token, rate limit, idempotency, the
+request checked against its type, the subject asked, the reply or problem returned."""
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -12,16 +14,54 @@ from libs.contracts import codec
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Refused
 from libs.contracts.registry import Subject
+from services.gateway.limits import IdempotencyKeys, RateLimiter, Stored
 from services.gateway.routes import Route
+from services.gateway.tokens import principal_from
 
-__all__ = ["IDENTITY_FIELDS", "ask", "request_of"]
+__all__ = ["IDENTITY_FIELDS", "NATS", "ask", "forwarding", "request_of"]
+
+NATS = web.AppKey("nats", Client)
 
 # The token says who is asking; a body that tries to say it is refused by name.
 IDENTITY_FIELDS = frozenset(
     {"org", "sub", "roles", "act", "principal", "author", "author_kind", "sender", "on_behalf_of"}
 )
 _JSON = "application/json"
+_PROBLEM = "application/problem+json"
 _decode = codec.decoder().decode
+
+
+def forwarding(
+    route: Route, *, key: str, limiter: RateLimiter, keys: IdempotencyKeys, timeout: float
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The handler of one route of the table."""
+
+    async def handler(http: web.Request) -> web.Response:
+        principal = principal_from(http.headers.get("Authorization"), key)
+        await limiter.check(principal)
+
+        async def answer() -> Stored:
+            payload = await request_of(route, http)
+            problem, body = await ask(
+                http.app[NATS], route.subject, payload, principal, timeout=timeout
+            )
+            if problem is not None:
+                return Stored("", problem, body, _PROBLEM)
+            return Stored("", route.status, body, _JSON)
+
+        idempotency_key = http.headers.get("Idempotency-Key")
+        if route.method != "POST" or idempotency_key is None:
+            result, replayed = await answer(), False
+        else:
+            fingerprint = keys.fingerprint(route.method, http.path_qs, await http.read())
+            result, replayed = await keys.once(principal, idempotency_key, fingerprint, answer)
+        response = web.Response(body=result.body, status=result.status)
+        response.headers["Content-Type"] = result.content_type
+        if replayed:
+            response.headers["Idempotent-Replayed"] = "true"
+        return response
+
+    return handler
 
 
 async def request_of(route: Route, http: web.Request) -> bytes:

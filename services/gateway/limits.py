@@ -2,16 +2,19 @@
 
 import hashlib
 import time
+from collections.abc import Awaitable, Callable
 
 import msgspec
 from redis.asyncio import Redis
 
+from libs.contracts import codec
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 
 __all__ = ["IdempotencyKeys", "RateLimiter", "Stored"]
 
 _WINDOW_S = 60
+_PROBLEM = "application/problem+json"
 # INCR and the first EXPIRE in one step, so a crash between them cannot leave a key forever.
 _COUNT = """
 local n = redis.call('INCR', KEYS[1])
@@ -81,6 +84,24 @@ class IdempotencyKeys:
         if stored.status == 0:
             raise Refused("idempotency-key-in-use", 409, "a request with this key is in progress")
         return stored
+
+    async def once(
+        self, principal: Principal, key: str, fingerprint: str, run: Callable[[], Awaitable[Stored]]
+    ) -> tuple[Stored, bool]:
+        """The answer to the request, and whether it is a replay of an earlier one."""
+        earlier = await self.claim(principal, key, fingerprint)
+        if earlier is not None:
+            return earlier, True
+        try:
+            answer = await run()
+        except Refused as exc:
+            answer = Stored("", exc.problem.status, codec.encode(exc.problem), _PROBLEM)
+        except BaseException:
+            await self._redis.delete(self._name(principal, key))
+            raise
+        answer = msgspec.structs.replace(answer, fingerprint=fingerprint)
+        await self.settle(principal, key, answer)
+        return answer, False
 
     async def settle(self, principal: Principal, key: str, answer: Stored) -> None:
         """Keep a final answer; forget the key after a server error, so a retry runs again."""

@@ -2,6 +2,7 @@
 
 import logging
 
+import uvloop
 from aiohttp import web
 
 from libs.runtime import logs
@@ -15,6 +16,7 @@ def main() -> None:
     # aiohttp's run_app stops on SIGTERM and SIGINT, runs the cleanup contexts (NATS drain).
     web.run_app(
         init_app(settings),
+        loop=uvloop.new_event_loop(),
         host=settings.host,
         port=settings.port,
         access_log=None,

@@ -1,23 +1,19 @@
-"""Problems to statuses, tokens to principals, rate limits and idempotent replays."""
+"""The one middleware: every refusal leaves as a problem document; every request is counted."""
 
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from functools import cache
 
 import msgspec
 from aiohttp import web
 from prometheus_client import Counter, Histogram
 
-from libs.contracts.principal import Principal
 from libs.contracts.problem import Problem, Refused
-from services.gateway.limits import IdempotencyKeys, RateLimiter, Stored
-from services.gateway.tokens import principal_from
 
-__all__ = ["PRINCIPAL", "authenticate", "idempotent", "problem_response", "problems"]
+__all__ = ["problem_response", "problems"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-PRINCIPAL = web.RequestKey("principal", Principal)
-_OPEN = frozenset({"/healthz", "/readyz", "/metrics", "/v1/openapi.json"})
 _log = logging.getLogger(__name__)
 
 HTTP_REQUESTS = Counter(
@@ -67,52 +63,16 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
         response = problem_response(Refused("internal", 500, "the gateway logged why").problem)
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"
-    HTTP_REQUESTS.labels(request.method, name, response.status).inc()
-    HTTP_SECONDS.labels(request.method, name).observe(time.perf_counter() - started)
+    _counted(request.method, name, response.status).inc()
+    _timed(request.method, name).observe(time.perf_counter() - started)
     return response
 
 
-def authenticate(key: str, limiter: RateLimiter) -> Callable[..., Awaitable[web.StreamResponse]]:
-    """Every /v1 route but the OpenAPI document needs a verified bearer token."""
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path in _OPEN or request.match_info.http_exception is not None:
-            return await handler(request)
-        principal = principal_from(request.headers.get("Authorization"), key)
-        await limiter.check(principal)
-        request[PRINCIPAL] = principal
-        return await handler(request)
-
-    return middleware
+@cache
+def _counted(method: str, route: str, status: int) -> Counter:
+    return HTTP_REQUESTS.labels(method, route, status)
 
 
-def idempotent(keys: IdempotencyKeys) -> Callable[..., Awaitable[web.StreamResponse]]:
-    """A POST with an Idempotency-Key runs once; its retries get the first answer back."""
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        key = request.headers.get("Idempotency-Key")
-        if request.method != "POST" or key is None or PRINCIPAL not in request:
-            return await handler(request)
-        principal: Principal = request[PRINCIPAL]
-        fingerprint = keys.fingerprint(request.method, request.path_qs, await request.read())
-        if (earlier := await keys.claim(principal, key, fingerprint)) is not None:
-            return web.Response(
-                body=earlier.body,
-                status=earlier.status,
-                headers={"Content-Type": earlier.content_type, "Idempotent-Replayed": "true"},
-            )
-        try:
-            response = await handler(request)
-        except Refused as exc:
-            response = problem_response(exc.problem)
-        body = response.body if isinstance(response, web.Response) else b""
-        await keys.settle(
-            principal,
-            key,
-            Stored(fingerprint, response.status, bytes(body or b""), response.content_type),
-        )
-        return response
-
-    return middleware
+@cache
+def _timed(method: str, route: str) -> Histogram:
+    return HTTP_SECONDS.labels(method, route)

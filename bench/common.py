@@ -1,0 +1,134 @@
+"""What the benchmarks share: a stack of real processes on free ports, timing, wrk."""
+
+import contextlib
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from libs.contracts import SERVICES
+from libs.contracts.permissions import GATEWAY, OPERATOR
+from libs.stack.home import Home
+from libs.stack.processes import spawn, stop_all
+from libs.stack.servers import free_port, nats_config, start_nats, start_redis, wait_for
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Stack:
+    """nats-server and Redis, and the environment a tether process needs to join them."""
+
+    def __init__(self, home: Home, passwords: dict[str, str], nats_url: str, redis_url: str):
+        self.home, self.passwords = home, passwords
+        self.nats_url, self.redis_url = nats_url, redis_url
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def env(self, role: str, **extra: str) -> dict[str, str]:
+        return (
+            os.environ
+            | {
+                "NATS_URL": self.nats_url,
+                "NATS_USER": role,
+                "NATS_PASSWORD": self.passwords[role],
+                "REDIS_URL": self.redis_url,
+                "TETHER_HOME": str(self.home.root),
+                "TETHER_LOG_LEVEL": "WARNING",
+            }
+            | extra
+        )
+
+    def service(self, name: str, **extra: str) -> subprocess.Popen[bytes]:
+        env = self.env(name, TETHER_METRICS_PORT=str(free_port()), **extra)
+        proc = spawn([sys.executable, "-m", f"services.{name}.main"], name=name, env=env)
+        self.procs.append(proc)
+        return proc
+
+    def gateway(self, port: int, **extra: str) -> subprocess.Popen[bytes]:
+        env = self.env(GATEWAY, TETHER_PORT=str(port), TETHER_RATE_LIMIT="0", **extra)
+        proc = spawn([sys.executable, "-m", "services.gateway.main"], name=GATEWAY, env=env)
+        self.procs.append(proc)
+        wait_for(lambda: http_status(f"http://127.0.0.1:{port}/readyz") == 200, proc, "gateway")
+        return proc
+
+
+@contextlib.contextmanager
+def stack() -> Iterator[Stack]:
+    root = Path(tempfile.mkdtemp(prefix="tether-bench-"))
+    home = Home(root)
+    passwords = home.ensure((GATEWAY, OPERATOR, *(s.name for s in SERVICES)))
+    nats_port, redis_port = free_port(), free_port()
+    config = nats_config(
+        port=nats_port,
+        monitor_port=free_port(),
+        store_dir=home.nats_dir / "jetstream",
+        passwords=passwords,
+        services=SERVICES,
+    )
+    servers = [
+        start_nats(config, home.nats_dir / "nats.json"),
+        start_redis(redis_port, home.redis_dir),
+    ]
+    s = Stack(home, passwords, f"nats://127.0.0.1:{nats_port}", f"redis://127.0.0.1:{redis_port}/0")
+    try:
+        yield s
+    finally:
+        stop_all(s.procs)
+        stop_all(servers)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def http_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return 0
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
+
+
+def timed(fn: Callable[[], object], n: int) -> list[float]:
+    """Seconds per call, each call timed on its own."""
+    out = []
+    clock = time.perf_counter
+    for _ in range(n):
+        start = clock()
+        fn()
+        out.append(clock() - start)
+    return out
+
+
+def wrk(url: str, *, connections: int = 50, seconds: int = 10, script: str | None = None,
+        headers: dict[str, str] | None = None) -> dict[str, float]:  # fmt: skip
+    """Run wrk; requests/s and latency percentiles (ms)."""
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed: apt-get install -y wrk (Debian's package)")
+    argv = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url]
+    for name, value in (headers or {}).items():
+        argv += ["-H", f"{name}: {value}"]
+    if script:
+        argv += ["-s", script]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    result = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out)[1])}
+    for q in ("50", "99"):
+        value, unit = re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s)", out, re.M).groups()
+        result[f"p{q}_ms"] = float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    result["non_2xx"] = float(errors[1]) if errors else 0.0
+    return result
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
