@@ -25,7 +25,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	@command -v wrk >/dev/null || apt-get install -y -q wrk
+	$(BIN)/python -m bench.gateway
+	$(BIN)/python -m bench.poa_decisions
+	$(BIN)/python -m bench.poa_bus
 
 clean:
 	rm -rf $(VENV) .tether .pytest_cache .ruff_cache
