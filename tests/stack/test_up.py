@@ -112,3 +112,24 @@ def test_children_die_with_a_killed_parent(up):
     while _alive(children) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _alive(children) == set()
+
+
+def test_up_with_nats_url_and_redis_url_starts_neither_server(stack):
+    port = free_port()
+    env = stack.env(TETHER_PORT=str(port), TETHER_METRICS_BASE_PORT=str(free_port()))
+    argv = [sys.executable, "-m", "libs.cli.main", "up"]
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        for line in proc.stdout:
+            if line.startswith("eyJ"):
+                break
+        assert _get(f"http://127.0.0.1:{port}/readyz")[0] == 200
+        names = {
+            Path(f"/proc/{pid}/comm").read_text().strip() for pid in _alive(_children(proc.pid))
+        }
+        assert "nats-server" not in names and "redis-server" not in names
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0

@@ -1,0 +1,43 @@
+"""`tether contracts`: the registry as a document another language can code against."""
+
+import json
+import subprocess
+import sys
+
+import msgspec
+import pytest
+
+from libs.contracts import SERVICES
+from libs.contracts.poa import Decision, IssueGrant
+from libs.contracts.principal import Principal
+
+
+def test_the_document_names_every_subject_with_json_schemas():
+    out = subprocess.run(
+        [sys.executable, "-m", "libs.cli.main", "contracts"], capture_output=True, text=True,
+        check=True,
+    ).stdout  # fmt: skip
+    document = json.loads(out)
+    served = {s.name for svc in SERVICES for s in (svc.health, *svc.subjects)}
+    assert {s["subject"] for s in document["subjects"]} == served
+    verify = next(s for s in document["subjects"] if s["subject"] == "tether.poa.verify")
+    assert verify["queue_group"] == "poa"
+    assert verify["request"] == "#/components/schemas/VerifyRequest"
+    schemas = document["components"]["schemas"]
+    assert {"Principal", "Problem", "VerifyRequest", "Decision"} <= schemas.keys()
+    assert schemas["Principal"]["required"] == ["org", "sub"]
+
+
+def test_contract_types_refuse_unknown_fields_naming_them():
+    with pytest.raises(msgspec.ValidationError, match="unknown field `owner`"):
+        msgspec.json.decode(b'{"grant": {}, "owner": "eve"}', type=IssueGrant)
+
+
+def test_a_principal_needs_an_org_that_is_one_subject_token():
+    with pytest.raises(msgspec.ValidationError, match=r"\$.org"):
+        msgspec.json.decode(b'{"org": "a.b", "sub": "a/b"}', type=Principal)
+
+
+def test_a_decision_leaves_out_what_it_does_not_carry():
+    encoded = msgspec.json.encode(Decision(decision="DENY", rule_id="revoked"))
+    assert encoded == b'{"decision":"DENY","rule_id":"revoked"}'
