@@ -32,7 +32,13 @@ class Said(Contract):
 
 
 SAY = Subject(name="tether.echo.say", request=Say, reply=Said, summary="echo a text")
-ECHO = service_contract("echo", [SAY])
+# echo also owns timers, delivered to tether.timer.echo.ping.
+ECHO = service_contract(
+    "echo",
+    [SAY],
+    shared_streams=("AUDIT", "EVENTS", "TIMERS"),
+    timer_targets=("ping",),
+)
 # A second test service, to show one service's credential refused on another's subjects.
 OTHER = service_contract(
     "other",

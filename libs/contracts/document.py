@@ -55,7 +55,7 @@ def document(services: Sequence[ServiceContract]) -> dict[str, object]:
         ],
         "streams": [
             {"name": s.name, "subjects": list(s.subjects), "description": s.description}
-            for s in (streams.AUDIT, streams.EVENTS)
+            for s in streams.SHARED.values()
         ],
         "components": {"schemas": components},
     }

@@ -6,7 +6,7 @@ only these users can publish to request subjects, a service may trust the Princi
 
 from collections.abc import Sequence
 
-from libs.contracts.registry import ServiceContract, Subject
+from libs.contracts.registry import TIMER_OWNERS, ServiceContract, Subject
 
 __all__ = ["GATEWAY", "OPERATOR", "inbox_prefix", "permissions"]
 
@@ -23,15 +23,18 @@ def permissions(role: str, services: Sequence[ServiceContract]) -> dict[str, obj
     """The `permissions` block for `role` in nats-server's config; None means unrestricted."""
     if role == OPERATOR:
         return None
-    callable_ = [s.name for svc in services for s in _served(svc) if role in s.callers]
+    own = next((svc for svc in services if svc.name == role), None)
+    roles = {role} | ({TIMER_OWNERS} if own is not None and own.timer_targets else set())
+    callable_ = [s.name for svc in services for s in _served(svc) if roles & s.callers]
     subscribe = [f"{inbox_prefix(role)}.>"]
     publish = ["$JS.API.INFO", *callable_]
-    own = next((svc for svc in services if svc.name == role), None)
     if own is not None:
         subscribe += [s.name for s in _served(own)]
         publish += [f"tether.evt.{own.name}.>", "tether.audit.*"]
-        for stream in own.streams + tuple(f"KV_{bucket}" for bucket in own.buckets):
-            publish += _owned_stream(stream)
+        for spec in own.streams:
+            publish += [*_owned_stream(spec.name), *spec.subjects]
+        for bucket in own.buckets:
+            publish += _owned_stream(f"KV_{bucket}")
         publish += [f"$KV.{bucket}.>" for bucket in own.buckets]
         for stream in own.shared_streams:
             publish += _shared_stream(stream, consumer=own.name)
@@ -53,6 +56,7 @@ def _owned_stream(stream: str) -> list[str]:
     return [
         f"{api}.STREAM.*.{stream}",
         f"{api}.STREAM.MSG.GET.{stream}",
+        f"{api}.STREAM.MSG.DELETE.{stream}",
         f"{api}.DIRECT.GET.{stream}",
         f"{api}.DIRECT.GET.{stream}.>",
         f"{api}.CONSUMER.*.{stream}",

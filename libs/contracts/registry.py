@@ -10,9 +10,19 @@ from functools import cache
 import msgspec
 
 from libs.contracts import health
-from libs.contracts.streams import AUDIT, EVENTS
+from libs.contracts.streams import AUDIT, EVENTS, StreamSpec
 
-__all__ = ["Event", "ServiceContract", "Subject", "health_subject", "service_contract"]
+__all__ = [
+    "TIMER_OWNERS",
+    "Event",
+    "ServiceContract",
+    "Subject",
+    "health_subject",
+    "service_contract",
+]
+
+# A caller that stands for every service owning timers.
+TIMER_OWNERS = "timer-owners"
 
 
 class Subject(msgspec.Struct, frozen=True):
@@ -45,16 +55,19 @@ class Event(msgspec.Struct, frozen=True):
 class ServiceContract(msgspec.Struct, frozen=True):
     """What one service serves and publishes, and the durable state it alone owns.
 
-    `buckets` and `streams` are the KV buckets and streams its credential may manage; who may
-    call a subject is on the subject itself (`Subject.callers`).
+    `buckets` and `streams` are the KV buckets and streams its credential may manage and
+    publish to; who may call a subject is on the subject itself (`Subject.callers`, where
+    TIMER_OWNERS means every service that names `timer_targets`). `timer_targets` are the
+    targets the scheduler may deliver this service's timers to.
     """
 
     name: str
     subjects: tuple[Subject, ...] = ()
     events: tuple[Event, ...] = ()
     buckets: tuple[str, ...] = ()
-    streams: tuple[str, ...] = ()
+    streams: tuple[StreamSpec, ...] = ()
     shared_streams: tuple[str, ...] = (AUDIT.name, EVENTS.name)
+    timer_targets: tuple[str, ...] = ()
 
     @property
     def health(self) -> Subject:

@@ -1,22 +1,42 @@
-"""The streams every service shares: the audit trail and the events."""
+"""Streams that cross services: the audit trail, the events, fired timers."""
 
 import msgspec
 
-__all__ = ["AUDIT", "EVENTS", "SharedStream", "audit_subject"]
+__all__ = ["AUDIT", "EVENTS", "SHARED", "TIMERS", "StreamSpec", "audit_subject", "timer_subject"]
 
 
-class SharedStream(msgspec.Struct, frozen=True):
+class StreamSpec(msgspec.Struct, frozen=True):
+    """A stream's name and subjects. `max_age_s` 0 keeps messages until they are removed;
+    `duplicate_window_s` 0 is the server's default (2 minutes)."""
+
     name: str
     subjects: tuple[str, ...]
     description: str
+    max_age_s: float = 0
+    duplicate_window_s: float = 0
 
 
 # Audit records are never aged out: a chain with a purged head could not be verified.
-AUDIT = SharedStream(
-    "AUDIT", ("tether.audit.*",), "hash-chained audit records, one subject per org"
+AUDIT = StreamSpec("AUDIT", ("tether.audit.*",), "hash-chained audit records, one subject per org")
+EVENTS = StreamSpec("EVENTS", ("tether.evt.>",), "events tether.evt.<service>.<noun>.<verb>")
+# Fired timers, one subject per owner and target, each owner reading with a durable
+# consumer named for it. Only deliveries live here, never a pending timer, so an age limit
+# is safe: an owner has a week to read what fired.
+TIMERS = StreamSpec(
+    "TIMERS",
+    ("tether.timer.>",),
+    "fired timers tether.timer.<owner>.<target>",
+    max_age_s=7 * 24 * 3600,
+    # A fire re-delivered after a crash publishes again under the same Nats-Msg-Id; the
+    # window is how long such a recovery may take and still be recognised.
+    duplicate_window_s=3600,
 )
-EVENTS = SharedStream("EVENTS", ("tether.evt.>",), "events tether.evt.<service>.<noun>.<verb>")
+SHARED = {s.name: s for s in (AUDIT, EVENTS, TIMERS)}
 
 
 def audit_subject(org: str) -> str:
     return f"tether.audit.{org}"
+
+
+def timer_subject(owner: str, target: str) -> str:
+    return f"tether.timer.{owner}.{target}"

@@ -36,7 +36,6 @@ Handler = Callable[[Any, Principal], Awaitable[msgspec.Struct]]
 
 _log = logging.getLogger(__name__)
 _decode_principal = msgspec.json.Decoder(Principal).decode
-_SHARED = {s.name: s for s in (streams.AUDIT, streams.EVENTS)}
 
 
 class Service:
@@ -179,13 +178,15 @@ async def ensure_shared_streams(
     js: JetStreamContext, names: Iterable[str], *, replicas: int = 1
 ) -> None:
     for name in names:
-        stream = _SHARED[name]
+        stream = streams.SHARED[name]
         config = StreamConfig(
             name=stream.name,
             subjects=list(stream.subjects),
             description=stream.description,
             allow_direct=True,
             num_replicas=replicas,
+            max_age=stream.max_age_s or None,
+            duplicate_window=stream.duplicate_window_s or None,
         )
         try:
             await js.add_stream(config)

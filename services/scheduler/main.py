@@ -1,0 +1,48 @@
+"""`python -m services.scheduler.main`: the timer engine, until SIGTERM."""
+
+import asyncio
+import re
+from datetime import UTC, datetime, timedelta
+
+from libs.contracts import SERVICES
+from libs.contracts.principal import Principal
+from libs.contracts.scheduler import CONTRACT, Schedule
+from libs.runtime.service import Service, run
+from libs.runtime.settings import Settings
+from services.scheduler.firing import Firing
+from services.scheduler.handlers import Handlers
+from services.scheduler.resolution import Lateness
+from services.scheduler.store import open_store
+
+
+def clock() -> datetime:
+    return datetime.now(UTC)
+
+
+async def probe(handlers: Handlers, replica: str, count: int = 10) -> None:
+    """Timers of its own, due within two seconds, so the resolution is measured at once."""
+    me = Principal(org="tether", sub=f"service:{CONTRACT.name}")
+    for i in range(count):
+        due = clock() + timedelta(milliseconds=600 + 137 * i)
+        name = re.sub(r"[^A-Za-z0-9_-]", "-", replica)[:64]
+        request = Schedule(key=f"probe.{name}.{i}", due_at=due, target="probe")
+        await handlers.schedule(request, me)
+
+
+async def main(settings: Settings) -> None:
+    async with Service(CONTRACT, settings) as svc:
+        timers, engine = await open_store(svc.js, replicas=settings.js_replicas)
+        lateness = Lateness()
+        targets = {s.name: s.timer_targets for s in SERVICES if s.timer_targets}
+        handlers = Handlers(timers, engine, lateness, targets=targets, clock=clock)
+        firing = Firing(svc.js, timers, engine, lateness, clock=clock)
+        fire_loop = asyncio.create_task(firing.run())
+        serving = asyncio.create_task(svc.serve(handlers.table()))
+        await probe(handlers, settings.replica)
+        await serving
+        firing.stop()
+        await fire_loop
+
+
+if __name__ == "__main__":
+    run(main, CONTRACT.name)

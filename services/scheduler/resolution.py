@@ -1,0 +1,35 @@
+"""The engine's timing resolution, measured from the lateness of recent fires."""
+
+import math
+from collections import deque
+
+from libs.contracts.scheduler import Resolution
+
+__all__ = ["Lateness"]
+
+
+class Lateness:
+    """The last `size` lateness samples (ms) of this replica's fires."""
+
+    def __init__(self, size: int = 2000) -> None:
+        self._samples: deque[float] = deque(maxlen=size)
+
+    def record(self, late_ms: float) -> None:
+        self._samples.append(late_ms)
+
+    def resolution(self) -> Resolution:
+        ordered = sorted(self._samples)
+        if not ordered:
+            return Resolution(resolution_ms=0, p50_ms=0, p99_ms=0, max_ms=0, samples=0)
+
+        def at(q: float) -> float:
+            return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+        # Offer nothing finer than the worst one-in-a-hundred fire, rounded up to a ms.
+        return Resolution(
+            resolution_ms=float(math.ceil(max(at(0.99), 1.0))),
+            p50_ms=at(0.50),
+            p99_ms=at(0.99),
+            max_ms=ordered[-1],
+            samples=len(ordered),
+        )

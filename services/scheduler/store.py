@@ -1,0 +1,150 @@
+"""The scheduler's own state: timers in KV `scheduler-timers`, schedules on the SCHEDULER
+stream (JetStream message scheduling), deliveries on TIMERS.
+
+A schedule's subject names its timer's owner, key and id: `scheduler.at.<owner>.<key>.<id>`,
+firing into `scheduler.due.<owner>.<key>.<id>`. The KV record is the truth; a due message
+whose id is not the record's is a replaced schedule and does nothing.
+"""
+
+from datetime import datetime
+
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig, StreamConfig
+from nats.js.errors import (
+    APIError,
+    BadRequestError,
+    BucketNotFoundError,
+    KeyNotFoundError,
+    NotFoundError,
+)
+from nats.js.kv import KeyValue
+
+from libs.contracts import codec
+from libs.contracts.scheduler import ENGINE, Fired, Timer
+from libs.contracts.streams import timer_subject
+from libs.runtime.service import ensure_shared_streams
+
+__all__ = ["Conflict", "Engine", "Timers", "due_parts", "open_store"]
+
+_BUCKET = "scheduler-timers"
+_DUE_AT = "Tether-Due-At"
+_WRONG_LAST_SEQUENCE = (10071, 10164)
+_timer = codec.decoder(Timer)
+# A fired or canceled timer is kept this long to be read back, then the server removes it.
+_KEEP_DONE = "168h"
+
+
+class Conflict(Exception):
+    """The timer changed since it was read."""
+
+
+async def open_store(js: JetStreamContext, *, replicas: int = 1) -> tuple["Timers", "Engine"]:
+    try:
+        kv = await js.key_value(_BUCKET)
+    except BucketNotFoundError:
+        kv = await js.create_key_value(KeyValueConfig(bucket=_BUCKET, history=1, replicas=replicas))
+    engine = StreamConfig(
+        name=ENGINE.name,
+        subjects=list(ENGINE.subjects),
+        description=ENGINE.description,
+        allow_msg_schedules=True,
+        allow_direct=True,
+        num_replicas=replicas,
+    )
+    try:
+        await js.add_stream(engine)
+    except BadRequestError:
+        await js.update_stream(engine)
+    await ensure_shared_streams(js, ("TIMERS",), replicas=replicas)
+    return Timers(js, kv), Engine(js)
+
+
+class Timers:
+    def __init__(self, js: JetStreamContext, kv: KeyValue) -> None:
+        self._js, self._kv = js, kv
+
+    async def get(self, owner: str, key: str) -> tuple[Timer, int] | None:
+        try:
+            entry = await self._kv.get(f"{owner}.{key}")
+        except KeyNotFoundError:
+            return None
+        return (_timer.decode(entry.value), entry.revision) if entry.value else None
+
+    async def put(self, timer: Timer, revision: int) -> int:
+        """Compare-and-set on `revision` (0: the key must be new); terminal states expire."""
+        headers = {"Nats-Expected-Last-Subject-Sequence": str(revision)}
+        if timer.state != "pending":
+            headers["Nats-TTL"] = _KEEP_DONE
+        try:
+            ack = await self._js.publish(
+                f"$KV.{_BUCKET}.{timer.owner}.{timer.key}", codec.encode(timer), headers=headers
+            )
+        except APIError as exc:
+            if exc.err_code in _WRONG_LAST_SEQUENCE:
+                raise Conflict(timer.key) from exc
+            raise
+        return ack.seq
+
+    async def of_owner(self, owner: str, prefix: str) -> list[Timer]:
+        watcher = await self._kv.watch(f"{owner}.>", ignore_deletes=True)
+        found = []
+        try:
+            async for entry in watcher:
+                if entry is None:
+                    break
+                timer = _timer.decode(entry.value)
+                if timer.key.startswith(prefix):
+                    found.append(timer)
+        finally:
+            await watcher.stop()
+        return found
+
+
+class Engine:
+    """JetStream's message scheduling: the one place anything in tether waits."""
+
+    def __init__(self, js: JetStreamContext) -> None:
+        self._js = js
+
+    async def arm(self, timer: Timer, at: datetime) -> None:
+        name = f"{timer.owner}.{timer.key}.{timer.id}"
+        await self._js.publish(
+            f"scheduler.at.{name}",
+            b"",
+            headers={
+                "Nats-Schedule": f"@at {at.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}",
+                "Nats-Schedule-Target": f"scheduler.due.{name}",
+                _DUE_AT: timer.due_at.isoformat(),
+            },
+        )
+
+    async def disarm(self, timer: Timer) -> None:
+        """Best effort: a schedule that fires anyway finds its timer not pending."""
+        try:
+            await self._js.purge_stream(
+                ENGINE.name, subject=f"scheduler.at.{timer.owner}.{timer.key}.{timer.id}"
+            )
+        except (APIError, NotFoundError):
+            pass
+
+    async def deliver(self, fired: Fired, timer_id: str) -> None:
+        """Once: a repeat within TIMERS' duplicate window is dropped by its Nats-Msg-Id."""
+        await self._js.publish(
+            timer_subject(fired.owner, fired.target),
+            codec.encode(fired),
+            headers={"Nats-Msg-Id": f"{fired.owner}.{fired.key}.{timer_id}"},
+        )
+
+    async def forget(self, seq: int) -> None:
+        """Remove a handled due message; the stream keeps nothing it no longer needs."""
+        try:
+            await self._js.delete_msg(ENGINE.name, seq)
+        except (APIError, NotFoundError):
+            pass
+
+
+def due_parts(subject: str, headers: dict[str, str] | None) -> tuple[str, str, str, datetime]:
+    """(owner, key, timer id, due_at) of a due message."""
+    tokens = subject.split(".")
+    owner, key, timer_id = tokens[2], ".".join(tokens[3:-1]), tokens[-1]
+    return owner, key, timer_id, datetime.fromisoformat((headers or {})[_DUE_AT])

@@ -1,0 +1,103 @@
+"""Timers on a real nats-server: fire once, cancel for good, replace, refuse bad input."""
+
+import asyncio
+from collections import Counter
+from datetime import timedelta
+
+from tests.scheduler.conftest import now, problem
+
+
+async def test_a_timer_fires_once_at_its_due_time_with_its_payload(owner, org):
+    due = now() + timedelta(seconds=1)
+    await owner.schedule(f"{org}.a", due, {"hello": "world"})
+    fired = await owner.fired(org)
+    assert [(f.key, f.target, f.payload, f.due_at) for f in fired] == [
+        (f"{org}.a", "ping", {"hello": "world"}, due)
+    ]
+    assert 0 <= fired[0].late_ms < 250
+    _, timer = await owner.ask("get", {"key": f"{org}.a"})
+    assert (timer["state"], timer["late_ms"]) == ("fired", fired[0].late_ms)
+
+
+async def test_a_canceled_timer_never_fires(owner, org):
+    await owner.schedule(f"{org}.a", now() + timedelta(seconds=1))
+    status, answer = await owner.ask("cancel", {"key": f"{org}.a"})
+    assert (status, answer) == (None, {"key": f"{org}.a", "outcome": "canceled"})
+    assert await owner.fired(org, quiet=2.5) == []
+    _, timer = await owner.ask("get", {"key": f"{org}.a"})
+    assert timer["state"] == "canceled"
+
+
+async def test_cancel_after_the_fire_is_too_late(owner, org):
+    await owner.schedule(f"{org}.a", now() + timedelta(milliseconds=400))
+    assert len(await owner.fired(org)) == 1
+    _, answer = await owner.ask("cancel", {"key": f"{org}.a"})
+    assert answer["outcome"] == "too_late"
+
+
+async def test_scheduling_a_pending_key_again_replaces_it(owner, org):
+    await owner.schedule(f"{org}.a", now() + timedelta(milliseconds=700), "first")
+    await owner.schedule(f"{org}.a", now() + timedelta(milliseconds=1200), "second")
+    fired = await owner.fired(org, quiet=2.5)
+    assert [f.payload for f in fired] == ["second"]
+
+
+async def test_a_timer_due_now_fires_at_once(owner, org):
+    await owner.schedule(f"{org}.a", now() + timedelta(milliseconds=50))
+    assert len(await owner.fired(org)) == 1
+
+
+async def test_bad_input_is_a_clear_problem_and_stores_nothing(owner, org):
+    future = (now() + timedelta(minutes=1)).isoformat()
+    cases = {
+        "due-in-past": {"key": f"{org}.a", "due_at": "2020-01-01T00:00:00Z", "target": "ping"},
+        "unknown-target": {"key": f"{org}.b", "due_at": future, "target": "elsewhere"},
+        "payload-too-large": {"key": f"{org}.c", "due_at": future, "target": "ping",
+                              "payload": "x" * 70_000},
+        "invalid-request": {"key": f"{org}.has space", "due_at": future, "target": "ping"},
+    }  # fmt: skip
+    for rule, body in cases.items():
+        status, reply = await owner.ask("schedule", body)
+        assert (status, problem(reply).rule) == (problem(reply).status, rule)
+    status, listed = await owner.ask("list", {"prefix": org})
+    assert listed == {"timers": []}
+
+
+async def test_timers_are_listed_by_key_prefix(owner, org):
+    for key in ("x.1", "x.2", "y.1"):
+        await owner.schedule(f"{org}.{key}", now() + timedelta(minutes=10))
+    _, listed = await owner.ask("list", {"prefix": f"{org}.x"})
+    assert sorted(t["key"] for t in listed["timers"]) == [f"{org}.x.1", f"{org}.x.2"]
+    for key in ("x.1", "x.2", "y.1"):
+        await owner.ask("cancel", {"key": f"{org}.{key}"})
+
+
+async def test_the_resolution_is_measured_from_fires(owner, org):
+    for i in range(5):
+        await owner.schedule(f"{org}.{i}", now() + timedelta(milliseconds=300 + 50 * i))
+    await owner.fired(org)
+    _, resolution = await owner.ask("resolution", {})
+    assert resolution["samples"] >= 5
+    assert 1 <= resolution["resolution_ms"] < 300
+
+
+async def test_a_thousand_cancels_race_a_thousand_fires(owner, org):
+    """Each cancel is sent at its timer's due instant. Every `canceled` answer is a timer
+    that never reached its owner; every other timer reached it exactly once."""
+    start = now() + timedelta(seconds=2)
+    due = {f"{org}.{i}": start + timedelta(milliseconds=3 * i) for i in range(1000)}
+    keys = list(due)
+    for first in range(0, 1000, 100):
+        await asyncio.gather(*(owner.schedule(k, due[k]) for k in keys[first : first + 100]))
+
+    async def cancel_at_due(key: str) -> str:
+        await asyncio.sleep(max(0.0, (due[key] - now()).total_seconds()))
+        _, answer = await owner.ask("cancel", {"key": key})
+        return answer["outcome"]
+
+    outcomes = dict(zip(keys, await asyncio.gather(*map(cancel_at_due, keys)), strict=True))
+    delivered = Counter(f.key for f in await owner.fired(org, quiet=3))
+    canceled = {k for k, o in outcomes.items() if o == "canceled"}
+    assert not canceled & delivered.keys()
+    assert dict(delivered) == {k: 1 for k in keys if k not in canceled}
+    assert canceled and delivered  # the race really went both ways
