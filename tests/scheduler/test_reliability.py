@@ -1,0 +1,83 @@
+"""Kill -9 the server, or a replica, with timers pending: every timer fires exactly once."""
+
+import asyncio
+import os
+import signal
+import sys
+from collections import Counter
+from datetime import timedelta
+
+import nats
+
+from libs.contracts.permissions import inbox_prefix
+from libs.runtime.settings import Settings
+from libs.stack.processes import spawn, stop_all
+from libs.stack.servers import free_port, start_nats
+from tests.scheduler.conftest import Owner, now, replica
+
+
+async def _owner(url: str, password: str, name: str, target: str) -> Owner:
+    nc = await nats.connect(
+        url, user=name, password=password, inbox_prefix=inbox_prefix(name),
+        max_reconnect_attempts=-1, reconnect_time_wait=0.5,
+    )  # fmt: skip
+    return Owner(nc, name, target)
+
+
+async def test_kill_9_of_the_server_loses_no_timer_and_fires_none_twice(stack, tmp_path, org):
+    config = dict(stack.nats_config)
+    port = free_port()
+    config |= {"listen": f"127.0.0.1:{port}", "http": f"127.0.0.1:{free_port()}",
+               "jetstream": {"store_dir": str(tmp_path / "js")}}  # fmt: skip
+    server = await asyncio.to_thread(start_nats, config, tmp_path / "nats.json")
+    url = f"nats://127.0.0.1:{port}"
+    settings = Settings(service="scheduler", nats_url=url, nats_user="scheduler",
+                        nats_password=stack.passwords["scheduler"], metrics_port=0)  # fmt: skip
+    try:
+        async with replica(settings):
+            owner = await _owner(url, stack.passwords["echo"], "echo", "ping")
+            start = now()
+            due = {f"{org}.{i}": start + timedelta(milliseconds=800 + 40 * i) for i in range(100)}
+            await asyncio.gather(*(owner.schedule(k, d) for k, d in due.items()))
+            await asyncio.sleep(1.2)  # some have fired; most are pending
+            server.send_signal(signal.SIGKILL)
+            server.wait()
+            await asyncio.sleep(3)  # the rest fall due while the server is down
+            server = await asyncio.to_thread(start_nats, config, tmp_path / "nats.json")
+            fired = await owner.fired(org, quiet=4)
+            await owner.nc.close()
+    finally:
+        stop_all([server])
+    counts = Counter(f.key for f in fired)
+    assert dict(counts) == {k: 1 for k in due}
+    late = [f for f in fired if f.due_at > start + timedelta(seconds=2.5)]
+    assert late and all(f.late_ms > 500 for f in late)  # due while down: fired late, marked
+
+
+async def test_kill_9_of_one_of_two_replicas_loses_no_timer_and_fires_none_twice(stack, org):
+    env = stack.env(NATS_USER="scheduler", NATS_PASSWORD=stack.passwords["scheduler"],
+                    TETHER_METRICS_PORT="0", TETHER_LOG_LEVEL="WARNING")  # fmt: skip
+    argv = [sys.executable, "-m", "services.scheduler.main"]
+    replicas = [spawn(argv, name=f"scheduler-{i}", env=env) for i in range(2)]
+    owner = await _owner(stack.nats_url, stack.passwords["scheduler"], "scheduler", "probe")
+    try:
+        while True:  # both replicas up: one of them answers
+            try:
+                await owner.ask("resolution", {})
+                break
+            except nats.errors.NoRespondersError:
+                await asyncio.sleep(0.1)
+        await asyncio.sleep(1)
+        start = now()
+        due = {f"{org}.{i}": start + timedelta(milliseconds=500 + 10 * i) for i in range(400)}
+        await asyncio.gather(*(owner.schedule(k, d) for k, d in due.items()))
+        await asyncio.sleep(1.5)  # firing is under way on both replicas
+        os.kill(replicas[0].pid, signal.SIGKILL)
+        replicas[0].wait()
+        fired = await owner.fired(org, quiet=13)  # what the dead one held comes back after 10 s
+    finally:
+        await owner.nc.close()
+        stop_all(replicas)
+    counts = Counter(f.key for f in fired)
+    assert dict(counts) == {k: 1 for k in due}
+    assert replicas[0].returncode == -signal.SIGKILL
