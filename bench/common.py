@@ -29,6 +29,7 @@ class Stack:
         self.home, self.passwords = home, passwords
         self.nats_url, self.redis_url = nats_url, redis_url
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.servers: list[subprocess.Popen[bytes]] = []  # nats-server, then redis-server
 
     def env(self, role: str, **extra: str) -> dict[str, str]:
         return (
@@ -76,6 +77,7 @@ def stack() -> Iterator[Stack]:
         start_redis(redis_port, home.redis_dir),
     ]
     s = Stack(home, passwords, f"nats://127.0.0.1:{nats_port}", f"redis://127.0.0.1:{redis_port}/0")
+    s.servers = servers
     try:
         yield s
     finally:

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from datetime import datetime
 
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
 
@@ -59,7 +58,7 @@ class Firing:
         while not self._stop.is_set():
             try:
                 msgs = await sub.fetch(_BATCH, timeout=0.5)
-            except NatsTimeout:
+            except TimeoutError:  # nothing due (nats-py's timeouts are TimeoutErrors too)
                 continue
             except Exception:  # the bus is reconnecting: try again shortly
                 _log.warning("fetch failed", exc_info=True)
