@@ -30,6 +30,7 @@ class Stack:
         self.nats_url, self.redis_url = nats_url, redis_url
         self.procs: list[subprocess.Popen[bytes]] = []
         self.servers: list[subprocess.Popen[bytes]] = []  # nats-server, then redis-server
+        self.started: list[str] = []
 
     def env(self, role: str, **extra: str) -> dict[str, str]:
         return (
@@ -49,13 +50,16 @@ class Stack:
         env = self.env(name, TETHER_METRICS_PORT=str(free_port()), **extra)
         proc = spawn([sys.executable, "-m", f"services.{name}.main"], name=name, env=env)
         self.procs.append(proc)
+        self.started.append(name)
         return proc
 
     def gateway(self, port: int, **extra: str) -> subprocess.Popen[bytes]:
         env = self.env(GATEWAY, TETHER_PORT=str(port), TETHER_RATE_LIMIT="0", **extra)
         proc = spawn([sys.executable, "-m", "services.gateway.main"], name=GATEWAY, env=env)
         self.procs.append(proc)
-        wait_for(lambda: http_status(f"http://127.0.0.1:{port}/readyz") == 200, proc, "gateway")
+        for name in self.started:
+            url = f"http://127.0.0.1:{port}/readyz/{name}"
+            wait_for(lambda url=url: http_status(url) == 200, proc, f"{name} behind the gateway")
         return proc
 
 

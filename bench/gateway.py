@@ -1,5 +1,6 @@
-"""HTTP -> gateway -> NATS -> a service's health handler -> back, against a bare aiohttp
-handler returning the same JSON, at 50 connections with wrk. Then `tether up` cold start.
+"""HTTP -> gateway -> NATS -> a service's health handler -> back (`/readyz/poa`), against
+a bare aiohttp handler returning the same JSON, at 50 connections with wrk. Then the cold
+start of `tether up`.
 
     .venv/bin/python -m bench.gateway
 """
@@ -24,7 +25,7 @@ def through_the_bus() -> None:
         s.service("poa")
         port = free_port()
         s.gateway(port)
-        url = f"http://127.0.0.1:{port}/readyz"
+        url = f"http://127.0.0.1:{port}/readyz/poa"
         with urllib.request.urlopen(url) as response:
             body = response.read()
         body_file = tempfile.NamedTemporaryFile(suffix=".json", delete=False)

@@ -52,8 +52,17 @@ def init_app(
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"ok": True})
 
+    by_name = {s.name: s for s in services}
+
     async def readyz(request: web.Request) -> web.Response:
         ready, body = await readiness(request.app[NATS], services)
+        return web.Response(body=body, status=200 if ready else 503, content_type=_JSON)
+
+    async def readyz_one(request: web.Request) -> web.Response:
+        service = by_name.get(request.match_info["service"])
+        if service is None:
+            raise web.HTTPNotFound()
+        ready, body = await readiness(request.app[NATS], [service])
         return web.Response(body=body, status=200 if ready else 503, content_type=_JSON)
 
     async def metrics(_: web.Request) -> web.Response:
@@ -61,6 +70,7 @@ def init_app(
 
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    app.router.add_get("/readyz/{service}", readyz_one)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/v1/openapi.json", openapi_json)
     for route in routes:

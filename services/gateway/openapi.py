@@ -23,6 +23,19 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {
         "/healthz": {"get": _plain("The gateway process is up.")},
         "/readyz": {"get": _plain("Every service answers its health subject over the bus.")},
+        "/readyz/{service}": {
+            "get": {
+                **_plain("That service answers its health subject over the bus."),
+                "parameters": [
+                    {
+                        "name": "service",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    }
+                ],
+            }
+        },
         "/metrics": {"get": _plain("Prometheus metrics of the gateway.", "text/plain")},
         "/v1/openapi.json": {"get": _plain("This document.")},
     }

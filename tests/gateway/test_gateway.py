@@ -119,3 +119,14 @@ async def test_metrics_count_requests_by_route(client):
     assert (
         'tether_http_requests_total{method="GET",route="/v1/echo/{text}",status="200"}' in metrics
     )
+
+
+async def test_readyz_for_one_service_asks_only_that_one(client_for, gateway_settings, echo):
+    from tests.support import ECHO, OTHER
+
+    client = await client_for(gateway_settings, services=(ECHO, OTHER), routes=ROUTES)
+    echo_ready = await client.get("/readyz/echo")
+    other_ready = await client.get("/readyz/other")
+    unknown = await client.get("/readyz/nobody")
+    assert (echo_ready.status, list((await echo_ready.json())["services"])) == (200, ["echo"])
+    assert (other_ready.status, unknown.status) == (503, 404)
