@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from libs.contracts import SERVICES
-from libs.contracts.permissions import GATEWAY, OPERATOR
+from libs.contracts.permissions import GATEWAY
 from libs.stack.home import Home
+from libs.stack.local import start_local
 from libs.stack.processes import spawn, stop_all
-from libs.stack.servers import free_port, nats_config, start_nats, start_redis, wait_for
+from libs.stack.servers import free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -67,26 +68,14 @@ class Stack:
 def stack() -> Iterator[Stack]:
     root = Path(tempfile.mkdtemp(prefix="tether-bench-"))
     home = Home(root)
-    passwords = home.ensure((GATEWAY, OPERATOR, *(s.name for s in SERVICES)))
-    nats_port, redis_port = free_port(), free_port()
-    config = nats_config(
-        port=nats_port,
-        monitor_port=free_port(),
-        store_dir=home.nats_dir / "jetstream",
-        passwords=passwords,
-        services=SERVICES,
-    )
-    servers = [
-        start_nats(config, home.nats_dir / "nats.json"),
-        start_redis(redis_port, home.redis_dir),
-    ]
-    s = Stack(home, passwords, f"nats://127.0.0.1:{nats_port}", f"redis://127.0.0.1:{redis_port}/0")
-    s.servers = servers
+    local = start_local(home, SERVICES)
+    s = Stack(home, local.passwords, local.nats_url, local.redis_url)
+    s.servers = local.procs
     try:
         yield s
     finally:
         stop_all(s.procs)
-        stop_all(servers)
+        stop_all(s.servers)
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -155,7 +155,7 @@ async def recovery(s, client: Client) -> None:
     nats_proc = s.servers[0]
     status = await asyncio.to_thread(Path(f"/proc/{nats_proc.pid}/status").read_text)
     rss = int(status.split("VmRSS:")[1].split()[0]) // 1024
-    config = s.home.nats_dir / "nats.json"
+    config = s.home.nats_dir / "nats-server.json"
     nats_proc.send_signal(signal.SIGTERM)
     nats_proc.wait()
     started = time.monotonic()

@@ -15,8 +15,8 @@ from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
 from libs.runtime.settings import Settings
 from libs.stack.home import Home
+from libs.stack.local import start_local
 from libs.stack.processes import stop_all
-from libs.stack.servers import free_port, nats_config, start_nats, start_redis
 from services.gateway.app import init_app
 from services.gateway.routes import ROUTES
 from services.gateway.settings import GatewaySettings
@@ -46,30 +46,17 @@ class Stack(msgspec.Struct):
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     home = Home(tmp_path_factory.mktemp("tether-home"))
-    services = (*SERVICES, *TEST_SERVICES)
-    passwords = home.ensure((GATEWAY, OPERATOR, *(s.name for s in services)))
-    nats_port, redis_port = free_port(), free_port()
-    config = nats_config(
-        port=nats_port,
-        monitor_port=free_port(),
-        store_dir=home.nats_dir / "jetstream",
-        passwords=passwords,
-        services=services,
-    )
-    procs = [
-        start_nats(config, home.nats_dir / "nats-server.json"),
-        start_redis(redis_port, home.redis_dir),
-    ]
+    servers = start_local(home, (*SERVICES, *TEST_SERVICES))
     try:
         yield Stack(
             home=home,
-            nats_url=f"nats://127.0.0.1:{nats_port}",
-            redis_url=f"redis://127.0.0.1:{redis_port}/0",
-            passwords=passwords,
-            nats_config=config,
+            nats_url=servers.nats_url,
+            redis_url=servers.redis_url,
+            passwords=servers.passwords,
+            nats_config=servers.nats_config,
         )
     finally:
-        stop_all(procs)
+        stop_all(servers.procs)
 
 
 @pytest.fixture(scope="session")

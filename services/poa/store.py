@@ -11,6 +11,7 @@ from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.poa import GrantRecord
+from libs.runtime.kv import current
 from services.poa.domain.ledger import Ledger
 
 __all__ = ["Conflict", "GrantStore", "LedgerStore", "open_stores"]
@@ -59,16 +60,8 @@ class GrantStore:
             raise Conflict(record.id) from exc
 
     async def of_owner(self, org: str, owner: str) -> list[tuple[GrantRecord, int]]:
-        watcher = await self._kv.watch(f"{_key(org, owner, '*')}", ignore_deletes=True)
-        found = []
-        try:
-            async for entry in watcher:
-                if entry is None:  # the end of what is stored now
-                    break
-                found.append((_grant.decode(entry.value), entry.revision))
-        finally:
-            await watcher.stop()
-        return found
+        entries = await current(self._kv, _key(org, owner, "*"))
+        return [(_grant.decode(e.value), e.revision) for e in entries]
 
 
 class LedgerStore:

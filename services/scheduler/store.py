@@ -22,6 +22,7 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.scheduler import ENGINE, Fired, Timer
 from libs.contracts.streams import timer_subject
+from libs.runtime.kv import current
 from libs.runtime.service import ensure_shared_streams
 
 __all__ = ["Conflict", "Engine", "Timers", "due_parts", "open_store"]
@@ -86,18 +87,8 @@ class Timers:
         return ack.seq
 
     async def of_owner(self, owner: str, prefix: str) -> list[Timer]:
-        watcher = await self._kv.watch(f"{owner}.>", ignore_deletes=True)
-        found = []
-        try:
-            async for entry in watcher:
-                if entry is None:
-                    break
-                timer = _timer.decode(entry.value)
-                if timer.key.startswith(prefix):
-                    found.append(timer)
-        finally:
-            await watcher.stop()
-        return found
+        timers = [_timer.decode(e.value) for e in await current(self._kv, f"{owner}.>")]
+        return [t for t in timers if t.key.startswith(prefix)]
 
 
 class Engine:
