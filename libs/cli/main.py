@@ -70,16 +70,30 @@ def _nats_config(args: argparse.Namespace) -> int:
 
 
 def _audit_verify(args: argparse.Namespace) -> int:
+    import nats
+
     from libs.audit.chain import first_break
     from libs.audit.trail import Trail
-    from libs.contracts.permissions import OPERATOR
-    from libs.runtime import bus
+    from libs.contracts.permissions import OPERATOR, inbox_prefix
     from libs.stack.up import ROLES
 
     async def verify() -> int:
         password = Home().ensure(ROLES)[OPERATOR]
         url = os.environ.get("NATS_URL", "nats://127.0.0.1:4222")
-        nc = await bus.connect(url, user=OPERATOR, password=password, name="tether-audit")
+        try:  # a command answers now: no waiting for a server that is not there
+            nc = await nats.connect(
+                url,
+                user=OPERATOR,
+                password=password,
+                inbox_prefix=inbox_prefix(OPERATOR),
+                allow_reconnect=False,
+                max_reconnect_attempts=1,
+                connect_timeout=3,
+                error_cb=_quiet,
+            )
+        except Exception as exc:
+            print(f"cannot reach NATS at {url}: {exc!r}", file=sys.stderr)
+            return 2
         try:
             records = [r async for r in Trail(nc.jetstream(), service=OPERATOR).records(args.org)]
         finally:
@@ -108,6 +122,10 @@ def _poa_vectors(args: argparse.Namespace) -> int:
         print(f"FAIL {o.section} {o.case_id}: expected {o.expected}, got {o.actual}")
     print(f"{len(outcomes) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed or not outcomes else 0
+
+
+async def _quiet(_: Exception) -> None:
+    """The command reports its own failure to connect, once."""
 
 
 def _mint(home: Home, known_roles: tuple[str, ...], **claims: object) -> str:
