@@ -56,7 +56,6 @@ def _owned_stream(stream: str) -> list[str]:
     return [
         f"{api}.STREAM.*.{stream}",
         f"{api}.STREAM.MSG.GET.{stream}",
-        f"{api}.STREAM.MSG.DELETE.{stream}",
         f"{api}.DIRECT.GET.{stream}",
         f"{api}.DIRECT.GET.{stream}.>",
         f"{api}.CONSUMER.*.{stream}",

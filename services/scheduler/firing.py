@@ -26,6 +26,7 @@ __all__ = ["Firing"]
 _log = logging.getLogger(__name__)
 _DURABLE = "scheduler"
 _BATCH = 256
+_PURGE_EVERY_S = 5.0
 
 
 class Firing:
@@ -55,7 +56,15 @@ class Firing:
                 ack_policy=AckPolicy.EXPLICIT, ack_wait=10, max_ack_pending=20000
             ),
         )
+        loop = asyncio.get_running_loop()
+        next_purge = loop.time() + _PURGE_EVERY_S
         while not self._stop.is_set():
+            if loop.time() >= next_purge:
+                next_purge = loop.time() + _PURGE_EVERY_S
+                try:
+                    await self._engine.forget_handled(_DURABLE)
+                except Exception:  # housekeeping; the next round will do it
+                    _log.warning("purge of handled due messages failed", exc_info=True)
             try:
                 msgs = await sub.fetch(_BATCH, timeout=0.5)
             except TimeoutError:  # nothing due (nats-py's timeouts are TimeoutErrors too)
@@ -87,7 +96,6 @@ class Firing:
                 await asyncio.sleep(hold)
             await self._settle(owner, key, timer_id)
             await msg.ack()
-            await self._engine.forget(msg.metadata.sequence.stream)
         except Exception:
             _log.exception("fire failed; it will be re-delivered", extra={"subject": msg.subject})
             await msg.nak(delay=1)

@@ -126,12 +126,15 @@ class Engine:
             headers={"Nats-Msg-Id": f"{fired.owner}.{fired.key}.{timer_id}"},
         )
 
-    async def forget(self, seq: int) -> None:
-        """Remove a handled due message; the stream keeps nothing it no longer needs."""
-        try:
-            await self._js.delete_msg(ENGINE.name, seq)
-        except (APIError, NotFoundError):
-            pass
+    async def forget_handled(self, consumer: str) -> None:
+        """Purge the due messages `consumer` has acknowledged, in one range.
+
+        Deleting each one as it is handled slowed the server down as the deletes piled up
+        (p99 fire lateness from 3 to 27 ms over four runs of 1,000; BENCHMARKS.md)."""
+        info = await self._js.consumer_info(ENGINE.name, consumer)
+        floor = info.ack_floor.stream_seq if info.ack_floor else 0
+        if floor:
+            await self._js.purge_stream(ENGINE.name, subject="scheduler.due.>", seq=floor + 1)
 
 
 def due_parts(subject: str, headers: dict[str, str] | None) -> tuple[str, str, str, datetime]:

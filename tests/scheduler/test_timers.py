@@ -105,3 +105,20 @@ async def test_a_thousand_cancels_race_a_thousand_fires(owner, org):
     assert not canceled & delivered.keys()
     assert dict(delivered) == {k: 1 for k in keys if k not in canceled}
     assert canceled and delivered  # the race really went both ways
+
+
+async def test_handled_due_messages_are_purged_and_pending_ones_kept(owner, connect, org):
+    from services.scheduler.store import open_store
+
+    await owner.schedule(f"{org}.soon", now() + timedelta(milliseconds=300))
+    await owner.schedule(f"{org}.later", now() + timedelta(minutes=5))
+    assert len(await owner.fired(org)) == 1
+    async with connect("scheduler") as nc:
+        js = nc.jetstream()
+        _, engine = await open_store(js)
+        await engine.forget_handled("scheduler")
+        info = await js.stream_info("SCHEDULER", subjects_filter=">")
+    subjects = info.state.subjects or {}
+    assert not any(s.startswith("scheduler.due.") for s in subjects)
+    assert any(s.startswith(f"scheduler.at.echo.{org}.later.") for s in subjects)
+    await owner.ask("cancel", {"key": f"{org}.later"})
