@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from libs.contracts.permissions import permissions
@@ -77,7 +77,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(ready, proc: subprocess.Popen[bytes], what: str, timeout: float = 20.0) -> None:
+def wait_for(
+    ready: Callable[[], object], proc: subprocess.Popen[bytes], what: str, timeout: float = 20.0
+) -> None:
     deadline = time.monotonic() + timeout
     while not ready():
         if proc.poll() is not None:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 
 from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY, OPERATOR
@@ -20,7 +21,7 @@ _log = logging.getLogger(__name__)
 ROLES = (GATEWAY, OPERATOR, *(s.name for s in SERVICES))
 
 
-def up(home: Home, *, port: int, on_ready) -> int:
+def up(home: Home, *, port: int, on_ready: Callable[[str], None]) -> int:
     """Start servers (unless NATS_URL and REDIS_URL name running ones), services, gateway.
 
     `on_ready(url)` is called once /readyz is green. Returns the exit status.
