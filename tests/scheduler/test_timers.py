@@ -83,7 +83,7 @@ async def test_the_resolution_is_measured_from_fires(owner, org):
 
 
 async def test_a_thousand_cancels_race_a_thousand_fires(owner, org):
-    """Each cancel is sent within a few milliseconds of its timer's due instant (the cancel's
+    """Each cancel is sent within 15 ms before to 5 ms after its timer's due instant (the cancel's
     round trip is about that long). Every `canceled` answer is a timer that never reached
     its owner; every other timer reached it exactly once."""
     start = now() + timedelta(seconds=2)
@@ -92,7 +92,7 @@ async def test_a_thousand_cancels_race_a_thousand_fires(owner, org):
     for first in range(0, 1000, 100):
         await asyncio.gather(*(owner.schedule(k, due[k]) for k in keys[first : first + 100]))
 
-    jitter = {k: timedelta(milliseconds=random.uniform(-6, 2)) for k in keys}
+    jitter = {k: timedelta(milliseconds=random.uniform(-15, 5)) for k in keys}
 
     async def cancel_at_due(key: str) -> str:
         await asyncio.sleep(max(0.0, (due[key] + jitter[key] - now()).total_seconds()))
