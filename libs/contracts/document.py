@@ -34,7 +34,7 @@ def document(services: Sequence[ServiceContract]) -> dict[str, object]:
         "roles": [GATEWAY, OPERATOR, *(svc.name for svc in services)],
         "subjects": [
             {
-                "subject": s.name,
+                "subject": s.published_by("<caller>"),
                 "queue_group": s.service,
                 "summary": s.summary,
                 "request": _REF.format(name=s.request.__name__),

@@ -25,11 +25,13 @@ def permissions(role: str, services: Sequence[ServiceContract]) -> dict[str, obj
         return None
     own = next((svc for svc in services if svc.name == role), None)
     roles = {role} | ({TIMER_OWNERS} if own is not None and own.timer_targets else set())
-    callable_ = [s.name for svc in services for s in _served(svc) if roles & s.callers]
+    callable_ = [
+        s.published_by(role) for svc in services for s in _served(svc) if roles & s.callers
+    ]
     subscribe = [f"{inbox_prefix(role)}.>"]
     publish = ["$JS.API.INFO", *callable_]
     if own is not None:
-        subscribe += [s.name for s in _served(own)]
+        subscribe += [s.served for s in _served(own)]
         publish += [f"tether.evt.{own.name}.>", "tether.audit.*"]
         for spec in own.streams:
             publish += [*_owned_stream(spec.name), *spec.subjects]

@@ -33,10 +33,20 @@ class Subject(msgspec.Struct, frozen=True):
     reply: type
     summary: str
     callers: frozenset[str] = frozenset({"gateway"})
+    # Served as `<name>.<caller>`, each caller allowed only its own: the caller's identity is
+    # the subject it could publish to, proven by its NATS credential, not a header.
+    by_caller: bool = False
 
     @property
     def service(self) -> str:
         return self.name.split(".")[1]
+
+    @property
+    def served(self) -> str:
+        return f"{self.name}.*" if self.by_caller else self.name
+
+    def published_by(self, role: str) -> str:
+        return f"{self.name}.{role}" if self.by_caller else self.name
 
 
 class Event(msgspec.Struct, frozen=True):

@@ -1,9 +1,10 @@
 """`tether.scheduler.*`: the one timer engine. Owners schedule one-shot timers by key; at
 the due time the payload is delivered once to `tether.timer.<owner>.<target>` on TIMERS.
 
-The owner is the calling service (`Principal.sub` = `service:<name>`); a target must be one
-of its `timer_targets`. Keys are the owner's names for its timers: one to eight tokens of
-letters, digits, `-` and `_`, joined by dots.
+An owner calls `tether.scheduler.<verb>.<owner>`, and its NATS credential lets it publish
+only under its own name, so the owner is proven by the bus, not claimed in a header. A
+target must be one of its `timer_targets`. Keys are the owner's names for its timers: one
+to eight tokens of letters, digits, `-` and `_`, joined by dots.
 """
 
 from datetime import datetime
@@ -123,6 +124,7 @@ def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:
         reply=reply,
         summary=summary,
         callers=frozenset({TIMER_OWNERS, "operator"}),
+        by_caller=True,
     )
 
 

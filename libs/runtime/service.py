@@ -104,7 +104,7 @@ class Service:
             self._tasks.add(task)
             task.add_done_callback(self._finished)
 
-        return await self.nc.subscribe(subject.name, queue=self.contract.name, cb=on_message)
+        return await self.nc.subscribe(subject.served, queue=self.contract.name, cb=on_message)
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -122,7 +122,7 @@ class Service:
         headers = None
         try:
             request = decode(msg.data or b"{}")
-            principal = None if anonymous else _principal_of(msg)
+            principal = None if anonymous else _principal_of(msg, subject)
             body = codec.encode(await handler(request, principal))  # type: ignore[arg-type]
             outcome = "ok"
         except Exception as exc:  # every failure becomes a typed problem reply
@@ -152,7 +152,9 @@ def run(main: Callable[[Settings], Awaitable[None]], service: str) -> None:
     uvloop.run(main(settings))
 
 
-def _principal_of(msg: Msg) -> Principal:
+def _principal_of(msg: Msg, subject: Subject) -> Principal:
+    if subject.by_caller:  # the caller is the subject's last token, as its credential allows
+        return Principal(org="tether", sub=f"service:{msg.subject.rsplit('.', 1)[-1]}")
     raw = (msg.headers or {}).get(PRINCIPAL_HEADER)
     if raw is None:
         raise Refused("principal-missing", 401, f"request has no {PRINCIPAL_HEADER} header")

@@ -18,7 +18,7 @@ def test_the_document_names_every_subject_with_json_schemas():
         check=True,
     ).stdout  # fmt: skip
     document = json.loads(out)
-    served = {s.name for svc in SERVICES for s in (svc.health, *svc.subjects)}
+    served = {s.published_by("<caller>") for svc in SERVICES for s in (svc.health, *svc.subjects)}
     assert {s["subject"] for s in document["subjects"]} == served
     verify = next(s for s in document["subjects"] if s["subject"] == "tether.poa.verify")
     assert verify["queue_group"] == "poa"

@@ -12,7 +12,6 @@ import pytest
 from nats.errors import TimeoutError as NatsTimeout
 
 from libs.contracts import codec
-from libs.contracts.principal import PRINCIPAL_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Problem
 from libs.contracts.scheduler import CONTRACT, Fired
 from libs.runtime.service import Service
@@ -54,15 +53,11 @@ class Owner:
 
     def __init__(self, nc: nats.NATS, name: str, target: str) -> None:
         self.nc, self.name, self.target = nc, name, target
-        principal = Principal(org="tether", sub=f"service:{name}")
-        self._headers = {PRINCIPAL_HEADER: msgspec.json.encode(principal).decode()}
 
     async def ask(self, verb: str, body: object) -> tuple[int | None, dict]:
         """(problem status or None, the reply as JSON)."""
         payload = body if isinstance(body, bytes) else codec.encode(body)
-        reply = await self.nc.request(
-            f"tether.scheduler.{verb}", payload, timeout=10, headers=self._headers
-        )
+        reply = await self.nc.request(f"tether.scheduler.{verb}.{self.name}", payload, timeout=10)
         status = (reply.headers or {}).get(PROBLEM_HEADER)
         return (int(status) if status else None), msgspec.json.decode(reply.data)
 

@@ -122,3 +122,17 @@ async def test_handled_due_messages_are_purged_and_pending_ones_kept(owner, conn
     assert not any(s.startswith("scheduler.due.") for s in subjects)
     assert any(s.startswith(f"scheduler.at.echo.{org}.later.") for s in subjects)
     await owner.ask("cancel", {"key": f"{org}.later"})
+
+
+async def test_an_owner_can_only_ask_under_its_own_name(connect):
+    """The owner is proven by the NATS credential: echo cannot reach another's timers."""
+    seen: list[str] = []
+
+    async def on_error(exc: Exception) -> None:
+        seen.append(str(exc))
+
+    async with connect("echo", error_cb=on_error) as nc:
+        await nc.publish("tether.scheduler.get.poa", b'{"key": "k"}')
+        await nc.flush()
+        await asyncio.sleep(0.1)
+    assert seen == ['nats: permissions violation for publish to "tether.scheduler.get.poa"']
