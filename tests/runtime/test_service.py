@@ -1,7 +1,6 @@
 """The service runtime against a real nats-server: queue groups, health, problems, drain."""
 
 import asyncio
-import time
 
 import msgspec
 import nats
@@ -93,11 +92,9 @@ async def test_stopping_drains_requests_in_flight(settings_for, connect):
             )
             while not echo.handled:  # noqa: ASYNC110 (the handler is the test's own probe)
                 await asyncio.sleep(0.01)
-            started = time.monotonic()
-            svc.stop()
+            svc.stop()  # while the slow request is still in its handler
         reply = await slow
     assert msgspec.json.decode(reply.data, type=Said).text == "slow"
-    assert time.monotonic() - started >= 0.2
 
 
 async def test_ops_endpoint_serves_metrics_and_health(settings_for, connect):
