@@ -9,7 +9,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.asyncio import Redis
 
 from libs.contracts import SERVICES
-from libs.contracts.health import HealthRequest
 from libs.contracts.permissions import GATEWAY
 from libs.contracts.registry import ServiceContract
 from libs.runtime import bus
@@ -29,7 +28,6 @@ REDIS = web.AppKey("redis", Redis)
 MAX_BODY = 1024 * 1024
 _JSON = "application/json"
 _decode = msgspec.json.Decoder().decode
-_EMPTY = msgspec.json.encode(HealthRequest())
 
 
 def init_app(
