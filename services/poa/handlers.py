@@ -62,7 +62,12 @@ class Handlers:
             p.org, actor=p, action="poa.grant.revoke", target=req.id, data=data
         ):
             for record, revision in [target, *((r, rev) for r, rev in mine if r in below)]:
-                await self._grants.replace(grants.revoked(record, now), revision)
+                try:
+                    await self._grants.replace(grants.revoked(record, now), revision)
+                except Conflict as exc:
+                    raise Refused(
+                        "grant-changed", 409, f"{record.id} changed while revoking; revoke again"
+                    ) from exc
         return grants.revoked(target[0], now)
 
     async def act(self, req: poa.ActRequest, p: Principal) -> poa.ActOutcome:
