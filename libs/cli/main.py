@@ -35,7 +35,12 @@ def _up(args: argparse.Namespace) -> int:
         print(f"development token for {DEV_USER}, admin of {DEV_ORG}:\n{token}", flush=True)
         print(f"try: curl -H 'Authorization: Bearer <token>' {url}/v1/openapi.json\n", flush=True)
 
-    return up(home, port=port, on_ready=ready)
+    try:
+        return up(home, port=port, on_ready=ready)
+    except RuntimeError as exc:  # a server or process would not start: say which, and where
+        print(f"tether up: {exc} (logs: {home.root}/nats, {home.root}/redis, stderr above)",
+              file=sys.stderr)  # fmt: skip
+        return 1
 
 
 def _token(args: argparse.Namespace) -> int:

@@ -75,7 +75,7 @@ def up(home: Home, *, port: int, on_ready: Callable[[str], None]) -> int:
         gateway = spawn([sys.executable, "-m", "services.gateway.main"], name=GATEWAY, env=env)
         apps.append(gateway)
         url = f"http://127.0.0.1:{port}"
-        wait_for(lambda: stopping or _ready(url), gateway, "tether", timeout=120)
+        wait_for(lambda: stopping or _ready(url), gateway, "the gateway", timeout=120)
         if not stopping:
             on_ready(url)
         while not stopping:
