@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import msgspec
 
 from libs.contracts.base import Contract, OrgId
-from libs.contracts.registry import Subject, service_contract
+from libs.contracts.registry import Subject, request_subject, service_contract
 
 __all__ = [
     "CONTRACT",
@@ -127,7 +127,7 @@ class ActOutcome(Contract):
 
 
 def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:
-    return Subject(name=f"tether.poa.{verb}", request=request, reply=reply, summary=summary)
+    return request_subject("poa", verb, request, reply, summary)
 
 
 VERIFY = _subject("verify", VerifyRequest, Decision, "verify an act against grants as given")

@@ -18,6 +18,7 @@ __all__ = [
     "ServiceContract",
     "Subject",
     "health_subject",
+    "request_subject",
     "service_contract",
 ]
 
@@ -82,6 +83,19 @@ class ServiceContract(msgspec.Struct, frozen=True):
     @property
     def health(self) -> Subject:
         return health_subject(self.name)
+
+
+def request_subject(
+    service: str, verb: str, request: type, reply: type, summary: str, **fields: object
+) -> Subject:
+    """`tether.<service>.<verb>`, the shape every request subject has."""
+    return Subject(
+        name=f"tether.{service}.{verb}",
+        request=request,
+        reply=reply,
+        summary=summary,
+        **fields,  # type: ignore[arg-type]
+    )
 
 
 @cache

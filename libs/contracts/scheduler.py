@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from libs.contracts.base import Contract
-from libs.contracts.registry import TIMER_OWNERS, Subject, service_contract
+from libs.contracts.registry import TIMER_OWNERS, Subject, request_subject, service_contract
 from libs.contracts.streams import TIMERS, StreamSpec
 
 __all__ = [
@@ -118,13 +118,9 @@ class Resolution(Contract):
 
 
 def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:
-    return Subject(
-        name=f"tether.scheduler.{verb}",
-        request=request,
-        reply=reply,
-        summary=summary,
-        callers=frozenset({TIMER_OWNERS, "operator"}),
-        by_caller=True,
+    owners = frozenset({TIMER_OWNERS, "operator"})
+    return request_subject(
+        "scheduler", verb, request, reply, summary, callers=owners, by_caller=True
     )
 
 

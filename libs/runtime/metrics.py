@@ -1,10 +1,13 @@
 """The Prometheus metrics every service exposes, labelled by service."""
 
 from functools import cache
+from typing import TypeVar
 
 from prometheus_client import Counter, Gauge, Histogram
 
-__all__ = ["IN_FLIGHT", "handled", "timer"]
+__all__ = ["IN_FLIGHT", "REQUESTS", "REQUEST_SECONDS", "child"]
+
+M = TypeVar("M", Counter, Histogram)
 
 REQUESTS = Counter(
     "tether_requests",
@@ -20,12 +23,7 @@ REQUEST_SECONDS = Histogram(
 IN_FLIGHT = Gauge("tether_in_flight", "Requests being handled now.", ["service"])
 
 
-# Looking a labelled child up costs more than counting; each is looked up once.
+# Looking a labelled child up costs more than counting with it; each is looked up once.
 @cache
-def handled(service: str, subject: str, outcome: str) -> Counter:
-    return REQUESTS.labels(service, subject, outcome)
-
-
-@cache
-def timer(service: str, subject: str) -> Histogram:
-    return REQUEST_SECONDS.labels(service, subject)
+def child(metric: M, *labels: object) -> M:
+    return metric.labels(*labels)

@@ -132,8 +132,10 @@ class Service:
         if msg.reply:
             await self.nc.publish(msg.reply, body, headers=headers)
         service = self.contract.name
-        metrics.handled(service, subject.name, outcome).inc()
-        metrics.timer(service, subject.name).observe(time.perf_counter() - started)
+        metrics.child(metrics.REQUESTS, service, subject.name, outcome).inc()
+        metrics.child(metrics.REQUEST_SECONDS, service, subject.name).observe(
+            time.perf_counter() - started
+        )
 
     async def _health(self, _: object, __: object) -> Health:
         return Health(

@@ -3,13 +3,13 @@
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from functools import cache
 
 import msgspec
 from aiohttp import web
 from prometheus_client import Counter, Histogram
 
 from libs.contracts.problem import Problem, Refused
+from libs.runtime.metrics import child
 
 __all__ = ["problem_response", "problems"]
 
@@ -63,16 +63,6 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
         response = problem_response(Refused("internal", 500, "the gateway logged why").problem)
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"
-    _counted(request.method, name, response.status).inc()
-    _timed(request.method, name).observe(time.perf_counter() - started)
+    child(HTTP_REQUESTS, request.method, name, response.status).inc()
+    child(HTTP_SECONDS, request.method, name).observe(time.perf_counter() - started)
     return response
-
-
-@cache
-def _counted(method: str, route: str, status: int) -> Counter:
-    return HTTP_REQUESTS.labels(method, route, status)
-
-
-@cache
-def _timed(method: str, route: str) -> Histogram:
-    return HTTP_SECONDS.labels(method, route)
