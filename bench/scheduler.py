@@ -23,7 +23,6 @@ from pathlib import Path
 import msgspec
 import nats
 import uvloop
-from nats.errors import TimeoutError as NatsTimeout
 
 from bench.common import percentile, stack
 from libs.contracts import codec
@@ -82,7 +81,7 @@ async def lateness(client: Client, pending: int, run: str) -> dict[str, object]:
     while len(late) < MEASURED and time.monotonic() < deadline:
         try:
             msgs = await sub.fetch(200, timeout=1)
-        except NatsTimeout:
+        except TimeoutError:  # nats-py raises its own or asyncio's; both are TimeoutErrors
             continue
         received = time.time()
         for msg in msgs:

@@ -9,7 +9,6 @@ import msgspec
 from aiohttp import web
 from nats.aio.client import Client
 from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NatsTimeout
 
 from libs.contracts import codec
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
@@ -132,7 +131,7 @@ async def ask(
         reply = await nc.request(subject.name, payload, timeout=timeout, headers=headers)
     except NoRespondersError as exc:
         raise Refused("service-unavailable", 503, f"no replica serves {subject.name}") from exc
-    except NatsTimeout as exc:
+    except TimeoutError as exc:  # nats-py's TimeoutError is one too
         raise Refused("service-timeout", 504, f"{subject.name} did not answer in time") from exc
     status = (reply.headers or {}).get(PROBLEM_HEADER)
     return (int(status) if status else None), reply.data

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 import msgspec
 import nats
 import pytest
-from nats.errors import TimeoutError as NatsTimeout
 
 from libs.contracts import codec
 from libs.contracts.problem import PROBLEM_HEADER, Problem
@@ -78,7 +77,7 @@ class Owner:
         while asyncio.get_running_loop().time() < deadline:
             try:
                 msgs = await sub.fetch(500, timeout=quiet)
-            except NatsTimeout:
+            except TimeoutError:  # nats-py raises its own or asyncio's; both are TimeoutErrors
                 break
             for msg in msgs:
                 fired = msgspec.json.decode(msg.data, type=Fired)
