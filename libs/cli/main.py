@@ -14,7 +14,11 @@ from libs.stack.home import Home
 
 __all__ = ["main"]
 
+_NATS = "nats://127.0.0.1:4222"
 DEV_ORG, DEV_USER = "acme", "acme/ada"
+# Development accounts `tether up` creates, each announced like any account, so each gets
+# its agent the way every person does.
+DEV_ACCOUNTS = (DEV_USER, "acme/bob")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,7 +33,8 @@ def _up(args: argparse.Namespace) -> int:
     home = Home()
     port = int(os.environ.get("TETHER_PORT", 8080))
 
-    def ready(url: str) -> None:
+    def ready(url: str, nats_url: str) -> None:
+        asyncio.run(_announce(home, DEV_ACCOUNTS, nats_url))
         token = _mint(home, ROLES, org=DEV_ORG, user=DEV_USER, roles=("admin",), act=None)
         print(f"\ntether is up at {url}  (state in {home.root})", flush=True)
         print(f"development token for {DEV_USER}, admin of {DEV_ORG}:\n{token}", flush=True)
@@ -38,8 +43,10 @@ def _up(args: argparse.Namespace) -> int:
     try:
         return up(home, port=port, on_ready=ready)
     except RuntimeError as exc:  # a server or process would not start: say which, and where
-        print(f"tether up: {exc} (logs: {home.root}/nats, {home.root}/redis, stderr above)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"tether up: {exc} (logs: {home.root}/nats, {home.root}/redis, stderr above)",
+            file=sys.stderr,
+        )
         return 1
 
 
@@ -74,28 +81,67 @@ def _nats_config(args: argparse.Namespace) -> int:
     return 0
 
 
-def _audit_verify(args: argparse.Namespace) -> int:
+def _account_created(args: argparse.Namespace) -> int:
+    try:
+        asyncio.run(_announce(Home(), args.user, os.environ.get("NATS_URL", _NATS)))
+    except Exception as exc:
+        print(f"cannot announce the accounts: {exc!r}", file=sys.stderr)
+        return 2
+    print(f"announced {len(args.user)} account(s)")
+    return 0
+
+
+async def _announce(home: Home, users: "tuple[str, ...] | list[str]", nats_url: str) -> None:
+    """Publish `account.created` for each user, as an identity provider's hook would."""
+    import msgspec
+
+    from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
+    from libs.contracts.permissions import OPERATOR
+    from libs.stack.up import ROLES
+
+    nc = await _operator(home.ensure(ROLES)[OPERATOR], nats_url)
+    try:
+        js = nc.jetstream()
+        for user in users:
+            event = msgspec.convert({"user": user}, AccountCreated)
+            await js.publish(
+                ACCOUNT_CREATED.name,
+                msgspec.json.encode(event),
+                headers={"Nats-Msg-Id": f"account-{user}"},
+            )
+    finally:
+        await nc.close()
+
+
+async def _operator(password: str, url: str):
     import nats
+
+    from libs.contracts.permissions import OPERATOR, inbox_prefix
+
+    return await nats.connect(
+        url,
+        user=OPERATOR,
+        password=password,
+        inbox_prefix=inbox_prefix(OPERATOR),
+        allow_reconnect=False,
+        max_reconnect_attempts=1,
+        connect_timeout=3,
+        error_cb=_quiet,
+    )
+
+
+def _audit_verify(args: argparse.Namespace) -> int:
 
     from libs.audit.chain import first_break
     from libs.audit.trail import Trail
-    from libs.contracts.permissions import OPERATOR, inbox_prefix
+    from libs.contracts.permissions import OPERATOR
     from libs.stack.up import ROLES
 
     async def verify() -> int:
         password = Home().ensure(ROLES)[OPERATOR]
-        url = os.environ.get("NATS_URL", "nats://127.0.0.1:4222")
+        url = os.environ.get("NATS_URL", _NATS)
         try:  # a command answers now: no waiting for a server that is not there
-            nc = await nats.connect(
-                url,
-                user=OPERATOR,
-                password=password,
-                inbox_prefix=inbox_prefix(OPERATOR),
-                allow_reconnect=False,
-                max_reconnect_attempts=1,
-                connect_timeout=3,
-                error_cb=_quiet,
-            )
+            nc = await _operator(password, url)
         except Exception as exc:
             print(f"cannot reach NATS at {url}: {exc!r}", file=sys.stderr)
             return 2
@@ -170,6 +216,12 @@ def _parser() -> argparse.ArgumentParser:
     p = poa.add_parser("vectors", help="run every case of a vector file in the official shape")
     p.add_argument("file")
     p.set_defaults(run=_poa_vectors)
+
+    p = sub.add_parser("account", help="accounts")
+    account = p.add_subparsers(required=True)
+    p = account.add_parser("created", help="announce accounts made elsewhere: each gets its agent")
+    p.add_argument("user", nargs="+", help="OWNER/NAME")
+    p.set_defaults(run=_account_created)
 
     p = sub.add_parser("audit", help="the audit trail")
     audit = p.add_subparsers(required=True)

@@ -1,10 +1,11 @@
 """The base of every type that crosses a subject: strict JSON, unknown fields refused."""
 
+import re
 from typing import Annotated
 
 import msgspec
 
-__all__ = ["Contract", "Name", "OrgId"]
+__all__ = ["Contract", "Name", "OrgId", "UserId", "home_org"]
 
 
 class Contract(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -16,3 +17,13 @@ OrgId = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
 
 # A short, printable name: persona names, agent ids, keys.
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
+
+# A person: `<owner>/<name>`, where the owner half is their home org (hip-0524 §2).
+UserId = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}/[^\x00-\x20/]{1,128}$")]
+_HOME = re.compile(r"^([a-z0-9][a-z0-9_-]{0,62})/[^\x00-\x20/]{1,128}$")
+
+
+def home_org(user: str) -> str | None:
+    """The person's home org, the owner half of their id; None for anything not a person."""
+    found = _HOME.match(user)
+    return found[1] if found else None

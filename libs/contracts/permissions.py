@@ -32,7 +32,7 @@ def permissions(role: str, services: Sequence[ServiceContract]) -> dict[str, obj
     publish = ["$JS.API.INFO", *callable_]
     if own is not None:
         subscribe += [s.served for s in _served(own)]
-        publish += [f"tether.evt.{own.name}.>", "tether.audit.*"]
+        publish += [f"tether.evt.{own.name}.>", f"tether.live.{own.name}.>", "tether.audit.*"]
         for spec in own.streams:
             publish += [*_owned_stream(spec.name), *spec.subjects]
         for bucket in own.buckets:
@@ -40,7 +40,9 @@ def permissions(role: str, services: Sequence[ServiceContract]) -> dict[str, obj
         publish += [f"$KV.{bucket}.>" for bucket in own.buckets]
         for stream in own.shared_streams:
             publish += _shared_stream(stream, consumer=own.name)
-    elif role != GATEWAY:
+    elif role == GATEWAY:
+        subscribe.append("tether.live.>")  # streamed to clients it has authorized
+    else:
         raise ValueError(f"no service named {role!r}")
     return {
         "publish": {"allow": sorted(set(publish))},

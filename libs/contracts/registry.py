@@ -18,6 +18,7 @@ __all__ = [
     "ServiceContract",
     "Subject",
     "health_subject",
+    "live_subject",
     "request_subject",
     "service_contract",
 ]
@@ -37,6 +38,8 @@ class Subject(msgspec.Struct, frozen=True):
     # Served as `<name>.<caller>`, each caller allowed only its own: the caller's identity is
     # the subject it could publish to, proven by its NATS credential, not a header.
     by_caller: bool = False
+    # Reached with no principal: the request proves itself (a carrier's signed webhook).
+    public: bool = False
 
     @property
     def service(self) -> str:
@@ -106,7 +109,14 @@ def health_subject(service: str) -> Subject:
         reply=health.Health,
         summary=f"Is this replica of {service} serving?",
         callers=frozenset({"gateway", "operator"}),
+        public=True,
     )
+
+
+def live_subject(service: str, *tokens: str) -> str:
+    """`tether.live.<service>.…`: what a service publishes for the gateway to stream to
+    clients (core NATS, not stored: the stored copy is in the service's own stream)."""
+    return ".".join(("tether.live", service, *tokens))
 
 
 def service_contract(

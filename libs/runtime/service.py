@@ -30,7 +30,7 @@ from libs.runtime import bus, logs, metrics
 from libs.runtime.ops import start_ops_server
 from libs.runtime.settings import Settings
 
-__all__ = ["Handler", "Service", "ensure_shared_streams", "run"]
+__all__ = ["Handler", "Service", "ensure_shared_streams", "ensure_stream", "run"]
 
 Handler = Callable[[Any, Principal], Awaitable[msgspec.Struct]]
 
@@ -84,9 +84,9 @@ class Service:
         unknown = [s.name for s in table if s not in self.contract.subjects]
         if unknown:
             raise ValueError(f"{self.contract.name} does not own {unknown}")
-        subs = [await self._subscribe(self.contract.health, self._health, anonymous=True)]
+        subs = [await self._subscribe(self.contract.health, self._health)]
         for subject, handler in table.items():
-            subs.append(await self._subscribe(subject, handler, anonymous=False))
+            subs.append(await self._subscribe(subject, handler))
         await self.nc.flush()
         self.serving.set()
         await self._stop.wait()
@@ -95,12 +95,12 @@ class Service:
             await sub.drain()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _subscribe(self, subject: Subject, handler: Handler, *, anonymous: bool) -> Any:
+    async def _subscribe(self, subject: Subject, handler: Handler) -> Any:
         decode = codec.decoder(subject.request).decode
 
         async def on_message(msg: Msg) -> None:
             await self._slots.acquire()
-            task = asyncio.create_task(self._handle(subject, handler, decode, msg, anonymous))
+            task = asyncio.create_task(self._handle(subject, handler, decode, msg))
             self._tasks.add(task)
             task.add_done_callback(self._finished)
 
@@ -116,13 +116,12 @@ class Service:
         handler: Handler,
         decode: Callable[[bytes], Any],
         msg: Msg,
-        anonymous: bool,
     ) -> None:
         started = time.perf_counter()
         headers = None
         try:
             request = decode(msg.data or b"{}")
-            principal = None if anonymous else _principal_of(msg, subject)
+            principal = None if subject.public else _principal_of(msg, subject)
             body = codec.encode(await handler(request, principal))  # type: ignore[arg-type]
             outcome = "ok"
         except Exception as exc:  # every failure becomes a typed problem reply
@@ -182,18 +181,21 @@ async def ensure_shared_streams(
     js: JetStreamContext, names: Iterable[str], *, replicas: int = 1
 ) -> None:
     for name in names:
-        stream = streams.SHARED[name]
-        config = StreamConfig(
-            name=stream.name,
-            subjects=list(stream.subjects),
-            description=stream.description,
-            allow_direct=True,
-            num_replicas=replicas,
-            max_age=stream.max_age_s or None,
-            duplicate_window=stream.duplicate_window_s or None,
-        )
-        try:
-            await js.add_stream(config)
-        except BadRequestError as exc:
-            # Another replica or version created it with other settings; keep theirs.
-            _log.info("shared stream exists", extra={"stream": name, "error": str(exc)})
+        await ensure_stream(js, streams.SHARED[name], replicas=replicas)
+
+
+async def ensure_stream(js: JetStreamContext, stream: streams.StreamSpec, *, replicas: int) -> None:
+    config = StreamConfig(
+        name=stream.name,
+        subjects=list(stream.subjects),
+        description=stream.description,
+        allow_direct=True,
+        num_replicas=replicas,
+        max_age=stream.max_age_s or None,
+        duplicate_window=stream.duplicate_window_s or None,
+    )
+    try:
+        await js.add_stream(config)
+    except BadRequestError as exc:
+        # Another replica or version created it with other settings; keep theirs.
+        _log.info("stream exists", extra={"stream": stream.name, "error": str(exc)})

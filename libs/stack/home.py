@@ -10,21 +10,24 @@ __all__ = ["Home"]
 
 
 class Home:
-    """Layout: nats/ (JetStream store and config), redis/, jwt.key, credentials.json."""
+    """Layout: nats/ (JetStream store and config), redis/, jwt.key, lines.key (seals
+    personal lines' credentials), credentials.json."""
 
     def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = Path(root or os.environ.get("TETHER_HOME", ".tether")).resolve()
         self.nats_dir = self.root / "nats"
         self.redis_dir = self.root / "redis"
         self.jwt_key_file = self.root / "jwt.key"
+        self.lines_key_file = self.root / "lines.key"
         self.credentials_file = self.root / "credentials.json"
 
     def ensure(self, roles: Iterable[str]) -> dict[str, str]:
         """Create what is missing; return the NATS password of every role."""
         for d in (self.root, self.nats_dir, self.redis_dir):
             d.mkdir(parents=True, exist_ok=True)
-        if not self.jwt_key_file.exists():
-            _write_secret(self.jwt_key_file, secrets.token_hex(32))
+        for key_file in (self.jwt_key_file, self.lines_key_file):
+            if not key_file.exists():
+                _write_secret(key_file, secrets.token_hex(32))
         known = (
             json.loads(self.credentials_file.read_text()) if self.credentials_file.exists() else {}
         )

@@ -21,10 +21,10 @@ _log = logging.getLogger(__name__)
 ROLES = (GATEWAY, OPERATOR, *(s.name for s in SERVICES))
 
 
-def up(home: Home, *, port: int, on_ready: Callable[[str], None]) -> int:
+def up(home: Home, *, port: int, on_ready: Callable[[str, str], None]) -> int:
     """Start servers (unless NATS_URL and REDIS_URL name running ones), services, gateway.
 
-    `on_ready(url)` is called once /readyz is green. Returns the exit status.
+    `on_ready(url, nats_url)` is called once /readyz is green. Returns the exit status.
     """
     passwords = home.ensure(ROLES)
     stopping = []
@@ -77,7 +77,7 @@ def up(home: Home, *, port: int, on_ready: Callable[[str], None]) -> int:
         url = f"http://127.0.0.1:{port}"
         wait_for(lambda: stopping or _ready(url), gateway, "the gateway", timeout=120)
         if not stopping:
-            on_ready(url)
+            on_ready(url, nats_url)
         while not stopping:
             if dead := [p for p in apps + servers if p.poll() is not None]:
                 _log.error("a process exited; stopping", extra={"pids": [p.pid for p in dead]})

@@ -12,6 +12,7 @@ from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY
 from libs.contracts.registry import ServiceContract
 from libs.runtime import bus
+from services.gateway.events import room_stream
 from services.gateway.forward import NATS, forwarding
 from services.gateway.limits import IdempotencyKeys, RateLimiter
 from services.gateway.middlewares import problems
@@ -19,6 +20,7 @@ from services.gateway.openapi import openapi
 from services.gateway.readiness import readiness
 from services.gateway.routes import ROUTES, Route
 from services.gateway.settings import GatewaySettings
+from services.gateway.webhooks import webhook
 
 __all__ = ["NATS", "REDIS", "init_app"]
 
@@ -71,14 +73,16 @@ def init_app(
     app.router.add_get("/readyz/{service}", readyz_one)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/v1/openapi.json", openapi_json)
+    timeout = settings.request_timeout
     for route in routes:
-        handler = forwarding(
-            route,
-            key=settings.jwt_key,
-            limiter=limiter,
-            keys=keys,
-            timeout=settings.request_timeout,
-        )
+        if route.kind == "webhook":
+            handler = webhook(route, public_url=settings.public_url, timeout=timeout)
+        elif route.kind == "stream":
+            handler = room_stream(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
+        else:
+            handler = forwarding(
+                route, key=settings.jwt_key, limiter=limiter, keys=keys, timeout=timeout
+            )
         app.router.add_route(route.method, route.path, handler)
     return app
 

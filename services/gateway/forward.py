@@ -3,7 +3,8 @@ request checked against its type, the subject asked, the reply or problem return
 
 from collections.abc import Awaitable, Callable
 from functools import cache
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import msgspec
 from aiohttp import web
@@ -92,9 +93,10 @@ async def request_of(route: Route, http: web.Request) -> bytes:
     for name in route.path_params:
         if name in fields:
             raise Refused("invalid-request", 422, f"{name!r} is in the path; not in the body")
-        fields[name] = http.match_info[name]
-    if route.query:
-        fields |= _query(route, http)
+        fields[name] = _scalar(route, name, http.match_info[name], "path")
+    for name in route.query:
+        if name in http.query:
+            fields[name] = _scalar(route, name, http.query[name], "query")
     try:
         request = msgspec.convert(fields, route.subject.request)
     except msgspec.ValidationError as exc:
@@ -107,19 +109,26 @@ def _typed(request: type) -> msgspec.json.Decoder:
     return codec.decoder(request)
 
 
-def _query(route: Route, http: web.Request) -> dict[str, Any]:
-    """Query values are strings on the wire; an int field's value is parsed as an int."""
-    types = {f.name: f.type for f in msgspec.structs.fields(route.subject.request)}
-    fields: dict[str, Any] = {}
-    for name in route.query:
-        if name not in http.query:
-            continue
-        raw = http.query[name]
-        try:
-            fields[name] = int(raw) if types.get(name) is int else raw
-        except ValueError as exc:
-            raise Refused("invalid-request", 422, f"query {name!r} must be an integer") from exc
-    return fields
+def _scalar(route: Route, name: str, raw: str, where: str) -> Any:
+    """Path and query values are strings on the wire; an integer field's is parsed."""
+    if name not in _integers(route.subject.request):
+        return raw
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise Refused("invalid-request", 422, f"{where} {name!r} must be an integer") from exc
+
+
+@cache
+def _integers(request: type) -> frozenset[str]:
+    def is_int(t: Any) -> bool:
+        if get_origin(t) is Annotated:
+            return is_int(get_args(t)[0])
+        if isinstance(t, UnionType) or get_origin(t) is Union:
+            return any(is_int(a) for a in get_args(t))
+        return t is int
+
+    return frozenset(f.name for f in msgspec.structs.fields(request) if is_int(f.type))
 
 
 async def ask(

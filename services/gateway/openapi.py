@@ -77,7 +77,22 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
             "default": {"description": "a problem naming what was wrong", "content": _PROBLEM},
         },
     }
-    if route.has_body:
+    if route.kind == "stream":
+        op["responses"][str(route.status)] = {
+            "description": f"text/event-stream: one event per {reply}'s message, id its seq",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        }
+    if route.kind == "webhook":
+        op["security"] = []
+        op["requestBody"] = {
+            "required": True,
+            "description": "the carrier's own format, signed as the carrier signs it",
+            "content": {
+                "application/x-www-form-urlencoded": {"schema": {"type": "object"}},
+                "application/json": {"schema": {"type": "object"}},
+            },
+        }
+    elif route.has_body:
         op["requestBody"] = {
             "required": True,
             "content": {"application/json": {"schema": _body(schemas[request], route)}},

@@ -1,17 +1,23 @@
 """The HTTP API's route table: each route forwards to one subject of the registry."""
 
 import re
+from typing import Literal
 
 import msgspec
 
-from libs.contracts import poa
+from libs.contracts import agents, poa, rooms
 from libs.contracts.registry import Subject
 
 __all__ = ["ROUTES", "Route"]
 
 
 class Route(msgspec.Struct, frozen=True):
-    """`method path` → `subject`. Path parameters and `query` names become request fields."""
+    """`method path` → `subject`. Path parameters and `query` names become request fields.
+
+    `kind` json forwards a JSON request with the caller's token; `webhook` forwards a
+    carrier's signed request as it arrived, with no token; `stream` sends a room's messages
+    as server-sent events, once `subject` says the caller is a member.
+    """
 
     method: str
     path: str
@@ -19,6 +25,7 @@ class Route(msgspec.Struct, frozen=True):
     summary: str
     status: int = 200
     query: tuple[str, ...] = ()
+    kind: Literal["json", "webhook", "stream"] = "json"
 
     @property
     def path_params(self) -> tuple[str, ...]:
@@ -38,4 +45,71 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/poa/grants/{id}/revoke", poa.REVOKE, "Revoke a grant and its descendants"),
     Route("POST", "/v1/poa/grants/{id}/children", poa.DELEGATE, "Delegate a child", status=201),
     Route("POST", "/v1/poa/grants/{id}/acts", poa.ACT, "Verify an act on a grant; record it"),
+    Route("GET", "/v1/agents/me", agents.GET_MINE, "My agent and the persona it wears"),
+    Route("POST", "/v1/agents/me", agents.CREATE_MINE, "Make my agent from a persona", status=201),
+    Route("GET", "/v1/agents/personas", agents.PERSONAS, "The persona library of my org"),
+    Route(
+        "POST", "/v1/agents/personas", agents.ADD_PERSONA, "Add an org persona (admin)", status=201
+    ),
+    Route(
+        "POST",
+        "/v1/agents",
+        agents.CREATE,
+        "Create an org agent from a persona (admin)",
+        status=201,
+    ),
+    Route("GET", "/v1/preferences", agents.PREFERENCES, "My preferences"),
+    Route("PUT", "/v1/preferences", agents.SET_PREFERENCES, "Replace my preferences"),
+    Route(
+        "GET",
+        "/v1/billing",
+        agents.BILLING,
+        "Capacity in use and metered runtime (admin)",
+        query=("month",),
+    ),
+    Route("POST", "/v1/rooms", rooms.CREATE, "Create a room", status=201),
+    Route("GET", "/v1/rooms", rooms.LIST, "The rooms I am a member of"),
+    Route("GET", "/v1/rooms/{id}", rooms.GET, "A room I am a member of"),
+    Route(
+        "GET",
+        "/v1/rooms/{id}/messages",
+        rooms.MESSAGES,
+        "Messages after a cursor",
+        query=("after", "limit"),
+    ),
+    Route("POST", "/v1/rooms/{id}/messages", rooms.SEND, "Send a message", status=201),
+    Route(
+        "GET",
+        "/v1/rooms/{id}/messages/stream",
+        rooms.GET,
+        "New messages as server-sent events (Last-Event-ID resumes)",
+        kind="stream",
+    ),
+    Route("POST", "/v1/rooms/{id}/questions", rooms.ASK, "Ask a confirmation question", status=201),
+    Route(
+        "POST",
+        "/v1/rooms/{id}/questions/{seq}/answer",
+        rooms.ANSWER,
+        "Answer a question: pick, edit or decline",
+        status=201,
+    ),
+    Route("GET", "/v1/rooms/{id}/drafts", rooms.DRAFTS, "My agent's open drafts in a room"),
+    Route(
+        "POST",
+        "/v1/rooms/{id}/drafts/{draft}/send",
+        rooms.SEND_DRAFT,
+        "Send a draft (or my text in its place) as my message",
+        status=201,
+    ),
+    Route("POST", "/v1/rooms/{id}/drafts/{draft}/discard", rooms.DISCARD_DRAFT, "Discard a draft"),
+    Route("POST", "/v1/lines", rooms.CONNECT, "Connect my own line", status=201),
+    Route("GET", "/v1/lines", rooms.LINES, "My lines (never their credentials)"),
+    Route("DELETE", "/v1/lines/{transport}", rooms.DISCONNECT, "Disconnect my line"),
+    Route(
+        "POST",
+        "/v1/lines/{transport}/inbound",
+        rooms.INBOUND,
+        "A carrier's webhook, verified by the line's own signing secret",
+        kind="webhook",
+    ),
 )

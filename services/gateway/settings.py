@@ -21,6 +21,8 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     | NATS_USER / NATS_PASSWORD| gateway / (empty)       | the gateway's NATS credential          |
     | TETHER_RATE_LIMIT        | 1200                    | requests a minute per principal; 0: off|
     | TETHER_REQUEST_TIMEOUT   | 5                       | seconds to wait for a service's reply  |
+    | TETHER_PUBLIC_URL        | (the request's own)     | the scheme and host carriers call; the |
+    |                          |                         | URL their webhook signatures cover     |
     """
 
     host: str = "127.0.0.1"
@@ -32,6 +34,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     nats_password: str = ""
     rate_limit: int = 1200
     request_timeout: float = 5.0
+    public_url: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "GatewaySettings":
@@ -54,4 +57,5 @@ _ENV = {
     "NATS_PASSWORD": "nats_password",
     "TETHER_RATE_LIMIT": "rate_limit",
     "TETHER_REQUEST_TIMEOUT": "request_timeout",
+    "TETHER_PUBLIC_URL": "public_url",
 }

@@ -6,12 +6,12 @@ without the owner cannot even be written.
 
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
-from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.poa import GrantRecord
-from libs.runtime.kv import current
+from libs.runtime.kv import current, key_token, open_bucket
 from services.poa.domain.ledger import Ledger
 
 __all__ = ["Conflict", "GrantStore", "LedgerStore", "open_stores"]
@@ -27,8 +27,12 @@ class Conflict(Exception):
 async def open_stores(
     js: JetStreamContext, *, replicas: int = 1
 ) -> tuple["GrantStore", "LedgerStore"]:
-    grants = await _bucket(js, KeyValueConfig(bucket="poa-grants", history=8, replicas=replicas))
-    ledger = await _bucket(js, KeyValueConfig(bucket="poa-ledger", history=1, replicas=replicas))
+    grants = await open_bucket(
+        js, KeyValueConfig(bucket="poa-grants", history=8, replicas=replicas)
+    )
+    ledger = await open_bucket(
+        js, KeyValueConfig(bucket="poa-ledger", history=1, replicas=replicas)
+    )
     return GrantStore(grants), LedgerStore(ledger)
 
 
@@ -89,12 +93,4 @@ class LedgerStore:
 
 
 def _key(org: str, owner: str, *rest: str) -> str:
-    # A user id's name may hold dots; a key token may not.
-    return ".".join((org, owner.replace("=", "=3D").replace(".", "=2E"), *rest))
-
-
-async def _bucket(js: JetStreamContext, config: KeyValueConfig) -> KeyValue:
-    try:
-        return await js.key_value(config.bucket)
-    except BucketNotFoundError:
-        return await js.create_key_value(config)
+    return ".".join((org, key_token(owner), *rest))

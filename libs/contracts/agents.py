@@ -1,0 +1,251 @@
+"""`tether.agents.*`: each person's one agent, the persona library, capacity and the meter.
+
+A persona says who an agent is and never what it may do without its person (hip-0524 §3):
+`Persona` has no field for a ladder level, and decoding refuses any field it does not name.
+"""
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+import msgspec
+
+from libs.contracts.base import Contract, OrgId, UserId
+from libs.contracts.registry import Subject, request_subject, service_contract
+from libs.contracts.streams import StreamSpec
+
+__all__ = [
+    "CONTRACT",
+    "AddPersona",
+    "Agent",
+    "AgentKind",
+    "AgentRuntime",
+    "Allowance",
+    "Billing",
+    "BillingRequest",
+    "Capacity",
+    "CreateAgent",
+    "CreateMine",
+    "GetMine",
+    "GetPreferences",
+    "ListPersonas",
+    "ListedPersona",
+    "MyAgent",
+    "Persona",
+    "PersonaList",
+    "PersonaName",
+    "PlanSet",
+    "Preferences",
+    "RunEnded",
+    "RunStarted",
+    "SetPlan",
+]
+
+PersonaName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
+Text = Annotated[str, msgspec.Meta(max_length=8000)]
+Short = Annotated[str, msgspec.Meta(max_length=200)]
+Tool = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_.:-]{0,63}$")]
+AgentKind = Literal["personal", "agent", "bot"]
+Month = Annotated[str, msgspec.Meta(pattern=r"^\d{4}-(0[1-9]|1[0-2])$")]
+
+
+class Persona(Contract):
+    """Who an agent is: `name` is the handle a person addresses (`cto` for @cto),
+    `instructions` the system prompt, `capability_defaults` the tools the job comes with."""
+
+    name: PersonaName
+    description: Short
+    instructions: Text
+    capability_defaults: tuple[Tool, ...] = ()
+
+
+class ListedPersona(Contract):
+    """A persona as the org sees it: a platform preset, or the org's own (which shadows a
+    preset of the same name for this org alone)."""
+
+    origin: Literal["platform", "org"]
+    persona: Persona
+
+
+class ListPersonas(Contract):
+    pass
+
+
+class PersonaList(Contract):
+    personas: list[ListedPersona]
+
+
+class AddPersona(Contract):
+    """An org admin adds (or replaces) one of the org's own personas."""
+
+    persona: Persona
+
+
+class Agent(Contract):
+    """An agent as stored. A personal agent's `user` is its person and its `org` their home
+    org; `id` is what rooms know it by: `agent:<user>`, `agent:<org>` for the org's ambient
+    agent, `agent:<org>:<persona>` or `bot:<org>:<persona>` for others."""
+
+    id: str
+    org: OrgId
+    kind: AgentKind
+    persona: PersonaName
+    created_at: datetime
+    user: UserId | None = None
+    ambient: bool = False
+
+
+class GetMine(Contract):
+    pass
+
+
+class CreateMine(Contract):
+    """Make my agent, cut from `persona`, if I have none; `self` answers as me, from my
+    preferences alone."""
+
+    persona: PersonaName = "self"
+
+
+class MyAgent(Contract):
+    """My agent and the persona it wears, read from the library now, never a copy."""
+
+    agent: Agent
+    persona: Persona
+
+
+class CreateAgent(Contract):
+    """An org admin creates an org agent or bot from a persona, within the plan's capacity.
+    `ambient` makes it the org's ambient agent, the one that answers what is addressed to
+    the org (one per org)."""
+
+    persona: PersonaName
+    kind: Literal["agent", "bot"] = "agent"
+    ambient: bool = False
+
+
+class Preferences(Contract):
+    """The person's own document: they alone read and write it; their agent reads it when it
+    drafts and keeps no copy."""
+
+    display_name: Short = ""
+    instructions: Text = ""
+    tone: Short = ""
+    signature: Short = ""
+
+
+class GetPreferences(Contract):
+    pass
+
+
+class SetPlan(Contract):
+    """The operator puts an org on a plan of the catalog; an org with none is on `free`."""
+
+    org: OrgId
+    plan: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
+
+
+class PlanSet(Contract):
+    org: str
+    plan: str
+
+
+class BillingRequest(Contract):
+    """This month (UTC) unless `month` (`YYYY-MM`) is given."""
+
+    month: Month | None = None
+
+
+class Allowance(Contract):
+    """`allowed` -1 is unlimited."""
+
+    allowed: int
+    in_use: int
+
+
+class Capacity(Contract):
+    """What may exist. Personal agents are one per person and never refused for capacity;
+    `agents` and `bots` are the org's own, capped by the plan."""
+
+    personal_agents: int
+    agents: Allowance
+    bots: Allowance
+
+
+class AgentRuntime(Contract):
+    """One agent's metered runtime in the month: whose it is and what it cost, nothing of
+    what it read or wrote."""
+
+    agent: str
+    kind: AgentKind
+    user: str | None
+    runs: int
+    seconds: int
+    amount_usd: str
+
+
+class Billing(Contract):
+    """The org admin's bill: capacity in use (which refuses) and runtime (which bills), at
+    the catalog's one hourly rate, per second of runtime."""
+
+    org: str
+    plan: str
+    month: str
+    capacity: Capacity
+    rate_usd_per_hour: str
+    seconds: int
+    hours: str
+    amount_usd: str
+    agents: list[AgentRuntime]
+
+
+class RunStarted(Contract):
+    run: str
+    org: OrgId
+    agent: str
+    started_at: datetime
+
+
+class RunEnded(Contract):
+    """One drafting run, as the meter reads it from the METER stream."""
+
+    run: str
+    org: OrgId
+    agent: str
+    kind: AgentKind
+    user: str | None
+    started_at: datetime
+    ended_at: datetime
+
+
+def _subject(verb: str, request: type, reply: type, summary: str, **fields: object) -> Subject:
+    return request_subject("agents", verb, request, reply, summary, **fields)
+
+
+GET_MINE = _subject("mine", GetMine, MyAgent, "my agent and its persona")
+CREATE_MINE = _subject("create_mine", CreateMine, MyAgent, "make my agent from a persona")
+PERSONAS = _subject("personas", ListPersonas, PersonaList, "the persona library of my org")
+ADD_PERSONA = _subject("add_persona", AddPersona, ListedPersona, "add an org persona (admin)")
+CREATE = _subject("create", CreateAgent, Agent, "create an org agent from a persona (admin)")
+PREFERENCES = _subject("preferences", GetPreferences, Preferences, "my preferences")
+SET_PREFERENCES = _subject("set_preferences", Preferences, Preferences, "replace my preferences")
+BILLING = _subject("billing", BillingRequest, Billing, "capacity in use and metered runtime")
+PLAN = _subject("plan", SetPlan, PlanSet, "put an org on a plan", callers=frozenset({"operator"}))
+
+# Run starts and ends, one subject per org; the meter reads them in order.
+METER = StreamSpec("METER", ("agents.run.>",), "agent runs agents.run.<started|ended>.<org>")
+
+CONTRACT = service_contract(
+    "agents",
+    [
+        GET_MINE,
+        CREATE_MINE,
+        PERSONAS,
+        ADD_PERSONA,
+        CREATE,
+        PREFERENCES,
+        SET_PREFERENCES,
+        BILLING,
+        PLAN,
+    ],
+    buckets=("agents", "agents-personas", "agents-preferences", "agents-meter"),
+    streams=(METER,),
+)

@@ -1,0 +1,373 @@
+"""`tether.rooms.*`: rooms, their members and ordered history, drafts, confirmation
+questions, and personal lines with their inbound webhooks.
+
+Who wrote a message is never in a request: the author, its kind and the person an agent
+acted for are set by the rooms service from the credential when it stores the message.
+"""
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+import msgspec
+
+from libs.contracts.base import Contract, OrgId, UserId
+from libs.contracts.registry import Event, Subject, request_subject, service_contract
+from libs.contracts.streams import StreamSpec
+
+__all__ = [
+    "CONTRACT",
+    "MESSAGE_STORED",
+    "ORG",
+    "AnswerQuestion",
+    "Ask",
+    "ConnectLine",
+    "Decline",
+    "Delivered",
+    "DisconnectLine",
+    "Draft",
+    "DraftList",
+    "DraftRef",
+    "Edit",
+    "History",
+    "Inbound",
+    "Line",
+    "LineList",
+    "ListDrafts",
+    "ListLines",
+    "ListMessages",
+    "ListRooms",
+    "Member",
+    "Message",
+    "MessagePage",
+    "MessageStored",
+    "Pick",
+    "PostDraft",
+    "Question",
+    "Room",
+    "RoomId",
+    "RoomList",
+    "RoomRef",
+    "Send",
+    "SendDraft",
+    "Transport",
+]
+
+RoomId = Annotated[str, msgspec.Meta(pattern=r"^[a-z]+-[0-9a-f]{16}$")]
+DraftId = Annotated[str, msgspec.Meta(pattern=r"^d-[0-9a-f]{16}-[0-9]{1,19}$")]
+Text = Annotated[str, msgspec.Meta(min_length=1, max_length=16000)]
+Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+Seq = Annotated[int, msgspec.Meta(ge=1)]
+Transport = Literal["sms", "email", "whatsapp"]
+MemberKind = Literal["human", "agent", "bot"]
+AuthorKind = MemberKind
+# Addressed to the org (its ambient agent answers), rather than to a person.
+ORG = "org"
+
+
+class Member(Contract):
+    """`id` is a user id for a person, `agent:…` or `bot:…` for the others, and
+    `<transport>:<address>` for an outside correspondent on a personal line."""
+
+    kind: MemberKind
+    id: str
+
+
+class Room(Contract):
+    """A room in an org's store (`scope` org) or in a person's home-org scope (`personal`,
+    `owner` that person). A line's rooms name their `transport` and `correspondent`."""
+
+    id: str
+    org: OrgId
+    scope: Literal["org", "personal"]
+    title: str
+    members: tuple[Member, ...]
+    created_at: datetime
+    owner: str | None = None
+    transport: Transport | None = None
+    correspondent: str | None = None
+
+
+class CreateRoom(Contract):
+    """A room of the caller's org with the caller and `members` (user ids, or `bot:…`); each
+    person's agent and the org's ambient agent join with them. `personal` makes a room of my
+    own home-org scope, with me and my agent only."""
+
+    title: Title
+    members: tuple[str, ...] = ()
+    scope: Literal["org", "personal"] = "org"
+
+
+class RoomRef(Contract):
+    id: RoomId
+
+
+class ListRooms(Contract):
+    pass
+
+
+class RoomList(Contract):
+    rooms: list[Room]
+
+
+class Pick(Contract, tag="pick"):
+    option: Annotated[int, msgspec.Meta(ge=0)]
+
+
+class Edit(Contract, tag="edit"):
+    text: Text
+
+
+class Decline(Contract, tag="decline"):
+    pass
+
+
+Choice = Pick | Edit | Decline
+
+
+class Question(Contract):
+    """A confirmation question: at least two options, answered in the room by `to`."""
+
+    options: tuple[str, ...]
+
+
+class Message(Contract, omit_defaults=True):
+    """A stored message. `seq` orders the room's history and is its cursor.
+
+    `author_kind` and `on_behalf_of` (the person an agent acted for) are the server's, set
+    when the message was stored. `drafted_by` names the agent whose draft a person sent.
+    """
+
+    seq: int
+    room: str
+    at: datetime
+    author: str
+    author_kind: AuthorKind
+    text: str
+    on_behalf_of: str | None = None
+    to: str | None = None
+    reply_to: int | None = None
+    drafted_by: str | None = None
+    question: Question | None = None
+    answers: int | None = None
+    choice: Choice | None = None
+    transport: Transport | None = None
+
+
+class Send(Contract):
+    """Send `text` to room `id`, addressed `to` a member person, to `org`, or to no one.
+    Who sends it comes from the token; a body naming a sender is refused."""
+
+    id: RoomId
+    text: Text
+    to: str | None = None
+    reply_to: Seq | None = None
+
+
+class Ask(Contract):
+    """Ask `to` (a person in the room) a confirmation question with two or more options."""
+
+    id: RoomId
+    text: Text
+    to: UserId
+    options: Annotated[tuple[Text, ...], msgspec.Meta(min_length=2, max_length=10)]
+
+
+class AnswerQuestion(Contract):
+    """Answer question `seq` of room `id`: pick an option, send an edited text, or decline.
+    Each is one act; only the person asked may answer, once."""
+
+    id: RoomId
+    seq: Seq
+    choice: Choice
+
+
+class ListMessages(Contract):
+    """The room's messages after seq `after`, oldest first, at most `limit`."""
+
+    id: RoomId
+    after: Annotated[int, msgspec.Meta(ge=0)] = 0
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50
+
+
+class MessagePage(Contract):
+    """`next` is the cursor to pass as `after` for more; None when there is no more now."""
+
+    messages: list[Message]
+    next: int | None = None
+
+
+class Draft(Contract):
+    """An agent's reply held for its person (or, for the ambient agent, the org's admins),
+    who may send it; nothing left the room."""
+
+    id: str
+    room: str
+    org: str
+    agent: str
+    person: str
+    reply_to: int
+    text: str
+    first_contact: bool
+    state: Literal["open", "sent", "discarded"]
+    created_at: datetime
+    sent_seq: int | None = None
+
+
+class ListDrafts(Contract):
+    id: RoomId
+
+
+class DraftList(Contract):
+    drafts: list[Draft]
+
+
+class DraftRef(Contract):
+    id: RoomId
+    draft: DraftId
+
+
+class SendDraft(Contract):
+    """Send my agent's draft as my own message, or `text` in its place."""
+
+    id: RoomId
+    draft: DraftId
+    text: Text | None = None
+
+
+class ConnectLine(Contract):
+    """Connect my own line: `address` is the E.164 number or email address that receives,
+    `credential` the carrier's signing secret for it (stored encrypted, never shown back)."""
+
+    transport: Transport
+    address: Annotated[str, msgspec.Meta(min_length=3, max_length=254)]
+    credential: Annotated[str, msgspec.Meta(min_length=8, max_length=512)]
+
+
+class Line(Contract):
+    transport: Transport
+    address: str
+    connected_at: datetime
+
+
+class ListLines(Contract):
+    pass
+
+
+class LineList(Contract):
+    lines: list[Line]
+
+
+class DisconnectLine(Contract):
+    transport: Transport
+
+
+class Inbound(Contract):
+    """A carrier's webhook as it arrived: the URL it called, its signature header, the raw
+    body. The rooms service verifies it with the line's own credential."""
+
+    transport: Transport
+    url: str
+    signature: str = ""
+    content_type: str = ""
+    body: str = ""
+
+
+class Delivered(Contract):
+    room: str
+    seq: int
+    first_contact: bool
+
+
+class History(Contract):
+    """The agents service reads the one room it answers in, up to and including `upto`."""
+
+    org: OrgId
+    room: RoomId
+    upto: Seq
+    limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 20
+
+
+class PostDraft(Contract):
+    """The agents service's reply to message `reply_to`; the rooms service decides whose
+    draft it is from who that message was addressed to, never from this request."""
+
+    org: OrgId
+    room: RoomId
+    reply_to: Seq
+    agent: str
+    text: Text
+
+
+class MessageStored(Contract):
+    """A message was stored. `answerer` is the one agent that answers it, if any: the
+    person's agent for a message to that person, the org's for one to the org."""
+
+    org: str
+    room: str
+    seq: int
+    author_kind: AuthorKind
+    to: str | None
+    answerer: str | None
+    first_contact: bool
+
+
+def _subject(verb: str, request: type, reply: type, summary: str, **fields: object) -> Subject:
+    return request_subject("rooms", verb, request, reply, summary, **fields)
+
+
+_AGENTS = {"callers": frozenset({"agents"}), "by_caller": True}
+
+CREATE = _subject("create", CreateRoom, Room, "create a room")
+LIST = _subject("list", ListRooms, RoomList, "the rooms I am a member of")
+GET = _subject("get", RoomRef, Room, "a room I am a member of")
+MESSAGES = _subject("messages", ListMessages, MessagePage, "a room's messages after a cursor")
+SEND = _subject("send", Send, Message, "send a message to a room")
+ASK = _subject("ask", Ask, Message, "ask a confirmation question in a room")
+ANSWER = _subject("answer", AnswerQuestion, Message, "answer a confirmation question")
+DRAFTS = _subject("drafts", ListDrafts, DraftList, "my agent's open drafts in a room")
+SEND_DRAFT = _subject("send_draft", SendDraft, Message, "send a draft as my message")
+DISCARD_DRAFT = _subject("discard_draft", DraftRef, Draft, "discard a draft")
+CONNECT = _subject("connect", ConnectLine, Line, "connect my own line")
+LINES = _subject("lines", ListLines, LineList, "my lines")
+DISCONNECT = _subject("disconnect", DisconnectLine, Line, "disconnect my line")
+INBOUND = _subject("inbound", Inbound, Delivered, "a carrier's signed webhook", public=True)
+HISTORY = _subject("history", History, MessagePage, "one room's recent history", **_AGENTS)
+POST_DRAFT = _subject(
+    "post_draft", PostDraft, Draft, "an agent's reply, held as a draft", **_AGENTS
+)
+
+MESSAGE_STORED = Event(
+    "tether.evt.rooms.message.stored",
+    MessageStored,
+    "a message was stored in a room; its answerer, if any, may draft a reply",
+    readers=frozenset({"agents"}),
+)
+
+# Each room's history on `rooms.msg.<org>.<room>`, and what left through a transport on
+# `rooms.outbound.<transport>.<org>` (the recording adapter's record).
+ROOMS = StreamSpec("ROOMS", ("rooms.msg.>", "rooms.outbound.>"), "room histories and outbound")
+
+CONTRACT = service_contract(
+    "rooms",
+    [
+        CREATE,
+        LIST,
+        GET,
+        MESSAGES,
+        SEND,
+        ASK,
+        ANSWER,
+        DRAFTS,
+        SEND_DRAFT,
+        DISCARD_DRAFT,
+        CONNECT,
+        LINES,
+        DISCONNECT,
+        INBOUND,
+        HISTORY,
+        POST_DRAFT,
+    ],
+    events=(MESSAGE_STORED,),
+    buckets=("rooms", "rooms-lines"),
+    streams=(ROOMS,),
+)

@@ -1,0 +1,124 @@
+"""What the agents service does with the events it reads: an account made gets its agent; a
+message a room says an agent answers gets that agent's reply, drafted as one metered run.
+
+The reply goes to the rooms service, which holds it as a draft for the person (the ladder
+will decide more later). The agent is shown the history of that one room, read through a
+subject that names the room, and nothing from another room or another person.
+"""
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+
+from libs.contracts import codec, rooms
+from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
+from libs.contracts.agents import Agent, Persona, RunEnded, RunStarted
+from libs.contracts.base import home_org
+from libs.contracts.problem import PROBLEM_HEADER
+from libs.contracts.registry import Subject
+from services.agents.domain import personas
+from services.agents.domain.prompt import compose
+from services.agents.handlers import Handlers
+from services.agents.model import Model
+from services.agents.store import AgentStore
+
+__all__ = ["Answering"]
+
+_log = logging.getLogger(__name__)
+_account = codec.decoder(AccountCreated)
+_stored = codec.decoder(rooms.MessageStored)
+_page = codec.decoder(rooms.MessagePage)
+_HISTORY = 20
+
+
+class RoomsRefused(Exception):
+    pass
+
+
+class Answering:
+    def __init__(
+        self,
+        nc: Client,
+        store: AgentStore,
+        handlers: Handlers,
+        model: Model,
+        presets: Mapping[str, Persona],
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._nc, self._js, self._store = nc, nc.jetstream(), store
+        self._handlers, self._model, self._presets, self._clock = handlers, model, presets, clock
+
+    async def handle(self, msg: Msg) -> None:
+        if msg.subject == ACCOUNT_CREATED.name:
+            event = _account.decode(msg.data)
+            agent, made = await self._handlers.provision(event.user)
+            _log.info("account provisioned", extra={"agent": agent.id, "made": made})
+        elif msg.subject == rooms.MESSAGE_STORED.name:
+            stored = _stored.decode(msg.data)
+            if stored.answerer is not None:
+                await self.answer(stored)
+
+    async def answer(self, stored: rooms.MessageStored) -> None:
+        agent = await self._agent(stored.answerer or "", stored.org)
+        if agent is None:
+            return  # a person without an agent yet, or an org without an ambient agent
+        run_id, started_at, started = uuid.uuid4().hex, self._clock(), time.perf_counter()
+        start = RunStarted(run=run_id, org=stored.org, agent=agent.id, started_at=started_at)
+        await self._js.publish(f"agents.run.started.{stored.org}", codec.encode(start))
+        history = await self._ask(
+            rooms.HISTORY,
+            rooms.History(org=stored.org, room=stored.room, upto=stored.seq, limit=_HISTORY),
+        )
+        page = _page.decode(history)
+        persona = personas.resolve(
+            agent.persona, self._presets, await self._store.personas(agent.org)
+        )
+        if persona is None:
+            _log.warning("agent's persona is gone; no reply", extra={"agent": agent.id})
+            return
+        preferences = None
+        if agent.user is not None:  # read now, never kept
+            preferences = await self._store.preferences(agent.org, agent.user)
+        speaker = agent.user or rooms.ORG
+        prompt = compose(persona, preferences, page.messages, speaker=speaker)
+        text = await self._model.reply(prompt)
+        draft = rooms.PostDraft(
+            org=stored.org, room=stored.room, reply_to=stored.seq, agent=agent.id, text=text
+        )
+        await self._ask(rooms.POST_DRAFT, draft)
+        ended_at = started_at + _elapsed(started)
+        run = RunEnded(
+            run=run_id,
+            org=stored.org,
+            agent=agent.id,
+            kind=agent.kind,
+            user=agent.user,
+            started_at=started_at,
+            ended_at=ended_at,
+        )
+        await self._js.publish(f"agents.run.ended.{stored.org}", codec.encode(run))
+
+    async def _agent(self, member: str, org: str) -> Agent | None:
+        """The agent rooms know as `member`: a person's own (kept in their home org, answering
+        in any room of theirs), or one of the room's org."""
+        kind, _, user = member.partition(":")
+        if kind == "agent" and (home := home_org(user)) is not None:
+            return await self._store.personal(home, user)
+        return await self._store.org_agent(org, member)
+
+    async def _ask(self, subject: Subject, request: object) -> bytes:
+        reply = await self._nc.request(
+            subject.published_by("agents"), codec.encode(request), timeout=10
+        )
+        if (reply.headers or {}).get(PROBLEM_HEADER):
+            raise RoomsRefused(f"{subject.name}: {reply.data.decode()}")
+        return reply.data
+
+
+def _elapsed(started: float) -> timedelta:
+    return timedelta(seconds=time.perf_counter() - started)

@@ -1,0 +1,1 @@
+"""The agents service's rules: catalog, personas, roster, meter, prompt. No I/O."""

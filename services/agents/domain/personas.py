@@ -1,0 +1,35 @@
+"""The persona library: platform presets, shadowed per org by the org's own."""
+
+from collections.abc import Mapping
+
+import msgspec
+
+from libs.contracts.agents import ListedPersona, Persona
+
+__all__ = ["library", "load_presets", "resolve"]
+
+
+def load_presets(raw: bytes) -> dict[str, Persona]:
+    """Presets as shipped. A preset with a field `Persona` does not name (a ladder level,
+    say) is refused here, at load, and the service does not start."""
+    presets = msgspec.json.decode(raw, type=list[Persona])
+    names = [p.name for p in presets]
+    if dupes := sorted({n for n in names if names.count(n) > 1}):
+        raise ValueError(f"presets named twice: {dupes}")
+    return {p.name: p for p in presets}
+
+
+def library(presets: Mapping[str, Persona], own: Mapping[str, Persona]) -> list[ListedPersona]:
+    """What an org sees: each preset unless the org has its own of that name, then the
+    org's own, by name."""
+    listed = [ListedPersona(origin="org", persona=p) for p in own.values()]
+    listed += [
+        ListedPersona(origin="platform", persona=p) for n, p in presets.items() if n not in own
+    ]
+    return sorted(listed, key=lambda entry: entry.persona.name)
+
+
+def resolve(
+    name: str, presets: Mapping[str, Persona], own: Mapping[str, Persona]
+) -> Persona | None:
+    return own.get(name) or presets.get(name)

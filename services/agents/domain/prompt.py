@@ -1,0 +1,49 @@
+"""What the model is given to draft a reply: the persona, the person's preferences as read
+now, and the recent history of the one room it answers in — nothing else."""
+
+from collections.abc import Sequence
+from typing import Literal
+
+import msgspec
+
+from libs.contracts.agents import Persona, Preferences
+from libs.contracts.rooms import Message
+
+__all__ = ["Prompt", "Turn", "compose"]
+
+
+class Turn(msgspec.Struct, frozen=True):
+    role: Literal["user", "assistant"]
+    name: str
+    content: str
+
+
+class Prompt(msgspec.Struct, frozen=True):
+    system: str
+    turns: tuple[Turn, ...]
+
+
+def compose(
+    persona: Persona, preferences: Preferences | None, history: Sequence[Message], *, speaker: str
+) -> Prompt:
+    """`speaker` is whom the agent writes as: the person (their own messages and their
+    agent's are the assistant's turns) or, for the ambient agent, the org."""
+    system = [persona.instructions]
+    if preferences is not None:
+        if preferences.display_name:
+            system.append(f"You write as {preferences.display_name}.")
+        if preferences.instructions:
+            system.append(preferences.instructions)
+        if preferences.tone:
+            system.append(f"Tone: {preferences.tone}.")
+        if preferences.signature:
+            system.append(f"Sign off: {preferences.signature}")
+    turns = tuple(
+        Turn(
+            role="assistant" if speaker in (m.author, m.on_behalf_of) else "user",
+            name=m.author,
+            content=m.text,
+        )
+        for m in history
+    )
+    return Prompt(system="\n".join(system), turns=turns)

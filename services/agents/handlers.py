@@ -1,0 +1,198 @@
+"""One handler per `tether.agents.*` subject, and the making of a person's agent."""
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from libs.audit.trail import Trail
+from libs.contracts import agents
+from libs.contracts.base import home_org
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.contracts.registry import Subject
+from libs.runtime.service import Handler
+from services.agents.domain import meter, personas, roster
+from services.agents.domain.catalog import Catalog
+from services.agents.store import AgentStore, Conflict
+
+__all__ = ["Handlers"]
+
+Clock = Callable[[], datetime]
+_ATTEMPTS = 32
+
+
+class Handlers:
+    def __init__(
+        self,
+        store: AgentStore,
+        trail: Trail,
+        catalog: Catalog,
+        presets: Mapping[str, agents.Persona],
+        clock: Clock,
+    ) -> None:
+        self._store, self._trail, self._catalog = store, trail, catalog
+        self._presets, self._clock = presets, clock
+
+    async def provision(self, user: str, persona: str = "self") -> tuple[agents.Agent, bool]:
+        """The person's agent, made if they have none; (agent, made now). Idempotent under
+        any number of replicas and redeliveries: the pair key is created at most once."""
+        agent = roster.personal_agent(user, persona, self._clock())
+        if await self._persona(agent.org, persona) is None:
+            raise Refused("persona-not-found", 404, f"no persona {persona!r} in {agent.org}")
+        actor = agents_principal(agent.org)
+        async with self._trail.change(
+            agent.org, actor=actor, action="agents.personal.create", target=agent.id
+        ):
+            made = await self._store.create_personal(agent)
+        if not made:
+            existing = await self._store.personal(agent.org, user)
+            assert existing is not None
+            return existing, False
+        return agent, True
+
+    async def mine(self, _: agents.GetMine, p: Principal) -> agents.MyAgent:
+        org, user = _person(p)
+        agent = await self._store.personal(org, user)
+        if agent is None:
+            raise Refused("agent-not-found", 404, f"{user} has no agent yet")
+        return await self._with_persona(agent)
+
+    async def create_mine(self, req: agents.CreateMine, p: Principal) -> agents.MyAgent:
+        _refuse_agents(p, "create a person's agent")
+        _, user = _person(p)
+        agent, made = await self.provision(user, req.persona)
+        if not made:
+            raise Refused("agent-exists", 409, f"{user} has their agent; a person has exactly one")
+        return await self._with_persona(agent)
+
+    async def personas(self, _: agents.ListPersonas, p: Principal) -> agents.PersonaList:
+        own = await self._store.personas(p.org)
+        return agents.PersonaList(personas=personas.library(self._presets, own))
+
+    async def add_persona(self, req: agents.AddPersona, p: Principal) -> agents.ListedPersona:
+        _admin(p, "add a persona")
+        async with self._trail.change(
+            p.org, actor=p, action="agents.persona.put", target=req.persona.name
+        ):
+            await self._store.put_persona(p.org, req.persona)
+        return agents.ListedPersona(origin="org", persona=req.persona)
+
+    async def create(self, req: agents.CreateAgent, p: Principal) -> agents.Agent:
+        _admin(p, "create an org agent")
+        if await self._persona(p.org, req.persona) is None:
+            raise Refused("persona-not-found", 404, f"no persona {req.persona!r} in {p.org}")
+        agent = roster.org_agent(p.org, req, self._clock())
+        plan_name = await self._store.plan(p.org)
+        plan = self._catalog.plans[plan_name]
+        for _ in range(_ATTEMPTS):
+            current, revision = await self._store.roster(p.org)
+            admitted = roster.admit(current, agent, plan, plan_name)
+            try:
+                await self._store.put_roster(p.org, admitted, revision)
+                break
+            except Conflict:
+                continue
+        else:
+            raise Refused("roster-contended", 503, f"{p.org}'s roster is busy; retry")
+        async with self._trail.change(p.org, actor=p, action="agents.org.create", target=agent.id):
+            await self._store.create_org_agent(agent)
+        return agent
+
+    async def preferences(self, _: agents.GetPreferences, p: Principal) -> agents.Preferences:
+        _refuse_agents(p, "read preferences; the agent reads them only when it drafts")
+        org, user = _person(p)
+        return await self._store.preferences(org, user)
+
+    async def set_preferences(self, req: agents.Preferences, p: Principal) -> agents.Preferences:
+        _refuse_agents(p, "write a person's preferences")
+        org, user = _person(p)
+        async with self._trail.change(org, actor=p, action="agents.preferences.set", target=user):
+            await self._store.put_preferences(org, user, req)
+        return req
+
+    async def billing(self, req: agents.BillingRequest, p: Principal) -> agents.Billing:
+        _admin(p, "read the org's bill")
+        month_name = req.month or self._clock().strftime("%Y-%m")
+        plan_name = await self._store.plan(p.org)
+        plan = self._catalog.plans[plan_name]
+        held, _ = await self._store.roster(p.org)
+        month, _ = await self._store.meter(p.org, month_name)
+        rate = self._catalog.runtime.agent_hour_usd
+        seconds = sum(m.seconds for m in month.agents.values())
+        return agents.Billing(
+            org=p.org,
+            plan=plan_name,
+            month=month_name,
+            capacity=agents.Capacity(
+                personal_agents=await self._store.personal_count(p.org),
+                agents=agents.Allowance(allowed=plan.limits.agents, in_use=len(held.agents)),
+                bots=agents.Allowance(allowed=plan.limits.bots, in_use=len(held.bots)),
+            ),
+            rate_usd_per_hour=str(rate),
+            seconds=seconds,
+            hours=f"{seconds / 3600:.4f}",
+            amount_usd=str(meter.amount(seconds, rate)),
+            agents=[
+                agents.AgentRuntime(
+                    agent=agent_id,
+                    kind=m.kind,
+                    user=m.user,
+                    runs=m.runs,
+                    seconds=m.seconds,
+                    amount_usd=str(meter.amount(m.seconds, rate)),
+                )
+                for agent_id, m in sorted(month.agents.items())
+            ],
+        )
+
+    async def plan(self, req: agents.SetPlan, p: Principal) -> agents.PlanSet:
+        if req.plan not in self._catalog.plans:
+            known = ", ".join(sorted(self._catalog.plans))
+            raise Refused("plan-not-found", 422, f"no plan {req.plan!r} in the catalog: {known}")
+        async with self._trail.change(req.org, actor=p, action="agents.plan.set", target=req.plan):
+            await self._store.set_plan(req.org, req.plan)
+        return agents.PlanSet(org=req.org, plan=req.plan)
+
+    def table(self) -> Mapping[Subject, Handler]:
+        return {
+            agents.GET_MINE: self.mine,
+            agents.CREATE_MINE: self.create_mine,
+            agents.PERSONAS: self.personas,
+            agents.ADD_PERSONA: self.add_persona,
+            agents.CREATE: self.create,
+            agents.PREFERENCES: self.preferences,
+            agents.SET_PREFERENCES: self.set_preferences,
+            agents.BILLING: self.billing,
+            agents.PLAN: self.plan,
+        }
+
+    async def _persona(self, org: str, name: str) -> agents.Persona | None:
+        return personas.resolve(name, self._presets, await self._store.personas(org))
+
+    async def _with_persona(self, agent: agents.Agent) -> agents.MyAgent:
+        persona = await self._persona(agent.org, agent.persona)
+        if persona is None:  # the org removed the persona it was cut from
+            raise Refused("persona-not-found", 404, f"{agent.persona!r} is gone from the library")
+        return agents.MyAgent(agent=agent, persona=persona)
+
+
+def agents_principal(org: str) -> Principal:
+    return Principal(org=org, sub="service:agents")
+
+
+def _person(p: Principal) -> tuple[str, str]:
+    """(home org, user): the pair every person's thing is keyed by."""
+    org = home_org(p.sub)
+    if org is None:
+        raise Refused("no-home-org", 403, f"{p.sub!r} is not a person <org>/<name>")
+    return org, p.sub
+
+
+def _refuse_agents(p: Principal, what: str) -> None:
+    if p.is_agent:
+        raise Refused("agent-may-not", 403, f"an agent ({p.act}) may not {what}")
+
+
+def _admin(p: Principal, what: str) -> None:
+    _refuse_agents(p, what)
+    if "admin" not in p.roles:
+        raise Refused("admin-only", 403, f"only an admin of {p.org} may {what}")

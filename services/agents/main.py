@@ -1,0 +1,71 @@
+"""`python -m services.agents.main`: the agents service, until SIGTERM."""
+
+import asyncio
+from datetime import UTC, datetime
+from importlib.resources import files
+
+from libs.audit.trail import Trail
+from libs.contracts.accounts import ACCOUNT_CREATED
+from libs.contracts.agents import CONTRACT, METER
+from libs.contracts.rooms import MESSAGE_STORED
+from libs.contracts.streams import EVENTS
+from libs.runtime.consumer import Consumer
+from libs.runtime.service import Service, run
+from libs.runtime.settings import Settings
+from services.agents.answering import Answering
+from services.agents.domain.catalog import load_catalog
+from services.agents.domain.personas import load_presets
+from services.agents.handlers import Handlers
+from services.agents.metering import Metering
+from services.agents.model import model_from_env
+from services.agents.store import open_store
+
+
+def clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def catalog_and_presets():
+    """The shipped data; a catalog or preset that does not decode stops the service here."""
+    here = files("services.agents")
+    return (
+        load_catalog(here.joinpath("catalog.json").read_bytes()),
+        load_presets(here.joinpath("personas.json").read_bytes()),
+    )
+
+
+async def main(settings: Settings) -> None:
+    catalog, presets = catalog_and_presets()
+    model = model_from_env()
+    async with Service(CONTRACT, settings) as svc:
+        store = await open_store(svc.js, replicas=settings.js_replicas)
+        trail = Trail(svc.js, service=CONTRACT.name)
+        handlers = Handlers(store, trail, catalog, presets, clock)
+        answering = Answering(svc.nc, store, handlers, model, presets, clock)
+        readers = [
+            Consumer(
+                svc.js,
+                stream=EVENTS.name,
+                durable=CONTRACT.name,
+                subjects=[ACCOUNT_CREATED.name, MESSAGE_STORED.name],
+                handle=answering.handle,
+            ),
+            Consumer(
+                svc.js,
+                stream=METER.name,
+                durable="meter",
+                subjects=["agents.run.ended.>"],
+                handle=Metering(store).handle,
+                in_order=True,
+            ),
+        ]
+        tasks = [asyncio.create_task(r.run()) for r in readers]
+        await svc.serve(handlers.table())
+        for reader in readers:
+            reader.stop()
+        await asyncio.gather(*tasks)
+    await model.close()
+
+
+if __name__ == "__main__":
+    run(main, CONTRACT.name)

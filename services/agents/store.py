@@ -1,0 +1,138 @@
+"""The agents service's own buckets and its METER stream.
+
+Keys in `agents`:
+    personal.<home org>.<user>   a person's one agent: the pair is the key (hip-0524 §2)
+    org.<org>.<agent id>         the org's own agents and bots
+    roster.<org>                 their ids, compare-and-set against the plan's capacity
+    plan.<org>                   the org's plan; none is `free`
+`agents-personas` holds `<org>.<name>`, `agents-preferences` `<home org>.<user>`, and
+`agents-meter` `<org>.<YYYY-MM>`. Every key that holds a person's thing names the person.
+"""
+
+from typing import Any
+
+import msgspec
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
+
+from libs.contracts import codec
+from libs.contracts.agents import METER, Agent, Persona, Preferences
+from libs.runtime.kv import current, key_token, open_bucket
+from libs.runtime.service import ensure_stream
+from services.agents.domain.meter import MeterMonth
+from services.agents.domain.roster import Roster
+
+__all__ = ["AgentStore", "Conflict", "open_store"]
+
+
+class Conflict(Exception):
+    """The entry exists, or changed since it was read."""
+
+
+_agent = codec.decoder(Agent)
+_persona = codec.decoder(Persona)
+_preferences = codec.decoder(Preferences)
+_roster = codec.decoder(Roster)
+_meter = codec.decoder(MeterMonth)
+
+
+class AgentStore:
+    def __init__(self, js: JetStreamContext, buckets: dict[str, KeyValue]) -> None:
+        self.js = js
+        self._agents = buckets["agents"]
+        self._personas = buckets["agents-personas"]
+        self._preferences = buckets["agents-preferences"]
+        self._meter = buckets["agents-meter"]
+
+    async def personal(self, org: str, user: str) -> Agent | None:
+        found = await _get(self._agents, f"personal.{org}.{key_token(user)}")
+        return None if found is None else _agent.decode(found[0])
+
+    async def create_personal(self, agent: Agent) -> bool:
+        """True if made now; False if the person already had their agent."""
+        assert agent.user is not None
+        return await _create(self._agents, f"personal.{agent.org}.{key_token(agent.user)}", agent)
+
+    async def personal_count(self, org: str) -> int:
+        return len(await current(self._agents, f"personal.{org}.*"))
+
+    async def org_agent(self, org: str, agent_id: str) -> Agent | None:
+        found = await _get(self._agents, f"org.{org}.{key_token(agent_id)}")
+        return None if found is None else _agent.decode(found[0])
+
+    async def create_org_agent(self, agent: Agent) -> bool:
+        return await _create(self._agents, f"org.{agent.org}.{key_token(agent.id)}", agent)
+
+    async def roster(self, org: str) -> tuple[Roster, int]:
+        found = await _get(self._agents, f"roster.{org}")
+        return (Roster(), 0) if found is None else (_roster.decode(found[0]), found[1])
+
+    async def put_roster(self, org: str, roster: Roster, revision: int) -> None:
+        await _swap(self._agents, f"roster.{org}", roster, revision)
+
+    async def plan(self, org: str) -> str:
+        found = await _get(self._agents, f"plan.{org}")
+        return "free" if found is None else found[0].decode()
+
+    async def set_plan(self, org: str, plan: str) -> None:
+        await self._agents.put(f"plan.{org}", plan.encode())
+
+    async def personas(self, org: str) -> dict[str, Persona]:
+        entries = await current(self._personas, f"{org}.*")
+        return {p.name: p for p in (_persona.decode(e.value) for e in entries)}
+
+    async def put_persona(self, org: str, persona: Persona) -> None:
+        await self._personas.put(f"{org}.{persona.name}", codec.encode(persona))
+
+    async def preferences(self, org: str, user: str) -> Preferences:
+        found = await _get(self._preferences, f"{org}.{key_token(user)}")
+        return Preferences() if found is None else _preferences.decode(found[0])
+
+    async def put_preferences(self, org: str, user: str, preferences: Preferences) -> None:
+        await self._preferences.put(f"{org}.{key_token(user)}", codec.encode(preferences))
+
+    async def meter(self, org: str, month: str) -> tuple[MeterMonth, int]:
+        found = await _get(self._meter, f"{org}.{month}")
+        return (
+            (MeterMonth(month=month), 0) if found is None else (_meter.decode(found[0]), found[1])
+        )
+
+    async def put_meter(self, org: str, month: MeterMonth, revision: int) -> None:
+        await _swap(self._meter, f"{org}.{month.month}", month, revision)
+
+
+async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
+    buckets = {
+        name: await open_bucket(js, KeyValueConfig(bucket=name, history=4, replicas=replicas))
+        for name in ("agents", "agents-personas", "agents-preferences", "agents-meter")
+    }
+    await ensure_stream(js, METER, replicas=replicas)
+    return AgentStore(js, buckets)
+
+
+async def _get(kv: KeyValue, key: str) -> tuple[bytes, int] | None:
+    try:
+        entry = await kv.get(key)
+    except KeyNotFoundError:
+        return None
+    return (entry.value, entry.revision) if entry.value else None
+
+
+async def _create(kv: KeyValue, key: str, value: msgspec.Struct) -> bool:
+    try:
+        await kv.create(key, codec.encode(value))
+    except KeyWrongLastSequenceError:
+        return False
+    return True
+
+
+async def _swap(kv: KeyValue, key: str, value: Any, revision: int) -> None:
+    try:
+        if revision == 0:
+            await kv.create(key, codec.encode(value))
+        else:
+            await kv.update(key, codec.encode(value), last=revision)
+    except KeyWrongLastSequenceError as exc:
+        raise Conflict(key) from exc

@@ -1,0 +1,102 @@
+"""Server-sent events: a room's new messages, streamed to a member.
+
+The rooms service says whether the caller is a member (the route's subject); the live
+subject is subscribed before the history is read, so nothing stored in between is missed,
+and each message is sent once, in seq order. `Last-Event-ID` (or `?after=`) resumes.
+"""
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+
+import msgspec
+from aiohttp import web
+
+from libs.contracts import codec, rooms
+from libs.contracts.problem import Refused
+from libs.contracts.registry import live_subject
+from services.gateway.forward import NATS, ask, request_of
+from services.gateway.limits import RateLimiter
+from services.gateway.routes import Route
+from services.gateway.tokens import principal_from
+
+__all__ = ["room_stream"]
+
+KEEPALIVE_S = 15.0
+_BACKLOG = 1000  # messages a slow client may fall behind before it is closed (and resumes)
+_seq = msgspec.json.Decoder(type=dict).decode
+_page = codec.decoder(rooms.MessagePage).decode
+
+
+def room_stream(
+    route: Route, *, key: str, limiter: RateLimiter, timeout: float
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def handler(http: web.Request) -> web.StreamResponse:
+        principal = principal_from(http.headers.get("Authorization"), key)
+        await limiter.check(principal)
+        nc = http.app[NATS]
+        problem, body = await ask(
+            nc, route.subject, await request_of(route, http), principal, timeout=timeout
+        )
+        if problem is not None:
+            return web.Response(body=body, status=problem, content_type="application/problem+json")
+        room_id = http.match_info["id"]
+        after = _cursor(http)
+        live: asyncio.Queue[bytes] = asyncio.Queue(_BACKLOG)
+        overflowed = asyncio.Event()
+
+        async def on_live(msg) -> None:
+            try:
+                live.put_nowait(msg.data)
+            except asyncio.QueueFull:
+                overflowed.set()
+
+        sub = await nc.subscribe(live_subject("rooms", room_id), cb=on_live)
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        try:
+            await response.prepare(http)
+            last = after
+            while True:  # the history since the cursor, page by page
+                page = rooms.ListMessages(id=room_id, after=last, limit=200)
+                problem, body = await ask(
+                    nc, rooms.MESSAGES, codec.encode(page), principal, timeout=timeout
+                )
+                if problem is not None:
+                    return response
+                found = _page(body)
+                for message in found.messages:
+                    await _send(response, message.seq, codec.encode(message))
+                    last = message.seq
+                if found.next is None:
+                    break
+            while not overflowed.is_set():
+                try:
+                    data = await asyncio.wait_for(live.get(), KEEPALIVE_S)
+                except TimeoutError:
+                    await response.write(b": keepalive\n\n")
+                    continue
+                seq = int(_seq(data)["seq"])
+                if seq > last:
+                    await _send(response, seq, data)
+                    last = seq
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass  # the client went away, or the gateway is stopping
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+        return response
+
+    return handler
+
+
+def _cursor(http: web.Request) -> int:
+    raw = http.headers.get("Last-Event-ID") or http.query.get("after") or "0"
+    if not raw.isdigit():
+        raise Refused("invalid-request", 422, "Last-Event-ID and after are message seqs")
+    return int(raw)
+
+
+async def _send(response: web.StreamResponse, seq: int, data: bytes) -> None:
+    await response.write(b"id: %d\nevent: message\ndata: %s\n\n" % (seq, data))

@@ -1,0 +1,140 @@
+"""Personal lines: addresses, the rooms a line's messages land in, and each carrier's
+webhook, read and verified in the style of the carrier it models.
+
+    sms       Twilio: form fields From, To, Body, MessageSid; X-Twilio-Signature is
+              base64(HMAC-SHA1(auth token, URL + each field name and value, by name)).
+    email     Mailgun: form fields sender, recipient, subject, body-plain, Message-Id,
+              timestamp, token, signature = hex(HMAC-SHA256(signing key, timestamp+token)),
+              refused when the timestamp is more than five minutes from now.
+    whatsapp  Meta's Cloud API: a JSON body; X-Hub-Signature-256 is
+              sha256=hex(HMAC-SHA256(app secret, raw body)).
+"""
+
+import base64
+import hashlib
+import hmac
+import re
+from datetime import datetime
+from typing import Any
+from urllib.parse import parse_qsl
+
+import msgspec
+
+from libs.contracts.problem import Refused
+from libs.contracts.rooms import Inbound, Transport
+
+__all__ = [
+    "Arrival",
+    "arrival",
+    "normalize",
+    "room_id",
+    "sign_mailgun",
+    "sign_meta",
+    "sign_twilio",
+    "verify",
+]
+
+_E164 = re.compile(r"^\+[1-9]\d{6,14}$")
+_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,190}\.[^@\s]{2,63}$")
+MAX_SKEW_S = 300
+
+
+class Arrival(msgspec.Struct, frozen=True):
+    """One inbound message: from whom, to which of our addresses, what, and the carrier's
+    id for it (a retried webhook carries the same id)."""
+
+    sender: str
+    to: str
+    text: str
+    carrier_id: str
+
+
+def normalize(transport: Transport, address: str) -> str:
+    address = address.strip()
+    if transport == "email":
+        address = address.lower()
+        if not _EMAIL.match(address):
+            raise Refused("invalid-address", 422, f"{address!r} is not an email address")
+        return address
+    address = address.removeprefix("whatsapp:")
+    if not _E164.match(address):
+        raise Refused("invalid-address", 422, f"{address!r} is not an E.164 number (+15551234567)")
+    return address
+
+
+def room_id(transport: Transport, org: str, owner: str, correspondent: str | None) -> str:
+    """The same line and correspondent always give the same room; None is the line's hub."""
+    digest = hashlib.sha256(f"{org}\0{owner}\0{transport}\0{correspondent}".encode())
+    return f"{transport}-{digest.hexdigest()[:16]}"
+
+
+def arrival(inbound: Inbound) -> Arrival:
+    """The message in a webhook, before its signature is checked (to find whose line it
+    is, and so whose secret checks it)."""
+    if inbound.transport == "whatsapp":
+        return _meta(inbound.body)
+    fields = dict(parse_qsl(inbound.body, keep_blank_values=True))
+    if inbound.transport == "sms":
+        names = ("From", "To", "Body", "MessageSid")
+    else:
+        names = ("sender", "recipient", "body-plain", "Message-Id")
+    missing = [n for n in names if not fields.get(n) and n != names[2]]
+    if missing:
+        raise Refused("invalid-webhook", 422, f"the {inbound.transport} webhook lacks {missing}")
+    sender, to, text, carrier_id = (fields.get(n, "") for n in names)
+    if inbound.transport == "email" and fields.get("subject"):
+        text = f"{fields['subject']}\n\n{text}"
+    return Arrival(sender=sender, to=to, text=text, carrier_id=carrier_id)
+
+
+def verify(inbound: Inbound, secret: str, now: datetime) -> None:
+    """Refused unless the webhook was signed with the line's own secret."""
+    if inbound.transport == "sms":
+        fields = parse_qsl(inbound.body, keep_blank_values=True)
+        ok = _same(inbound.signature, sign_twilio(secret, inbound.url, fields))
+    elif inbound.transport == "email":
+        fields_ = dict(parse_qsl(inbound.body, keep_blank_values=True))
+        stamp = fields_.get("timestamp", "")
+        if not stamp.isdigit() or abs(now.timestamp() - int(stamp)) > MAX_SKEW_S:
+            raise Refused("signature-stale", 403, "the webhook's timestamp is not within 5 min")
+        expected = sign_mailgun(secret, stamp, fields_.get("token", ""))
+        ok = _same(fields_.get("signature", ""), expected)
+    else:
+        ok = _same(inbound.signature, sign_meta(secret, inbound.body.encode()))
+    if not ok:
+        raise Refused(
+            "signature-invalid",
+            403,
+            f"the {inbound.transport} webhook is not signed by this line's carrier",
+        )
+
+
+def sign_twilio(token: str, url: str, fields: list[tuple[str, str]]) -> str:
+    payload = url + "".join(k + v for k, v in sorted(fields))
+    return base64.b64encode(hmac.digest(token.encode(), payload.encode(), "sha1")).decode()
+
+
+def sign_mailgun(key: str, timestamp: str, token: str) -> str:
+    return hmac.new(key.encode(), (timestamp + token).encode(), "sha256").hexdigest()
+
+
+def sign_meta(secret: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, "sha256").hexdigest()
+
+
+def _same(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
+def _meta(body: str) -> Arrival:
+    try:
+        value: Any = msgspec.json.decode(body)["entry"][0]["changes"][0]["value"]
+        message = value["messages"][0]
+        return Arrival(
+            sender="+" + str(message["from"]).lstrip("+"),
+            to="+" + str(value["metadata"]["display_phone_number"]).lstrip("+"),
+            text=str(message.get("text", {}).get("body", "")),
+            carrier_id=str(message["id"]),
+        )
+    except (msgspec.DecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise Refused("invalid-webhook", 422, f"not a WhatsApp message webhook: {exc!r}") from exc

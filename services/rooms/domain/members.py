@@ -1,0 +1,102 @@
+"""Who is in a room, who may read it, and which agent answers a message (hip-0524 §10)."""
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from libs.contracts.base import home_org
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.contracts.rooms import ORG, CreateRoom, Member, Message, Room
+
+__all__ = [
+    "ambient_id",
+    "answerer",
+    "caller",
+    "is_member",
+    "new_room",
+    "personal_agent_id",
+    "readable_in",
+]
+
+
+def personal_agent_id(user: str) -> str:
+    return f"agent:{user}"
+
+
+def ambient_id(org: str) -> str:
+    return f"agent:{org}"
+
+
+def caller(p: Principal) -> Member:
+    """The member a request comes from: the agent where the token has one, else the person."""
+    if p.act is None:
+        return Member(kind="human", id=p.sub)
+    return Member(kind="bot" if p.act.startswith("bot:") else "agent", id=p.act)
+
+
+def is_member(room: Room, member_id: str) -> bool:
+    return any(m.id == member_id for m in room.members)
+
+
+def readable_in(room: Room, p: Principal) -> bool:
+    """A room is reached from a token of its own org, or of the home org its scope is in."""
+    return room.org in (p.org, home_org(p.sub))
+
+
+def new_room(request: CreateRoom, p: Principal, room_id: str, now: datetime) -> Room:
+    if p.is_agent:
+        raise Refused("agent-may-not", 403, "an agent may not create rooms")
+    if request.scope == "personal":
+        org = home_org(p.sub)
+        if org is None:
+            raise Refused("no-home-org", 403, f"{p.sub!r} has no home org for a personal room")
+        if request.members:
+            raise Refused(
+                "personal-room-members", 422, "a personal room has you and your agent only"
+            )
+        return Room(
+            id=room_id,
+            org=org,
+            scope="personal",
+            title=request.title,
+            members=_with_agents([p.sub]),
+            created_at=now,
+            owner=p.sub,
+        )
+    wrong = [m for m in request.members if not (home_org(m) or m.startswith("bot:"))]
+    if wrong:
+        raise Refused(
+            "invalid-member", 422, f"members are user ids <org>/<name> or bot:<id>; not {wrong}"
+        )
+    members = _with_agents(dict.fromkeys([p.sub, *request.members]))
+    members += (Member(kind="agent", id=ambient_id(p.org)),)
+    return Room(
+        id=room_id, org=p.org, scope="org", title=request.title, members=members, created_at=now
+    )
+
+
+def _with_agents(ids: Iterable[str]) -> tuple[Member, ...]:
+    """Each person with their own agent; bots as themselves."""
+    members: list[Member] = []
+    for id_ in ids:
+        if id_.startswith("bot:"):
+            members.append(Member(kind="bot", id=id_))
+        else:
+            members += [
+                Member(kind="human", id=id_),
+                Member(kind="agent", id=personal_agent_id(id_)),
+            ]
+    return tuple(members)
+
+
+def answerer(room: Room, message: Message) -> str | None:
+    """The one agent that answers `message`: the person's for one to that person, the
+    org's for one to the org, none for one to neither, and none for what an agent or a bot
+    wrote (agents do not answer each other)."""
+    if message.author_kind != "human" or message.to is None or message.to == message.author:
+        return None
+    if message.to == ORG:
+        found = ambient_id(room.org)
+    else:
+        found = personal_agent_id(message.to)
+    return found if is_member(room, found) else None

@@ -1,0 +1,76 @@
+"""A message as stored: its author, authoring kind and on-behalf person are the server's,
+taken from the credential at the moment of storing (hip-0524 §7)."""
+
+from datetime import datetime
+
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.contracts.rooms import ORG, Choice, Message, Question, Room, Transport
+from services.rooms.domain.members import caller, is_member
+
+__all__ = ["authored", "check_to", "inbound"]
+
+
+def authored(
+    room: Room,
+    p: Principal,
+    text: str,
+    now: datetime,
+    *,
+    to: str | None = None,
+    reply_to: int | None = None,
+    drafted_by: str | None = None,
+    question: Question | None = None,
+    answers: int | None = None,
+    choice: Choice | None = None,
+) -> Message:
+    author = caller(p)
+    if not is_member(room, author.id):
+        raise Refused("room-not-found", 404, f"no room {room.id}")
+    check_to(room, to, author.id)
+    return Message(
+        seq=0,
+        room=room.id,
+        at=now,
+        author=author.id,
+        author_kind=author.kind,
+        on_behalf_of=p.sub if p.is_agent else None,
+        text=text,
+        to=to,
+        reply_to=reply_to,
+        drafted_by=drafted_by,
+        question=question,
+        answers=answers,
+        choice=choice,
+    )
+
+
+def check_to(room: Room, to: str | None, author: str) -> None:
+    """A message is addressed to a person in the room, to the org (in an org room), or to
+    no one."""
+    if to is None:
+        return
+    if to == ORG:
+        if room.scope != "org":
+            raise Refused("invalid-to", 422, "only an org room has the org to address")
+        return
+    if to == author:
+        raise Refused("invalid-to", 422, "a message is not addressed to its own author")
+    if not any(m.id == to and m.kind == "human" for m in room.members):
+        raise Refused("invalid-to", 422, f"{to!r} is not a person in this room")
+
+
+def inbound(
+    room: Room, correspondent: str, text: str, transport: Transport, now: datetime, owner: str
+) -> Message:
+    """What arrived on a person's line, from the outside person, to that person."""
+    return Message(
+        seq=0,
+        room=room.id,
+        at=now,
+        author=correspondent,
+        author_kind="human",
+        text=text,
+        to=owner,
+        transport=transport,
+    )

@@ -1,0 +1,34 @@
+"""Confirmation questions: two or more options, answered in the room by the person asked,
+once. Declining is one act, exactly as easy as picking (hip-0524 §4, §6)."""
+
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.contracts.rooms import Choice, Decline, Edit, Message, Pick
+
+__all__ = ["answer_text", "check_answerer"]
+
+
+def check_answerer(question: Message, p: Principal) -> None:
+    if question.question is None:
+        raise Refused("not-a-question", 422, f"message {question.seq} asks nothing")
+    if p.is_agent:
+        raise Refused("agent-may-not", 403, "an agent may not answer its person's question")
+    if p.sub != question.to:
+        raise Refused("not-asked", 403, f"message {question.seq} asks {question.to}, not you")
+
+
+def answer_text(question: Message, choice: Choice) -> str:
+    assert question.question is not None
+    match choice:
+        case Pick(option=i):
+            options = question.question.options
+            if i >= len(options):
+                raise Refused(
+                    "invalid-option", 422, f"option {i} does not exist; there are {len(options)}"
+                )
+            return options[i]
+        case Edit(text=text):
+            return text
+        case Decline():
+            return "Declined."
+    raise AssertionError(choice)

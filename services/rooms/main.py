@@ -1,0 +1,34 @@
+"""`python -m services.rooms.main`: the rooms service, until SIGTERM.
+
+Besides the service's settings: TETHER_LINES_KEY (64 hex digits), or the file named by
+TETHER_LINES_KEY_FILE (default $TETHER_HOME/lines.key), seals personal lines' credentials.
+Outbound messages go through the recording adapter (the only one there is).
+"""
+
+from datetime import UTC, datetime
+
+from libs.audit.trail import Trail
+from libs.contracts.rooms import CONTRACT
+from libs.runtime.service import Service, run
+from libs.runtime.settings import Settings
+from services.rooms.handlers import Handlers
+from services.rooms.sealing import Sealer, key_from_env
+from services.rooms.store import open_store
+from services.rooms.transports import Recording
+
+
+def clock() -> datetime:
+    return datetime.now(UTC)
+
+
+async def main(settings: Settings) -> None:
+    sealer = Sealer.from_hex(key_from_env())
+    async with Service(CONTRACT, settings) as svc:
+        store = await open_store(svc.nc, replicas=settings.js_replicas)
+        trail = Trail(svc.js, service=CONTRACT.name)
+        handlers = Handlers(svc.nc, store, trail, sealer, Recording(store), clock)
+        await svc.serve(handlers.table())
+
+
+if __name__ == "__main__":
+    run(main, CONTRACT.name)

@@ -1,0 +1,233 @@
+"""The rooms service's own state: the ROOMS stream (each room's ordered history, and what
+left through a transport) and the `rooms` and `rooms-lines` buckets.
+
+Keys in `rooms`:
+    room.<room>                      the room
+    member.<member>.<room>           the member's way in: every read starts from it
+    draft.<person>.<room>.<draft>    an agent's draft, held for its person
+    answered.<room>.<seq>            the one answer a question gets
+Keys in `rooms-lines`:
+    line.<person>.<transport>        a person's line, its credential sealed
+    address.<transport>.<address>    whose line an address is, for inbound webhooks
+"""
+
+import json
+
+import msgspec
+from nats.aio.client import Client
+from nats.js.api import KeyValueConfig
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
+from nats.js.kv import KeyValue
+
+from libs.contracts import codec
+from libs.contracts.rooms import ROOMS, Draft, Message, Room, Transport
+from libs.runtime.kv import current, key_token, open_bucket
+from libs.runtime.service import ensure_stream
+
+__all__ = ["Conflict", "RoomStore", "StoredLine", "open_store"]
+
+
+class Conflict(Exception):
+    """The entry exists, or changed since it was read."""
+
+
+class StoredLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    org: str
+    person: str
+    transport: Transport
+    address: str
+    sealed: bytes
+    connected_at: str
+
+
+_room = codec.decoder(Room)
+_message = codec.decoder(Message)
+_draft = codec.decoder(Draft)
+_line = codec.decoder(StoredLine)
+
+
+class RoomStore:
+    def __init__(self, nc: Client, rooms: KeyValue, lines: KeyValue) -> None:
+        self._nc, self._js = nc, nc.jetstream()
+        self._rooms, self._lines = rooms, lines
+
+    # rooms and members
+
+    async def create_room(self, room: Room) -> bool:
+        """True if made now. Members are written before the room, so a room that exists
+        always has its ways in."""
+        for member in room.members:
+            await self._rooms.put(f"member.{key_token(member.id)}.{room.id}", room.org.encode())
+        try:
+            await self._rooms.create(f"room.{room.id}", codec.encode(room))
+        except KeyWrongLastSequenceError:
+            return False
+        return True
+
+    async def room_of(self, member: str, room_id: str) -> Room | None:
+        """The room, reached through `member`'s membership; None if they are not in it."""
+        if await _get(self._rooms, f"member.{key_token(member)}.{room_id}") is None:
+            return None
+        return await self.room(room_id)
+
+    async def room(self, room_id: str) -> Room | None:
+        found = await _get(self._rooms, f"room.{room_id}")
+        return None if found is None else _room.decode(found[0])
+
+    async def rooms_of(self, member: str) -> list[Room]:
+        entries = await current(self._rooms, f"member.{key_token(member)}.*")
+        found = [await self.room(e.key.rsplit(".", 1)[1]) for e in entries]
+        return [room for room in found if room is not None]
+
+    # history
+
+    async def append(self, org: str, message: Message, *, msg_id: str | None = None) -> Message:
+        """Store `message`; it comes back with its seq. A repeated `msg_id` stores nothing
+        and answers the first one's seq."""
+        headers = {"Nats-Msg-Id": msg_id} if msg_id else None
+        ack = await self._js.publish(
+            _subject(org, message.room), codec.encode(message), headers=headers
+        )
+        return msgspec.structs.replace(message, seq=ack.seq)
+
+    async def message(self, org: str, room_id: str, seq: int) -> Message | None:
+        try:
+            raw = await self._js.get_msg(ROOMS.name, seq, direct=True)
+        except NotFoundError:
+            return None
+        if raw.subject != _subject(org, room_id) or raw.data is None:
+            return None
+        return msgspec.structs.replace(_message.decode(raw.data), seq=seq)
+
+    async def page(
+        self, org: str, room_id: str, after: int, limit: int
+    ) -> tuple[list[Message], bool]:
+        """Up to `limit` messages after seq `after`, oldest first, in one batched direct
+        get; and whether there are more."""
+        inbox = self._nc.new_inbox()
+        sub = await self._nc.subscribe(inbox)
+        request = {"seq": after + 1, "next_by_subj": _subject(org, room_id), "batch": limit}
+        messages, more = [], False
+        try:
+            await self._nc.publish(
+                f"$JS.API.DIRECT.GET.{ROOMS.name}", json.dumps(request).encode(), reply=inbox
+            )
+            while True:
+                msg = await sub.next_msg(timeout=5)
+                headers = msg.headers or {}
+                if headers.get("Status"):  # 204 end of batch, 404 nothing at all
+                    break
+                seq = int(headers["Nats-Sequence"])
+                messages.append(msgspec.structs.replace(_message.decode(msg.data), seq=seq))
+                more = int(headers.get("Nats-Num-Pending", "0")) > 1
+        finally:
+            await sub.unsubscribe()
+        return messages, more
+
+    async def is_empty(self, org: str, room_id: str) -> bool:
+        try:
+            await self._js.get_last_msg(ROOMS.name, _subject(org, room_id), direct=True)
+        except NotFoundError:
+            return True
+        return False
+
+    async def record_outbound(self, transport: str, org: str, body: bytes, msg_id: str) -> None:
+        await self._js.publish(
+            f"rooms.outbound.{transport}.{org}", body, headers={"Nats-Msg-Id": msg_id}
+        )
+
+    # drafts and answers
+
+    async def create_draft(self, draft: Draft) -> Draft:
+        """The draft, or the one already held for the same message."""
+        key = _draft_key(draft.person, draft.room, draft.id)
+        try:
+            await self._rooms.create(key, codec.encode(draft))
+            return draft
+        except KeyWrongLastSequenceError:
+            found = await self.draft(draft.person, draft.room, draft.id)
+            assert found is not None
+            return found[0]
+
+    async def draft(self, person: str, room_id: str, draft_id: str) -> tuple[Draft, int] | None:
+        found = await _get(self._rooms, _draft_key(person, room_id, draft_id))
+        return None if found is None else (_draft.decode(found[0]), found[1])
+
+    async def drafts(self, person: str, room_id: str) -> list[Draft]:
+        entries = await current(self._rooms, _draft_key(person, room_id, "*"))
+        return [_draft.decode(e.value) for e in entries]
+
+    async def replace_draft(self, draft: Draft, revision: int) -> None:
+        try:
+            await self._rooms.update(
+                _draft_key(draft.person, draft.room, draft.id), codec.encode(draft), last=revision
+            )
+        except KeyWrongLastSequenceError as exc:
+            raise Conflict(draft.id) from exc
+
+    async def claim_answer(self, room_id: str, seq: int) -> bool:
+        try:
+            await self._rooms.create(f"answered.{room_id}.{seq}", b"")
+        except KeyWrongLastSequenceError:
+            return False
+        return True
+
+    async def release_answer(self, room_id: str, seq: int) -> None:
+        await self._rooms.delete(f"answered.{room_id}.{seq}")
+
+    # lines
+
+    async def line(self, person: str, transport: str) -> StoredLine | None:
+        found = await _get(self._lines, f"line.{key_token(person)}.{transport}")
+        return None if found is None else _line.decode(found[0])
+
+    async def lines(self, person: str) -> list[StoredLine]:
+        entries = await current(self._lines, f"line.{key_token(person)}.*")
+        return [_line.decode(e.value) for e in entries]
+
+    async def owner_of(self, transport: str, address: str) -> str | None:
+        found = await _get(self._lines, f"address.{transport}.{key_token(address)}")
+        return None if found is None else found[0].decode()
+
+    async def connect(self, line: StoredLine) -> None:
+        """Conflict if the address is another person's line."""
+        key = f"address.{line.transport}.{key_token(line.address)}"
+        try:
+            await self._lines.create(key, line.person.encode())
+        except KeyWrongLastSequenceError as exc:
+            if await self.owner_of(line.transport, line.address) != line.person:
+                raise Conflict(line.address) from exc
+        previous = await self.line(line.person, line.transport)
+        await self._lines.put(f"line.{key_token(line.person)}.{line.transport}", codec.encode(line))
+        if previous is not None and previous.address != line.address:
+            await self._lines.delete(f"address.{line.transport}.{key_token(previous.address)}")
+
+    async def disconnect(self, line: StoredLine) -> None:
+        await self._lines.delete(f"line.{key_token(line.person)}.{line.transport}")
+        await self._lines.delete(f"address.{line.transport}.{key_token(line.address)}")
+
+
+async def open_store(nc: Client, *, replicas: int = 1) -> RoomStore:
+    js = nc.jetstream()
+    await ensure_stream(js, ROOMS, replicas=replicas)
+    rooms = await open_bucket(js, KeyValueConfig(bucket="rooms", history=4, replicas=replicas))
+    lines = await open_bucket(
+        js, KeyValueConfig(bucket="rooms-lines", history=2, replicas=replicas)
+    )
+    return RoomStore(nc, rooms, lines)
+
+
+def _subject(org: str, room_id: str) -> str:
+    return f"rooms.msg.{org}.{room_id}"
+
+
+def _draft_key(person: str, room_id: str, draft_id: str) -> str:
+    return f"draft.{key_token(person)}.{room_id}.{draft_id}"
+
+
+async def _get(kv: KeyValue, key: str) -> tuple[bytes, int] | None:
+    try:
+        entry = await kv.get(key)
+    except KeyNotFoundError:
+        return None
+    return (entry.value, entry.revision) if entry.value is not None else None

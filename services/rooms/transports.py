@@ -1,0 +1,44 @@
+"""How a reply leaves by a person's line. `Recording` is the adapter for development and
+tests: it records each outbound message on the ROOMS stream (`rooms.outbound.<transport>.
+<org>`) exactly once per stored message, where a real adapter would call the carrier."""
+
+from typing import Protocol
+
+import msgspec
+
+from libs.contracts import codec
+from services.rooms.store import RoomStore
+
+__all__ = ["Outbound", "Recording", "Transport"]
+
+
+class Outbound(msgspec.Struct, frozen=True):
+    """A stored message leaving by the line `sender` to `to`. The carrier shows the
+    person's address; our record keeps who wrote it (hip-0524 §7)."""
+
+    transport: str
+    org: str
+    room: str
+    seq: int
+    sender: str
+    to: str
+    text: str
+    author_kind: str
+    on_behalf_of: str | None
+
+
+class Transport(Protocol):
+    async def send(self, message: Outbound) -> None: ...
+
+
+class Recording:
+    def __init__(self, store: RoomStore) -> None:
+        self._store = store
+
+    async def send(self, message: Outbound) -> None:
+        await self._store.record_outbound(
+            message.transport,
+            message.org,
+            codec.encode(message),
+            msg_id=f"{message.room}-{message.seq}",
+        )
