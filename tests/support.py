@@ -5,7 +5,7 @@ import contextlib
 import inspect
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 import msgspec
 
@@ -82,6 +82,26 @@ async def running(
             table = await table
         task = asyncio.create_task(svc.serve(table))
         await asyncio.wait_for(svc.serving.wait(), 10)
+        try:
+            yield svc
+        finally:
+            svc.stop()
+            await task
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    contract: ServiceContract, settings: Settings, serve: Callable[[Service], Awaitable[None]]
+) -> AsyncIterator[Service]:
+    """A whole service replica in this process (`serve(svc)` as its main does), serving
+    until the block ends, then stopped and drained."""
+    async with Service(contract, settings, signals=False) as svc:
+        task = asyncio.create_task(serve(svc))
+        ready = asyncio.create_task(svc.serving.wait())
+        await asyncio.wait({task, ready}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            ready.cancel()
+            task.result()  # raises why it stopped
         try:
             yield svc
         finally:

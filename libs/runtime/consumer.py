@@ -1,7 +1,8 @@
 """Reading a stream with a durable pull consumer shared by a service's replicas.
 
 Each message is handled once it is fetched; it is acked when its handler returns and
-re-delivered (to this or another replica) when the handler raises or the replica dies.
+re-delivered (to this or another replica) when the handler raises or the replica dies,
+unless it cannot be decoded or its handler refuses it: then it is dropped, logged.
 Handlers must therefore be safe to repeat.
 """
 
@@ -9,9 +10,12 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
+import msgspec
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
+
+from libs.contracts.problem import Refused
 
 __all__ = ["Consumer"]
 
@@ -81,6 +85,13 @@ class Consumer:
         try:
             await self._handle(msg)
             await msg.ack()
+        except (msgspec.DecodeError, msgspec.ValidationError, Refused) as exc:
+            # Handling it again would refuse it again: say why, once, and drop it.
+            _log.warning(
+                "message refused; dropped",
+                extra={"subject": msg.subject, "durable": self._durable, "error": str(exc)},
+            )
+            await msg.term()
         except Exception:
             _log.exception(
                 "handling failed; it will be re-delivered",

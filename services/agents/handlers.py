@@ -36,6 +36,9 @@ class Handlers:
         """The person's agent, made if they have none; (agent, made now). Idempotent under
         any number of replicas and redeliveries: the pair key is created at most once."""
         agent = roster.personal_agent(user, persona, self._clock())
+        existing = await self._store.personal(agent.org, user)
+        if existing is not None:
+            return existing, False
         if await self._persona(agent.org, persona) is None:
             raise Refused("persona-not-found", 404, f"no persona {persona!r} in {agent.org}")
         actor = agents_principal(agent.org)
@@ -43,7 +46,7 @@ class Handlers:
             agent.org, actor=actor, action="agents.personal.create", target=agent.id
         ):
             made = await self._store.create_personal(agent)
-        if not made:
+        if not made:  # another replica, or the same event again, made it a moment ago
             existing = await self._store.personal(agent.org, user)
             assert existing is not None
             return existing, False

@@ -1,23 +1,24 @@
 """`python -m services.agents.main`: the agents service, until SIGTERM."""
 
 import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib.resources import files
 
 from libs.audit.trail import Trail
 from libs.contracts.accounts import ACCOUNT_CREATED
-from libs.contracts.agents import CONTRACT, METER
+from libs.contracts.agents import CONTRACT, METER, Persona
 from libs.contracts.rooms import MESSAGE_STORED
 from libs.contracts.streams import EVENTS
 from libs.runtime.consumer import Consumer
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.agents.answering import Answering
-from services.agents.domain.catalog import load_catalog
+from services.agents.domain.catalog import Catalog, load_catalog
 from services.agents.domain.personas import load_presets
 from services.agents.handlers import Handlers
 from services.agents.metering import Metering
-from services.agents.model import model_from_env
+from services.agents.model import Model, model_from_env
 from services.agents.store import open_store
 
 
@@ -25,7 +26,7 @@ def clock() -> datetime:
     return datetime.now(UTC)
 
 
-def catalog_and_presets():
+def catalog_and_presets() -> tuple[Catalog, dict[str, Persona]]:
     """The shipped data; a catalog or preset that does not decode stops the service here."""
     here = files("services.agents")
     return (
@@ -34,36 +35,44 @@ def catalog_and_presets():
     )
 
 
-async def main(settings: Settings) -> None:
+async def serve(svc: Service, model: Model, clock: Callable[[], datetime] = clock) -> None:
+    """Serve the subjects and read the events until `svc` is stopped."""
     catalog, presets = catalog_and_presets()
-    model = model_from_env()
-    async with Service(CONTRACT, settings) as svc:
-        store = await open_store(svc.js, replicas=settings.js_replicas)
-        trail = Trail(svc.js, service=CONTRACT.name)
-        handlers = Handlers(store, trail, catalog, presets, clock)
-        answering = Answering(svc.nc, store, handlers, model, presets, clock)
-        readers = [
-            Consumer(
-                svc.js,
-                stream=EVENTS.name,
-                durable=CONTRACT.name,
-                subjects=[ACCOUNT_CREATED.name, MESSAGE_STORED.name],
-                handle=answering.handle,
-            ),
-            Consumer(
-                svc.js,
-                stream=METER.name,
-                durable="meter",
-                subjects=["agents.run.ended.>"],
-                handle=Metering(store).handle,
-                in_order=True,
-            ),
-        ]
-        tasks = [asyncio.create_task(r.run()) for r in readers]
+    store = await open_store(svc.js, replicas=svc.settings.js_replicas)
+    trail = Trail(svc.js, service=CONTRACT.name)
+    handlers = Handlers(store, trail, catalog, presets, clock)
+    answering = Answering(svc.nc, store, handlers, model, presets, clock)
+    readers = [
+        Consumer(
+            svc.js,
+            stream=EVENTS.name,
+            durable=CONTRACT.name,
+            subjects=[ACCOUNT_CREATED.name, MESSAGE_STORED.name],
+            handle=answering.handle,
+        ),
+        Consumer(
+            svc.js,
+            stream=METER.name,
+            durable="meter",
+            subjects=["agents.run.ended.>"],
+            handle=Metering(store).handle,
+            in_order=True,
+        ),
+    ]
+    tasks = [asyncio.create_task(r.run()) for r in readers]
+    try:
         await svc.serve(handlers.table())
+    finally:
         for reader in readers:
             reader.stop()
         await asyncio.gather(*tasks)
+
+
+async def main(settings: Settings) -> None:
+    catalog_and_presets()  # shipped data that does not load stops the service before it connects
+    model = model_from_env()
+    async with Service(CONTRACT, settings) as svc:
+        await serve(svc, model)
     await model.close()
 
 

@@ -5,6 +5,7 @@ TETHER_LINES_KEY_FILE (default $TETHER_HOME/lines.key), seals personal lines' cr
 Outbound messages go through the recording adapter (the only one there is).
 """
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from libs.audit.trail import Trail
@@ -21,13 +22,18 @@ def clock() -> datetime:
     return datetime.now(UTC)
 
 
+async def serve(svc: Service, sealer: Sealer, clock: Callable[[], datetime] = clock) -> None:
+    """Serve the subjects until `svc` is stopped."""
+    store = await open_store(svc.nc, replicas=svc.settings.js_replicas)
+    trail = Trail(svc.js, service=CONTRACT.name)
+    handlers = Handlers(svc.nc, store, trail, sealer, Recording(store), clock)
+    await svc.serve(handlers.table())
+
+
 async def main(settings: Settings) -> None:
     sealer = Sealer.from_hex(key_from_env())
     async with Service(CONTRACT, settings) as svc:
-        store = await open_store(svc.nc, replicas=settings.js_replicas)
-        trail = Trail(svc.js, service=CONTRACT.name)
-        handlers = Handlers(svc.nc, store, trail, sealer, Recording(store), clock)
-        await svc.serve(handlers.table())
+        await serve(svc, sealer)
 
 
 if __name__ == "__main__":

@@ -119,7 +119,7 @@ class RoomStore:
                     break
                 seq = int(headers["Nats-Sequence"])
                 messages.append(msgspec.structs.replace(_message.decode(msg.data), seq=seq))
-                more = int(headers.get("Nats-Num-Pending", "0")) > 1
+                more = int(headers.get("Nats-Num-Pending", "0")) > 0  # left after this one
         finally:
             await sub.unsubscribe()
         return messages, more

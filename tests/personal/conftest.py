@@ -1,0 +1,146 @@
+"""The agents and rooms services on the test stack, a gateway in front, and people.
+
+Each test has a fresh org, so people and rooms never meet across tests. The model is the
+built-in deterministic one, wrapped to keep every prompt it was shown.
+"""
+
+import asyncio
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+import pytest
+
+from libs.contracts import agents, rooms
+from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
+from services.agents.domain.prompt import Prompt
+from services.agents.main import serve as serve_agents
+from services.agents.model import Scripted
+from services.rooms.main import serve as serve_rooms
+from services.rooms.sealing import Sealer
+from tests.support import bearer, serving, token
+
+LINES_KEY = secrets.token_hex(32)
+
+
+class Recorder(Scripted):
+    """The built-in model, keeping what it was shown."""
+
+    def __init__(self) -> None:
+        self.prompts: list[Prompt] = []
+
+    async def reply(self, prompt: Prompt) -> str:
+        self.prompts.append(prompt)
+        return await super().reply(prompt)
+
+
+@pytest.fixture
+def model() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+async def agents_service(settings_for, model):
+    async with serving(
+        agents.CONTRACT, settings_for("agents"), lambda svc: serve_agents(svc, model)
+    ) as svc:
+        yield svc
+
+
+@pytest.fixture
+async def rooms_service(settings_for):
+    sealer = Sealer.from_hex(LINES_KEY)
+    async with serving(
+        rooms.CONTRACT, settings_for("rooms"), lambda svc: serve_rooms(svc, sealer)
+    ) as svc:
+        yield svc
+
+
+@pytest.fixture
+async def api(client_for, gateway_settings, agents_service, rooms_service):
+    return await client_for(gateway_settings, services=(agents.CONTRACT, rooms.CONTRACT))
+
+
+class People(msgspec.Struct):
+    """Tokens of a fresh org: ada and bob are members, root its admin, eve another org's
+    member; `ada_agent` is ada's own agent acting for her."""
+
+    org: str
+    ada: dict[str, str]
+    bob: dict[str, str]
+    root: dict[str, str]
+    eve: dict[str, str]
+    ada_agent: dict[str, str]
+
+    @property
+    def ada_id(self) -> str:
+        return f"{self.org}/ada"
+
+    @property
+    def bob_id(self) -> str:
+        return f"{self.org}/bob"
+
+
+@pytest.fixture
+def people(org) -> People:
+    other = f"{org}-x"
+    return People(
+        org=org,
+        ada=bearer(token(org=org, user=f"{org}/ada")),
+        bob=bearer(token(org=org, user=f"{org}/bob")),
+        root=bearer(token(org=org, user=f"{org}/root", roles=("admin",))),
+        eve=bearer(token(org=other, user=f"{other}/eve", roles=("admin",))),
+        ada_agent=bearer(token(org=org, user=f"{org}/ada", act=f"agent:{org}/ada")),
+    )
+
+
+async def announce(operator, *users: str) -> None:
+    """Accounts made, as the identity provider announces them."""
+    js = operator.jetstream()
+    for user in users:
+        body = msgspec.json.encode(AccountCreated(user=user))
+        await js.publish(ACCOUNT_CREATED.name, body)
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 10) -> Any:
+    """`check()`'s first truthy result, polled until `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = await check()
+        if result or time.monotonic() > deadline:
+            return result
+        await asyncio.sleep(0.05)
+
+
+async def problem(response) -> tuple[int, str]:
+    body = await response.json(content_type=None)
+    return response.status, body["type"].rsplit(":", 1)[-1]
+
+
+async def room_with(api, people: People, *members: str, title: str = "team") -> dict:
+    response = await api.post(
+        "/v1/rooms", json={"title": title, "members": list(members)}, headers=people.ada
+    )
+    assert response.status == 201, await response.text()
+    return await response.json()
+
+
+async def say(api, room: dict, headers: dict, text: str, **fields: Any) -> dict:
+    response = await api.post(
+        f"/v1/rooms/{room['id']}/messages", json={"text": text, **fields}, headers=headers
+    )
+    assert response.status == 201, await response.text()
+    return await response.json()
+
+
+async def drafts(api, room: dict, headers: dict) -> list[dict]:
+    response = await api.get(f"/v1/rooms/{room['id']}/drafts", headers=headers)
+    assert response.status == 200, await response.text()
+    return (await response.json())["drafts"]
+
+
+def fresh_number() -> str:
+    """An E.164 number no other test has connected."""
+    return f"+1555{secrets.randbelow(10**7):07d}"

@@ -1,0 +1,108 @@
+"""hip-0524 §16.5 and §7: every stored message carries its authoring kind and, for an agent,
+the person it acted for, set by the server from the credential; a request that names any
+of them is refused; every agent-sent message is stored."""
+
+import pytest
+
+from tests.personal.conftest import problem, room_with, say
+from tests.support import bearer, token
+
+
+async def _history(api, room, headers) -> list[dict]:
+    response = await api.get(f"/v1/rooms/{room['id']}/messages", headers=headers)
+    assert response.status == 200, await response.text()
+    return (await response.json())["messages"]
+
+
+async def test_a_persons_message_is_stored_as_theirs(api, people):
+    room = await room_with(api, people, people.bob_id)
+    sent = await say(api, room, people.ada, "hello bob", to=people.bob_id)
+    assert (sent["author"], sent["author_kind"], sent.get("on_behalf_of")) == (
+        people.ada_id,
+        "human",
+        None,
+    )
+    assert await _history(api, room, people.bob) == [sent]
+
+
+async def test_an_agents_message_is_stored_with_the_person_it_acted_for(api, people):
+    room = await room_with(api, people, people.bob_id)
+    sent = await say(api, room, people.ada_agent, "Ada's agent here", to=people.bob_id)
+    assert (sent["author"], sent["author_kind"], sent["on_behalf_of"]) == (
+        f"agent:{people.ada_id}",
+        "agent",
+        people.ada_id,
+    )
+    assert await _history(api, room, people.ada) == [sent]  # stored, not only transmitted
+
+
+async def test_a_bots_message_is_stored_as_a_bots(api, people):
+    bot = f"bot:{people.org}:standup"
+    room = await room_with(api, people, bot)
+    as_bot = bearer(token(org=people.org, user=people.ada_id, act=bot))
+    sent = await say(api, room, as_bot, "daily standup reminder")
+    assert (sent["author"], sent["author_kind"]) == (bot, "bot")
+
+
+@pytest.mark.parametrize(
+    "field", ["sender", "author", "author_kind", "on_behalf_of", "org", "sub", "act"]
+)
+async def test_a_send_that_names_who_wrote_it_is_refused_and_stores_nothing(api, people, field):
+    room = await room_with(api, people)
+    body = {"text": "trust me", field: people.bob_id}
+    response = await api.post(f"/v1/rooms/{room['id']}/messages", json=body, headers=people.ada)
+    assert await problem(response) == (422, "identity-in-body")
+    assert field in (await response.json())["detail"]
+    assert await _history(api, room, people.ada) == []
+
+
+async def test_a_send_with_any_unknown_field_is_refused_by_name(api, people):
+    room = await room_with(api, people)
+    body = {"text": "hi", "drafted_by": "agent:x"}
+    response = await api.post(f"/v1/rooms/{room['id']}/messages", json=body, headers=people.ada)
+    status, _ = await problem(response)
+    assert status == 422 and "drafted_by" in (await response.json())["detail"]
+    assert await _history(api, room, people.ada) == []
+
+
+async def test_an_agent_that_is_not_in_the_room_sends_nothing(api, people):
+    room = await room_with(api, people)  # ada alone
+    bobs_agent = bearer(token(org=people.org, user=people.bob_id, act=f"agent:{people.bob_id}"))
+    response = await api.post(
+        f"/v1/rooms/{room['id']}/messages", json={"text": "x"}, headers=bobs_agent
+    )
+    assert await problem(response) == (404, "room-not-found")
+
+
+async def test_to_names_a_person_in_the_room_or_the_org(api, people):
+    room = await room_with(api, people, people.bob_id)
+    for to, rule in ((f"{people.org}/carol", "invalid-to"), (people.ada_id, "invalid-to")):
+        response = await api.post(
+            f"/v1/rooms/{room['id']}/messages", json={"text": "x", "to": to}, headers=people.ada
+        )
+        assert await problem(response) == (422, rule)
+    assert (await say(api, room, people.ada, "to all of acme", to="org"))["to"] == "org"
+
+
+async def test_history_is_ordered_and_paged_by_cursor(api, people):
+    room = await room_with(api, people, people.bob_id)
+    sent = [await say(api, room, people.ada, f"m{i}") for i in range(7)]
+    seen, after = [], 0
+    while True:
+        page = await (
+            await api.get(
+                f"/v1/rooms/{room['id']}/messages",
+                params={"after": after, "limit": 3},
+                headers=people.bob,
+            )
+        ).json()
+        seen += page["messages"]
+        if page["next"] is None:
+            break
+        after = page["next"]
+    assert [m["text"] for m in seen] == [f"m{i}" for i in range(7)]
+    assert seen == sent
+    response = await api.get(
+        f"/v1/rooms/{room['id']}/messages", params={"limit": "many"}, headers=people.ada
+    )
+    assert await problem(response) == (422, "invalid-request")

@@ -1,0 +1,251 @@
+"""hip-0524 §16.9 and §11: a person's own line is a per-person credential (sealed, never
+shown back); carriers' signed webhooks land in that person's rooms, a hub room per
+transport and a room per correspondent made on first contact; replies leave by the line;
+no org-admin path connects, reads or disconnects it."""
+
+import json
+import secrets
+import time
+from urllib.parse import urlencode
+
+import msgspec
+import pytest
+
+from libs.contracts.rooms import ROOMS
+from services.rooms.domain.lines import sign_mailgun, sign_meta, sign_twilio
+from tests.personal.conftest import announce, drafts, eventually, fresh_number, problem
+
+TOKEN = "twilio-auth-token-of-ada"
+
+
+async def connect(api, headers, transport="sms", address=None, credential=TOKEN):
+    body = {"transport": transport, "address": address or fresh_number(), "credential": credential}
+    response = await api.post("/v1/lines", json=body, headers=headers)
+    assert response.status == 201, await response.text()
+    return await response.json()
+
+
+async def sms(api, line, sender, text, *, token=TOKEN, sid=None):
+    path = "/v1/lines/sms/inbound"
+    fields = {
+        "From": sender,
+        "To": line["address"],
+        "Body": text,
+        "MessageSid": sid or f"SM{secrets.token_hex(16)}",
+    }
+    signature = sign_twilio(token, str(api.make_url(path)), list(fields.items()))
+    return await api.post(
+        path,
+        data=urlencode(fields),
+        headers={
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-Twilio-Signature": signature,
+        },
+    )
+
+
+async def test_a_line_is_connected_as_a_sealed_credential_never_shown_back(api, people, operator):
+    line = await connect(api, people.ada)
+    assert set(line) == {"transport", "address", "connected_at"}
+    listed = await (await api.get("/v1/lines", headers=people.ada)).json()
+    assert listed == {"lines": [line]}
+    kv = await operator.jetstream().key_value("rooms-lines")
+    stored = [await kv.get(k) for k in await kv.keys() if k.startswith("line.")]
+    assert stored and all(TOKEN.encode() not in e.value for e in stored)
+
+
+async def test_only_the_person_connects_and_an_address_has_one_owner(api, people):
+    line = await connect(api, people.ada)
+    response = await api.post(
+        "/v1/lines",
+        json={"transport": "sms", "address": line["address"], "credential": "bobs-own-token"},
+        headers=people.bob,
+    )
+    assert await problem(response) == (409, "address-taken")
+    response = await api.post(
+        "/v1/lines",
+        json={"transport": "sms", "address": fresh_number(), "credential": "x" * 10},
+        headers=people.ada_agent,
+    )
+    assert await problem(response) == (403, "agent-may-not")
+    for address in ("5551234", "+0123", "ada at example"):
+        response = await api.post(
+            "/v1/lines",
+            json={"transport": "sms", "address": address, "credential": "x" * 10},
+            headers=people.ada,
+        )
+        assert await problem(response) == (422, "invalid-address")
+
+
+async def test_an_inbound_text_lands_in_the_persons_room_for_the_correspondent(api, people):
+    line = await connect(api, people.ada)
+    first = await sms(api, line, "+14155550100", "Is the flat still available?")
+    assert first.status == 200, await first.text()
+    delivered = await first.json()
+    assert delivered["first_contact"] is True
+    again = await (await sms(api, line, "+14155550100", "Hello?")).json()
+    assert (again["room"], again["first_contact"]) == (delivered["room"], False)
+    other = await (await sms(api, line, "+14155550199", "Hi")).json()
+    assert other["room"] != delivered["room"] and other["first_contact"] is True
+
+    rooms = await (await api.get("/v1/rooms", headers=people.ada)).json()
+    by_id = {r["id"]: r for r in rooms["rooms"]}
+    room = by_id[delivered["room"]]
+    assert (room["scope"], room["owner"], room["transport"], room["correspondent"]) == (
+        "personal",
+        people.ada_id,
+        "sms",
+        "+14155550100",
+    )
+    hubs = [r for r in rooms["rooms"] if r["transport"] is None and r["scope"] == "personal"]
+    [hub] = hubs
+    hub_messages = await (
+        await api.get(f"/v1/rooms/{hub['id']}/messages", headers=people.ada)
+    ).json()
+    assert len(hub_messages["messages"]) == 2  # one per correspondent's first contact
+    history = await (await api.get(f"/v1/rooms/{room['id']}/messages", headers=people.ada)).json()
+    assert [(m["author"], m["author_kind"], m["to"], m["text"]) for m in history["messages"]] == [
+        ("sms:+14155550100", "human", people.ada_id, "Is the flat still available?"),
+        ("sms:+14155550100", "human", people.ada_id, "Hello?"),
+    ]
+    for who in (people.root, people.bob):
+        response = await api.get(f"/v1/rooms/{room['id']}/messages", headers=who)
+        assert await problem(response) == (404, "room-not-found")
+
+
+async def test_a_carrier_retry_stores_the_message_once(api, people):
+    line = await connect(api, people.ada)
+    one = await (await sms(api, line, "+14155550100", "hi", sid="SMsame")).json()
+    two = await (await sms(api, line, "+14155550100", "hi", sid="SMsame")).json()
+    assert one["seq"] == two["seq"]
+
+
+@pytest.mark.parametrize("token", ["another-token", ""], ids=["wrong-secret", "unsigned"])
+async def test_a_webhook_not_signed_by_the_lines_carrier_is_refused_and_stores_nothing(
+    api, people, token
+):
+    line = await connect(api, people.ada)
+    response = await sms(api, line, "+14155550100", "trust me", token=token)
+    assert await problem(response) == (403, "signature-invalid")
+    assert (await (await api.get("/v1/rooms", headers=people.ada)).json())["rooms"] == []
+
+
+async def test_a_webhook_for_no_connected_line_finds_nothing(api, people):
+    line = {"address": fresh_number()}
+    assert await problem(await sms(api, line, "+14155550100", "hi")) == (404, "line-not-found")
+
+
+async def test_an_inbound_email_in_mailguns_style(api, people):
+    key = "mailgun-signing-key"
+    line = await connect(api, people.ada, "email", f"ada.{secrets.token_hex(4)}@example.com", key)
+
+    async def post(stamp: int):
+        token = secrets.token_hex(8)
+        fields = {
+            "sender": "Landlord@Example.org",
+            "recipient": line["address"],
+            "subject": "Rent",
+            "body-plain": "Due on the 1st.",
+            "Message-Id": token,
+            "timestamp": str(stamp),
+            "token": token,
+            "signature": sign_mailgun(key, str(stamp), token),
+        }
+        return await api.post(
+            "/v1/lines/email/inbound",
+            data=urlencode(fields),
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+
+    delivered = await (await post(int(time.time()))).json()
+    history = await (
+        await api.get(f"/v1/rooms/{delivered['room']}/messages", headers=people.ada)
+    ).json()
+    [message] = history["messages"]
+    assert (message["author"], message["text"]) == (
+        "email:landlord@example.org",
+        "Rent\n\nDue on the 1st.",
+    )
+    assert await problem(await post(int(time.time()) - 3600)) == (403, "signature-stale")
+
+
+async def test_an_inbound_whatsapp_message_in_metas_style(api, people):
+    secret = "meta-app-secret"
+    line = await connect(api, people.ada, "whatsapp", fresh_number(), secret)
+    body = json.dumps(
+        {
+            "entry": [
+                {
+                    "changes": [
+                        {
+                            "value": {
+                                "metadata": {"display_phone_number": line["address"].lstrip("+")},
+                                "messages": [
+                                    {
+                                        "from": "447700900123",
+                                        "id": "wamid.1",
+                                        "text": {"body": "Hiya"},
+                                    }
+                                ],
+                            }
+                        }
+                    ]
+                }
+            ]
+        }
+    ).encode()
+    response = await api.post(
+        "/v1/lines/whatsapp/inbound",
+        data=body,
+        headers={
+            "Content-Type": "application/json",
+            "X-Hub-Signature-256": sign_meta(secret, body),
+        },
+    )
+    assert response.status == 200, await response.text()
+    assert (await response.json())["first_contact"] is True
+    forged = await api.post(
+        "/v1/lines/whatsapp/inbound",
+        data=body,
+        headers={"Content-Type": "application/json", "X-Hub-Signature-256": "sha256=00"},
+    )
+    assert await problem(forged) == (403, "signature-invalid")
+
+
+async def test_the_agent_drafts_and_the_reply_leaves_by_the_persons_line(api, people, operator):
+    await announce(operator, people.ada_id)
+    line = await connect(api, people.ada)
+    delivered = await (await sms(api, line, "+14155550100", "Still available?")).json()
+    room = {"id": delivered["room"]}
+    [draft] = await eventually(lambda: drafts(api, room, people.ada))
+    assert draft["first_contact"] is True
+    path = f"/v1/rooms/{room['id']}/drafts/{draft['id']}/send"
+    sent = await (await api.post(path, json={}, headers=people.ada)).json()
+    js = operator.jetstream()
+    out = await js.get_last_msg(ROOMS.name, f"rooms.outbound.sms.{people.org}")
+    record = msgspec.json.decode(out.data)
+    assert (record["sender"], record["to"], record["text"], record["seq"]) == (
+        line["address"],
+        "+14155550100",
+        draft["text"],
+        sent["seq"],
+    )
+    as_agent = await api.post(
+        f"/v1/rooms/{room['id']}/messages", json={"text": "On it."}, headers=people.ada_agent
+    )
+    assert as_agent.status == 201
+    out = await js.get_last_msg(ROOMS.name, f"rooms.outbound.sms.{people.org}")
+    record = msgspec.json.decode(out.data)
+    assert (record["text"], record["author_kind"], record["on_behalf_of"]) == (
+        "On it.",
+        "agent",
+        people.ada_id,
+    )
+
+
+async def test_after_disconnecting_nothing_lands(api, people):
+    line = await connect(api, people.ada)
+    response = await api.delete("/v1/lines/sms", headers=people.ada)
+    assert (await response.json())["address"] == line["address"]
+    assert await problem(await sms(api, line, "+14155550100", "hi")) == (404, "line-not-found")
+    assert (await (await api.get("/v1/lines", headers=people.ada)).json()) == {"lines": []}

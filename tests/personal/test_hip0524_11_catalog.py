@@ -1,0 +1,111 @@
+"""hip-0524 §16.11 and §13: no plan limit and no hourly rate is written anywhere but the
+catalog; capacity refuses, runtime bills, and neither does the other's job; provisioning
+never needs a balance."""
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from libs.contracts.agents import RunEnded
+from services.agents.domain import meter
+from services.agents.domain.catalog import load_catalog
+from tests.personal.conftest import announce, eventually, problem
+from tests.personal.test_answering import set_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOG = files("services.agents").joinpath("catalog.json")
+
+
+def test_the_rate_is_written_in_the_catalog_alone():
+    rate = json.loads(CATALOG.read_bytes())["runtime"]["agent_hour_usd"]
+    sources = [
+        p
+        for top in ("libs", "services", "deploy", "bench")
+        for p in (ROOT / top).rglob("*")
+        if p.is_file() and p.suffix in (".py", ".json", ".yaml", ".md") and p.name != "catalog.json"
+    ]
+    assert sources
+    assert [str(p) for p in sources if rate in p.read_text()] == []
+
+
+def test_the_catalog_refuses_what_it_cannot_mean():
+    good = json.loads(CATALOG.read_bytes())
+    for broken, why in (
+        ({**good, "plans": {"pro": good["plans"]["pro"]}}, "free"),
+        ({**good, "runtime": {"agent_hour_usd": "-1"}}, "negative"),
+        ({**good, "seats": {}}, "seats"),
+    ):
+        with pytest.raises(Exception, match=why):
+            load_catalog(json.dumps(broken).encode())
+
+
+def test_a_run_bills_each_started_second_at_the_one_rate():
+    def run(ms: int) -> RunEnded:
+        start = datetime(2026, 11, 30, tzinfo=UTC)
+        return RunEnded(
+            run="r",
+            org="o",
+            agent="a",
+            kind="bot",
+            user=None,
+            started_at=start,
+            ended_at=start + timedelta(milliseconds=ms),
+        )
+
+    assert [meter.billed_seconds(run(ms)) for ms in (0, 5, 1000, 1001, 59_999)] == [1, 1, 1, 2, 60]
+    month = meter.record(meter.MeterMonth(month="2026-11"), run(1500), seq=7)
+    assert meter.record(month, run(1500), seq=7) is month  # a redelivery counts once
+    assert month.agents["a"].seconds == 2
+    assert meter.amount(3600, Decimal("0.12")) == Decimal("0.120000")
+
+
+async def test_capacity_refuses_and_provisioning_needs_no_balance(api, operator, people):
+    await announce(operator, people.ada_id)
+    assert await eventually(lambda: _status(api, people.ada, 200))  # free plan, no balance
+    response = await api.post("/v1/agents", json={"persona": "cto"}, headers=people.root)
+    assert await problem(response) == (409, "over-capacity")
+    assert "plan free allows 0 agents" in (await response.json())["detail"]
+
+    await set_plan(operator, people.org, "pro")  # 3 agents, 1 bot
+    for persona in ("cto", "dev", "des"):
+        response = await api.post("/v1/agents", json={"persona": persona}, headers=people.root)
+        assert response.status == 201, await response.text()
+    response = await api.post("/v1/agents", json={"persona": "researcher"}, headers=people.root)
+    assert await problem(response) == (409, "over-capacity")
+    bot = {"persona": "marketer", "kind": "bot"}
+    assert (await api.post("/v1/agents", json=bot, headers=people.root)).status == 201
+    again = await api.post(
+        "/v1/agents", json={"persona": "dev", "kind": "bot"}, headers=people.root
+    )
+    assert await problem(again) == (409, "over-capacity")
+    bill = await (await api.get("/v1/billing", headers=people.root)).json()
+    assert bill["capacity"] == {
+        "personal_agents": 1,
+        "agents": {"allowed": 3, "in_use": 3},
+        "bots": {"allowed": 1, "in_use": 1},
+    }
+    assert bill["seconds"] == 0 and bill["amount_usd"] == "0.000000"  # existing costs nothing
+
+
+async def test_concurrent_creates_never_exceed_capacity(api, operator, people):
+    await set_plan(operator, people.org, "pro")
+    personas = ["cto", "dev", "des", "researcher", "marketer", "self"]
+    responses = await asyncio.gather(
+        *(api.post("/v1/agents", json={"persona": p}, headers=people.root) for p in personas)
+    )
+    assert sorted(r.status for r in responses) == [201, 201, 201, 409, 409, 409]
+
+
+async def test_only_an_admin_creates_org_agents(api, people):
+    for who in (people.ada, people.ada_agent):
+        response = await api.post("/v1/agents", json={"persona": "cto"}, headers=who)
+        assert (await problem(response))[0] == 403
+
+
+async def _status(api, headers, status: int) -> bool:
+    return (await api.get("/v1/agents/me", headers=headers)).status == status

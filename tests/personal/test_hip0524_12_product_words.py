@@ -1,0 +1,34 @@
+"""hip-0524 §16.12: neither "App" nor "Dev" appears as a noun in a route, a package name or
+a schema field."""
+
+import re
+from pathlib import Path
+
+import msgspec
+
+from libs.contracts import SERVICES
+from services.gateway.routes import ROUTES
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCT_WORDS = re.compile(r"(^|[^a-z])(apps?|dev)([^a-z]|$)", re.IGNORECASE)
+
+
+def test_no_route_says_app_or_dev():
+    assert [r.path for r in ROUTES if PRODUCT_WORDS.search(r.path)] == []
+
+
+def test_no_package_says_app_or_dev():
+    packages = [p.relative_to(ROOT) for p in ROOT.glob("*/**/__init__.py")]
+    assert packages
+    assert [str(p) for p in packages if any(PRODUCT_WORDS.search(part) for part in p.parts)] == []
+
+
+def test_no_schema_field_or_subject_says_app_or_dev():
+    subjects = [s for svc in SERVICES for s in svc.subjects]
+    types = {t for s in subjects for t in (s.request, s.reply)}
+    types |= {e.type for svc in SERVICES for e in svc.events}
+    _, schemas = msgspec.json.schema_components(sorted(types, key=lambda t: t.__name__))
+    fields = {name for schema in schemas.values() for name in schema.get("properties", {})}
+    assert {"author_kind", "on_behalf_of", "capability_defaults"} <= fields  # nested ones too
+    assert sorted(f for f in fields if PRODUCT_WORDS.search(f)) == []
+    assert [s.name for s in subjects if PRODUCT_WORDS.search(s.name)] == []
