@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.gateway
 	$(BIN)/python -m bench.poa_decisions
 	$(BIN)/python -m bench.poa_bus
+	$(BIN)/python -m bench.rooms
 
 clean:
 	rm -rf $(VENV) .tether .pytest_cache .ruff_cache

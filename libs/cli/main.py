@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from libs.contracts import SERVICES
+from libs.contracts import EXTERNAL_EVENTS, SERVICES
 from libs.contracts.document import document
 from libs.runtime import logs
 from libs.stack.home import Home
@@ -58,7 +58,7 @@ def _token(args: argparse.Namespace) -> int:
 
 
 def _contracts(_: argparse.Namespace) -> int:
-    print(json.dumps(document(SERVICES), indent=2))
+    print(json.dumps(document(SERVICES, EXTERNAL_EVENTS), indent=2))
     return 0
 
 

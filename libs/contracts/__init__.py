@@ -1,9 +1,10 @@
 """Every subject on the bus and the msgspec types that cross it."""
 
 from libs.contracts import agents, poa, rooms, scheduler
-from libs.contracts.registry import ServiceContract
+from libs.contracts.accounts import ACCOUNT_CREATED
+from libs.contracts.registry import Event, ServiceContract
 
-__all__ = ["SERVICES"]
+__all__ = ["EXTERNAL_EVENTS", "SERVICES"]
 
 # The services that exist, in the order `tether up` starts them.
 SERVICES: tuple[ServiceContract, ...] = (
@@ -12,3 +13,6 @@ SERVICES: tuple[ServiceContract, ...] = (
     agents.CONTRACT,
     rooms.CONTRACT,
 )
+
+# Events published from outside tether's services (an identity provider's hook).
+EXTERNAL_EVENTS: tuple[Event, ...] = (ACCOUNT_CREATED,)
