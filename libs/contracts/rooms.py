@@ -125,7 +125,9 @@ Choice = Pick | Edit | Decline
 
 
 class Question(Contract):
-    """A confirmation question: at least two options, answered in the room by `to`."""
+    """A confirmation question, answered in the room by `to`: pick one of `options`, edit,
+    or decline. Decline is always offered and cannot be taken away, so every question has
+    at least two buttons and declining is exactly one act, like picking."""
 
     options: tuple[str, ...]
 
@@ -164,12 +166,13 @@ class Send(Contract):
 
 
 class Ask(Contract):
-    """Ask `to` (a person in the room) a confirmation question with two or more options."""
+    """Ask `to` (a person in the room) to pick one of `options` (one to ten), edit, or
+    decline."""
 
     id: RoomId
     text: Text
     to: UserId
-    options: Annotated[tuple[Text, ...], msgspec.Meta(min_length=2, max_length=10)]
+    options: Annotated[tuple[Text, ...], msgspec.Meta(min_length=1, max_length=10)]
 
 
 class AnswerQuestion(Contract):

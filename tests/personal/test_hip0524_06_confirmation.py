@@ -100,12 +100,22 @@ async def test_a_message_that_asks_nothing_cannot_be_answered(api, people):
     assert await problem(response) == (422, "not-a-question")
 
 
-@pytest.mark.parametrize("options", [["Send it."], []], ids=["one-button", "no-button"])
-async def test_a_question_with_fewer_than_two_options_cannot_be_made(api, people, options):
+async def test_a_question_with_a_single_button_cannot_be_made(api, people):
+    """Decline is always offered: a question with no option to pick would be decline alone."""
     room = await room_with(api, people)
-    body = {"text": "Send?", "to": people.ada_id, "options": options}
+    body = {"text": "Send?", "to": people.ada_id, "options": []}
     response = await api.post(
         f"/v1/rooms/{room['id']}/questions", json=body, headers=people.ada_agent
     )
     assert await problem(response) == (422, "invalid-request")
     assert "options" in (await response.json())["detail"]
+
+
+async def test_one_option_still_comes_with_decline(api, people):
+    room = await room_with(api, people)
+    body = {"text": "Send this?", "to": people.ada_id, "options": ["Yes, Friday."]}
+    asked = await (
+        await api.post(f"/v1/rooms/{room['id']}/questions", json=body, headers=people.ada_agent)
+    ).json()
+    declined = await _answer(api, room, asked, {"type": "decline"}, people.ada)
+    assert (await declined.json())["text"] == "Declined."

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 import msgspec
 import pytest
+from nats.js.errors import NotFoundError
 
 from libs.contracts.rooms import ROOMS
 from services.rooms.domain.lines import sign_mailgun, sign_meta, sign_twilio
@@ -219,9 +220,11 @@ async def test_the_agent_drafts_and_the_reply_leaves_by_the_persons_line(api, pe
     room = {"id": delivered["room"]}
     [draft] = await eventually(lambda: drafts(api, room, people.ada))
     assert draft["first_contact"] is True
+    js = operator.jetstream()
+    with pytest.raises(NotFoundError):  # nothing answered the first contact by itself
+        await js.get_last_msg(ROOMS.name, f"rooms.outbound.sms.{people.org}")
     path = f"/v1/rooms/{room['id']}/drafts/{draft['id']}/send"
     sent = await (await api.post(path, json={}, headers=people.ada)).json()
-    js = operator.jetstream()
     out = await js.get_last_msg(ROOMS.name, f"rooms.outbound.sms.{people.org}")
     record = msgspec.json.decode(out.data)
     assert (record["sender"], record["to"], record["text"], record["seq"]) == (
