@@ -1,6 +1,6 @@
 """Every subject on the bus and the msgspec types that cross it."""
 
-from libs.contracts import agents, poa, rooms, scheduler
+from libs.contracts import agents, ladder, poa, rooms, scheduler
 from libs.contracts.accounts import ACCOUNT_CREATED
 from libs.contracts.registry import Event, ServiceContract
 
@@ -12,6 +12,7 @@ SERVICES: tuple[ServiceContract, ...] = (
     poa.CONTRACT,
     agents.CONTRACT,
     rooms.CONTRACT,
+    ladder.CONTRACT,
 )
 
 # Events published from outside tether's services (an identity provider's hook).

@@ -22,6 +22,7 @@ __all__ = [
     "Ask",
     "ConnectLine",
     "Decline",
+    "Deliver",
     "Delivered",
     "DisconnectLine",
     "Draft",
@@ -136,7 +137,8 @@ class Message(Contract, omit_defaults=True):
     """A stored message. `seq` orders the room's history and is its cursor.
 
     `author_kind` and `on_behalf_of` (the person an agent acted for) are the server's, set
-    when the message was stored. `drafted_by` names the agent whose draft a person sent.
+    when the message was stored. `drafted_by` names the agent whose draft a person sent. A
+    `notice` tells the person what their agent is about to do; it never leaves the room.
     """
 
     seq: int
@@ -153,6 +155,7 @@ class Message(Contract, omit_defaults=True):
     answers: int | None = None
     choice: Choice | None = None
     transport: Transport | None = None
+    notice: bool = False
 
 
 class Send(Contract):
@@ -301,6 +304,28 @@ class PostDraft(Contract):
     text: Text
 
 
+class Deliver(Contract):
+    """The ladder carries out what a person's ladder decided, in a room of that person:
+
+    `message`  the agent's reply, sent on the person's behalf (and out by their line);
+    `notice`   what the agent is about to send, told to the person first;
+    `question` a confirmation to the person, with `options`;
+    `own`      the person's own text in place of their agent's (`drafted_by` the agent
+               when it is an edit of the agent's).
+    `key` makes a repeat store nothing more. The agent is always the person's own.
+    """
+
+    org: OrgId
+    room: RoomId
+    person: UserId
+    kind: Literal["message", "notice", "question", "own"]
+    text: Text
+    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$")]
+    reply_to: Seq | None = None
+    options: tuple[Text, ...] = ()
+    edited: bool = False
+
+
 class MessageStored(Contract):
     """A message was stored. `answerer` is the one agent that answers it, if any: the
     person's agent for a message to that person, the org's for one to the org."""
@@ -312,6 +337,9 @@ class MessageStored(Contract):
     to: str | None
     answerer: str | None
     first_contact: bool
+    transport: Transport | None = None
+    answers: int | None = None
+    choice: Choice | None = None
 
 
 def _subject(verb: str, request: type, reply: type, summary: str, **fields: object) -> Subject:
@@ -319,6 +347,7 @@ def _subject(verb: str, request: type, reply: type, summary: str, **fields: obje
 
 
 _AGENTS = {"callers": frozenset({"agents"}), "by_caller": True}
+_LADDER = {"callers": frozenset({"ladder"}), "by_caller": True}
 
 CREATE = _subject("create", CreateRoom, Room, "create a room")
 LIST = _subject("list", ListRooms, RoomList, "the rooms I am a member of")
@@ -326,7 +355,13 @@ GET = _subject("get", RoomRef, Room, "a room I am a member of")
 MESSAGES = _subject("messages", ListMessages, MessagePage, "a room's messages after a cursor")
 SEND = _subject("send", Send, Message, "send a message to a room")
 ASK = _subject("ask", Ask, Message, "ask a confirmation question in a room")
-ANSWER = _subject("answer", AnswerQuestion, Message, "answer a confirmation question")
+ANSWER = _subject(
+    "answer",
+    AnswerQuestion,
+    Message,
+    "answer a confirmation question",
+    callers=frozenset({"gateway", "ladder"}),
+)
 DRAFTS = _subject("drafts", ListDrafts, DraftList, "my agent's open drafts in a room")
 SEND_DRAFT = _subject("send_draft", SendDraft, Message, "send a draft as my message")
 DISCARD_DRAFT = _subject("discard_draft", DraftRef, Draft, "discard a draft")
@@ -336,19 +371,31 @@ DISCONNECT = _subject("disconnect", DisconnectLine, Line, "disconnect my line")
 INBOUND = _subject("inbound", Inbound, Delivered, "a carrier's signed webhook", public=True)
 HISTORY = _subject("history", History, MessagePage, "one room's recent history", **_AGENTS)
 POST_DRAFT = _subject(
-    "post_draft", PostDraft, Draft, "an agent's reply, held as a draft", **_AGENTS
+    "post_draft",
+    PostDraft,
+    Draft,
+    "an agent's reply, held as a draft",
+    callers=frozenset({"agents", "ladder"}),
+    by_caller=True,
 )
+DELIVER = _subject("deliver", Deliver, Message, "what a person's ladder decided", **_LADDER)
 
 MESSAGE_STORED = Event(
     "tether.evt.rooms.message.stored",
     MessageStored,
     "a message was stored in a room; its answerer, if any, may draft a reply",
-    readers=frozenset({"agents"}),
+    readers=frozenset({"agents", "ladder"}),
 )
 
 # Each room's history on `rooms.msg.<org>.<room>`, and what left through a transport on
 # `rooms.outbound.<transport>.<org>` (the recording adapter's record).
-ROOMS = StreamSpec("ROOMS", ("rooms.msg.>", "rooms.outbound.>"), "room histories and outbound")
+ROOMS = StreamSpec(
+    "ROOMS",
+    ("rooms.msg.>", "rooms.outbound.>"),
+    "room histories and outbound",
+    # A retried send (a fire after a crash, a carrier's retry) is recognised this long.
+    duplicate_window_s=3600,
+)
 
 CONTRACT = service_contract(
     "rooms",
@@ -369,6 +416,7 @@ CONTRACT = service_contract(
         INBOUND,
         HISTORY,
         POST_DRAFT,
+        DELIVER,
     ],
     events=(MESSAGE_STORED,),
     buckets=("rooms", "rooms-lines"),

@@ -1,9 +1,10 @@
 """What the agents service does with the events it reads: an account made gets its agent; a
 message a room says an agent answers gets that agent's reply, drafted as one metered run.
 
-The reply goes to the rooms service, which holds it as a draft for the person (the ladder
-will decide more later). The agent is shown the history of that one room, read through a
-subject that names the room, and nothing from another room or another person.
+A person's agent's reply goes to that person's ladder, which decides whether it is held as
+a draft, asked as a confirmation, or sent after a window; the org's agent's is a draft.
+The agent is shown the history of that one room, read through a subject that names the
+room, and nothing from another room or another person.
 """
 
 import logging
@@ -15,12 +16,11 @@ from datetime import datetime, timedelta
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from libs.contracts import codec, rooms
+from libs.contracts import codec, ladder, rooms
 from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
 from libs.contracts.agents import Agent, Persona, RunEnded, RunStarted
 from libs.contracts.base import home_org
-from libs.contracts.problem import PROBLEM_HEADER
-from libs.contracts.registry import Subject
+from libs.runtime.calls import call
 from services.agents.domain import personas
 from services.agents.domain.prompt import compose
 from services.agents.handlers import Handlers
@@ -32,12 +32,7 @@ __all__ = ["Answering"]
 _log = logging.getLogger(__name__)
 _account = codec.decoder(AccountCreated)
 _stored = codec.decoder(rooms.MessageStored)
-_page = codec.decoder(rooms.MessagePage)
 _HISTORY = 20
-
-
-class RoomsRefused(Exception):
-    pass
 
 
 class Answering:
@@ -70,11 +65,12 @@ class Answering:
         run_id, started_at, started = uuid.uuid4().hex, self._clock(), time.perf_counter()
         start = RunStarted(run=run_id, org=stored.org, agent=agent.id, started_at=started_at)
         await self._js.publish(f"agents.run.started.{stored.org}", codec.encode(start))
-        history = await self._ask(
+        page: rooms.MessagePage = await call(
+            self._nc,
             rooms.HISTORY,
             rooms.History(org=stored.org, room=stored.room, upto=stored.seq, limit=_HISTORY),
+            caller="agents",
         )
-        page = _page.decode(history)
         persona = personas.resolve(
             agent.persona, self._presets, await self._store.personas(agent.org)
         )
@@ -87,10 +83,22 @@ class Answering:
         speaker = agent.user or rooms.ORG
         prompt = compose(persona, preferences, page.messages, speaker=speaker)
         text = await self._model.reply(prompt)
-        draft = rooms.PostDraft(
-            org=stored.org, room=stored.room, reply_to=stored.seq, agent=agent.id, text=text
-        )
-        await self._ask(rooms.POST_DRAFT, draft)
+        if agent.user is None:  # the org's agent answers under org policy: a draft
+            draft = rooms.PostDraft(
+                org=stored.org, room=stored.room, reply_to=stored.seq, agent=agent.id, text=text
+            )
+            await call(self._nc, rooms.POST_DRAFT, draft, caller="agents")
+        else:  # the person's ladder decides what becomes of it
+            reply = ladder.Reply(
+                org=stored.org,
+                person=agent.user,
+                room=stored.room,
+                transport=stored.transport,
+                first_contact=stored.first_contact,
+                reply_to=stored.seq,
+                candidates=(text,),
+            )
+            await call(self._nc, ladder.ROUTE, reply, caller="agents")
         ended_at = started_at + _elapsed(started)
         run = RunEnded(
             run=run_id,
@@ -110,14 +118,6 @@ class Answering:
         if kind == "agent" and (home := home_org(user)) is not None:
             return await self._store.personal(home, user)
         return await self._store.org_agent(org, member)
-
-    async def _ask(self, subject: Subject, request: object) -> bytes:
-        reply = await self._nc.request(
-            subject.published_by("agents"), codec.encode(request), timeout=10
-        )
-        if (reply.headers or {}).get(PROBLEM_HEADER):
-            raise RoomsRefused(f"{subject.name}: {reply.data.decode()}")
-        return reply.data
 
 
 def _elapsed(started: float) -> timedelta:

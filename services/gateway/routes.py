@@ -5,7 +5,7 @@ from typing import Literal
 
 import msgspec
 
-from libs.contracts import agents, poa, rooms
+from libs.contracts import agents, ladder, poa, rooms
 from libs.contracts.registry import Subject
 
 __all__ = ["ROUTES", "Route"]
@@ -105,6 +105,16 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/lines", rooms.CONNECT, "Connect my own line", status=201),
     Route("GET", "/v1/lines", rooms.LINES, "My lines (never their credentials)"),
     Route("DELETE", "/v1/lines/{transport}", rooms.DISCONNECT, "Disconnect my line"),
+    Route("GET", "/v1/ladder", ladder.GET, "My ladder, my org's ceiling, the windows offered"),
+    Route("PUT", "/v1/ladder", ladder.CHANGE, "Change my level at one scope"),
+    Route("PUT", "/v1/ladder/window", ladder.WINDOW, "Choose my window"),
+    Route("PUT", "/v1/ladder/ceiling", ladder.CEILING, "Lower my org's ceiling (admin)"),
+    Route("GET", "/v1/windows", ladder.WINDOWS, "My pending sends, with the time left"),
+    Route("POST", "/v1/windows/{id}/edit", ladder.EDIT, "Send my edit instead", status=201),
+    Route("POST", "/v1/windows/{id}/replace", ladder.REPLACE, "Send my text instead", status=201),
+    Route("POST", "/v1/windows/{id}/stop", ladder.STOP, "Stop a pending send"),
+    Route("GET", "/v1/confirmations", ladder.CONFIRMATIONS, "The confirmations asked of me"),
+    Route("POST", "/v1/confirmations/{id}", ladder.CONFIRM, "Pick, edit or decline"),
     Route(
         "POST",
         "/v1/lines/{transport}/inbound",

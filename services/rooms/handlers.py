@@ -238,6 +238,55 @@ class Handlers:
         )
         return rooms.Delivered(room=room.id, seq=stored.seq, first_contact=first)
 
+    async def deliver(self, req: rooms.Deliver, _: Principal) -> rooms.Message:
+        """From the ladder: the person's agent (or, for `own`, the person) in a room of
+        theirs. Who wrote it follows from the kind, set here; `key` stores it once."""
+        room = await self._store.room(req.room)
+        if room is None or room.org != req.org or not members.is_member(room, req.person):
+            raise Refused("room-not-found", 404, f"{req.person} has no room {req.room}")
+        agent = members.personal_agent_id(req.person)
+        as_agent = Principal(org=room.org, sub=req.person, act=agent)
+        as_person = Principal(org=room.org, sub=req.person)
+        now, to = self._clock(), None
+        if req.reply_to is not None:
+            asked = await self._message(room, req.reply_to)
+            to = asked.author if members.is_member(room, asked.author) else None
+        match req.kind:
+            case "message":
+                message = messages.authored(
+                    room, as_agent, req.text, now, to=to, reply_to=req.reply_to
+                )
+            case "own":
+                message = messages.authored(
+                    room,
+                    as_person,
+                    req.text,
+                    now,
+                    to=to,
+                    reply_to=req.reply_to,
+                    drafted_by=agent if req.edited else None,
+                )
+            case "notice":
+                message = msgspec.structs.replace(
+                    messages.authored(
+                        room, as_agent, req.text, now, to=req.person, reply_to=req.reply_to
+                    ),
+                    notice=True,
+                )
+            case "question":
+                if not req.options:
+                    raise Refused("invalid-request", 422, "a question needs an option")
+                message = messages.authored(
+                    room,
+                    as_agent,
+                    req.text,
+                    now,
+                    to=req.person,
+                    reply_to=req.reply_to,
+                    question=rooms.Question(options=req.options),
+                )
+        return await self._store_message(room, message, msg_id=req.key)
+
     # from the agents service
 
     async def history(self, req: rooms.History, _: Principal) -> rooms.MessagePage:
@@ -267,6 +316,7 @@ class Handlers:
             rooms.INBOUND: self.inbound,  # type: ignore[dict-item]
             rooms.HISTORY: self.history,
             rooms.POST_DRAFT: self.post_draft,
+            rooms.DELIVER: self.deliver,
         }
 
     # the way every message is stored
@@ -292,13 +342,16 @@ class Handlers:
             to=stored.to,
             answerer=members.answerer(room, stored),
             first_contact=first_contact,
+            transport=room.transport,
+            answers=stored.answers,
+            choice=stored.choice,
         )
         await self._nc.jetstream().publish(
             rooms.MESSAGE_STORED.name,
             codec.encode(event),
             headers={"Nats-Msg-Id": f"stored-{stored.seq}"},
         )
-        if room.transport is not None and stored.author != f"{room.transport}:{room.correspondent}":
+        if room.transport is not None and _leaves(room, stored):
             await self._send_out(room, stored)
         return stored
 
@@ -403,6 +456,13 @@ class Handlers:
         )
         await self._store.create_room(hub)
         return hub
+
+
+def _leaves(room: rooms.Room, message: rooms.Message) -> bool:
+    """What the person or their agent says to the correspondent leaves by the line; what
+    the correspondent said, notices, questions and answers stay in the room."""
+    inside = message.notice or message.question is not None or message.answers is not None
+    return not inside and message.author != f"{room.transport}:{room.correspondent}"
 
 
 def _person(p: Principal, what: str) -> tuple[str, str]:

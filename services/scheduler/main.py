@@ -29,19 +29,29 @@ async def probe(handlers: Handlers, replica: str, count: int = 10) -> None:
         await handlers.schedule(request, me)
 
 
+async def serve(svc: Service, targets: dict[str, tuple[str, ...]] | None = None) -> None:
+    """Serve the subjects and fire timers until `svc` is stopped. `targets`: each owner's
+    timer targets, by default what every service's contract names."""
+    if targets is None:
+        targets = {s.name: s.timer_targets for s in SERVICES if s.timer_targets}
+    timers, engine = await open_store(svc.js, replicas=svc.settings.js_replicas)
+    lateness = Lateness()
+    handlers = Handlers(timers, engine, lateness, targets=targets, clock=clock)
+    firing = Firing(svc.js, timers, engine, lateness, clock=clock)
+    fire_loop = asyncio.create_task(firing.run())
+    serving = asyncio.create_task(svc.serve(handlers.table()))
+    try:
+        await probe(handlers, svc.settings.replica)
+        await serving
+    finally:
+        svc.stop()
+        firing.stop()
+        await asyncio.gather(serving, fire_loop)
+
+
 async def main(settings: Settings) -> None:
     async with Service(CONTRACT, settings) as svc:
-        timers, engine = await open_store(svc.js, replicas=settings.js_replicas)
-        lateness = Lateness()
-        targets = {s.name: s.timer_targets for s in SERVICES if s.timer_targets}
-        handlers = Handlers(timers, engine, lateness, targets=targets, clock=clock)
-        firing = Firing(svc.js, timers, engine, lateness, clock=clock)
-        fire_loop = asyncio.create_task(firing.run())
-        serving = asyncio.create_task(svc.serve(handlers.table()))
-        await probe(handlers, settings.replica)
-        await serving
-        firing.stop()
-        await fire_loop
+        await serve(svc)
 
 
 if __name__ == "__main__":

@@ -8,19 +8,23 @@ import asyncio
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
 import pytest
 
-from libs.contracts import agents, rooms
+from libs.contracts import SERVICES, agents, ladder, rooms, scheduler
 from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
+from libs.contracts.ladder import SEND_MEANS
 from services.agents.domain.prompt import Prompt
 from services.agents.main import serve as serve_agents
 from services.agents.model import Scripted
+from services.ladder.main import serve as serve_ladder
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
-from tests.support import bearer, serving, token
+from services.scheduler.main import serve as serve_scheduler
+from tests.support import TEST_SERVICES, bearer, serving, token
 
 LINES_KEY = secrets.token_hex(32)
 
@@ -59,8 +63,37 @@ async def rooms_service(settings_for):
 
 
 @pytest.fixture
-async def api(client_for, gateway_settings, agents_service, rooms_service):
-    return await client_for(gateway_settings, services=(agents.CONTRACT, rooms.CONTRACT))
+def ladder_clock() -> Callable[[], datetime]:
+    """The ladder's clock. A module that watches windows end overrides it with one running
+    behind, so a one-minute window ends a few real seconds after it opens."""
+    return lambda: datetime.now(UTC)
+
+
+@pytest.fixture
+async def ladder_service(settings_for, ladder_clock):
+    async with serving(
+        ladder.CONTRACT, settings_for("ladder"), lambda svc: serve_ladder(svc, ladder_clock)
+    ) as svc:
+        yield svc
+
+
+@pytest.fixture
+async def scheduler_service(settings_for):
+    targets = {s.name: s.timer_targets for s in (*SERVICES, *TEST_SERVICES) if s.timer_targets}
+    async with serving(
+        scheduler.CONTRACT, settings_for("scheduler"), lambda svc: serve_scheduler(svc, targets)
+    ) as svc:
+        yield svc
+
+
+SERVED = (agents.CONTRACT, rooms.CONTRACT, ladder.CONTRACT, scheduler.CONTRACT)
+
+
+@pytest.fixture
+async def api(
+    client_for, gateway_settings, agents_service, rooms_service, ladder_service, scheduler_service
+):
+    return await client_for(gateway_settings, services=SERVED)
 
 
 class People(msgspec.Struct):
@@ -144,3 +177,32 @@ async def drafts(api, room: dict, headers: dict) -> list[dict]:
 def fresh_number() -> str:
     """An E.164 number no other test has connected."""
     return f"+1555{secrets.randbelow(10**7):07d}"
+
+
+async def set_level(
+    api,
+    headers: dict,
+    level: str | None,
+    scope: str = "default",
+    target: str | None = None,
+    *,
+    status: int = 200,
+) -> dict:
+    """Change a level; `send` is asked for with the acknowledgement it needs."""
+    body: dict[str, Any] = {"level": level, "scope": scope, "target": target}
+    if level == "send":
+        body["acknowledge"] = SEND_MEANS
+    response = await api.put("/v1/ladder", json=body, headers=headers)
+    assert response.status == status, await response.text()
+    return await response.json(content_type=None)
+
+
+async def history(api, room: dict, headers: dict) -> list[dict]:
+    response = await api.get(f"/v1/rooms/{room['id']}/messages", headers=headers)
+    assert response.status == 200, await response.text()
+    return (await response.json())["messages"]
+
+
+def behind(seconds: float) -> Callable[[], datetime]:
+    """A clock `seconds` behind: a one-minute window ends 60 - `seconds` real seconds on."""
+    return lambda: datetime.now(UTC) - timedelta(seconds=seconds)

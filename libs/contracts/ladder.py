@@ -1,0 +1,258 @@
+"""`tether.ladder.*`: what a person's agent may send without them (hip-0524 §4-11).
+
+A person's settings are theirs alone: a default level, transport and room overrides, and
+the window a send waits. An org ceiling only lowers. Every reply an agent drafts for its
+person comes here to be decided and carried out: held as a draft, asked as a confirmation,
+or announced and sent at the end of a window unless the person intervenes.
+"""
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+import msgspec
+
+from libs.contracts.base import Contract, OrgId, UserId
+from libs.contracts.registry import Subject, request_subject, service_contract
+from libs.contracts.rooms import Choice, RoomId, Transport
+
+__all__ = [
+    "CONTRACT",
+    "SEND_MEANS",
+    "Ceiling",
+    "ChangeLevel",
+    "ChangeWindow",
+    "ConfirmationAnswer",
+    "ConfirmationList",
+    "DecideRequest",
+    "Decided",
+    "GetLadder",
+    "LadderChanged",
+    "LadderSettings",
+    "Level",
+    "ListConfirmations",
+    "ListWindows",
+    "MyLadder",
+    "PendingConfirmation",
+    "PendingWindow",
+    "Reply",
+    "Routed",
+    "SetCeiling",
+    "Window",
+    "WindowEdit",
+    "WindowList",
+    "WindowOption",
+    "WindowRef",
+]
+
+Level = Literal["draft", "confirm", "send"]
+Window = Literal["instant", "1m", "5m", "15m", "1h"]
+Text = Annotated[str, msgspec.Meta(min_length=1, max_length=16000)]
+WindowId = Annotated[str, msgspec.Meta(pattern=r"^w-[0-9a-f]{16}$")]
+ConfirmationId = Annotated[str, msgspec.Meta(pattern=r"^c-[0-9a-f]{16}$")]
+
+# What choosing `send` means, in the plain words the person must acknowledge (§4 rule 3).
+SEND_MEANS = "Messages will go out in my name while I am not looking."
+
+
+class LadderSettings(Contract, omit_defaults=True):
+    """A person's ladder: the most specific level set applies (room, then transport, then
+    the default); an unset override inherits. `draft` wherever nothing says otherwise."""
+
+    default: Level = "draft"
+    transports: dict[Transport, Level] = {}
+    rooms: dict[RoomId, Level] = {}
+    window: Window = "5m"
+
+
+class WindowOption(Contract):
+    window: Window
+    seconds: int
+    statement: str
+
+
+class GetLadder(Contract):
+    pass
+
+
+class MyLadder(Contract):
+    """My settings, my org's ceiling, and the windows offered: none shorter than the
+    scheduler's measured resolution; `instant` with the statement that it protects nothing."""
+
+    settings: LadderSettings
+    ceiling: Level | None
+    offered_windows: list[WindowOption]
+    resolution_ms: float
+    send_means: str
+
+
+class ChangeLevel(Contract):
+    """Set `level` at one scope: the `default`, a `transport` or a `room` (`target` names
+    which); `level` null unsets an override. Raising to send needs `acknowledge` to be
+    exactly SEND_MEANS. One scope, one act."""
+
+    level: Level | None
+    scope: Literal["default", "transport", "room"] = "default"
+    target: str | None = None
+    acknowledge: str | None = None
+
+
+class ChangeWindow(Contract):
+    window: Window
+
+
+class LadderChanged(Contract):
+    """My settings after the change, and how many windows it canceled before answering."""
+
+    settings: LadderSettings
+    canceled_windows: int
+
+
+class SetCeiling(Contract):
+    """An org admin lowers the org's ceiling: no member's agent sends above it."""
+
+    level: Level
+
+
+class Ceiling(Contract):
+    org: str
+    level: Level
+    canceled_windows: int
+
+
+class DecideRequest(Contract):
+    """The decision for one reply of `person`'s agent in `room`, nothing carried out."""
+
+    org: OrgId
+    person: UserId
+    room: RoomId
+    transport: Transport | None = None
+    first_contact: bool = False
+    synchronous: bool = False
+
+
+class Decided(Contract):
+    """`level` is the effective level (after the ceiling); `action` what happens: a draft,
+    a confirmation, a send (after `window`), or silence on a live call."""
+
+    level: Level
+    action: Literal["draft", "confirm", "send", "silent"]
+    window: Window | None
+    reason: str
+
+
+class Reply(DecideRequest, kw_only=True):
+    """An agent's reply (one or more candidates) to message `reply_to`, to be decided and
+    carried out."""
+
+    reply_to: Annotated[int, msgspec.Meta(ge=1)]
+    candidates: Annotated[tuple[Text, ...], msgspec.Meta(min_length=1, max_length=5)]
+
+
+class Routed(Contract, omit_defaults=True):
+    decision: Decided
+    draft: str | None = None
+    confirmation: str | None = None
+    window: str | None = None
+    sent_seq: int | None = None
+
+
+class PendingWindow(Contract):
+    """A send waiting out its window. `seconds_left` is as of the answer."""
+
+    id: str
+    org: str
+    room: str
+    reply_to: int
+    text: str
+    window: Window
+    due_at: datetime
+    state: Literal["open", "sent", "canceled", "edited", "replaced", "stopped"]
+    notice_seq: int
+    seconds_left: float = 0.0
+    sent_seq: int | None = None
+
+
+class ListWindows(Contract):
+    pass
+
+
+class WindowList(Contract):
+    windows: list[PendingWindow]
+
+
+class WindowRef(Contract):
+    id: WindowId
+
+
+class WindowEdit(Contract):
+    """During the window: send `text` as my own message instead (edit keeps the agent's
+    draft as its origin; replace does not). Either cancels the agent's send."""
+
+    id: WindowId
+    text: Text
+
+
+class PendingConfirmation(Contract):
+    """A confirmation asked of me: question `question_seq` in `room`, still open."""
+
+    id: str
+    room: str
+    question_seq: int
+    reply_to: int
+    candidates: tuple[str, ...]
+
+
+class ListConfirmations(Contract):
+    pass
+
+
+class ConfirmationList(Contract):
+    confirmations: list[PendingConfirmation]
+
+
+class ConfirmationAnswer(Contract):
+    id: ConfirmationId
+    choice: Choice
+
+
+def _subject(verb: str, request: type, reply: type, summary: str, **fields: object) -> Subject:
+    return request_subject("ladder", verb, request, reply, summary, **fields)
+
+
+_AGENTS = {"callers": frozenset({"agents"}), "by_caller": True}
+
+GET = _subject("get", GetLadder, MyLadder, "my ladder")
+CHANGE = _subject("change", ChangeLevel, LadderChanged, "change my level at one scope")
+WINDOW = _subject("window", ChangeWindow, LadderChanged, "choose my window")
+CEILING = _subject("ceiling", SetCeiling, Ceiling, "lower the org's ceiling (admin)")
+WINDOWS = _subject("windows", ListWindows, WindowList, "my open windows")
+EDIT = _subject("edit", WindowEdit, PendingWindow, "edit a pending send: mine instead")
+REPLACE = _subject("replace", WindowEdit, PendingWindow, "replace a pending send with mine")
+STOP = _subject("stop", WindowRef, PendingWindow, "stop a pending send")
+CONFIRMATIONS = _subject(
+    "confirmations", ListConfirmations, ConfirmationList, "my open confirmations"
+)
+CONFIRM = _subject("confirm", ConfirmationAnswer, Routed, "answer a confirmation")
+DECIDE = _subject("decide", DecideRequest, Decided, "the decision for one reply", **_AGENTS)
+ROUTE = _subject("route", Reply, Routed, "decide a reply and carry it out", **_AGENTS)
+
+CONTRACT = service_contract(
+    "ladder",
+    [
+        GET,
+        CHANGE,
+        WINDOW,
+        CEILING,
+        WINDOWS,
+        EDIT,
+        REPLACE,
+        STOP,
+        CONFIRMATIONS,
+        CONFIRM,
+        DECIDE,
+        ROUTE,
+    ],
+    buckets=("ladder",),
+    shared_streams=("AUDIT", "EVENTS", "TIMERS"),
+    timer_targets=("window_end",),
+)

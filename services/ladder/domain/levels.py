@@ -1,0 +1,83 @@
+"""Levels, where each applies, and who may change them (hip-0524 §4, §8, §9)."""
+
+import msgspec
+
+from libs.contracts.ladder import SEND_MEANS, ChangeLevel, LadderSettings, Level
+from libs.contracts.problem import Refused
+
+__all__ = ["RANK", "change", "effective", "lower_of"]
+
+RANK: dict[str, int] = {"draft": 0, "confirm": 1, "send": 2}
+
+
+def lower_of(a: Level, b: Level) -> Level:
+    return a if RANK[a] <= RANK[b] else b
+
+
+def resolved(settings: LadderSettings, room: str | None, transport: str | None) -> Level:
+    """The most specific level set: the room's, else the transport's, else the default.
+    Overrides never combine; an unset one inherits."""
+    if room is not None and room in settings.rooms:
+        return settings.rooms[room]
+    if transport is not None and transport in settings.transports:
+        return settings.transports[transport]  # type: ignore[index]
+    return settings.default
+
+
+def effective(
+    settings: LadderSettings, ceiling: Level | None, room: str | None, transport: str | None
+) -> Level:
+    """The resolved level, then the org's ceiling, which can only lower it."""
+    level = resolved(settings, room, transport)
+    return level if ceiling is None else lower_of(level, ceiling)
+
+
+def change(settings: LadderSettings, request: ChangeLevel) -> tuple[LadderSettings, bool]:
+    """The settings after the person's change, and whether any level went down.
+
+    Raising to `send` is its own act and needs the plain acknowledgement of what it means.
+    """
+    if request.scope == "default":
+        if request.target is not None:
+            raise Refused("invalid-request", 422, "the default has no target")
+        if request.level is None:
+            raise Refused("invalid-request", 422, "the default cannot be unset; set draft")
+        before, after = settings.default, request.level
+        changed = msgspec.structs.replace(settings, default=request.level)
+    else:
+        if not request.target:
+            raise Refused("invalid-request", 422, f"a {request.scope} override names its target")
+        if request.scope == "transport" and request.target not in ("sms", "email", "whatsapp"):
+            raise Refused("invalid-request", 422, f"no transport {request.target!r}")
+        field = "rooms" if request.scope == "room" else "transports"
+        overrides = dict(getattr(settings, field))
+        room = request.target if request.scope == "room" else None
+        transport = request.target if request.scope == "transport" else None
+        before = resolved(settings, room, transport)
+        if request.level is None:
+            overrides.pop(request.target, None)
+        else:
+            overrides[request.target] = request.level
+        changed = msgspec.structs.replace(settings, **{field: overrides})
+        after = resolved(changed, room, transport)
+    if after == "send" and before != "send" and request.acknowledge != SEND_MEANS:
+        raise Refused(
+            "send-not-acknowledged",
+            422,
+            f"send means: {SEND_MEANS} Choose it on its own, with `acknowledge` set to "
+            "exactly that sentence.",
+        )
+    return changed, _lowered_somewhere(settings, changed)
+
+
+def _lowered_somewhere(before: LadderSettings, after: LadderSettings) -> bool:
+    """Whether some room or transport now resolves lower than it did (so open windows must
+    be checked): any override or the default that went down, or one removed."""
+    if RANK[after.default] < RANK[before.default]:
+        return True
+    for field in ("rooms", "transports"):
+        old, new = getattr(before, field), getattr(after, field)
+        for key, level in old.items():
+            if key not in new or RANK[new[key]] < RANK[level]:
+                return True
+    return False

@@ -1,0 +1,508 @@
+"""One handler per `tether.ladder.*` subject, the window's end, and answers to confirmations.
+
+Every write is the person's own: the key is their user id, and an agent (a token with
+`act`) is refused on every route of the ladder, each attempt audited. Lowering cancels
+every window it affects before it answers; a window's end reads the level again.
+"""
+
+import hashlib
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+
+import msgspec
+from nats.aio.client import Client
+
+from libs.audit.trail import Trail
+from libs.contracts import ladder, rooms, scheduler
+from libs.contracts.base import home_org
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.contracts.registry import Subject
+from libs.runtime.calls import call
+from libs.runtime.service import Handler
+from services.ladder.domain import windows
+from services.ladder.domain.decide import decide
+from services.ladder.domain.levels import RANK, change, effective
+from services.ladder.store import Confirmation, Conflict, Held, LadderStore
+
+__all__ = ["Handlers"]
+
+Clock = Callable[[], datetime]
+ME = "ladder"
+WINDOW_END = "window_end"
+_ATTEMPTS = 32
+
+
+class WindowEnd(msgspec.Struct, frozen=True):
+    """The payload of a window's timer."""
+
+    person: str
+    id: str
+
+
+class Handlers:
+    def __init__(self, nc: Client, store: LadderStore, trail: Trail, clock: Clock) -> None:
+        self._nc, self._store, self._trail, self._clock = nc, store, trail, clock
+
+    # the person's settings
+
+    async def get(self, _: ladder.GetLadder, p: Principal) -> ladder.MyLadder:
+        person = await self._person(p, "read the ladder")
+        settings, _ = await self._store.settings(person)
+        ceiling, _ = await self._store.ceiling(p.org)
+        resolution = await self._resolution()
+        return ladder.MyLadder(
+            settings=settings,
+            ceiling=ceiling,
+            offered_windows=windows.offered(resolution),
+            resolution_ms=resolution,
+            send_means=ladder.SEND_MEANS,
+        )
+
+    async def change(self, req: ladder.ChangeLevel, p: Principal) -> ladder.LadderChanged:
+        person = await self._person(p, "change the ladder")
+        for _ in range(_ATTEMPTS):
+            before, revision = await self._store.settings(person)
+            after, lowered = change(before, req)
+            data = {"scope": req.scope, "target": req.target, "level": req.level}
+            async with self._trail.change(
+                p.org, actor=p, action="ladder.level.change", target=person, data=data
+            ):
+                try:
+                    await self._store.put_settings(person, after, revision)
+                except Conflict:
+                    continue
+            canceled = await self._cancel_below_send(person) if lowered else 0
+            return ladder.LadderChanged(settings=after, canceled_windows=canceled)
+        raise Refused("ladder-contended", 503, "your ladder is changing elsewhere; retry")
+
+    async def window(self, req: ladder.ChangeWindow, p: Principal) -> ladder.LadderChanged:
+        person = await self._person(p, "choose the window")
+        offered = [o.window for o in windows.offered(await self._resolution())]
+        if req.window not in offered:
+            raise Refused(
+                "window-not-offered",
+                422,
+                f"{req.window} is shorter than the timers' resolution; offered: "
+                f"{', '.join(offered)}",
+            )
+        for _ in range(_ATTEMPTS):
+            before, revision = await self._store.settings(person)
+            after = msgspec.structs.replace(before, window=req.window)
+            async with self._trail.change(
+                p.org,
+                actor=p,
+                action="ladder.window.change",
+                target=person,
+                data={"window": req.window},
+            ):
+                try:
+                    await self._store.put_settings(person, after, revision)
+                except Conflict:
+                    continue
+            return ladder.LadderChanged(settings=after, canceled_windows=0)
+        raise Refused("ladder-contended", 503, "your ladder is changing elsewhere; retry")
+
+    async def ceiling(self, req: ladder.SetCeiling, p: Principal) -> ladder.Ceiling:
+        await self._refuse_agent(p, "lower the ceiling")
+        if "admin" not in p.roles:
+            raise Refused("admin-only", 403, f"only an admin of {p.org} sets its ceiling")
+        for _ in range(_ATTEMPTS):
+            current, revision = await self._store.ceiling(p.org)
+            if current is not None and RANK[req.level] > RANK[current]:
+                raise Refused(
+                    "ceiling-only-lowers", 403, f"the ceiling is {current}; it can only be lowered"
+                )
+            async with self._trail.change(
+                p.org,
+                actor=p,
+                action="ladder.ceiling.lower",
+                target=p.org,
+                data={"level": req.level},
+            ):
+                try:
+                    await self._store.put_ceiling(p.org, req.level, revision)
+                except Conflict:
+                    continue
+            canceled = 0
+            if req.level != "send":
+                for person, window_id in await self._store.open_in(p.org):
+                    canceled += await self._cancel_if_below_send(person, window_id)
+            return ladder.Ceiling(org=p.org, level=req.level, canceled_windows=canceled)
+        raise Refused("ladder-contended", 503, "the ceiling is changing elsewhere; retry")
+
+    # one reply
+
+    async def decide(self, req: ladder.DecideRequest, _: Principal) -> ladder.Decided:
+        settings, _rev = await self._store.settings(req.person)
+        ceiling, _rev = await self._store.ceiling(req.org)
+        level = effective(settings, ceiling, req.room, req.transport)
+        return decide(
+            level, settings.window, first_contact=req.first_contact, synchronous=req.synchronous
+        )
+
+    async def route(self, req: ladder.Reply, p: Principal) -> ladder.Routed:
+        decided = await self.decide(req, p)
+        text = req.candidates[0]
+        key = _digest(req.person, req.room, req.reply_to)
+        match decided.action:
+            case "silent":
+                return ladder.Routed(decision=decided)
+            case "draft":
+                draft = rooms.PostDraft(
+                    org=req.org,
+                    room=req.room,
+                    reply_to=req.reply_to,
+                    agent=f"agent:{req.person}",
+                    text=text,
+                )
+                held: rooms.Draft = await call(self._nc, rooms.POST_DRAFT, draft, caller=ME)
+                return ladder.Routed(decision=decided, draft=held.id)
+            case "confirm":
+                asked = await self._deliver(
+                    req.org,
+                    req.room,
+                    req.person,
+                    req.reply_to,
+                    "question",
+                    f"confirm-{key}",
+                    "Your agent would reply with this. Pick it, edit it, or decline.",
+                    options=req.candidates,
+                )
+                confirmation = Confirmation(
+                    id=f"c-{key}",
+                    org=req.org,
+                    room=req.room,
+                    person=req.person,
+                    question_seq=asked.seq,
+                    reply_to=req.reply_to,
+                    candidates=req.candidates,
+                )
+                await self._store.ask(confirmation)
+                return ladder.Routed(decision=decided, confirmation=confirmation.id)
+        if decided.window in (None, "instant"):
+            sent = await self._deliver(
+                req.org, req.room, req.person, req.reply_to, "message", f"send-{key}", text
+            )
+            return ladder.Routed(decision=decided, sent_seq=sent.seq)
+        return await self._open_window(req, decided, key, text)
+
+    async def _open_window(
+        self, req: ladder.Reply, decided: ladder.Decided, key: str, text: str
+    ) -> ladder.Routed:
+        """The notice first; the window starts once it is stored and delivered."""
+        window_id = f"w-{key}"
+        found = await self._store.held(req.person, window_id)
+        if found is not None:  # the same reply routed again
+            return ladder.Routed(decision=decided, window=window_id)
+        assert decided.window is not None
+        notice = await self._deliver(
+            req.org,
+            req.room,
+            req.person,
+            req.reply_to,
+            "notice",
+            f"notice-{key}",
+            f"In {decided.window} I will send this for you unless you edit, replace or stop "
+            f"it:\n\n{text}",
+        )
+        due_at = self._clock() + timedelta(seconds=windows.SECONDS[decided.window])
+        pending = ladder.PendingWindow(
+            id=window_id,
+            org=req.org,
+            room=req.room,
+            reply_to=req.reply_to,
+            text=text,
+            window=decided.window,
+            due_at=due_at,
+            state="open",
+            notice_seq=notice.seq,
+        )
+        held = Held(person=req.person, transport=req.transport, window=pending)
+        await self._store.hold(held)
+        timer = scheduler.Schedule(
+            key=f"w.{window_id}",
+            due_at=due_at,
+            target=WINDOW_END,
+            payload=WindowEnd(req.person, window_id),
+        )
+        await call(self._nc, scheduler.SCHEDULE, timer, caller=ME)
+        return ladder.Routed(decision=decided, window=window_id)
+
+    # the window's end
+
+    async def window_ended(self, fired: scheduler.Fired) -> None:
+        """Read the level again: still send, it goes (once, whatever retries); lowered, it
+        is canceled. The compare-and-set on the window is what a lowering races against."""
+        end = msgspec.convert(fired.payload, WindowEnd)
+        for _ in range(_ATTEMPTS):
+            found = await self._store.held(end.person, end.id)
+            if found is None:
+                return
+            held, revision = found
+            window = held.window
+            if window.state == "sent" and window.sent_seq is None:
+                break  # marked sent before a crash: send again, the key stores it once
+            if window.state != "open":
+                return
+            if await self._level(held) != "send":
+                try:
+                    await self._store.replace(_closed(held, "canceled"), revision)
+                except Conflict:
+                    continue
+                return
+            try:
+                await self._store.replace(_closed(held, "sent"), revision)
+            except Conflict:
+                continue
+            revision += 1
+            break
+        else:
+            raise RuntimeError(f"window {end.id} kept changing")
+        w = held.window
+        sent = await self._deliver(
+            w.org, w.room, held.person, w.reply_to, "message", f"send-{end.id[2:]}", w.text
+        )
+        found = await self._store.held(end.person, end.id)
+        if found is not None and found[0].window.sent_seq is None:
+            try:
+                await self._store.replace(_closed(found[0], "sent", sent.seq), found[1])
+            except Conflict:
+                pass  # recorded by a retry of this same fire
+
+    # the person, during a window
+
+    async def windows(self, _: ladder.ListWindows, p: Principal) -> ladder.WindowList:
+        person = await self._person(p, "read pending sends")
+        now = self._clock()
+        open_ = [
+            windows.seconds_left(h.window, now)
+            for h, _ in await self._store.windows(person)
+            if h.window.state == "open"
+        ]
+        return ladder.WindowList(windows=sorted(open_, key=lambda w: w.due_at))
+
+    async def edit(self, req: ladder.WindowEdit, p: Principal) -> ladder.PendingWindow:
+        return await self._intervene(p, req.id, "edited", req.text)
+
+    async def replace(self, req: ladder.WindowEdit, p: Principal) -> ladder.PendingWindow:
+        return await self._intervene(p, req.id, "replaced", req.text)
+
+    async def stop(self, req: ladder.WindowRef, p: Principal) -> ladder.PendingWindow:
+        return await self._intervene(p, req.id, "stopped", None)
+
+    async def _intervene(
+        self, p: Principal, window_id: str, state: str, text: str | None
+    ) -> ladder.PendingWindow:
+        """Each of edit, replace and stop cancels the agent's send; edit and replace send
+        the person's own text instead, as their own message."""
+        person = await self._person(p, "change a pending send")
+        for _ in range(_ATTEMPTS):
+            found = await self._store.held(person, window_id)
+            if found is None:
+                raise Refused("window-not-found", 404, f"you have no pending send {window_id}")
+            held, revision = found
+            if held.window.state != "open":
+                raise Refused("window-closed", 409, f"{window_id} was {held.window.state}")
+            try:
+                await self._store.replace(_closed(held, state), revision)
+            except Conflict:
+                continue
+            await self._cancel_timer(window_id)
+            sent_seq = None
+            if text is not None:
+                w = held.window
+                own = await self._deliver(
+                    w.org,
+                    w.room,
+                    person,
+                    w.reply_to,
+                    "own",
+                    f"own-{window_id[2:]}",
+                    text,
+                    edited=state == "edited",
+                )
+                sent_seq = own.seq
+            return _closed(held, state, sent_seq).window
+        raise Refused("window-contended", 503, f"{window_id} is changing elsewhere; retry")
+
+    # confirmations
+
+    async def confirmations(
+        self, _: ladder.ListConfirmations, p: Principal
+    ) -> ladder.ConfirmationList:
+        person = await self._person(p, "read confirmations")
+        open_ = [
+            ladder.PendingConfirmation(
+                id=c.id,
+                room=c.room,
+                question_seq=c.question_seq,
+                reply_to=c.reply_to,
+                candidates=c.candidates,
+            )
+            for c in await self._store.confirmations(person)
+            if c.state == "open"
+        ]
+        return ladder.ConfirmationList(confirmations=sorted(open_, key=lambda c: c.question_seq))
+
+    async def confirm(self, req: ladder.ConfirmationAnswer, p: Principal) -> ladder.Routed:
+        """Answer in the room (the answer is stored there, as if given there), then act."""
+        person = await self._person(p, "answer a confirmation")
+        found = await self._store.confirmation(person, req.id)
+        if found is None:
+            raise Refused("confirmation-not-found", 404, f"you have no confirmation {req.id}")
+        c = found[0]
+        answer = rooms.AnswerQuestion(id=c.room, seq=c.question_seq, choice=req.choice)
+        me = Principal(org=c.org, sub=person)
+        stored: rooms.Message = await call(self._nc, rooms.ANSWER, answer, caller=ME, principal=me)
+        sent = await self.answered(c.room, c.question_seq, req.choice)
+        level = ladder.Decided(
+            level="confirm",
+            action="confirm",
+            window=None,
+            reason=f"answered by message {stored.seq}",
+        )
+        return ladder.Routed(decision=level, confirmation=c.id, sent_seq=sent)
+
+    async def answered(self, room: str, seq: int, choice: rooms.Choice) -> int | None:
+        """A confirmation's answer, however it came: the chosen text leaves once."""
+        asked = await self._store.asked(room, seq)
+        if asked is None:
+            return None  # a question that is not a ladder's confirmation
+        found = await self._store.confirmation(*asked)
+        if found is None:
+            return None
+        c, revision = found
+        outcome = {rooms.Pick: "picked", rooms.Edit: "edited", rooms.Decline: "declined"}
+        if c.state == "open":
+            try:
+                await self._store.settle(
+                    msgspec.structs.replace(c, state=outcome[type(choice)]), revision
+                )
+            except Conflict:
+                pass  # settled by the other path; the keys below send once either way
+        match choice:
+            case rooms.Pick(option=i) if i < len(c.candidates):
+                sent = await self._deliver(
+                    c.org,
+                    c.room,
+                    c.person,
+                    c.reply_to,
+                    "message",
+                    f"picked-{c.id}",
+                    c.candidates[i],
+                )
+                return sent.seq
+            case rooms.Edit(text=text):
+                sent = await self._deliver(
+                    c.org, c.room, c.person, c.reply_to, "own", f"edited-{c.id}", text, edited=True
+                )
+                return sent.seq
+        return None
+
+    def table(self) -> Mapping[Subject, Handler]:
+        return {
+            ladder.GET: self.get,
+            ladder.CHANGE: self.change,
+            ladder.WINDOW: self.window,
+            ladder.CEILING: self.ceiling,
+            ladder.WINDOWS: self.windows,
+            ladder.EDIT: self.edit,
+            ladder.REPLACE: self.replace,
+            ladder.STOP: self.stop,
+            ladder.CONFIRMATIONS: self.confirmations,
+            ladder.CONFIRM: self.confirm,
+            ladder.DECIDE: self.decide,
+            ladder.ROUTE: self.route,
+        }
+
+    # helpers
+
+    async def _person(self, p: Principal, what: str) -> str:
+        await self._refuse_agent(p, what)
+        if home_org(p.sub) is None:
+            raise Refused("no-home-org", 403, f"{p.sub!r} is not a person <org>/<name>")
+        return p.sub
+
+    async def _refuse_agent(self, p: Principal, what: str) -> None:
+        """An agent never reaches the setting that governs it: refused, and recorded."""
+        if p.is_agent:
+            await self._trail.append(
+                p.org, actor=p, action="ladder.agent.refused", target=p.sub, data={"tried": what}
+            )
+            raise Refused("agent-may-not", 403, f"an agent ({p.act}) may not {what}")
+
+    async def _resolution(self) -> float:
+        measured: scheduler.Resolution = await call(
+            self._nc, scheduler.RESOLUTION, scheduler.ResolutionRequest(), caller=ME
+        )
+        return measured.resolution_ms
+
+    async def _level(self, held: Held) -> str:
+        settings, _ = await self._store.settings(held.person)
+        ceiling, _ = await self._store.ceiling(held.window.org)
+        return effective(settings, ceiling, held.window.room, held.transport)
+
+    async def _cancel_below_send(self, person: str) -> int:
+        canceled = 0
+        for held, _ in await self._store.windows(person):
+            if held.window.state == "open":
+                canceled += await self._cancel_if_below_send(person, held.window.id)
+        return canceled
+
+    async def _cancel_if_below_send(self, person: str, window_id: str) -> int:
+        """Cancel the window if its level is no longer send; 1 if this call canceled it."""
+        for _ in range(_ATTEMPTS):
+            found = await self._store.held(person, window_id)
+            if found is None or found[0].window.state != "open":
+                return 0
+            held, revision = found
+            if await self._level(held) == "send":
+                return 0
+            try:
+                await self._store.replace(_closed(held, "canceled"), revision)
+            except Conflict:
+                continue
+            await self._cancel_timer(window_id)
+            return 1
+        raise Refused("window-contended", 503, f"{window_id} is changing; lower again")
+
+    async def _cancel_timer(self, window_id: str) -> None:
+        """The window's state already says it will not send; this only spares the fire."""
+        await call(self._nc, scheduler.CANCEL, scheduler.Cancel(key=f"w.{window_id}"), caller=ME)
+
+    async def _deliver(
+        self,
+        org: str,
+        room: str,
+        person: str,
+        reply_to: int,
+        kind: str,
+        key: str,
+        text: str,
+        **fields: object,
+    ) -> rooms.Message:
+        deliver = msgspec.convert(
+            {
+                "org": org,
+                "room": room,
+                "person": person,
+                "kind": kind,
+                "text": text,
+                "key": key,
+                "reply_to": reply_to,
+                **fields,
+            },
+            rooms.Deliver,
+        )
+        return await call(self._nc, rooms.DELIVER, deliver, caller=ME)
+
+
+def _closed(held: Held, state: str, sent_seq: int | None = None) -> Held:
+    return msgspec.structs.replace(held, window=windows.close(held.window, state, sent_seq))
+
+
+def _digest(person: str, room: str, reply_to: int) -> str:
+    """One person's reply to one message has one id, so routing it again finds what it
+    made."""
+    return hashlib.sha256(f"{person}\0{room}\0{reply_to}".encode()).hexdigest()[:16]

@@ -1,0 +1,73 @@
+"""`python -m services.ladder.main`: the ladder, until SIGTERM."""
+
+import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from nats.aio.msg import Msg
+
+from libs.audit.trail import Trail
+from libs.contracts import codec
+from libs.contracts.ladder import CONTRACT
+from libs.contracts.rooms import MESSAGE_STORED, MessageStored
+from libs.contracts.scheduler import Fired
+from libs.contracts.streams import EVENTS, TIMERS, timer_subject
+from libs.runtime.consumer import Consumer
+from libs.runtime.service import Service, run
+from libs.runtime.settings import Settings
+from services.ladder.handlers import WINDOW_END, Handlers
+from services.ladder.store import open_store
+
+_fired = codec.decoder(Fired)
+_stored = codec.decoder(MessageStored)
+
+
+def clock() -> datetime:
+    return datetime.now(UTC)
+
+
+async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
+    """Serve the subjects, the windows' ends and the answers until `svc` is stopped."""
+    store = await open_store(svc.js, replicas=svc.settings.js_replicas)
+    handlers = Handlers(svc.nc, store, Trail(svc.js, service=CONTRACT.name), clock)
+
+    async def window_ended(msg: Msg) -> None:
+        await handlers.window_ended(_fired.decode(msg.data))
+
+    async def stored(msg: Msg) -> None:
+        event = _stored.decode(msg.data)
+        if event.answers is not None and event.choice is not None:
+            await handlers.answered(event.room, event.answers, event.choice)
+
+    readers = [
+        Consumer(
+            svc.js,
+            stream=TIMERS.name,
+            durable=CONTRACT.name,
+            subjects=[timer_subject(CONTRACT.name, WINDOW_END)],
+            handle=window_ended,
+        ),
+        Consumer(
+            svc.js,
+            stream=EVENTS.name,
+            durable=CONTRACT.name,
+            subjects=[MESSAGE_STORED.name],
+            handle=stored,
+        ),
+    ]
+    tasks = [asyncio.create_task(r.run()) for r in readers]
+    try:
+        await svc.serve(handlers.table())
+    finally:
+        for reader in readers:
+            reader.stop()
+        await asyncio.gather(*tasks)
+
+
+async def main(settings: Settings) -> None:
+    async with Service(CONTRACT, settings) as svc:
+        await serve(svc)
+
+
+if __name__ == "__main__":
+    run(main, CONTRACT.name)

@@ -1,0 +1,159 @@
+"""The ladder's bucket. Everything of a person's is keyed by the person:
+
+    settings.<person>            their ladder
+    window.<person>.<id>         a send waiting out its window
+    confirm.<person>.<id>        a confirmation asked of them
+and, to find those from elsewhere:
+    ceiling.<org>                the org's ceiling
+    open.<org>.<person>.<id>     an open window in a room of that org (a ceiling cancels it)
+    asked.<room>.<seq>           whose confirmation a room's question is
+"""
+
+import msgspec
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
+
+from libs.contracts import codec
+from libs.contracts.ladder import LadderSettings, Level, PendingWindow
+from libs.runtime.kv import current, key_token, open_bucket
+
+__all__ = ["Confirmation", "Conflict", "Held", "LadderStore", "open_store"]
+
+
+class Conflict(Exception):
+    """The entry exists, or changed since it was read."""
+
+
+class Held(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A window as held: the person and transport it was opened under, and what it shows."""
+
+    person: str
+    transport: str | None
+    window: PendingWindow
+
+
+class Confirmation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    id: str
+    org: str
+    room: str
+    person: str
+    question_seq: int
+    reply_to: int
+    candidates: tuple[str, ...]
+    state: str = "open"  # open | picked | edited | declined
+
+
+_settings = codec.decoder(LadderSettings)
+_held = codec.decoder(Held)
+_confirmation = codec.decoder(Confirmation)
+
+
+class LadderStore:
+    def __init__(self, kv: KeyValue) -> None:
+        self._kv = kv
+
+    async def settings(self, person: str) -> tuple[LadderSettings, int]:
+        found = await self._get(f"settings.{key_token(person)}")
+        return (LadderSettings(), 0) if found is None else (_settings.decode(found[0]), found[1])
+
+    async def put_settings(self, person: str, settings: LadderSettings, revision: int) -> None:
+        await self._swap(f"settings.{key_token(person)}", codec.encode(settings), revision)
+
+    async def ceiling(self, org: str) -> tuple[Level | None, int]:
+        found = await self._get(f"ceiling.{org}")
+        return (None, 0) if found is None else (found[0].decode(), found[1])  # type: ignore[return-value]
+
+    async def put_ceiling(self, org: str, level: Level, revision: int) -> None:
+        await self._swap(f"ceiling.{org}", level.encode(), revision)
+
+    async def hold(self, held: Held) -> bool:
+        """True if held now; False if this window was already held."""
+        window = held.window
+        try:
+            await self._kv.create(_window_key(held.person, window.id), codec.encode(held))
+        except KeyWrongLastSequenceError:
+            return False
+        await self._kv.put(_open_key(window.org, held.person, window.id), held.person.encode())
+        return True
+
+    async def held(self, person: str, window_id: str) -> tuple[Held, int] | None:
+        found = await self._get(_window_key(person, window_id))
+        return None if found is None else (_held.decode(found[0]), found[1])
+
+    async def windows(self, person: str) -> list[tuple[Held, int]]:
+        entries = await current(self._kv, _window_key(person, "*"))
+        return [(_held.decode(e.value), e.revision) for e in entries]
+
+    async def open_in(self, org: str) -> list[tuple[str, str]]:
+        """(person, window id) of every open window in rooms of `org`."""
+        entries = await current(self._kv, f"open.{org}.*.*")
+        return [(e.value.decode(), e.key.rsplit(".", 1)[1]) for e in entries]
+
+    async def replace(self, held: Held, revision: int) -> None:
+        """Compare-and-set; a window that closes leaves the org's open index."""
+        await self._swap(_window_key(held.person, held.window.id), codec.encode(held), revision)
+        if held.window.state != "open":
+            await self._kv.delete(_open_key(held.window.org, held.person, held.window.id))
+
+    async def ask(self, confirmation: Confirmation) -> None:
+        c = confirmation
+        await self._kv.put(f"asked.{c.room}.{c.question_seq}", f"{c.person} {c.id}".encode())
+        try:
+            await self._kv.create(_confirm_key(c.person, c.id), codec.encode(c))
+        except KeyWrongLastSequenceError:
+            pass  # asked before: the question's key stored it once too
+
+    async def asked(self, room: str, seq: int) -> tuple[str, str] | None:
+        """(person, confirmation id) of a room's question, if the ladder asked it."""
+        found = await self._get(f"asked.{room}.{seq}")
+        if found is None:
+            return None
+        person, _, id_ = found[0].decode().rpartition(" ")
+        return person, id_
+
+    async def confirmation(self, person: str, id_: str) -> tuple[Confirmation, int] | None:
+        found = await self._get(_confirm_key(person, id_))
+        return None if found is None else (_confirmation.decode(found[0]), found[1])
+
+    async def confirmations(self, person: str) -> list[Confirmation]:
+        entries = await current(self._kv, _confirm_key(person, "*"))
+        return [_confirmation.decode(e.value) for e in entries]
+
+    async def settle(self, confirmation: Confirmation, revision: int) -> None:
+        c = confirmation
+        await self._swap(_confirm_key(c.person, c.id), codec.encode(c), revision)
+
+    async def _get(self, key: str) -> tuple[bytes, int] | None:
+        try:
+            entry = await self._kv.get(key)
+        except KeyNotFoundError:
+            return None
+        return (entry.value or b"", entry.revision)
+
+    async def _swap(self, key: str, value: bytes, revision: int) -> None:
+        try:
+            if revision == 0:
+                await self._kv.create(key, value)
+            else:
+                await self._kv.update(key, value, last=revision)
+        except KeyWrongLastSequenceError as exc:
+            raise Conflict(key) from exc
+
+
+async def open_store(js: JetStreamContext, *, replicas: int = 1) -> LadderStore:
+    kv = await open_bucket(js, KeyValueConfig(bucket="ladder", history=4, replicas=replicas))
+    return LadderStore(kv)
+
+
+def _window_key(person: str, window_id: str) -> str:
+    return f"window.{key_token(person)}.{window_id}"
+
+
+def _open_key(org: str, person: str, window_id: str) -> str:
+    return f"open.{org}.{key_token(person)}.{window_id}"
+
+
+def _confirm_key(person: str, id_: str) -> str:
+    return f"confirm.{key_token(person)}.{id_}"
