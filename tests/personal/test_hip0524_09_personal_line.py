@@ -13,6 +13,7 @@ import pytest
 from nats.js.errors import NotFoundError
 
 from libs.contracts.rooms import ROOMS
+from libs.runtime.kv import current, key_token
 from services.rooms.domain.lines import sign_mailgun, sign_meta, sign_twilio
 from tests.personal.conftest import announce, drafts, eventually, fresh_number, problem
 
@@ -51,8 +52,8 @@ async def test_a_line_is_connected_as_a_sealed_credential_never_shown_back(api, 
     listed = await (await api.get("/v1/lines", headers=people.ada)).json()
     assert listed == {"lines": [line]}
     kv = await operator.jetstream().key_value("rooms-lines")
-    stored = [await kv.get(k) for k in await kv.keys() if k.startswith("line.")]
-    assert stored and all(TOKEN.encode() not in e.value for e in stored)
+    [stored] = await current(kv, f"line.{key_token(people.ada_id)}.*")
+    assert TOKEN.encode() not in stored.value and line["address"].encode() in stored.value
 
 
 async def test_only_the_person_connects_and_an_address_has_one_owner(api, people):
