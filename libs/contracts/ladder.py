@@ -54,7 +54,7 @@ ConfirmationId = Annotated[str, msgspec.Meta(pattern=r"^c-[0-9a-f]{16}$")]
 SEND_MEANS = "Messages will go out in my name while I am not looking."
 
 
-class LadderSettings(Contract, omit_defaults=True):
+class LadderSettings(Contract):
     """A person's ladder: the most specific level set applies (room, then transport, then
     the default); an unset override inherits. `draft` wherever nothing says otherwise."""
 
@@ -149,10 +149,14 @@ class Reply(DecideRequest, kw_only=True):
 
 
 class Routed(Contract, omit_defaults=True):
+    """What became of a reply: a draft, a confirmation, a window (ending `due_at`), or a
+    message sent at once (`sent_seq`)."""
+
     decision: Decided
     draft: str | None = None
     confirmation: str | None = None
     window: str | None = None
+    due_at: datetime | None = None
     sent_seq: int | None = None
 
 

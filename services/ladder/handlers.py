@@ -63,7 +63,7 @@ class Handlers:
         person = await self._person(p, "change the ladder")
         for _ in range(_ATTEMPTS):
             before, revision = await self._store.settings(person)
-            after, lowered = change(before, req)
+            after = change(before, req)
             data = {"scope": req.scope, "target": req.target, "level": req.level}
             async with self._trail.change(
                 p.org, actor=p, action="ladder.level.change", target=person, data=data
@@ -72,7 +72,8 @@ class Handlers:
                     await self._store.put_settings(person, after, revision)
                 except Conflict:
                     continue
-            canceled = await self._cancel_below_send(person) if lowered else 0
+            # Every open window is judged again under the new settings, before answering.
+            canceled = await self._cancel_below_send(person)
             return ladder.LadderChanged(settings=after, canceled_windows=canceled)
         raise Refused("ladder-contended", 503, "your ladder is changing elsewhere; retry")
 
@@ -194,7 +195,7 @@ class Handlers:
         window_id = f"w-{key}"
         found = await self._store.held(req.person, window_id)
         if found is not None:  # the same reply routed again
-            return ladder.Routed(decision=decided, window=window_id)
+            return ladder.Routed(decision=decided, window=window_id, due_at=found[0].window.due_at)
         assert decided.window is not None
         notice = await self._deliver(
             req.org,
@@ -227,7 +228,7 @@ class Handlers:
             payload=WindowEnd(req.person, window_id),
         )
         await call(self._nc, scheduler.SCHEDULE, timer, caller=ME)
-        return ladder.Routed(decision=decided, window=window_id)
+        return ladder.Routed(decision=decided, window=window_id, due_at=due_at)
 
     # the window's end
 

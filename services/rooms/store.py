@@ -11,8 +11,6 @@ Keys in `rooms-lines`:
     address.<transport>.<address>    whose line an address is, for inbound webhooks
 """
 
-import json
-
 import msgspec
 from nats.aio.client import Client
 from nats.js.api import KeyValueConfig
@@ -21,6 +19,7 @@ from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.rooms import ROOMS, Draft, Message, Room, Transport
+from libs.runtime.direct import batch_get
 from libs.runtime.kv import current, key_token, open_bucket
 from libs.runtime.service import ensure_stream
 
@@ -104,24 +103,13 @@ class RoomStore:
     ) -> tuple[list[Message], bool]:
         """Up to `limit` messages after seq `after`, oldest first, in one batched direct
         get; and whether there are more."""
-        inbox = self._nc.new_inbox()
-        sub = await self._nc.subscribe(inbox)
         request = {"seq": after + 1, "next_by_subj": _subject(org, room_id), "batch": limit}
-        messages, more = [], False
-        try:
-            await self._nc.publish(
-                f"$JS.API.DIRECT.GET.{ROOMS.name}", json.dumps(request).encode(), reply=inbox
-            )
-            while True:
-                msg = await sub.next_msg(timeout=5)
-                headers = msg.headers or {}
-                if headers.get("Status"):  # 204 end of batch, 404 nothing at all
-                    break
-                seq = int(headers["Nats-Sequence"])
-                messages.append(msgspec.structs.replace(_message.decode(msg.data), seq=seq))
-                more = int(headers.get("Nats-Num-Pending", "0")) > 0  # left after this one
-        finally:
-            await sub.unsubscribe()
+        found, pending = await batch_get(self._nc, ROOMS.name, request)
+        messages = [
+            msgspec.structs.replace(_message.decode(m.data), seq=int(m.headers["Nats-Sequence"]))
+            for m in found
+        ]
+        more = pending > 0  # what matched after the last one returned
         return messages, more
 
     async def is_empty(self, org: str, room_id: str) -> bool:

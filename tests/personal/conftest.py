@@ -188,9 +188,10 @@ async def set_level(
     *,
     status: int = 200,
 ) -> dict:
-    """Change a level; `send` is asked for with the acknowledgement it needs."""
+    """Change a level; `send`, and unsetting (which may uncover send), come with the
+    acknowledgement that raising to send needs."""
     body: dict[str, Any] = {"level": level, "scope": scope, "target": target}
-    if level == "send":
+    if level in ("send", None):
         body["acknowledge"] = SEND_MEANS
     response = await api.put("/v1/ladder", json=body, headers=headers)
     assert response.status == status, await response.text()

@@ -5,7 +5,7 @@ import msgspec
 from libs.contracts.ladder import SEND_MEANS, ChangeLevel, LadderSettings, Level
 from libs.contracts.problem import Refused
 
-__all__ = ["RANK", "change", "effective", "lower_of"]
+__all__ = ["RANK", "change", "effective", "lower_of", "resolved"]
 
 RANK: dict[str, int] = {"draft": 0, "confirm": 1, "send": 2}
 
@@ -32,8 +32,8 @@ def effective(
     return level if ceiling is None else lower_of(level, ceiling)
 
 
-def change(settings: LadderSettings, request: ChangeLevel) -> tuple[LadderSettings, bool]:
-    """The settings after the person's change, and whether any level went down.
+def change(settings: LadderSettings, request: ChangeLevel) -> LadderSettings:
+    """The settings after the person's change.
 
     Raising to `send` is its own act and needs the plain acknowledgement of what it means.
     """
@@ -67,17 +67,4 @@ def change(settings: LadderSettings, request: ChangeLevel) -> tuple[LadderSettin
             f"send means: {SEND_MEANS} Choose it on its own, with `acknowledge` set to "
             "exactly that sentence.",
         )
-    return changed, _lowered_somewhere(settings, changed)
-
-
-def _lowered_somewhere(before: LadderSettings, after: LadderSettings) -> bool:
-    """Whether some room or transport now resolves lower than it did (so open windows must
-    be checked): any override or the default that went down, or one removed."""
-    if RANK[after.default] < RANK[before.default]:
-        return True
-    for field in ("rooms", "transports"):
-        old, new = getattr(before, field), getattr(after, field)
-        for key, level in old.items():
-            if key not in new or RANK[new[key]] < RANK[level]:
-                return True
-    return False
+    return changed
