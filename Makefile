@@ -16,7 +16,13 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/tether up
 
-test: $(STAMP)
+# The console's test drives Debian's Chromium (Playwright's own browsers are not used).
+CHROMIUM := /usr/bin/chromium
+
+$(CHROMIUM):
+	apt-get update -q && apt-get install -y -q chromium
+
+test: $(STAMP) $(CHROMIUM)
 	$(BIN)/ruff check .
 	$(BIN)/pytest
 
@@ -31,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.poa_decisions
 	$(BIN)/python -m bench.poa_bus
 	$(BIN)/python -m bench.rooms
+	$(BIN)/python -m bench.ladder
 
 clean:
 	rm -rf $(VENV) .tether .pytest_cache .ruff_cache

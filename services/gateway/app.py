@@ -2,6 +2,7 @@
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from importlib.metadata import version
+from importlib.resources import files
 
 import msgspec
 from aiohttp import web
@@ -49,6 +50,11 @@ def init_app(
     async def openapi_json(_: web.Request) -> web.Response:
         return web.Response(body=document, content_type="application/json")
 
+    console_page = files("services.gateway").joinpath("console.html").read_bytes()
+
+    async def console(_: web.Request) -> web.Response:
+        return web.Response(body=console_page, content_type="text/html", charset="utf-8")
+
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"ok": True})
 
@@ -73,6 +79,7 @@ def init_app(
     app.router.add_get("/readyz/{service}", readyz_one)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/v1/openapi.json", openapi_json)
+    app.router.add_get("/console", console)
     timeout = settings.request_timeout
     for route in routes:
         if route.kind == "webhook":

@@ -38,6 +38,13 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
         },
         "/metrics": {"get": _plain("Prometheus metrics of the gateway.", "text/plain")},
         "/v1/openapi.json": {"get": _plain("This document.")},
+        "/console": {
+            "get": _plain(
+                "The console: a person sets their level and window and watches, edits and "
+                "stops pending sends (the token is entered on the page).",
+                "text/html",
+            )
+        },
     }
     for route in routes:
         paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, schemas)

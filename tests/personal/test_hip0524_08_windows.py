@@ -2,7 +2,6 @@
 resolution, `instant` is offered saying it protects nothing, and a window's end is a timer
 on the one engine, the scheduler."""
 
-
 import msgspec
 import pytest
 
