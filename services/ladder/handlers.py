@@ -194,8 +194,11 @@ class Handlers:
         """The notice first; the window starts once it is stored and delivered."""
         window_id = f"w-{key}"
         found = await self._store.held(req.person, window_id)
-        if found is not None:  # the same reply routed again
-            return ladder.Routed(decision=decided, window=window_id, due_at=found[0].window.due_at)
+        if found is not None:  # the same reply routed again: its window, timed as before
+            window = found[0].window
+            if window.state == "open":
+                await self._schedule_end(req.person, window)
+            return ladder.Routed(decision=decided, window=window_id, due_at=window.due_at)
         assert decided.window is not None
         notice = await self._deliver(
             req.org,
@@ -219,16 +222,19 @@ class Handlers:
             state="open",
             notice_seq=notice.seq,
         )
-        held = Held(person=req.person, transport=req.transport, window=pending)
-        await self._store.hold(held)
+        await self._store.hold(Held(person=req.person, transport=req.transport, window=pending))
+        await self._schedule_end(req.person, pending)
+        return ladder.Routed(decision=decided, window=window_id, due_at=due_at)
+
+    async def _schedule_end(self, person: str, window: ladder.PendingWindow) -> None:
+        """The window's end, a timer on the one engine (scheduling it again replaces it)."""
         timer = scheduler.Schedule(
-            key=f"w.{window_id}",
-            due_at=due_at,
+            key=f"w.{window.id}",
+            due_at=window.due_at,
             target=WINDOW_END,
-            payload=WindowEnd(req.person, window_id),
+            payload=WindowEnd(person, window.id),
         )
         await call(self._nc, scheduler.SCHEDULE, timer, caller=ME)
-        return ladder.Routed(decision=decided, window=window_id, due_at=due_at)
 
     # the window's end
 
@@ -256,7 +262,6 @@ class Handlers:
                 await self._store.replace(_closed(held, "sent"), revision)
             except Conflict:
                 continue
-            revision += 1
             break
         else:
             raise RuntimeError(f"window {end.id} kept changing")
@@ -374,16 +379,18 @@ class Handlers:
         if found is None:
             return None
         c, revision = found
+        if c.sent_seq is not None:
+            return c.sent_seq  # carried out already
         outcome = {rooms.Pick: "picked", rooms.Edit: "edited", rooms.Decline: "declined"}
-        if c.state == "open":
-            try:
-                await self._store.settle(
-                    msgspec.structs.replace(c, state=outcome[type(choice)]), revision
-                )
-            except Conflict:
-                pass  # settled by the other path; the keys below send once either way
+        settled = msgspec.structs.replace(c, state=outcome[type(choice)])
+        try:
+            revision = await self._store.settle(settled, revision)
+        except Conflict:
+            found = await self._store.confirmation(*asked)  # settled by the other path
+            assert found is not None
+            settled, revision = found
         match choice:
-            case rooms.Pick(option=i) if i < len(c.candidates):
+            case rooms.Pick(option=i):
                 sent = await self._deliver(
                     c.org,
                     c.room,
@@ -393,13 +400,17 @@ class Handlers:
                     f"picked-{c.id}",
                     c.candidates[i],
                 )
-                return sent.seq
             case rooms.Edit(text=text):
                 sent = await self._deliver(
                     c.org, c.room, c.person, c.reply_to, "own", f"edited-{c.id}", text, edited=True
                 )
-                return sent.seq
-        return None
+            case _:
+                return None
+        try:  # the key above stored it once; this spares a later repeat the round trip
+            await self._store.settle(msgspec.structs.replace(settled, sent_seq=sent.seq), revision)
+        except Conflict:
+            pass
+        return sent.seq
 
     def table(self) -> Mapping[Subject, Handler]:
         return {

@@ -43,6 +43,7 @@ class Confirmation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     reply_to: int
     candidates: tuple[str, ...]
     state: str = "open"  # open | picked | edited | declined
+    sent_seq: int | None = None
 
 
 _settings = codec.decoder(LadderSettings)
@@ -121,9 +122,10 @@ class LadderStore:
         entries = await current(self._kv, _confirm_key(person, "*"))
         return [_confirmation.decode(e.value) for e in entries]
 
-    async def settle(self, confirmation: Confirmation, revision: int) -> None:
+    async def settle(self, confirmation: Confirmation, revision: int) -> int:
+        """Compare-and-set; the new revision."""
         c = confirmation
-        await self._swap(_confirm_key(c.person, c.id), codec.encode(c), revision)
+        return await self._swap(_confirm_key(c.person, c.id), codec.encode(c), revision)
 
     async def _get(self, key: str) -> tuple[bytes, int] | None:
         try:
@@ -132,12 +134,11 @@ class LadderStore:
             return None
         return (entry.value or b"", entry.revision)
 
-    async def _swap(self, key: str, value: bytes, revision: int) -> None:
+    async def _swap(self, key: str, value: bytes, revision: int) -> int:
         try:
             if revision == 0:
-                await self._kv.create(key, value)
-            else:
-                await self._kv.update(key, value, last=revision)
+                return await self._kv.create(key, value)
+            return await self._kv.update(key, value, last=revision)
         except KeyWrongLastSequenceError as exc:
             raise Conflict(key) from exc
 
