@@ -1,5 +1,6 @@
 """What the benchmarks share: a stack of real processes on free ports, timing, wrk."""
 
+import asyncio
 import contextlib
 import os
 import re
@@ -10,7 +11,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 from libs.contracts import SERVICES
@@ -92,6 +93,30 @@ def http_status(url: str) -> int:
 def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
+
+
+async def flood(
+    send: Callable[[], Awaitable[None]], *, seconds: float, in_flight: int, warmup: int = 500
+) -> dict[str, float]:
+    """`send` repeated by `in_flight` workers for `seconds`: per second, p50 and p99 ms."""
+    for _ in range(warmup):
+        await send()
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        while (start := time.perf_counter()) < deadline:
+            await send()
+            latencies.append(time.perf_counter() - start)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
+    elapsed = time.perf_counter() - started
+    return {
+        "rps": len(latencies) / elapsed,
+        "p50_ms": percentile(latencies, 50) * 1e3,
+        "p99_ms": percentile(latencies, 99) * 1e3,
+    }
 
 
 def timed(fn: Callable[[], object], n: int) -> list[float]:

@@ -16,34 +16,13 @@ import msgspec
 import nats
 import uvloop
 
-from bench.common import free_port, percentile, stack
+from bench.common import flood, free_port, percentile, stack
 from libs.contracts.ladder import DECIDE, ROUTE, SEND_MEANS
 from libs.contracts.permissions import OPERATOR, inbox_prefix
 from services.gateway.tokens import mint
 
 IN_FLIGHT, SECONDS, FIRES, OPEN, ROUNDS = 50, 10, 200, 100, 5
 ORG = "bench"
-
-
-async def _flood(send) -> dict[str, float]:
-    for _ in range(500):
-        await send()
-    latencies: list[float] = []
-    deadline = time.perf_counter() + SECONDS
-
-    async def worker() -> None:
-        while (start := time.perf_counter()) < deadline:
-            await send()
-            latencies.append(time.perf_counter() - start)
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
-    elapsed = time.perf_counter() - started
-    return {
-        "rps": len(latencies) / elapsed,
-        "p50_ms": percentile(latencies, 50) * 1e3,
-        "p99_ms": percentile(latencies, 99) * 1e3,
-    }
 
 
 class Bench:
@@ -95,11 +74,11 @@ class Bench:
         async def health() -> None:
             await operator.request("tether.ladder.health", b"{}", timeout=5)
 
-        floor = await _flood(health)
+        floor = await flood(health, seconds=SECONDS, in_flight=IN_FLIGHT)
         await operator.close()
         return {
             "floor: the ladder replica's health round trip": floor,
-            "tether.ladder.decide": await _flood(decide),
+            "tether.ladder.decide": await flood(decide, seconds=SECONDS, in_flight=IN_FLIGHT),
         }
 
     async def room(self, user: str, messages: int) -> tuple[str, list[int]]:

@@ -6,7 +6,6 @@ JetStream publish and a direct get of it. One rooms replica in its own process.
     .venv/bin/python -m bench.rooms
 """
 
-import asyncio
 import secrets
 import tempfile
 import time
@@ -17,7 +16,7 @@ import msgspec
 import nats
 import uvloop
 
-from bench.common import free_port, percentile, stack, wrk
+from bench.common import flood, free_port, percentile, stack, wrk
 from libs.contracts.permissions import GATEWAY, inbox_prefix
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
 from services.gateway.tokens import mint
@@ -27,27 +26,6 @@ IN_FLIGHT, SECONDS, WEBHOOKS = 50, 10, 1000
 TEXT = "Can you send me the Q3 numbers before Friday's review? " * 2
 USER, ORG = "bench/ada", "bench"
 CARRIER_TOKEN = "bench-twilio-auth-token"
-
-
-async def _flood(send, warmup: int = 500) -> dict[str, float]:
-    for _ in range(warmup):
-        await send()
-    latencies: list[float] = []
-    deadline = time.perf_counter() + SECONDS
-
-    async def worker() -> None:
-        while (start := time.perf_counter()) < deadline:
-            await send()
-            latencies.append(time.perf_counter() - start)
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
-    elapsed = time.perf_counter() - started
-    return {
-        "rps": len(latencies) / elapsed,
-        "p50_ms": percentile(latencies, 50) * 1e3,
-        "p99_ms": percentile(latencies, 99) * 1e3,
-    }
 
 
 async def on_the_bus(url: str, passwords: dict[str, str], room: str) -> dict[str, dict]:
@@ -79,8 +57,10 @@ async def on_the_bus(url: str, passwords: dict[str, str], room: str) -> dict[str
         await js.publish(f"rooms.msg.{ORG}.{room}", stored_like)
 
     results = {
-        "floor: JetStream publish of a stored message": await _flood(publish),
-        "tether.rooms.send on the bus": await _flood(send),
+        "floor: JetStream publish of a stored message": await flood(
+            publish, seconds=SECONDS, in_flight=IN_FLIGHT
+        ),
+        "tether.rooms.send on the bus": await flood(send, seconds=SECONDS, in_flight=IN_FLIGHT),
     }
     await gateway.close()
     await rooms.close()

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import signal
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -27,6 +27,7 @@ from libs.contracts.principal import PRINCIPAL_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused
 from libs.contracts.registry import ServiceContract, Subject
 from libs.runtime import bus, logs, metrics
+from libs.runtime.consumer import Consumer
 from libs.runtime.ops import start_ops_server
 from libs.runtime.settings import Settings
 
@@ -79,21 +80,29 @@ class Service:
     def stop(self) -> None:
         self._stop.set()
 
-    async def serve(self, table: Mapping[Subject, Handler]) -> None:
-        """Serve `table` and the health subject until stopped, then drain."""
+    async def serve(
+        self, table: Mapping[Subject, Handler], consumers: Sequence[Consumer] = ()
+    ) -> None:
+        """Serve `table` and the health subject, and read with `consumers`, until stopped;
+        then drain: stop taking requests and reading, finish what is in hand."""
         unknown = [s.name for s in table if s not in self.contract.subjects]
         if unknown:
             raise ValueError(f"{self.contract.name} does not own {unknown}")
         subs = [await self._subscribe(self.contract.health, self._health)]
         for subject, handler in table.items():
             subs.append(await self._subscribe(subject, handler))
+        reading = [asyncio.create_task(c.run()) for c in consumers]
         await self.nc.flush()
         self.serving.set()
-        await self._stop.wait()
-        _log.info("draining", extra={"in_flight": len(self._tasks)})
-        for sub in subs:
-            await sub.drain()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        try:
+            await self._stop.wait()
+        finally:
+            _log.info("draining", extra={"in_flight": len(self._tasks)})
+            for consumer in consumers:
+                consumer.stop()
+            for sub in subs:
+                await sub.drain()
+            await asyncio.gather(*self._tasks, *reading, return_exceptions=True)
 
     async def _subscribe(self, subject: Subject, handler: Handler) -> Any:
         decode = codec.decoder(subject.request).decode

@@ -1,6 +1,5 @@
 """`python -m services.agents.main`: the agents service, until SIGTERM."""
 
-import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -59,13 +58,7 @@ async def serve(svc: Service, model: Model, clock: Callable[[], datetime] = cloc
             in_order=True,
         ),
     ]
-    tasks = [asyncio.create_task(r.run()) for r in readers]
-    try:
-        await svc.serve(handlers.table())
-    finally:
-        for reader in readers:
-            reader.stop()
-        await asyncio.gather(*tasks)
+    await svc.serve(handlers.table(), readers)
 
 
 async def main(settings: Settings) -> None:

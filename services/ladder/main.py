@@ -1,6 +1,5 @@
 """`python -m services.ladder.main`: the ladder, until SIGTERM."""
 
-import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -55,13 +54,7 @@ async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
             handle=stored,
         ),
     ]
-    tasks = [asyncio.create_task(r.run()) for r in readers]
-    try:
-        await svc.serve(handlers.table())
-    finally:
-        for reader in readers:
-            reader.stop()
-        await asyncio.gather(*tasks)
+    await svc.serve(handlers.table(), readers)
 
 
 async def main(settings: Settings) -> None:
