@@ -21,6 +21,7 @@ __all__ = [
     "AnswerQuestion",
     "Ask",
     "ConnectLine",
+    "CreateRoom",
     "Decline",
     "Deliver",
     "Delivered",

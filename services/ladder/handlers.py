@@ -5,6 +5,7 @@ Every write is the person's own: the key is their user id, and an agent (a token
 every window it affects before it answers; a window's end reads the level again.
 """
 
+import asyncio
 import hashlib
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -125,10 +126,8 @@ class Handlers:
                     await self._store.put_ceiling(p.org, req.level, revision)
                 except Conflict:
                     continue
-            canceled = 0
-            if req.level != "send":
-                for person, window_id in await self._store.open_in(p.org):
-                    canceled += await self._cancel_if_below_send(person, window_id)
+            found = await self._store.open_in(p.org) if req.level != "send" else []
+            canceled = await self._cancel_all_below_send(found)
             return ladder.Ceiling(org=p.org, level=req.level, canceled_windows=canceled)
         raise Refused("ladder-contended", 503, "the ceiling is changing elsewhere; retry")
 
@@ -456,11 +455,22 @@ class Handlers:
         return effective(settings, ceiling, held.window.room, held.transport)
 
     async def _cancel_below_send(self, person: str) -> int:
-        canceled = 0
-        for held, _ in await self._store.windows(person):
-            if held.window.state == "open":
-                canceled += await self._cancel_if_below_send(person, held.window.id)
-        return canceled
+        open_ = [
+            (person, h.window.id)
+            for h, _ in await self._store.windows(person)
+            if h.window.state == "open"
+        ]
+        return await self._cancel_all_below_send(open_)
+
+    async def _cancel_all_below_send(self, found: list[tuple[str, str]]) -> int:
+        """Judged all at once, and all done before the caller is answered."""
+        limit = asyncio.Semaphore(32)
+
+        async def one(person: str, window_id: str) -> int:
+            async with limit:
+                return await self._cancel_if_below_send(person, window_id)
+
+        return sum(await asyncio.gather(*(one(person, id_) for person, id_ in found)))
 
     async def _cancel_if_below_send(self, person: str, window_id: str) -> int:
         """Cancel the window if its level is no longer send; 1 if this call canceled it."""

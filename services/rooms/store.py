@@ -11,6 +11,8 @@ Keys in `rooms-lines`:
     address.<transport>.<address>    whose line an address is, for inbound webhooks
 """
 
+import asyncio
+
 import msgspec
 from nats.aio.client import Client
 from nats.js.api import KeyValueConfig
@@ -75,7 +77,7 @@ class RoomStore:
 
     async def rooms_of(self, member: str) -> list[Room]:
         entries = await current(self._rooms, f"member.{key_token(member)}.*")
-        found = [await self.room(e.key.rsplit(".", 1)[1]) for e in entries]
+        found = await asyncio.gather(*(self.room(e.key.rsplit(".", 1)[1]) for e in entries))
         return [room for room in found if room is not None]
 
     # history
