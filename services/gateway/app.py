@@ -13,7 +13,7 @@ from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY
 from libs.contracts.registry import ServiceContract
 from libs.runtime import bus
-from services.gateway.events import room_stream
+from services.gateway.events import STREAMS, close_streams, room_stream
 from services.gateway.forward import NATS, forwarding
 from services.gateway.limits import IdempotencyKeys, RateLimiter
 from services.gateway.middlewares import problems
@@ -43,6 +43,8 @@ def init_app(
     limiter, keys = RateLimiter(redis, settings.rate_limit), IdempotencyKeys(redis)
     app = web.Application(client_max_size=MAX_BODY, middlewares=[problems])
     app[REDIS] = redis
+    app[STREAMS] = set()
+    app.on_shutdown.append(close_streams)
     app.cleanup_ctx.append(_nats(settings))
     app.cleanup_ctx.append(_redis)
     document = msgspec.json.encode(openapi(routes, version=version("tether")))

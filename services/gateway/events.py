@@ -20,7 +20,11 @@ from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
 from services.gateway.tokens import principal_from
 
-__all__ = ["room_stream"]
+__all__ = ["STREAMS", "close_streams", "room_stream"]
+
+# Each open stream's queue, so a stopping gateway can end them at once (an empty item).
+STREAMS = web.AppKey("streams", set)
+_END = b""
 
 KEEPALIVE_S = 15.0
 _BACKLOG = 1000  # messages a slow client may fall behind before it is closed (and resumes)
@@ -52,6 +56,7 @@ def room_stream(
                 overflowed.set()
 
         sub = await nc.subscribe(live_subject("rooms", room_id), cb=on_live)
+        http.app[STREAMS].add(live)
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
@@ -77,18 +82,28 @@ def room_stream(
                 except TimeoutError:
                     await response.write(b": keepalive\n\n")
                     continue
+                if data == _END:
+                    break
                 seq = int(_seq(data)["seq"])
                 if seq > last:
                     await _send(response, seq, data)
                     last = seq
-        except (ConnectionResetError, asyncio.CancelledError):
-            pass  # the client went away, or the gateway is stopping
+        except ConnectionResetError:
+            pass  # the client went away
         finally:
+            http.app[STREAMS].discard(live)
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
         return response
 
     return handler
+
+
+async def close_streams(app: web.Application) -> None:
+    """On shutdown: every stream ends now; clients resume with Last-Event-ID elsewhere."""
+    for live in list(app[STREAMS]):
+        with contextlib.suppress(asyncio.QueueFull):
+            live.put_nowait(_END)
 
 
 def _cursor(http: web.Request) -> int:

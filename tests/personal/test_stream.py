@@ -4,7 +4,7 @@ import asyncio
 
 import msgspec
 
-from tests.personal.conftest import problem, room_with, say
+from tests.personal.conftest import SERVED, problem, room_with, say
 
 
 async def _events(response, count: int) -> list[tuple[int, dict]]:
@@ -58,3 +58,16 @@ async def test_a_non_member_gets_no_stream(api, people):
         assert await problem(response) == (404, "room-not-found")
     response = await api.get(f"/v1/rooms/{room['id']}/messages/stream")
     assert await problem(response) == (401, "token-missing")
+
+
+async def test_a_stopping_gateway_ends_its_streams_at_once(
+    client_for, gateway_settings, people, api
+):
+    room = await room_with(api, people)
+    gateway = await client_for(gateway_settings, services=SERVED)
+    async with gateway.get(f"/v1/rooms/{room['id']}/messages/stream", headers=people.ada) as stream:
+        assert stream.status == 200
+        closing = asyncio.create_task(gateway.server.close())
+        rest = await asyncio.wait_for(stream.content.read(), 10)
+        await closing
+    assert rest == b""  # ended cleanly: no event, no error
