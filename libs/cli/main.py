@@ -38,7 +38,8 @@ def _up(args: argparse.Namespace) -> int:
         token = _mint(home, ROLES, org=DEV_ORG, user=DEV_USER, roles=("admin",), act=None)
         print(f"\ntether is up at {url}  (state in {home.root})", flush=True)
         print(f"development token for {DEV_USER}, admin of {DEV_ORG}:\n{token}", flush=True)
-        print(f"try: curl -H 'Authorization: Bearer <token>' {url}/v1/openapi.json\n", flush=True)
+        print(f"console: {url}/console (paste the token)", flush=True)
+        print(f"try: curl -H 'Authorization: Bearer <token>' {url}/v1/agents/me\n", flush=True)
 
     try:
         return up(home, port=port, on_ready=ready)

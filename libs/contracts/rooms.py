@@ -15,6 +15,7 @@ from libs.contracts.registry import Event, Subject, request_subject, service_con
 from libs.contracts.streams import StreamSpec
 
 __all__ = [
+    "ANSWER_STORED",
     "CONTRACT",
     "MESSAGE_STORED",
     "ORG",
@@ -385,7 +386,13 @@ MESSAGE_STORED = Event(
     "tether.evt.rooms.message.stored",
     MessageStored,
     "a message was stored in a room; its answerer, if any, may draft a reply",
-    readers=frozenset({"agents", "ladder"}),
+    readers=frozenset({"agents"}),
+)
+ANSWER_STORED = Event(
+    "tether.evt.rooms.answer.stored",
+    MessageStored,
+    "a confirmation question's answer was stored in a room (`answers`, `choice`)",
+    readers=frozenset({"ladder"}),
 )
 
 # Each room's history on `rooms.msg.<org>.<room>`, and what left through a transport on
@@ -419,7 +426,7 @@ CONTRACT = service_contract(
         POST_DRAFT,
         DELIVER,
     ],
-    events=(MESSAGE_STORED,),
+    events=(MESSAGE_STORED, ANSWER_STORED),
     buckets=("rooms", "rooms-lines"),
     streams=(ROOMS,),
 )

@@ -8,7 +8,7 @@ from nats.aio.msg import Msg
 from libs.audit.trail import Trail
 from libs.contracts import codec
 from libs.contracts.ladder import CONTRACT
-from libs.contracts.rooms import MESSAGE_STORED, MessageStored
+from libs.contracts.rooms import ANSWER_STORED, MessageStored
 from libs.contracts.scheduler import Fired
 from libs.contracts.streams import EVENTS, TIMERS, timer_subject
 from libs.runtime.consumer import Consumer
@@ -33,7 +33,7 @@ async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
     async def window_ended(msg: Msg) -> None:
         await handlers.window_ended(_fired.decode(msg.data))
 
-    async def stored(msg: Msg) -> None:
+    async def answered(msg: Msg) -> None:
         event = _stored.decode(msg.data)
         if event.answers is not None and event.choice is not None:
             await handlers.answered(event.room, event.answers, event.choice)
@@ -50,8 +50,8 @@ async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
             svc.js,
             stream=EVENTS.name,
             durable=CONTRACT.name,
-            subjects=[MESSAGE_STORED.name],
-            handle=stored,
+            subjects=[ANSWER_STORED.name],
+            handle=answered,
         ),
     ]
     await svc.serve(handlers.table(), readers)

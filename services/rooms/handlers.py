@@ -347,7 +347,7 @@ class Handlers:
             choice=stored.choice,
         )
         await self._nc.jetstream().publish(
-            rooms.MESSAGE_STORED.name,
+            (rooms.MESSAGE_STORED if stored.answers is None else rooms.ANSWER_STORED).name,
             codec.encode(event),
             headers={"Nats-Msg-Id": f"stored-{stored.seq}"},
         )
