@@ -4,7 +4,15 @@ an agent and what it costs, and never reads its instructions, memory or rooms.""
 
 import pytest
 
-from tests.personal.conftest import announce, eventually, fresh_number, problem, say
+from tests.personal.conftest import (
+    announce,
+    eventually,
+    fresh_number,
+    problem,
+    room_with,
+    say,
+    set_level,
+)
 
 SECRET = "Never mention the Hartley acquisition."
 
@@ -19,7 +27,16 @@ async def ada_setup(api, operator, people, model):
     line = {"transport": "sms", "address": fresh_number(), "credential": "twilio-auth-token"}
     assert (await api.post("/v1/lines", json=line, headers=people.ada)).status == 201
     await say(api, room, people.ada, "note to self")
-    return room
+    await set_level(api, people.ada, "confirm")
+    with_bob = await room_with(api, people, people.bob_id, title="with bob")
+    await say(api, with_bob, people.bob, "Shall I book it?", to=people.ada_id)
+
+    async def asked():
+        listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
+        return listed["confirmations"]
+
+    [confirmation] = await eventually(asked)
+    return room, confirmation
 
 
 def _routes(room_id: str) -> list[tuple[str, str, dict | None]]:
@@ -40,7 +57,7 @@ def _routes(room_id: str) -> list[tuple[str, str, dict | None]]:
 @pytest.mark.parametrize("who", ["root", "bob", "eve"])
 async def test_no_one_else_reaches_anything_of_adas(api, people, ada_setup, who):
     headers = getattr(people, who)
-    room = ada_setup
+    room, confirmation = ada_setup
     for method, path, body in _routes(room["id"]):
         response = await api.request(method, path, json=body, headers=headers)
         assert await problem(response) == (404, "room-not-found"), (method, path)
@@ -54,11 +71,24 @@ async def test_no_one_else_reaches_anything_of_adas(api, people, ada_setup, who)
     assert lines == {"lines": []}
     response = await api.delete("/v1/lines/sms", headers=headers)
     assert await problem(response) == (404, "line-not-found")
-    # Ada's line and preferences are untouched by all of it.
+    ladder = await (await api.get("/v1/ladder", headers=headers)).json()
+    assert ladder["settings"]["default"] == "draft"  # their own, not Ada's confirm
+    listed = await (await api.get("/v1/confirmations", headers=headers)).json()
+    assert listed == {"confirmations": []}
+    response = await api.post(
+        f"/v1/confirmations/{confirmation['id']}",
+        json={"choice": {"type": "decline"}},
+        headers=headers,
+    )
+    assert await problem(response) == (404, "confirmation-not-found")
+    assert (await (await api.get("/v1/windows", headers=headers)).json()) == {"windows": []}
+    # Ada's line, preferences and confirmation are untouched by all of it.
     assert len((await (await api.get("/v1/lines", headers=people.ada)).json())["lines"]) == 1
     assert (await (await api.get("/v1/preferences", headers=people.ada)).json())[
         "instructions"
     ] == SECRET
+    mine = await (await api.get("/v1/confirmations", headers=people.ada)).json()
+    assert [c["id"] for c in mine["confirmations"]] == [confirmation["id"]]
 
 
 async def test_admin_learns_that_a_member_has_an_agent_and_its_cost_and_nothing_else(
@@ -70,7 +100,7 @@ async def test_admin_learns_that_a_member_has_an_agent_and_its_cost_and_nothing_
 
     async def billed():
         bill = await (await api.get("/v1/billing", headers=people.root)).json()
-        return bill if bill["agents"] else None
+        return bill if bill["agents"] and bill["agents"][0]["runs"] == 2 else None
 
     bill = await eventually(billed)
     assert bill["capacity"]["personal_agents"] == 1
@@ -79,7 +109,7 @@ async def test_admin_learns_that_a_member_has_an_agent_and_its_cost_and_nothing_
     assert (agent["agent"], agent["user"], agent["runs"]) == (
         f"agent:{people.ada_id}",
         people.ada_id,
-        1,
+        2,  # the question in the setup, and this one
     )
     assert SECRET not in str(bill) and "friday" not in str(bill)
 
