@@ -11,7 +11,7 @@ from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.runtime.service import Handler
 from services.agents.domain import meter, personas, roster
-from services.agents.domain.catalog import Catalog
+from services.agents.domain.catalog import Catalog, Plan
 from services.agents.store import AgentStore, Conflict
 
 __all__ = ["Handlers"]
@@ -84,21 +84,24 @@ class Handlers:
         if await self._persona(p.org, req.persona) is None:
             raise Refused("persona-not-found", 404, f"no persona {req.persona!r} in {p.org}")
         agent = roster.org_agent(p.org, req, self._clock())
-        plan_name = await self._store.plan(p.org)
-        plan = self._catalog.plans[plan_name]
-        for _ in range(_ATTEMPTS):
-            current, revision = await self._store.roster(p.org)
-            admitted = roster.admit(current, agent, plan, plan_name)
-            try:
-                await self._store.put_roster(p.org, admitted, revision)
-                break
-            except Conflict:
-                continue
-        else:
-            raise Refused("roster-contended", 503, f"{p.org}'s roster is busy; retry")
         async with self._trail.change(p.org, actor=p, action="agents.org.create", target=agent.id):
+            await self._admit(agent)
             await self._store.create_org_agent(agent)
         return agent
+
+    async def _admit(self, agent: agents.Agent) -> None:
+        """Onto the org's roster by compare-and-set, so concurrent creates never pass the
+        plan's capacity together."""
+        plan_name, plan = await self._plan(agent.org)
+        for _ in range(_ATTEMPTS):
+            current, revision = await self._store.roster(agent.org)
+            admitted = roster.admit(current, agent, plan, plan_name)
+            try:
+                await self._store.put_roster(agent.org, admitted, revision)
+                return
+            except Conflict:
+                continue
+        raise Refused("roster-contended", 503, f"{agent.org}'s roster is busy; retry")
 
     async def preferences(self, _: agents.GetPreferences, p: Principal) -> agents.Preferences:
         _refuse_agents(p, "read preferences; the agent reads them only when it drafts")
@@ -115,8 +118,7 @@ class Handlers:
     async def billing(self, req: agents.BillingRequest, p: Principal) -> agents.Billing:
         _admin(p, "read the org's bill")
         month_name = req.month or self._clock().strftime("%Y-%m")
-        plan_name = await self._store.plan(p.org)
-        plan = self._catalog.plans[plan_name]
+        plan_name, plan = await self._plan(p.org)
         held, _ = await self._store.roster(p.org)
         month, _ = await self._store.meter(p.org, month_name)
         rate = self._catalog.runtime.agent_hour_usd
@@ -167,6 +169,17 @@ class Handlers:
             agents.BILLING: self.billing,
             agents.PLAN: self.plan,
         }
+
+    async def _plan(self, org: str) -> tuple[str, Plan]:
+        name = await self._store.plan(org)
+        plan = self._catalog.plans.get(name)
+        if plan is None:  # the catalog changed under an org's plan
+            raise Refused(
+                "plan-not-in-catalog",
+                409,
+                f"{org} is on plan {name!r}, which the catalog no longer has",
+            )
+        return name, plan
 
     async def _persona(self, org: str, name: str) -> agents.Persona | None:
         return personas.resolve(name, self._presets, await self._store.personas(org))
