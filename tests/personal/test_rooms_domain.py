@@ -1,0 +1,130 @@
+"""The rooms' rules as pure functions: who answers, who wrote it, lines and signatures."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.contracts.rooms import CreateRoom, Inbound
+from services.rooms.domain import lines, members, messages
+
+NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
+ADA, BOB = "acme/ada", "acme/bob"
+
+
+def _room():
+    request = CreateRoom(title="t", members=(BOB,), scope="org")
+    return members.new_room(request, Principal(org="acme", sub=ADA), "r-0000000000000001", NOW)
+
+
+def test_a_room_holds_each_person_with_their_agent_and_the_orgs_agent():
+    assert [(m.kind, m.id) for m in _room().members] == [
+        ("human", ADA),
+        ("agent", "agent:acme/ada"),
+        ("human", BOB),
+        ("agent", "agent:acme/bob"),
+        ("agent", "agent:acme"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "author, act, to, answerer",
+    [
+        (BOB, None, ADA, "agent:acme/ada"),
+        (BOB, None, "org", "agent:acme"),
+        (BOB, None, None, None),
+        (ADA, "agent:acme/ada", BOB, None),  # an agent's message is not answered
+        (BOB, None, "acme/carol", None),  # not in the room: refused before this
+    ],
+    ids=["to-a-person", "to-the-org", "to-no-one", "by-an-agent", "to-a-stranger"],
+)
+def test_exactly_one_agent_or_none_answers(author, act, to, answerer):
+    room = _room()
+    principal = Principal(org="acme", sub=author, act=act)
+    if to == "acme/carol":
+        with pytest.raises(Refused):
+            messages.authored(room, principal, "hi", NOW, to=to)
+        return
+    message = messages.authored(room, principal, "hi", NOW, to=to)
+    assert members.answerer(room, message) == answerer
+
+
+def test_the_author_and_kind_come_from_the_principal_alone():
+    room = _room()
+    by_agent = messages.authored(
+        room, Principal(org="acme", sub=ADA, act="agent:acme/ada"), "x", NOW
+    )
+    assert (by_agent.author, by_agent.author_kind, by_agent.on_behalf_of) == (
+        "agent:acme/ada",
+        "agent",
+        ADA,
+    )
+    by_person = messages.authored(room, Principal(org="acme", sub=ADA), "x", NOW)
+    assert (by_person.author, by_person.author_kind, by_person.on_behalf_of) == (
+        ADA,
+        "human",
+        None,
+    )
+
+
+def test_twilios_own_published_signature_example_verifies():
+    """From Twilio's request-validation snippet (TwilioDevEd/api-snippets)."""
+    fields = [
+        ("CallSid", "CA1234567890ABCDE"),
+        ("Caller", "+14158675310"),
+        ("Digits", "1234"),
+        ("From", "+14158675310"),
+        ("To", "+18005551212"),
+    ]
+    url = "https://mycompany.com/myapp.php?foo=1&bar=2"
+    assert lines.sign_twilio("12345", url, fields) == "GvWf1cFY/Q7PnoempGyD5oXAezc="
+
+
+@pytest.mark.parametrize("transport", ["sms", "email", "whatsapp"])
+def test_a_tampered_body_fails_its_carriers_signature(transport):
+    secret = "s3cret-signing-key"
+    stamp = str(int(NOW.timestamp()))
+    if transport == "sms":
+        body = "Body=hi&From=%2B14155550100&MessageSid=SM1&To=%2B15550001111"
+        signature = lines.sign_twilio(
+            secret,
+            "https://t.example/in",
+            sorted(
+                [
+                    ("Body", "hi"),
+                    ("From", "+14155550100"),
+                    ("MessageSid", "SM1"),
+                    ("To", "+15550001111"),
+                ]
+            ),
+        )
+    elif transport == "email":
+        sig = lines.sign_mailgun(secret, stamp, "tok")
+        body = f"timestamp={stamp}&token=tok&signature={sig}&body-plain=hi"
+        signature = ""
+    else:
+        body = '{"entry": []}'
+        signature = lines.sign_meta(secret, body.encode())
+    good = Inbound(transport=transport, url="https://t.example/in", signature=signature, body=body)
+    lines.verify(good, secret, NOW)
+    tampered = Inbound(
+        transport=transport,
+        url="https://t.example/in",
+        signature=signature,
+        body=body.replace("hi", "ho").replace("[]", "[1]"),
+    )
+    if transport == "email":  # Mailgun signs the timestamp and token, not the body
+        tampered = Inbound(transport=transport, url="x", body=body.replace("tok", "tak"))
+    with pytest.raises(Refused) as refused:
+        lines.verify(tampered, secret, NOW)
+    assert refused.value.problem.rule == "signature-invalid"
+
+
+def test_a_line_and_correspondent_always_name_the_same_room():
+    one = lines.room_id("sms", "acme", ADA, "+14155550100")
+    assert one == lines.room_id("sms", "acme", ADA, "+14155550100")
+    assert one != lines.room_id("sms", "acme", BOB, "+14155550100")
+    assert one != lines.room_id("sms", "acme", ADA, None)  # the hub
+    assert lines.normalize("email", " Ada@Example.COM ") == "ada@example.com"
+    assert lines.normalize("whatsapp", "whatsapp:+447700900123") == "+447700900123"
