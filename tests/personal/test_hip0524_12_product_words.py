@@ -32,3 +32,22 @@ def test_no_schema_field_or_subject_says_app_or_dev():
     assert {"author_kind", "on_behalf_of", "capability_defaults"} <= fields  # nested ones too
     assert sorted(f for f in fields if PRODUCT_WORDS.search(f)) == []
     assert [s.name for s in subjects if PRODUCT_WORDS.search(s.name)] == []
+
+
+async def test_the_served_api_document_says_neither(api):
+    """The running gateway's own OpenAPI document: no path, parameter or field says it."""
+    document = await (await api.get("/v1/openapi.json")).json()
+    assert [p for p in document["paths"] if PRODUCT_WORDS.search(p)] == []
+    names = {
+        name
+        for schema in document["components"]["schemas"].values()
+        for name in schema.get("properties", {})
+    }
+    names |= {
+        parameter["name"]
+        for path in document["paths"].values()
+        for operation in path.values()
+        for parameter in operation.get("parameters", [])
+    }
+    assert {"author_kind", "acknowledge"} <= names
+    assert sorted(n for n in names if PRODUCT_WORDS.search(n)) == []
