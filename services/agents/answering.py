@@ -65,6 +65,21 @@ class Answering:
         run_id, started_at, started = uuid.uuid4().hex, self._clock(), time.perf_counter()
         start = RunStarted(run=run_id, org=stored.org, agent=agent.id, started_at=started_at)
         await self._js.publish(f"agents.run.started.{stored.org}", codec.encode(start))
+        try:
+            await self._draft(agent, stored)
+        finally:  # the time ran whether or not the reply got through: it is billed
+            run = RunEnded(
+                run=run_id,
+                org=stored.org,
+                agent=agent.id,
+                kind=agent.kind,
+                user=agent.user,
+                started_at=started_at,
+                ended_at=started_at + _elapsed(started),
+            )
+            await self._js.publish(f"agents.run.ended.{stored.org}", codec.encode(run))
+
+    async def _draft(self, agent: Agent, stored: rooms.MessageStored) -> None:
         page: rooms.MessagePage = await call(
             self._nc,
             rooms.HISTORY,
@@ -80,36 +95,24 @@ class Answering:
         preferences = None
         if agent.user is not None:  # read now, never kept
             preferences = await self._store.preferences(agent.org, agent.user)
-        speaker = agent.user or rooms.ORG
-        prompt = compose(persona, preferences, page.messages, speaker=speaker)
+        prompt = compose(persona, preferences, page.messages, speaker=agent.user or rooms.ORG)
         text = await self._model.reply(prompt)
         if agent.user is None:  # the org's agent answers under org policy: a draft
             draft = rooms.PostDraft(
                 org=stored.org, room=stored.room, reply_to=stored.seq, agent=agent.id, text=text
             )
             await call(self._nc, rooms.POST_DRAFT, draft, caller="agents")
-        else:  # the person's ladder decides what becomes of it
-            reply = ladder.Reply(
-                org=stored.org,
-                person=agent.user,
-                room=stored.room,
-                transport=stored.transport,
-                first_contact=stored.first_contact,
-                reply_to=stored.seq,
-                candidates=(text,),
-            )
-            await call(self._nc, ladder.ROUTE, reply, caller="agents")
-        ended_at = started_at + _elapsed(started)
-        run = RunEnded(
-            run=run_id,
+            return
+        reply = ladder.Reply(  # the person's ladder decides what becomes of it
             org=stored.org,
-            agent=agent.id,
-            kind=agent.kind,
-            user=agent.user,
-            started_at=started_at,
-            ended_at=ended_at,
+            person=agent.user,
+            room=stored.room,
+            transport=stored.transport,
+            first_contact=stored.first_contact,
+            reply_to=stored.seq,
+            candidates=(text,),
         )
-        await self._js.publish(f"agents.run.ended.{stored.org}", codec.encode(run))
+        await call(self._nc, ladder.ROUTE, reply, caller="agents")
 
     async def _agent(self, member: str, org: str) -> Agent | None:
         """The agent rooms know as `member`: a person's own (kept in their home org, answering
