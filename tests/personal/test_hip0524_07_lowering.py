@@ -164,7 +164,7 @@ async def test_a_thousand_lowerings_at_the_moment_windows_end(api, operator, peo
     acked: dict[str, tuple[float, int]] = {}
 
     async def lower(person: str) -> None:
-        at = due[person].timestamp() + random.uniform(-0.25, 0.1)
+        at = due[person].timestamp() + random.uniform(-0.3, 0.6)
         await asyncio.sleep(max(0.0, at - time.time()))
         response = await api.put("/v1/ladder", json={"level": "confirm"}, headers=heads[person])
         assert response.status == 200, await response.text()
@@ -193,6 +193,7 @@ async def test_a_thousand_lowerings_at_the_moment_windows_end(api, operator, peo
     assert early and [p for p in early if p in sent] == []
     assert [p for p in racers if acked[p][1] == 1 and p in sent] == []
     assert [p for p, found in sent.items() if len(found) != 1] == []
+    print(f"{len(early)} lowered before their window's end; {len(sent)} windows sent")
     assert sent, "no window fired before its lowering: the race was not run"
     ladder_kv = await operator.jetstream().key_value("ladder")
     assert await current(ladder_kv, f"open.{people.org}.*.*") == []  # every one ended
