@@ -78,12 +78,18 @@ def free_port() -> int:
 
 
 def wait_for(
-    ready: Callable[[], object], proc: subprocess.Popen[bytes], what: str, timeout: float = 20.0
+    ready: Callable[[], object],
+    proc: subprocess.Popen[bytes] | Sequence[subprocess.Popen[bytes]],
+    what: str,
+    timeout: float = 20.0,
 ) -> None:
+    """Until `ready()`; a RuntimeError if any of `proc` exits first, or at `timeout`."""
+    procs = [proc] if isinstance(proc, subprocess.Popen) else list(proc)
     deadline = time.monotonic() + timeout
     while not ready():
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode} while starting")
+        if dead := [p for p in procs if p.poll() is not None]:
+            names = ", ".join(" ".join(map(str, p.args[-1:])) for p in dead)  # type: ignore[arg-type]
+            raise RuntimeError(f"{what}: {names} exited with {dead[0].returncode} while starting")
         if time.monotonic() > deadline:
             raise RuntimeError(f"{what} not ready after {timeout:.0f} s")
         time.sleep(0.05)

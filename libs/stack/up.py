@@ -62,7 +62,8 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None]) -> int:
             env = base | {
                 "NATS_USER": svc.name,
                 "NATS_PASSWORD": passwords[svc.name],
-                "TETHER_METRICS_PORT": str(metrics_base + i),
+                # A base of 0: each service picks a free port of its own.
+                "TETHER_METRICS_PORT": str(metrics_base + i if metrics_base else 0),
             }
             apps.append(
                 spawn([sys.executable, "-m", f"services.{svc.name}.main"], name=svc.name, env=env)
@@ -75,7 +76,7 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None]) -> int:
         gateway = spawn([sys.executable, "-m", "services.gateway.main"], name=GATEWAY, env=env)
         apps.append(gateway)
         url = f"http://127.0.0.1:{port}"
-        wait_for(lambda: stopping or _ready(url), gateway, "the gateway", timeout=120)
+        wait_for(lambda: stopping or _ready(url), apps, "the system", timeout=120)
         if not stopping:
             on_ready(url, nats_url)
         while not stopping:

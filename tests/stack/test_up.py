@@ -45,7 +45,7 @@ def up(tmp_path):
         "TETHER_NATS_PORT": str(free_port()),
         "TETHER_NATS_MONITOR_PORT": str(free_port()),
         "TETHER_REDIS_PORT": str(free_port()),
-        "TETHER_METRICS_BASE_PORT": str(free_port()),
+        "TETHER_METRICS_BASE_PORT": "0",
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "libs.cli.main", "up"],
@@ -116,7 +116,7 @@ def test_children_die_with_a_killed_parent(up):
 
 def test_up_with_nats_url_and_redis_url_starts_neither_server(stack):
     port = free_port()
-    env = stack.env(TETHER_PORT=str(port), TETHER_METRICS_BASE_PORT=str(free_port()))
+    env = stack.env(TETHER_PORT=str(port), TETHER_METRICS_BASE_PORT="0")
     argv = [sys.executable, "-m", "libs.cli.main", "up"]
     proc = subprocess.Popen(
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
