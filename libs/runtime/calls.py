@@ -1,6 +1,7 @@
 """One service asking another: the request encoded, the reply decoded, a refusal raised
 as the same Refused, so it reaches the original caller with its own rule and status."""
 
+from functools import cache
 from typing import TypeVar
 
 import msgspec
@@ -38,10 +39,6 @@ async def call(
     return _decoder(subject.reply).decode(reply.data)
 
 
-_decoders: dict[type, msgspec.json.Decoder] = {}
-
-
+@cache
 def _decoder(type_: type) -> msgspec.json.Decoder:
-    if type_ not in _decoders:
-        _decoders[type_] = codec.decoder(type_)
-    return _decoders[type_]
+    return codec.decoder(type_)

@@ -13,7 +13,6 @@ from nats.js.api import KeyValueConfig, StreamConfig
 from nats.js.errors import (
     APIError,
     BadRequestError,
-    BucketNotFoundError,
     KeyNotFoundError,
     NotFoundError,
 )
@@ -22,7 +21,7 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.scheduler import ENGINE, Fired, Timer
 from libs.contracts.streams import timer_subject
-from libs.runtime.kv import current
+from libs.runtime.kv import current, open_bucket
 from libs.runtime.service import ensure_shared_streams
 
 __all__ = ["Conflict", "Engine", "Timers", "due_parts", "open_store"]
@@ -40,10 +39,7 @@ class Conflict(Exception):
 
 
 async def open_store(js: JetStreamContext, *, replicas: int = 1) -> tuple["Timers", "Engine"]:
-    try:
-        kv = await js.key_value(_BUCKET)
-    except BucketNotFoundError:
-        kv = await js.create_key_value(KeyValueConfig(bucket=_BUCKET, history=1, replicas=replicas))
+    kv = await open_bucket(js, KeyValueConfig(bucket=_BUCKET, history=1, replicas=replicas))
     engine = StreamConfig(
         name=ENGINE.name,
         subjects=list(ENGINE.subjects),
