@@ -20,6 +20,7 @@ from libs.contracts.problem import Refused
 __all__ = ["Consumer"]
 
 _log = logging.getLogger(__name__)
+_BATCH = 256
 
 
 class Consumer:
@@ -33,12 +34,15 @@ class Consumer:
         handle: Callable[[Msg], Awaitable[None]],
         in_order: bool = False,
         max_in_flight: int = 64,
+        ack_wait: float = 30,
     ) -> None:
         """`in_order` handles one message at a time across every replica (max_ack_pending
-        1), for a reader whose state depends on the order it reads in."""
+        1), for a reader whose state depends on the order it reads in. A message a replica
+        took and never acked goes to another after `ack_wait` seconds."""
         self._js, self._stream, self._durable = js, stream, durable
         self._subjects, self._handle = list(subjects), handle
         self._pending = 1 if in_order else max_in_flight
+        self._ack_wait = ack_wait
         self._slots = asyncio.Semaphore(self._pending)
         self._tasks: set[asyncio.Task[None]] = set()
         self._stop = asyncio.Event()
@@ -47,7 +51,7 @@ class Consumer:
         """Fetch and handle until `stop()`, then finish what is in hand."""
         config = ConsumerConfig(
             ack_policy=AckPolicy.EXPLICIT,
-            ack_wait=30,
+            ack_wait=self._ack_wait,
             max_ack_pending=self._pending,
             filter_subjects=self._subjects if len(self._subjects) > 1 else None,
         )
@@ -59,7 +63,7 @@ class Consumer:
         )
         while not self._stop.is_set():
             try:
-                msgs = await sub.fetch(self._pending, timeout=0.5)
+                msgs = await sub.fetch(min(self._pending, _BATCH), timeout=0.5)
             except TimeoutError:  # nothing new
                 continue
             except Exception:  # the bus is reconnecting: try again shortly

@@ -14,9 +14,9 @@ from datetime import datetime
 
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig
 
 from libs.contracts.scheduler import ENGINE
+from libs.runtime.consumer import Consumer
 from services.scheduler import domain
 from services.scheduler.resolution import Lateness
 from services.scheduler.store import Conflict, Engine, Timers, due_parts
@@ -25,80 +25,53 @@ __all__ = ["Firing"]
 
 _log = logging.getLogger(__name__)
 _DURABLE = "scheduler"
-_BATCH = 256
+_IN_FLIGHT = 4096
 _PURGE_EVERY_S = 5.0
 
 
 class Firing:
     def __init__(
         self,
-        js: JetStreamContext,
         timers: Timers,
         engine: Engine,
         lateness: Lateness,
         *,
         clock: Callable[[], datetime],
-        max_in_flight: int = 4096,
     ) -> None:
-        self._js, self._timers, self._engine, self._lateness = js, timers, engine, lateness
+        self._timers, self._engine, self._lateness = timers, engine, lateness
         self._clock = clock
-        self._slots = asyncio.Semaphore(max_in_flight)
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._stop = asyncio.Event()
 
-    async def run(self) -> None:
-        """Fetch and fire until `stop()`, then finish what is in hand."""
-        sub = await self._js.pull_subscribe(
-            "scheduler.due.>",
-            durable=_DURABLE,
+    def consumer(self, js: JetStreamContext) -> Consumer:
+        """The due messages, shared by every replica. A fire holds its message un-acked for
+        up to ARM_EARLY, so many are in hand at once; one a dead replica held comes back
+        after ten seconds."""
+        return Consumer(
+            js,
             stream=ENGINE.name,
-            config=ConsumerConfig(
-                ack_policy=AckPolicy.EXPLICIT, ack_wait=10, max_ack_pending=20000
-            ),
+            durable=_DURABLE,
+            subjects=["scheduler.due.>"],
+            handle=self.fire,
+            max_in_flight=_IN_FLIGHT,
+            ack_wait=10,
         )
-        loop = asyncio.get_running_loop()
-        next_purge = loop.time() + _PURGE_EVERY_S
-        while not self._stop.is_set():
-            if loop.time() >= next_purge:
-                next_purge = loop.time() + _PURGE_EVERY_S
-                try:
-                    await self._engine.forget_handled(_DURABLE)
-                except Exception:  # housekeeping; the next round will do it
-                    _log.warning("purge of handled due messages failed", exc_info=True)
+
+    async def forget_handled(self) -> None:
+        """Every few seconds, one range purge of the due messages already handled (deleting
+        each one as it was handled slowed the server down run after run)."""
+        while True:
+            await asyncio.sleep(_PURGE_EVERY_S)
             try:
-                msgs = await sub.fetch(_BATCH, timeout=0.5)
-            except TimeoutError:  # nothing due (nats-py's timeouts are TimeoutErrors too)
-                continue
-            except Exception:  # the bus is reconnecting: try again shortly
-                _log.warning("fetch failed", exc_info=True)
-                await asyncio.sleep(0.5)
-                continue
-            for msg in msgs:
-                await self._slots.acquire()
-                task = asyncio.create_task(self._fire(msg))
-                self._tasks.add(task)
-                task.add_done_callback(self._done)
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await sub.unsubscribe()
+                await self._engine.forget_handled(_DURABLE)
+            except Exception:  # housekeeping; the next round will do it
+                _log.warning("purge of handled due messages failed", exc_info=True)
 
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        self._slots.release()
-
-    async def _fire(self, msg: Msg) -> None:
-        try:
-            owner, key, timer_id, due_at = due_parts(msg.subject, msg.headers)
-            hold = (due_at - self._clock()).total_seconds()
-            if hold > 0:  # armed early by at most ARM_EARLY: hold the rest, still un-acked
-                await asyncio.sleep(hold)
-            await self._settle(owner, key, timer_id)
-            await msg.ack()
-        except Exception:
-            _log.exception("fire failed; it will be re-delivered", extra={"subject": msg.subject})
-            await msg.nak(delay=1)
+    async def fire(self, msg: Msg) -> None:
+        """Hold until the exact due time, then settle; raising re-delivers it."""
+        owner, key, timer_id, due_at = due_parts(msg.subject, msg.headers)
+        hold = (due_at - self._clock()).total_seconds()
+        if hold > 0:  # armed early by at most ARM_EARLY: hold the rest, still un-acked
+            await asyncio.sleep(hold)
+        await self._settle(owner, key, timer_id)
 
     async def _settle(self, owner: str, key: str, timer_id: str) -> None:
         while True:

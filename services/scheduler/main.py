@@ -37,16 +37,16 @@ async def serve(svc: Service, targets: dict[str, tuple[str, ...]] | None = None)
     timers, engine = await open_store(svc.js, replicas=svc.settings.js_replicas)
     lateness = Lateness()
     handlers = Handlers(timers, engine, lateness, targets=targets, clock=clock)
-    firing = Firing(svc.js, timers, engine, lateness, clock=clock)
-    fire_loop = asyncio.create_task(firing.run())
-    serving = asyncio.create_task(svc.serve(handlers.table()))
+    firing = Firing(timers, engine, lateness, clock=clock)
+    serving = asyncio.create_task(svc.serve(handlers.table(), [firing.consumer(svc.js)]))
+    housekeeping = asyncio.create_task(firing.forget_handled())
     try:
         await probe(handlers, svc.settings.replica)
         await serving
     finally:
         svc.stop()
-        firing.stop()
-        await asyncio.gather(serving, fire_loop)
+        housekeeping.cancel()
+        await asyncio.gather(serving, housekeeping, return_exceptions=True)
 
 
 async def main(settings: Settings) -> None:

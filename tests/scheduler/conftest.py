@@ -34,17 +34,14 @@ async def replica(settings: Settings) -> AsyncIterator[Service]:
         timers, engine = await open_store(svc.js)
         lateness = Lateness()
         handlers = Handlers(timers, engine, lateness, targets=TARGETS, clock=now)
-        firing = Firing(svc.js, timers, engine, lateness, clock=now)
-        fire = asyncio.create_task(firing.run())
-        serve = asyncio.create_task(svc.serve(handlers.table()))
+        firing = Firing(timers, engine, lateness, clock=now)
+        serve = asyncio.create_task(svc.serve(handlers.table(), [firing.consumer(svc.js)]))
         await asyncio.wait_for(svc.serving.wait(), 10)
         try:
             yield svc
         finally:
             svc.stop()
-            firing.stop()
             await serve
-            await fire
 
 
 class Owner:
