@@ -293,10 +293,16 @@ class Handlers:
         room = await self._store.room(req.room)
         if room is None or room.org != req.org:
             raise Refused("room-not-found", 404, f"no room {req.room} in {req.org}")
-        after = max(0, req.upto - 10 * req.limit)
-        found, _ = await self._store.page(room.org, room.id, after, 10 * req.limit)
-        upto = [m for m in found if m.seq <= req.upto]
-        return rooms.MessagePage(messages=upto[-req.limit :])
+        # The stream holds every room's messages in one sequence, so look back through a
+        # span of it that doubles until it holds `limit` of this room's, or reaches the start.
+        span = 10 * req.limit
+        while True:
+            after = max(0, req.upto - span)
+            found, _ = await self._store.page(room.org, room.id, after, span)
+            upto = [m for m in found if m.seq <= req.upto]
+            if len(upto) >= req.limit or after == 0:
+                return rooms.MessagePage(messages=upto[-req.limit :])
+            span *= 2
 
     def table(self) -> Mapping[Subject, Handler]:
         return {

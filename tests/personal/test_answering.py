@@ -138,3 +138,16 @@ async def test_each_drafting_is_a_run_the_meter_bills_per_second(api, people, st
     assert bill["rate_usd_per_hour"] == "0.12"
     assert bill["amount_usd"] == f"{0.12 * bill['seconds'] / 3600:.6f}"
     assert bill["capacity"]["agents"] == {"allowed": 25, "in_use": 1}
+
+
+async def test_the_agent_sees_its_rooms_history_however_busy_other_rooms_are(
+    api, people, staffed, model
+):
+    await say(api, staffed, people.ada, "EARLIER-CONTEXT from before the rush")
+    busy = await room_with(api, people, people.bob_id, title="busy")
+    for i in range(250):  # more of the stream than the first look back spans
+        await say(api, busy, people.bob, f"noise {i}")
+    await say(api, staffed, people.bob, "AFTER-RUSH what did we decide?", to=people.ada_id)
+    await eventually(lambda: drafts(api, staffed, people.ada))
+    [prompt] = [p for p in model.prompts if "AFTER-RUSH" in str(p)]
+    assert "EARLIER-CONTEXT" in str(prompt) and "noise" not in str(prompt)
