@@ -11,16 +11,17 @@ import pytest
 import pytest_asyncio
 from aiohttp.test_utils import TestClient, TestServer
 
-from libs.contracts import SERVICES
+from libs.contracts import SERVICES, audit
 from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
 from libs.runtime.settings import Settings
 from libs.stack.home import Home
 from libs.stack.local import start_local
 from libs.stack.processes import stop_all
+from services.audit.main import serve as serve_audit
 from services.gateway.app import init_app
 from services.gateway.routes import ROUTES
 from services.gateway.settings import GatewaySettings
-from tests.support import KEY, TEST_SERVICES
+from tests.support import KEY, TEST_SERVICES, serving
 
 
 class Stack(msgspec.Struct):
@@ -84,6 +85,13 @@ def connect(stack: Stack):
 async def operator(connect) -> AsyncIterator[nats.NATS]:
     async with connect(OPERATOR) as nc:
         yield nc
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session", autouse=True)
+async def audit_service(settings_for) -> AsyncIterator[object]:
+    """The one writer of audit chains, which every service's Trail asks, for the session."""
+    async with serving(audit.CONTRACT, settings_for("audit"), serve_audit) as svc:
+        yield svc
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from libs.stack.home import Home
 
 __all__ = ["main"]
 
-_NATS = "nats://127.0.0.1:4222"
 DEV_ORG, DEV_USER = "acme", "acme/ada"
 # Development accounts `tether up` creates, each announced like any account, so each gets
 # its agent the way every person does.
@@ -84,7 +83,7 @@ def _nats_config(args: argparse.Namespace) -> int:
 
 def _account_created(args: argparse.Namespace) -> int:
     try:
-        asyncio.run(_announce(Home(), args.user, os.environ.get("NATS_URL", _NATS)))
+        asyncio.run(_announce(Home(), args.user, _nats_url()))
     except Exception as exc:
         print(f"cannot announce the accounts: {exc!r}", file=sys.stderr)
         return 2
@@ -132,29 +131,30 @@ async def _operator(password: str, url: str):
 
 
 def _audit_verify(args: argparse.Namespace) -> int:
-
-    from libs.audit.chain import first_break
-    from libs.audit.trail import Trail
+    from libs.audit.chain import breaks
+    from libs.audit.reading import stored
     from libs.contracts.permissions import OPERATOR
     from libs.stack.up import ROLES
 
     async def verify() -> int:
         password = Home().ensure(ROLES)[OPERATOR]
-        url = os.environ.get("NATS_URL", _NATS)
+        url = _nats_url()
         try:  # a command answers now: no waiting for a server that is not there
             nc = await _operator(password, url)
         except Exception as exc:
             print(f"cannot reach NATS at {url}: {exc!r}", file=sys.stderr)
             return 2
         try:
-            records = [r async for r in Trail(nc.jetstream(), service=OPERATOR).records(args.org)]
+            chain = [m async for m in stored(nc.jetstream(), args.org)]
         finally:
             await nc.close()
-        broken = first_break(records)
-        if broken is None:
-            print(f"{args.org}: {len(records)} records, chain intact")
+        valid, found = breaks(chain, org=args.org)
+        if not found:
+            print(f"{args.org}: {valid} records, chain intact")
             return 0
-        print(f"{args.org}: chain broken at record {broken.n}: {broken.reason}")
+        for broken in found:
+            print(f"{args.org}: sequence {broken.seq} breaks the chain: {broken.reason}")
+        print(f"{args.org}: {valid} valid records, {len(found)} not")
         return 1
 
     return asyncio.run(verify())
@@ -174,6 +174,13 @@ def _poa_vectors(args: argparse.Namespace) -> int:
         print(f"FAIL {o.section} {o.case_id}: expected {o.expected}, got {o.actual}")
     print(f"{len(outcomes) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed or not outcomes else 0
+
+
+def _nats_url() -> str:
+    """The server `tether up` started, found the way it found it: NATS_URL, else the
+    embedded server's port."""
+    port = os.environ.get("TETHER_NATS_PORT", "4222")
+    return os.environ.get("NATS_URL", f"nats://127.0.0.1:{port}")
 
 
 async def _quiet(_: Exception) -> None:
@@ -226,7 +233,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("audit", help="the audit trail")
     audit = p.add_subparsers(required=True)
-    p = audit.add_parser("verify", help="check an org's hash chain; name the first break")
+    p = audit.add_parser("verify", help="check an org's hash chain; name every break by sequence")
     p.add_argument("--org", required=True)
     p.set_defaults(run=_audit_verify)
     return parser

@@ -1,6 +1,6 @@
 """Every subject on the bus and the msgspec types that cross it."""
 
-from libs.contracts import agents, ladder, poa, rooms, scheduler
+from libs.contracts import agents, audit, ladder, poa, rooms, scheduler
 from libs.contracts.accounts import ACCOUNT_CREATED
 from libs.contracts.registry import Event, ServiceContract
 
@@ -8,6 +8,7 @@ __all__ = ["EXTERNAL_EVENTS", "SERVICES"]
 
 # The services that exist, in the order `tether up` starts them.
 SERVICES: tuple[ServiceContract, ...] = (
+    audit.CONTRACT,
     scheduler.CONTRACT,
     poa.CONTRACT,
     agents.CONTRACT,

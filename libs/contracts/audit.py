@@ -1,24 +1,31 @@
-"""An audit record: one entry in an org's hash chain on the AUDIT stream."""
+"""`tether.audit.append`: the one way onto an org's hash chain, and the record it writes.
+
+Only the audit service may publish to the AUDIT stream; every other service asks it to
+append, on a subject served by caller, so the record's `service` is what the bus proved.
+"""
 
 from datetime import datetime
 from typing import Any
 
 from libs.contracts.base import Contract, OrgId
 from libs.contracts.principal import Principal
+from libs.contracts.registry import ANY_SERVICE, request_subject, service_contract
+from libs.contracts.streams import AUDIT
 
-__all__ = ["GENESIS", "AuditRecord"]
+__all__ = ["APPEND", "CONTRACT", "GENESIS", "Append", "AuditRecord"]
 
 # The `prev` of an org's first record.
 GENESIS = "0" * 64
 
 
 class AuditRecord(Contract):
-    """What was done, by whom, for which org, chained to the record before it.
+    """What was done, by whom, for which org, chained to what was stored before it.
 
-    `n` counts from 1 within the org's chain. `prev` is the previous record's `hash`
-    (GENESIS for the first). `hash` is the SHA-256, in hex, of this record's JSON with
-    `hash` left out, keys sorted and no whitespace. `data` should hold no binary floats:
-    money travels as decimal strings so that every language hashes the same bytes.
+    `n` counts the org's valid records from 1. `prev` is the previous record's `hash`
+    (GENESIS for the first), or the SHA-256 of the raw bytes of whatever else was stored
+    before it. `hash` is the SHA-256, in hex, of this record's JSON with `hash` left out,
+    keys sorted and no whitespace. `data` should hold no binary floats: money travels as
+    decimal strings so that every language hashes the same bytes.
     """
 
     org: OrgId
@@ -31,3 +38,28 @@ class AuditRecord(Contract):
     data: dict[str, Any] = {}
     prev: str = GENESIS
     hash: str = ""
+
+
+class Append(Contract):
+    """A record to add to `org`'s chain; the audit service sets `service`, `n`, `prev`,
+    `hash`, and `at` when it is not given."""
+
+    org: OrgId
+    actor: Principal | None
+    action: str
+    target: str = ""
+    data: dict[str, Any] = {}
+    at: datetime | None = None
+
+
+APPEND = request_subject(
+    "audit",
+    "append",
+    Append,
+    AuditRecord,
+    "append a record to an org's audit chain",
+    callers=frozenset({ANY_SERVICE}),
+    by_caller=True,
+)
+
+CONTRACT = service_contract("audit", [APPEND], streams=(AUDIT,), shared_streams=())

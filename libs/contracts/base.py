@@ -5,12 +5,20 @@ from typing import Annotated
 
 import msgspec
 
-__all__ = ["Contract", "Name", "OrgId", "UserId", "home_org"]
+__all__ = ["MAX_INT", "Contract", "Count", "Name", "OrgId", "Seq", "UserId", "home_org"]
 
 
 class Contract(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """A message on the bus. Decoding refuses any field the type does not name."""
 
+
+# Every integer a client sends is one every JSON parser reads exactly (2^53 - 1), and one
+# the store holds: a stream sequence is a uint64.
+MAX_INT = 2**53 - 1
+# A message's place in a stream, from 1.
+Seq = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT)]
+# How many, or a cursor before the first: from 0.
+Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT)]
 
 # An org id is one NATS subject token, so it can key streams and subjects safely.
 OrgId = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]

@@ -1,8 +1,8 @@
 """`tether.ladder.*`: what a person's agent may send without them (hip-0524 §4-11).
 
 A person's settings are theirs alone: a default level, transport and room overrides, and
-the window a send waits. An org ceiling only lowers. Every reply an agent drafts for its
-person comes here to be decided and carried out: held as a draft, asked as a confirmation,
+the window a send waits. An org ceiling only lowers a person's level. Every reply an agent
+drafts for its person comes here to be decided and carried out: held as a draft, asked as a confirmation,
 or announced and sent at the end of a window unless the person intervenes.
 """
 
@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from libs.contracts.base import Contract, OrgId, UserId
+from libs.contracts.base import Contract, OrgId, Seq, UserId
 from libs.contracts.registry import Subject, request_subject, service_contract
 from libs.contracts.rooms import Choice, RoomId, Transport
 
@@ -108,14 +108,15 @@ class LadderChanged(Contract):
 
 
 class SetCeiling(Contract):
-    """An org admin lowers the org's ceiling: no member's agent sends above it."""
+    """An org admin sets the org's ceiling (no member's agent sends above it), or lifts it
+    with `level` null. Lifting raises no one: each person's own level still governs."""
 
-    level: Level
+    level: Level | None
 
 
 class Ceiling(Contract):
     org: str
-    level: Level
+    level: Level | None
     canceled_windows: int
 
 
@@ -144,7 +145,7 @@ class Reply(DecideRequest, kw_only=True):
     """An agent's reply (one or more candidates) to message `reply_to`, to be decided and
     carried out."""
 
-    reply_to: Annotated[int, msgspec.Meta(ge=1)]
+    reply_to: Seq
     candidates: Annotated[tuple[Text, ...], msgspec.Meta(min_length=1, max_length=5)]
 
 
@@ -157,7 +158,7 @@ class Routed(Contract, omit_defaults=True):
     confirmation: str | None = None
     window: str | None = None
     due_at: datetime | None = None
-    sent_seq: int | None = None
+    sent_seq: Seq | None = None
 
 
 class PendingWindow(Contract):
@@ -166,14 +167,14 @@ class PendingWindow(Contract):
     id: str
     org: str
     room: str
-    reply_to: int
+    reply_to: Seq
     text: str
     window: Window
     due_at: datetime
     state: Literal["open", "sent", "canceled", "edited", "replaced", "stopped"]
-    notice_seq: int
+    notice_seq: Seq
     seconds_left: float = 0.0
-    sent_seq: int | None = None
+    sent_seq: Seq | None = None
 
 
 class ListWindows(Contract):
@@ -201,8 +202,8 @@ class PendingConfirmation(Contract):
 
     id: str
     room: str
-    question_seq: int
-    reply_to: int
+    question_seq: Seq
+    reply_to: Seq
     candidates: tuple[str, ...]
 
 
@@ -257,6 +258,6 @@ CONTRACT = service_contract(
         ROUTE,
     ],
     buckets=("ladder",),
-    shared_streams=("AUDIT", "EVENTS", "TIMERS"),
+    shared_streams=("EVENTS", "TIMERS"),
     timer_targets=("window_end",),
 )

@@ -6,7 +6,7 @@ only these users can publish to request subjects, a service may trust the Princi
 
 from collections.abc import Sequence
 
-from libs.contracts.registry import TIMER_OWNERS, ServiceContract, Subject
+from libs.contracts.registry import ANY_SERVICE, TIMER_OWNERS, ServiceContract, Subject
 
 __all__ = ["GATEWAY", "OPERATOR", "inbox_prefix", "permissions"]
 
@@ -24,7 +24,11 @@ def permissions(role: str, services: Sequence[ServiceContract]) -> dict[str, obj
     if role == OPERATOR:
         return None
     own = next((svc for svc in services if svc.name == role), None)
-    roles = {role} | ({TIMER_OWNERS} if own is not None and own.timer_targets else set())
+    roles = {role}
+    if own is not None:
+        roles.add(ANY_SERVICE)
+        if own.timer_targets:
+            roles.add(TIMER_OWNERS)
     callable_ = [
         s.published_by(role) for svc in services for s in _served(svc) if roles & s.callers
     ]
@@ -32,7 +36,7 @@ def permissions(role: str, services: Sequence[ServiceContract]) -> dict[str, obj
     publish = ["$JS.API.INFO", *callable_]
     if own is not None:
         subscribe += [s.served for s in _served(own)]
-        publish += [f"tether.evt.{own.name}.>", f"tether.live.{own.name}.>", "tether.audit.*"]
+        publish += [f"tether.evt.{own.name}.>", f"tether.live.{own.name}.>"]
         for spec in own.streams:
             publish += [*_owned_stream(spec.name), *spec.subjects]
         for bucket in own.buckets:

@@ -10,9 +10,10 @@ from functools import cache
 import msgspec
 
 from libs.contracts import health
-from libs.contracts.streams import AUDIT, EVENTS, StreamSpec
+from libs.contracts.streams import EVENTS, StreamSpec
 
 __all__ = [
+    "ANY_SERVICE",
     "TIMER_OWNERS",
     "Event",
     "ServiceContract",
@@ -25,6 +26,8 @@ __all__ = [
 
 # A caller that stands for every service owning timers.
 TIMER_OWNERS = "timer-owners"
+# A caller that stands for every service.
+ANY_SERVICE = "any-service"
 
 
 class Subject(msgspec.Struct, frozen=True):
@@ -80,7 +83,7 @@ class ServiceContract(msgspec.Struct, frozen=True):
     events: tuple[Event, ...] = ()
     buckets: tuple[str, ...] = ()
     streams: tuple[StreamSpec, ...] = ()
-    shared_streams: tuple[str, ...] = (AUDIT.name, EVENTS.name)
+    shared_streams: tuple[str, ...] = (EVENTS.name,)
     timer_targets: tuple[str, ...] = ()
 
     @property

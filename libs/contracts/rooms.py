@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from libs.contracts.base import Contract, OrgId, UserId
+from libs.contracts.base import Contract, Count, OrgId, Seq, UserId
 from libs.contracts.registry import Event, Subject, request_subject, service_contract
 from libs.contracts.streams import StreamSpec
 
@@ -59,7 +59,6 @@ RoomId = Annotated[str, msgspec.Meta(pattern=r"^[a-z]+-[0-9a-f]{16}$")]
 DraftId = Annotated[str, msgspec.Meta(pattern=r"^d-[0-9a-f]{16}-[0-9]{1,19}$")]
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=16000)]
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-Seq = Annotated[int, msgspec.Meta(ge=1)]
 Transport = Literal["sms", "email", "whatsapp"]
 MemberKind = Literal["human", "agent", "bot"]
 AuthorKind = MemberKind
@@ -113,7 +112,7 @@ class RoomList(Contract):
 
 
 class Pick(Contract, tag="pick"):
-    option: Annotated[int, msgspec.Meta(ge=0)]
+    option: Count
 
 
 class Edit(Contract, tag="edit"):
@@ -143,7 +142,7 @@ class Message(Contract, omit_defaults=True):
     `notice` tells the person what their agent is about to do; it never leaves the room.
     """
 
-    seq: int
+    seq: Count  # 0 until stored
     room: str
     at: datetime
     author: str
@@ -151,10 +150,10 @@ class Message(Contract, omit_defaults=True):
     text: str
     on_behalf_of: str | None = None
     to: str | None = None
-    reply_to: int | None = None
+    reply_to: Seq | None = None
     drafted_by: str | None = None
     question: Question | None = None
-    answers: int | None = None
+    answers: Seq | None = None
     choice: Choice | None = None
     transport: Transport | None = None
     notice: bool = False
@@ -193,7 +192,7 @@ class ListMessages(Contract):
     """The room's messages after seq `after`, oldest first, at most `limit`."""
 
     id: RoomId
-    after: Annotated[int, msgspec.Meta(ge=0)] = 0
+    after: Count = 0
     limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50
 
 
@@ -201,7 +200,7 @@ class MessagePage(Contract):
     """`next` is the cursor to pass as `after` for more; None when there is no more now."""
 
     messages: list[Message]
-    next: int | None = None
+    next: Seq | None = None
 
 
 class Draft(Contract):
@@ -213,12 +212,12 @@ class Draft(Contract):
     org: str
     agent: str
     person: str
-    reply_to: int
+    reply_to: Seq
     text: str
     first_contact: bool
     state: Literal["open", "sent", "discarded"]
     created_at: datetime
-    sent_seq: int | None = None
+    sent_seq: Seq | None = None
 
 
 class ListDrafts(Contract):
@@ -282,7 +281,7 @@ class Inbound(Contract):
 
 class Delivered(Contract):
     room: str
-    seq: int
+    seq: Seq
     first_contact: bool
 
 
@@ -334,13 +333,13 @@ class MessageStored(Contract):
 
     org: str
     room: str
-    seq: int
+    seq: Seq
     author_kind: AuthorKind
     to: str | None
     answerer: str | None
     first_contact: bool
     transport: Transport | None = None
-    answers: int | None = None
+    answers: Seq | None = None
     choice: Choice | None = None
 
 
@@ -353,7 +352,13 @@ _LADDER = {"callers": frozenset({"ladder"}), "by_caller": True}
 
 CREATE = _subject("create", CreateRoom, Room, "create a room")
 LIST = _subject("list", ListRooms, RoomList, "the rooms I am a member of")
-GET = _subject("get", RoomRef, Room, "a room I am a member of")
+GET = _subject(
+    "get",
+    RoomRef,
+    Room,
+    "a room I am a member of",
+    callers=frozenset({"gateway", "ladder"}),
+)
 MESSAGES = _subject("messages", ListMessages, MessagePage, "a room's messages after a cursor")
 SEND = _subject("send", Send, Message, "send a message to a room")
 ASK = _subject("ask", Ask, Message, "ask a confirmation question in a room")

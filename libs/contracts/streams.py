@@ -17,7 +17,10 @@ class StreamSpec(msgspec.Struct, frozen=True):
 
 
 # Audit records are never aged out: a chain with a purged head could not be verified.
-AUDIT = StreamSpec("AUDIT", ("tether.audit.*",), "hash-chained audit records, one subject per org")
+# Its subjects sit apart from the audit service's own (`tether.audit.append.<caller>`).
+AUDIT = StreamSpec(
+    "AUDIT", ("tether.audit.chain.*",), "hash-chained audit records, one subject per org"
+)
 EVENTS = StreamSpec("EVENTS", ("tether.evt.>",), "events tether.evt.<service>.<noun>.<verb>")
 # Fired timers, one subject per owner and target, each owner reading with a durable
 # consumer named for it. Only deliveries live here, never a pending timer, so an age limit
@@ -31,11 +34,11 @@ TIMERS = StreamSpec(
     # window is how long such a recovery may take and still be recognised.
     duplicate_window_s=3600,
 )
-SHARED = {s.name: s for s in (AUDIT, EVENTS, TIMERS)}
+SHARED = {s.name: s for s in (EVENTS, TIMERS)}
 
 
 def audit_subject(org: str) -> str:
-    return f"tether.audit.{org}"
+    return f"tether.audit.chain.{org}"
 
 
 def timer_subject(owner: str, target: str) -> str:

@@ -182,6 +182,8 @@ def _problem_of(exc: Exception, subject: Subject) -> Problem:
             return Refused("invalid-request", 422, f"{subject.request.__name__}: {exc}").problem
         case msgspec.DecodeError():
             return Refused("malformed-json", 400, f"request body is not JSON: {exc}").problem
+        case RecursionError():
+            return Refused("nesting-too-deep", 422, f"{subject.request.__name__}: {exc}").problem
     _log.exception("handler failed", extra={"subject": subject.name})
     return Refused("internal", 500, f"{subject.name} failed; the service logged why").problem
 

@@ -38,7 +38,7 @@ async def serve(svc: Service, model: Model, clock: Callable[[], datetime] = cloc
     """Serve the subjects and read the events until `svc` is stopped."""
     catalog, presets = catalog_and_presets()
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
-    trail = Trail(svc.js, service=CONTRACT.name)
+    trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(store, trail, catalog, presets, clock)
     answering = Answering(svc.nc, store, handlers, model, presets, clock)
     readers = [

@@ -15,10 +15,9 @@ from aiohttp import web
 from libs.contracts import codec, rooms
 from libs.contracts.problem import Refused
 from libs.contracts.registry import live_subject
-from services.gateway.forward import NATS, ask, request_of
+from services.gateway.forward import NATS, ask, caller, request_of
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
-from services.gateway.tokens import principal_from
 
 __all__ = ["STREAMS", "close_streams", "room_stream"]
 
@@ -36,8 +35,7 @@ def room_stream(
     route: Route, *, key: str, limiter: RateLimiter, timeout: float
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(http: web.Request) -> web.StreamResponse:
-        principal = principal_from(http.headers.get("Authorization"), key)
-        await limiter.check(principal)
+        principal = await caller(route, http, key=key, limiter=limiter)
         nc = http.app[NATS]
         problem, body = await ask(
             nc, route.subject, await request_of(route, http), principal, timeout=timeout

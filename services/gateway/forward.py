@@ -17,9 +17,9 @@ from libs.contracts.problem import PROBLEM_HEADER, Refused
 from libs.contracts.registry import Subject
 from services.gateway.limits import IdempotencyKeys, RateLimiter, Stored
 from services.gateway.routes import Route
-from services.gateway.tokens import principal_from
+from services.gateway.tokens import is_delegate, principal_from
 
-__all__ = ["IDENTITY_FIELDS", "NATS", "ask", "forwarding", "request_of"]
+__all__ = ["IDENTITY_FIELDS", "NATS", "ask", "caller", "forwarding", "request_of"]
 
 NATS = web.AppKey("nats", Client)
 
@@ -27,6 +27,7 @@ NATS = web.AppKey("nats", Client)
 IDENTITY_FIELDS = frozenset(
     {"org", "sub", "roles", "act", "principal", "author", "author_kind", "sender", "on_behalf_of"}
 )
+MAX_DEPTH = 64
 _JSON = "application/json"
 _PROBLEM = "application/problem+json"
 _decode = codec.decoder().decode
@@ -38,8 +39,7 @@ def forwarding(
     """The handler of one route of the table."""
 
     async def handler(http: web.Request) -> web.Response:
-        principal = principal_from(http.headers.get("Authorization"), key)
-        await limiter.check(principal)
+        principal = await caller(route, http, key=key, limiter=limiter)
 
         async def answer() -> Stored:
             payload = await request_of(route, http)
@@ -65,6 +65,29 @@ def forwarding(
     return handler
 
 
+async def caller(route: Route, http: web.Request, *, key: str, limiter: RateLimiter) -> Principal:
+    """Who asks, from the verified token; refused before anything is forwarded if their
+    token does not admit them here, they are over their rate, or the query names a parameter
+    the route does not take (it would otherwise be ignored, silently)."""
+    principal = principal_from(http.headers.get("Authorization"), key)
+    if is_delegate(principal) and not route.delegates:
+        raise Refused(
+            "delegate-not-admitted",
+            403,
+            f"{principal.act} acts only on the grants of {principal.sub}'s that name it",
+        )
+    await limiter.check(principal)
+    taken = (*route.query, *(("after",) if route.kind == "stream" else ()))
+    if unknown := sorted(set(http.query) - set(taken)):
+        raise Refused(
+            "unknown-query-parameter",
+            422,
+            f"{route.method} {route.path} takes no query parameter {', '.join(unknown)}",
+            errors=tuple(unknown),
+        )
+    return principal
+
+
 async def request_of(route: Route, http: web.Request) -> bytes:
     """The route's request as JSON bytes, checked against its type before any service sees it."""
     fields: dict[str, Any] = {}
@@ -72,6 +95,7 @@ async def request_of(route: Route, http: web.Request) -> bytes:
         if http.content_type != _JSON:
             raise Refused("unsupported-media-type", 415, f"send {_JSON}, not {http.content_type!r}")
         raw = await http.read() or b"{}"
+        _refuse_deep(raw)
         if not route.path_params and not route.query:
             # The body is the whole request: once its type accepts it, forward it as sent.
             # A refused body goes the long way below, to say exactly what was wrong.
@@ -102,6 +126,32 @@ async def request_of(route: Route, http: web.Request) -> bytes:
     except msgspec.ValidationError as exc:
         raise Refused("invalid-request", 422, str(exc)) from exc
     return codec.encode(request)
+
+
+def _refuse_deep(raw: bytes) -> None:
+    """JSON nested past MAX_DEPTH is refused before any decoder recurses into it. Counting
+    brackets first keeps the common body from being read twice."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return
+    try:
+        value = _decode(raw)
+    except RecursionError:
+        value = None
+    except msgspec.DecodeError:
+        return  # said below, as malformed
+    if value is None or _depth(value) > MAX_DEPTH:
+        raise Refused("nesting-too-deep", 422, f"the body nests deeper than {MAX_DEPTH} levels")
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 @cache

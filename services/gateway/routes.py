@@ -16,7 +16,9 @@ class Route(msgspec.Struct, frozen=True):
 
     `kind` json forwards a JSON request with the caller's token; `webhook` forwards a
     carrier's signed request as it arrived, with no token; `stream` sends a room's messages
-    as server-sent events, once `subject` says the caller is a member.
+    as server-sent events, once `subject` says the caller is a member. `delegates` admits
+    a grant's delegate (an agent that is not the person's own), which the service then
+    holds to the grants that name it.
     """
 
     method: str
@@ -26,6 +28,7 @@ class Route(msgspec.Struct, frozen=True):
     status: int = 200
     query: tuple[str, ...] = ()
     kind: Literal["json", "webhook", "stream"] = "json"
+    delegates: bool = False
 
     @property
     def path_params(self) -> tuple[str, ...]:
@@ -43,8 +46,21 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/poa/grants", poa.LIST, "My grants"),
     Route("GET", "/v1/poa/grants/{id}", poa.GET, "One of my grants"),
     Route("POST", "/v1/poa/grants/{id}/revoke", poa.REVOKE, "Revoke a grant and its descendants"),
-    Route("POST", "/v1/poa/grants/{id}/children", poa.DELEGATE, "Delegate a child", status=201),
-    Route("POST", "/v1/poa/grants/{id}/acts", poa.ACT, "Verify an act on a grant; record it"),
+    Route(
+        "POST",
+        "/v1/poa/grants/{id}/children",
+        poa.DELEGATE,
+        "Delegate a child",
+        status=201,
+        delegates=True,
+    ),
+    Route(
+        "POST",
+        "/v1/poa/grants/{id}/acts",
+        poa.ACT,
+        "Verify an act on a grant; record it",
+        delegates=True,
+    ),
     Route("GET", "/v1/agents/me", agents.GET_MINE, "My agent and the persona it wears"),
     Route("POST", "/v1/agents/me", agents.CREATE_MINE, "Make my agent from a persona", status=201),
     Route("GET", "/v1/agents/personas", agents.PERSONAS, "The persona library of my org"),
@@ -108,7 +124,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/ladder", ladder.GET, "My ladder, my org's ceiling, the windows offered"),
     Route("PUT", "/v1/ladder", ladder.CHANGE, "Change my level at one scope"),
     Route("PUT", "/v1/ladder/window", ladder.WINDOW, "Choose my window"),
-    Route("PUT", "/v1/ladder/ceiling", ladder.CEILING, "Lower my org's ceiling (admin)"),
+    Route("PUT", "/v1/ladder/ceiling", ladder.CEILING, "Set or lift my org's ceiling (admin)"),
     Route("GET", "/v1/windows", ladder.WINDOWS, "My pending sends, with the time left"),
     Route("POST", "/v1/windows/{id}/edit", ladder.EDIT, "Send my edit instead", status=201),
     Route("POST", "/v1/windows/{id}/replace", ladder.REPLACE, "Send my text instead", status=201),

@@ -1,14 +1,18 @@
 """Bearer tokens: HS256 JWTs carrying org, roles and, for an agent, the `act` claim."""
 
+import re
+
 import jwt
 import msgspec
 
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 
-__all__ = ["mint", "principal_from"]
+__all__ = ["is_delegate", "mint", "principal_from"]
 
 _ISSUER = _AUDIENCE = "tether"
+# `agent:<person>` is that person's own agent (hip-0524 §2), so it acts for them alone.
+_PERSONAL_AGENT = re.compile(r"^agent:(.+)$")
 
 
 def mint(
@@ -59,16 +63,41 @@ def principal_from(authorization: str | None, key: str) -> Principal:
         raise Refused("token-invalid", 401, f"the token is not valid: {exc}") from exc
     if not claims.get("org"):
         raise Refused("token-without-org", 403, "the token names no org; there is no default")
-    act = claims.get("act")
     try:
-        return msgspec.convert(
+        principal = msgspec.convert(
             {
                 "org": claims["org"],
                 "sub": claims["sub"],
                 "roles": claims.get("roles", []),
-                "act": act.get("sub") if isinstance(act, dict) else None,
+                "act": _actor(claims),
             },
             Principal,
         )
     except msgspec.ValidationError as exc:
         raise Refused("token-invalid", 401, f"the token's claims are not valid: {exc}") from exc
+    own = _PERSONAL_AGENT.match(principal.act or "")
+    if own is not None and own[1] != principal.sub:
+        raise Refused(
+            "act-not-for-sub",
+            403,
+            f"{principal.act} is {own[1]}'s own agent; it cannot act for {principal.sub}",
+        )
+    return principal
+
+
+def is_delegate(principal: Principal) -> bool:
+    """An agent other than the person's own (a grant's delegate): it reaches only the grants
+    of the person's that name it."""
+    return principal.act is not None and not principal.act.startswith("agent:")
+
+
+def _actor(claims: dict[str, object]) -> str | None:
+    """RFC 8693's `act`: absent, or an object whose `sub` names the acting party. Anything
+    else present is not read as "nobody acts" (that would make it the person)."""
+    if "act" not in claims:
+        return None
+    act = claims["act"]
+    sub = act.get("sub") if isinstance(act, dict) else None
+    if not isinstance(sub, str) or not sub.strip():
+        raise Refused("token-act-invalid", 401, 'the token\'s act claim must be {"sub": <agent>}')
+    return sub

@@ -23,7 +23,7 @@ from libs.runtime.calls import call
 from libs.runtime.service import Handler
 from services.ladder.domain import windows
 from services.ladder.domain.decide import decide
-from services.ladder.domain.levels import RANK, change, effective
+from services.ladder.domain.levels import change, effective
 from services.ladder.store import Confirmation, Conflict, Held, LadderStore
 
 __all__ = ["Handlers"]
@@ -62,6 +62,8 @@ class Handlers:
 
     async def change(self, req: ladder.ChangeLevel, p: Principal) -> ladder.LadderChanged:
         person = await self._person(p, "change the ladder")
+        if req.scope == "room" and req.level is not None and req.target is not None:
+            await self._member(p.org, person, req.target)
         for _ in range(_ATTEMPTS):
             before, revision = await self._store.settings(person)
             after = change(before, req)
@@ -106,30 +108,32 @@ class Handlers:
         raise Refused("ladder-contended", 503, "your ladder is changing elsewhere; retry")
 
     async def ceiling(self, req: ladder.SetCeiling, p: Principal) -> ladder.Ceiling:
-        await self._refuse_agent(p, "lower the ceiling")
+        """An admin sets the ceiling or lifts it (null). Lifting raises no one; lowering
+        cancels, before answering, every open window of the org no longer at send."""
+        await self._refuse_agent(p, "set the ceiling")
         if "admin" not in p.roles:
             raise Refused("admin-only", 403, f"only an admin of {p.org} sets its ceiling")
         for _ in range(_ATTEMPTS):
             current, revision = await self._store.ceiling(p.org)
-            if current is not None and RANK[req.level] > RANK[current]:
-                raise Refused(
-                    "ceiling-only-lowers", 403, f"the ceiling is {current}; it can only be lowered"
-                )
+            if current == req.level:
+                break
             async with self._trail.change(
                 p.org,
                 actor=p,
-                action="ladder.ceiling.lower",
+                action="ladder.ceiling.set",
                 target=p.org,
-                data={"level": req.level},
+                data={"level": req.level, "before": current},
             ):
                 try:
                     await self._store.put_ceiling(p.org, req.level, revision)
                 except Conflict:
                     continue
-            found = await self._store.open_in(p.org) if req.level != "send" else []
-            canceled = await self._cancel_all_below_send(found)
-            return ladder.Ceiling(org=p.org, level=req.level, canceled_windows=canceled)
-        raise Refused("ladder-contended", 503, "the ceiling is changing elsewhere; retry")
+            break
+        else:
+            raise Refused("ladder-contended", 503, "the ceiling is changing elsewhere; retry")
+        found = await self._store.open_in(p.org) if req.level not in (None, "send") else []
+        canceled = await self._cancel_all_below_send(found)
+        return ladder.Ceiling(org=p.org, level=req.level, canceled_windows=canceled)
 
     # one reply
 
@@ -434,6 +438,17 @@ class Handlers:
         if home_org(p.sub) is None:
             raise Refused("no-home-org", 403, f"{p.sub!r} is not a person <org>/<name>")
         return p.sub
+
+    async def _member(self, org: str, person: str, room: str) -> None:
+        """A room override names a room of the person's (an unset one may name a room they
+        left: it only inherits again)."""
+        me = Principal(org=org, sub=person)
+        try:
+            await call(self._nc, rooms.GET, rooms.RoomRef(id=room), caller=ME, principal=me)
+        except Refused as exc:
+            if exc.problem.status == 404:
+                raise Refused("room-not-found", 404, f"you are in no room {room}") from exc
+            raise
 
     async def _refuse_agent(self, p: Principal, what: str) -> None:
         """An agent never reaches the setting that governs it: refused, and recorded."""

@@ -28,7 +28,7 @@ def clock() -> datetime:
 async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
     """Serve the subjects, the windows' ends and the answers until `svc` is stopped."""
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
-    handlers = Handlers(svc.nc, store, Trail(svc.js, service=CONTRACT.name), clock)
+    handlers = Handlers(svc.nc, store, Trail(svc.nc, service=CONTRACT.name), clock)
 
     async def window_ended(msg: Msg) -> None:
         await handlers.window_ended(_fired.decode(msg.data))

@@ -9,6 +9,8 @@ and, to find those from elsewhere:
     asked.<room>.<seq>           whose confirmation a room's question is
 """
 
+import logging
+
 import msgspec
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
@@ -18,6 +20,7 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.ladder import LadderSettings, Level, PendingWindow
 from libs.runtime.kv import current, key_token, open_bucket
+from services.ladder.domain.levels import salvage
 
 __all__ = ["Confirmation", "Conflict", "Held", "LadderStore", "open_store"]
 
@@ -46,7 +49,9 @@ class Confirmation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sent_seq: int | None = None
 
 
+_log = logging.getLogger(__name__)
 _settings = codec.decoder(LadderSettings)
+_any = msgspec.json.Decoder().decode
 _held = codec.decoder(Held)
 _confirmation = codec.decoder(Confirmation)
 
@@ -57,7 +62,17 @@ class LadderStore:
 
     async def settings(self, person: str) -> tuple[LadderSettings, int]:
         found = await self._get(f"settings.{key_token(person)}")
-        return (LadderSettings(), 0) if found is None else (_settings.decode(found[0]), found[1])
+        if found is None:
+            return LadderSettings(), 0
+        try:
+            return _settings.decode(found[0]), found[1]
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            salvaged, dropped = salvage(_any(found[0]))
+            _log.warning(
+                "unreadable ladder settings; dropped what cannot be read",
+                extra={"person": person, "dropped": dropped, "error": str(exc)},
+            )
+            return salvaged, found[1]
 
     async def put_settings(self, person: str, settings: LadderSettings, revision: int) -> None:
         await self._swap(f"settings.{key_token(person)}", codec.encode(settings), revision)
@@ -66,8 +81,15 @@ class LadderStore:
         found = await self._get(f"ceiling.{org}")
         return (None, 0) if found is None else (found[0].decode(), found[1])  # type: ignore[return-value]
 
-    async def put_ceiling(self, org: str, level: Level, revision: int) -> None:
-        await self._swap(f"ceiling.{org}", level.encode(), revision)
+    async def put_ceiling(self, org: str, level: Level | None, revision: int) -> None:
+        """Compare-and-set; None lifts the ceiling."""
+        if level is not None:
+            await self._swap(f"ceiling.{org}", level.encode(), revision)
+            return
+        try:
+            await self._kv.delete(f"ceiling.{org}", last=revision or None)
+        except KeyWrongLastSequenceError as exc:
+            raise Conflict(org) from exc
 
     async def hold(self, held: Held) -> bool:
         """True if held now; False if this window was already held."""

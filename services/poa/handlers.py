@@ -8,6 +8,7 @@ from libs.contracts import poa
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
+from libs.runtime.locks import KeyedLocks
 from libs.runtime.service import Handler
 from services.poa.domain import ALLOW, contain, grants, ledger, verify
 from services.poa.domain.reading import identity, obj
@@ -22,6 +23,7 @@ _ATTEMPTS = 64
 class Handlers:
     def __init__(self, grants_: GrantStore, ledger_: LedgerStore, trail: Trail, clock: Clock):
         self._grants, self._ledger, self._trail, self._clock = grants_, ledger_, trail, clock
+        self._writing = KeyedLocks()  # acts on one tree, one at a time in this replica
 
     async def verify(self, req: poa.VerifyRequest, _: Principal) -> poa.Decision:
         return verify(req.grant, req.parents, req.envelope, req.state)
@@ -71,37 +73,50 @@ class Handlers:
         return grants.revoked(target[0], now)
 
     async def act(self, req: poa.ActRequest, p: Principal) -> poa.ActOutcome:
+        """Decided on the grant's own ledger and every ancestor's, then charged to the whole
+        chain in one compare-and-set on the root's ledger."""
         record, _ = await self._mine(p, req.id)
         actor = identity(obj(req.envelope.get("invocation")).get("actor"))
         if p.act is None or actor != p.act:
             raise Refused("actor-not-caller", 403, "invocation.actor must be the agent calling")
         lineage = await self._lineage(p, record)
-        revoked = any(r.revoked for r in (*lineage, record))
-        for _ in range(_ATTEMPTS):
-            now = self._clock()
-            month, revision = await self._ledger.get(p.org, p.sub, record.id, ledger.month_of(now))
-            state = ledger.state(month, now, revoked=revoked)
-            decision = verify(record.grant, [r.grant for r in lineage], req.envelope, state)
-            data = {
-                "decision": decision.decision,
-                "rule_id": decision.rule_id,
-                "act_id": decision.act_id,
-            }
-            if decision.decision != ALLOW:
-                await self._trail.append(
-                    p.org, actor=p, action="poa.act.decide", target=record.id, data=data
+        chain = [*lineage, record]
+        revoked = any(r.revoked for r in chain)
+        root = chain[0].id
+        async with self._writing.hold(f"{p.org}.{p.sub}.{root}"):
+            for _ in range(_ATTEMPTS):
+                now = self._clock()
+                books, revision = await self._ledger.get(p.org, p.sub, root, ledger.month_of(now))
+                own = ledger.state(books.of(record.id), now, revoked=revoked)
+                decision = verify(record.grant, [r.grant for r in lineage], req.envelope, own)
+                if decision.decision == ALLOW:
+                    ancestors = [(r.id, r.grant) for r in lineage]
+                    decision = (
+                        ledger.first_crossed(ancestors, req.envelope, decision, books, now)
+                        or decision
+                    )
+                data = {
+                    "decision": decision.decision,
+                    "rule_id": decision.rule_id,
+                    "act_id": decision.act_id,
+                }
+                if decision.decision != ALLOW:
+                    await self._trail.append(
+                        p.org, actor=p, action="poa.act.decide", target=record.id, data=data
+                    )
+                    return _outcome(decision, books.of(record.id), now, recorded=False)
+                official = decision.rule_id == "standing_within_limits"
+                after = ledger.charge(
+                    books, [r.id for r in chain], req.envelope, now, official=official
                 )
-                return _outcome(decision, month, now, recorded=False)
-            official = decision.rule_id == "standing_within_limits"
-            after = ledger.reserve(month, req.envelope, now, official=official)
-            try:
-                async with self._trail.change(
-                    p.org, actor=p, action="poa.act.record", target=record.id, data=data
-                ):
-                    await self._ledger.put(p.org, p.sub, record.id, after, revision)
-            except Conflict:
-                continue  # another act was recorded first: decide again on the new ledger
-            return _outcome(decision, after, now, recorded=True)
+                try:
+                    async with self._trail.change(
+                        p.org, actor=p, action="poa.act.record", target=record.id, data=data
+                    ):
+                        await self._ledger.put(p.org, p.sub, root, after, revision)
+                except Conflict:
+                    continue  # another replica recorded an act first: decide again
+                return _outcome(decision, after.of(record.id), now, recorded=True)
         raise Refused("ledger-contended", 503, f"{record.id}: too many acts at once; retry")
 
     def table(self) -> Mapping[Subject, Handler]:

@@ -13,7 +13,7 @@ from services.poa.store import open_stores
 async def main(settings: Settings) -> None:
     async with Service(CONTRACT, settings) as svc:
         grants, ledger = await open_stores(svc.js, replicas=settings.js_replicas)
-        trail = Trail(svc.js, service=CONTRACT.name)
+        trail = Trail(svc.nc, service=CONTRACT.name)
         await svc.serve(Handlers(grants, ledger, trail, clock=lambda: datetime.now(UTC)).table())
 
 

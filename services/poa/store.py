@@ -12,12 +12,12 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.poa import GrantRecord
 from libs.runtime.kv import current, key_token, open_bucket
-from services.poa.domain.ledger import Ledger
+from services.poa.domain.ledger import RootLedger
 
 __all__ = ["Conflict", "GrantStore", "LedgerStore", "open_stores"]
 
 _grant = codec.decoder(GrantRecord)
-_ledger = codec.decoder(Ledger)
+_ledger = codec.decoder(RootLedger)
 
 
 class Conflict(Exception):
@@ -72,22 +72,25 @@ class LedgerStore:
     def __init__(self, kv: KeyValue) -> None:
         self._kv = kv
 
-    async def get(self, org: str, owner: str, grant_id: str, month: str) -> tuple[Ledger, int]:
-        """The month's ledger and its revision; an empty one at revision 0 if none."""
+    async def get(self, org: str, owner: str, root_id: str, month: str) -> tuple[RootLedger, int]:
+        """The month's ledger of root grant `root_id`'s tree and its revision; an empty one
+        at revision 0 if none."""
         try:
-            entry = await self._kv.get(_key(org, owner, grant_id, month))
+            entry = await self._kv.get(_key(org, owner, root_id, month))
         except KeyNotFoundError:
-            return Ledger(month=month), 0
+            return RootLedger(month=month), 0
         return _ledger.decode(entry.value), entry.revision
 
-    async def put(self, org: str, owner: str, grant_id: str, ledger: Ledger, revision: int) -> None:
+    async def put(
+        self, org: str, owner: str, root_id: str, books: RootLedger, revision: int
+    ) -> None:
         """Compare-and-set: Conflict if the ledger changed since `revision` was read."""
-        key = _key(org, owner, grant_id, ledger.month)
+        key = _key(org, owner, root_id, books.month)
         try:
             if revision == 0:
-                await self._kv.create(key, codec.encode(ledger))
+                await self._kv.create(key, codec.encode(books))
             else:
-                await self._kv.update(key, codec.encode(ledger), last=revision)
+                await self._kv.update(key, codec.encode(books), last=revision)
         except KeyWrongLastSequenceError as exc:
             raise Conflict(key) from exc
 

@@ -25,7 +25,7 @@ def clock() -> datetime:
 async def serve(svc: Service, sealer: Sealer, clock: Callable[[], datetime] = clock) -> None:
     """Serve the subjects until `svc` is stopped."""
     store = await open_store(svc.nc, replicas=svc.settings.js_replicas)
-    trail = Trail(svc.js, service=CONTRACT.name)
+    trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(svc.nc, store, trail, sealer, Recording(store), clock)
     await svc.serve(handlers.table())
 

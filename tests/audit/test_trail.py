@@ -1,18 +1,17 @@
-"""The audit trail on a real AUDIT stream: concurrent writers, failures, the verify command."""
+"""The audit trail through the audit service: concurrent writers, failures, forgeries, and
+the verify command."""
 
 import asyncio
 import subprocess
 import sys
 
-import msgspec
 import pytest
 
-from libs.audit.chain import first_break, seal
+from libs.audit.chain import breaks
+from libs.audit.reading import records, stored
 from libs.audit.trail import AuditUnavailable, Trail
-from libs.contracts.audit import AuditRecord
 from libs.contracts.principal import Principal
 from libs.contracts.streams import audit_subject
-from libs.runtime.service import ensure_shared_streams
 
 ADA = Principal(org="acme", sub="acme/ada")
 
@@ -20,44 +19,48 @@ ADA = Principal(org="acme", sub="acme/ada")
 @pytest.fixture
 async def trail(connect):
     async with connect("echo") as nc:
-        js = nc.jetstream()
-        await ensure_shared_streams(js, ("AUDIT",))
-        yield Trail(js, service="echo")
+        yield Trail(nc, service="echo")
 
 
-async def test_concurrent_writers_never_fork_an_orgs_chain(trail, org):
+async def test_concurrent_writers_never_fork_an_orgs_chain(trail, operator, org):
     async def writer(w: int) -> None:
         for i in range(20):
             await trail.append(org, actor=ADA, action="test.write", data={"w": w, "i": i})
 
     await asyncio.gather(*(writer(w) for w in range(8)))
-    records = [r async for r in trail.records(org)]
-    assert [r.n for r in records] == list(range(1, 161))
-    assert first_break(records) is None
+    chain = [m async for m in stored(operator.jetstream(), org)]
+    assert [r.n for r in await records(operator.jetstream(), org)] == list(range(1, 161))
+    assert breaks(chain, org=org) == (160, [])
 
 
-async def test_each_org_has_its_own_chain(trail, org):
+async def test_each_org_has_its_own_chain(trail, operator, org):
     other = f"{org}-b"
     await trail.append(org, actor=ADA, action="a")
     await trail.append(other, actor=ADA, action="b")
-    mine = [r async for r in trail.records(org)]
-    theirs = [r async for r in trail.records(other)]
+    mine = await records(operator.jetstream(), org)
+    theirs = await records(operator.jetstream(), other)
     assert ([r.n for r in mine], [r.n for r in theirs]) == ([1], [1])
 
 
-async def test_a_change_is_recorded_before_it_happens(trail, org):
+async def test_the_record_names_the_service_the_bus_proved_not_one_it_claims(trail, operator, org):
+    record = await trail.append(org, actor=ADA, action="a")
+    assert record.service == "echo"
+    assert (await records(operator.jetstream(), org))[0].service == "echo"
+
+
+async def test_a_change_is_recorded_before_it_happens(trail, operator, org):
     async with trail.change(org, actor=ADA, action="grant.issue", target="g1") as record:
-        seen = [r async for r in trail.records(org)]
+        seen = await records(operator.jetstream(), org)
     assert seen == [record]
     assert (record.action, record.target, record.actor) == ("grant.issue", "g1", ADA)
 
 
-async def test_a_failed_change_is_followed_by_a_failed_record(trail, org):
+async def test_a_failed_change_is_followed_by_a_failed_record(trail, operator, org):
     with pytest.raises(RuntimeError):
         async with trail.change(org, actor=ADA, action="grant.issue", target="g1"):
             raise RuntimeError("the store said no")
-    records = [r async for r in trail.records(org)]
-    assert [(r.action, r.data) for r in records] == [
+    found = await records(operator.jetstream(), org)
+    assert [(r.action, r.data) for r in found] == [
         ("grant.issue", {}),
         ("grant.issue.failed", {"record": 1, "error": "RuntimeError"}),
     ]
@@ -65,12 +68,31 @@ async def test_a_failed_change_is_followed_by_a_failed_record(trail, org):
 
 async def test_a_change_whose_record_cannot_be_written_does_not_happen(connect, org):
     async with connect("echo") as nc:
-        trail = Trail(nc.jetstream(timeout=0.5), service="echo")
+        trail = Trail(nc, service="echo")
     happened = []
-    with pytest.raises(AuditUnavailable):
+    with pytest.raises(AuditUnavailable):  # the connection is closed: nothing can be recorded
         async with trail.change(org, actor=ADA, action="grant.issue"):
             happened.append(True)
     assert happened == []
+
+
+async def test_no_service_credential_can_publish_onto_an_orgs_chain(connect, trail, operator, org):
+    """Only the audit service's credential may publish to the AUDIT stream (issue 10.2)."""
+    refused: list[str] = []
+    for role in ("echo", "poa", "rooms", "ladder", "agents", "scheduler", "gateway"):
+        said = asyncio.Event()
+
+        async def on_error(exc: Exception, said: asyncio.Event = said) -> None:
+            refused.append(str(exc).lower())
+            said.set()
+
+        async with connect(role, error_cb=on_error) as nc:
+            await nc.publish(audit_subject(org), b'{"forged": true}')
+            await asyncio.wait_for(said.wait(), 5)  # the server's answer, not a sleep
+    record = await trail.append(org, actor=ADA, action="after the attempts")
+    chain = [m async for m in stored(operator.jetstream(), org)]
+    assert len(chain) == 1 and record.n == 1
+    assert sum("permissions violation" in e for e in refused) == 7
 
 
 def _verify(stack, org: str) -> subprocess.CompletedProcess[str]:
@@ -83,19 +105,21 @@ def _verify(stack, org: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def test_the_verify_command_names_the_first_broken_record(trail, stack, operator, org):
+async def test_a_stored_message_that_is_not_a_record_blocks_no_write_and_verify_names_it(
+    trail, stack, operator, org
+):
+    """Whatever lands on an org's subject (here published by the operator, the one other
+    credential that can), writing goes on and `tether audit verify` names it by sequence."""
     for i in range(3):
         await trail.append(org, actor=ADA, action="step", data={"i": i})
     intact = await asyncio.to_thread(_verify, stack, org)
-    last = [r async for r in trail.records(org)][-1]
-    forged = seal(
-        AuditRecord(org=org, n=0, at=last.at, service="eve", actor=None, action="forged"),
-        after=msgspec.structs.replace(last, hash="f" * 64),
-    )
-    await operator.jetstream().publish(audit_subject(org), msgspec.json.encode(forged))
+    ack = await operator.jetstream().publish(audit_subject(org), b'{"forged": true}')
+    async with trail.change(org, actor=ADA, action="goes on") as after:
+        pass
     broken = await asyncio.to_thread(_verify, stack, org)
     assert (intact.returncode, intact.stdout) == (0, f"{org}: 3 records, chain intact\n")
+    assert after.n == 4
     assert broken.returncode == 1
-    assert broken.stdout == (
-        f"{org}: chain broken at record 4: prev does not name the previous record's hash\n"
-    )
+    lines = broken.stdout.splitlines()
+    assert lines[0].startswith(f"{org}: sequence {ack.seq} breaks the chain: not an audit record")
+    assert lines[1:] == [f"{org}: 4 valid records, 1 not"]

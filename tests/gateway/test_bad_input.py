@@ -37,6 +37,10 @@ CASES = [
      "token-without-org"),
     ("a token with a malformed org", bearer(token(org="Not An Org")) | JSON, b'{"text": "x"}', 401,
      "token-invalid"),
+    ("JSON nested 10,000 deep", bearer() | JSON,
+     b'{"text": "x", "deep": ' + b"[" * 10_000 + b"]" * 10_000 + b"}", 422, "nesting-too-deep"),
+    ("JSON nested past the edge's limit", bearer() | JSON,
+     b'{"text": "x", "deep": ' + b"[" * 70 + b"]" * 70 + b"}", 422, "nesting-too-deep"),
 ]  # fmt: skip
 
 
@@ -63,3 +67,20 @@ async def test_an_unknown_route_is_a_problem_too(client):
 async def test_the_unknown_field_is_named(client):
     response = await client.post("/v1/echo", json={"text": "x", "colour": "red"}, headers=bearer())
     assert "colour" in (await response.json(content_type=None))["detail"]
+
+
+async def test_an_unknown_query_parameter_is_refused_by_name(client, echo):
+    """Issue 10.9: a parameter the route does not take is never silently ignored."""
+    response = await client.get("/v1/echo/hi?delay_ms=1&person=acme/bob", headers=bearer())
+    problem = await response.json(content_type=None)
+    assert (response.status, problem["type"]) == (422, "urn:tether:problem:unknown-query-parameter")
+    assert problem["errors"] == ["person"] and "person" in problem["detail"]
+    posted = await client.post("/v1/echo?user=acme/bob", json={"text": "x"}, headers=bearer())
+    assert posted.status == 422
+    assert echo.handled == []
+
+
+async def test_a_known_query_parameter_still_reaches_the_service(client, echo):
+    response = await client.get("/v1/echo/hi?delay_ms=1", headers=bearer())
+    assert response.status == 200
+    assert [s.text for s in echo.handled] == ["hi"]

@@ -10,11 +10,11 @@ from tests.support import bearer, token
 
 
 async def test_the_principal_comes_from_the_verified_claims_alone(client):
-    agent = token(roles=["admin"], act="agent:ada-1")
+    agent = token(roles=["admin"], act="agent:acme/ada")
     response = await client.post("/v1/echo", json={"text": "hi"}, headers=bearer(agent))
     assert response.status == 201
     assert (await response.json())["principal"] == {
-        "org": "acme", "sub": "acme/ada", "roles": ["admin"], "act": "agent:ada-1"
+        "org": "acme", "sub": "acme/ada", "roles": ["admin"], "act": "agent:acme/ada"
     }  # fmt: skip
 
 

@@ -71,9 +71,10 @@ async def test_lowering_cancels_the_open_window_before_it_answers(api, operator,
 
 async def test_lowering_elsewhere_or_raising_cancels_nothing(api, operator, people):
     _, window = await _open_window(api, operator, people)
-    other = await set_level(api, people.ada, "draft", "room", "r-00000000000000dd")
+    elsewhere = await room_with(api, people, people.bob_id, title="elsewhere")
+    other = await set_level(api, people.ada, "draft", "room", elsewhere["id"])
     assert other["canceled_windows"] == 0
-    assert other["settings"]["rooms"] == {"r-00000000000000dd": "draft"}
+    assert other["settings"]["rooms"] == {elsewhere["id"]: "draft"}
     assert [w["id"] for w in await _windows(api, people)] == [window["id"]]
 
 

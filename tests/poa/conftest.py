@@ -19,7 +19,7 @@ NOW = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)  # a Thursday, inside every vecto
 async def poa_service(settings_for):
     async def table_of(svc):
         grants, ledger = await open_stores(svc.js)
-        return Handlers(grants, ledger, Trail(svc.js, service="poa"), clock=lambda: NOW).table()
+        return Handlers(grants, ledger, Trail(svc.nc, service="poa"), clock=lambda: NOW).table()
 
     async with running(CONTRACT, settings_for("poa"), table_of) as svc:
         yield svc

@@ -6,8 +6,9 @@ from decimal import Decimal
 
 import pytest
 
-from libs.audit.chain import first_break
-from libs.audit.trail import Trail
+from libs.audit.chain import breaks
+from libs.audit.reading import records as audit_records
+from libs.audit.reading import stored
 from libs.contracts.poa import CONTRACT
 from tests.poa.conftest import purchase, root_grant
 from tests.poa.vectors import OFFICIAL, case
@@ -216,17 +217,16 @@ async def test_revoking_a_grant_revokes_its_descendants_at_once(api, ada):
     }  # fmt: skip
 
 
-async def test_every_decision_on_a_stored_grant_is_on_the_audit_trail(api, ada, org, connect):
+async def test_every_decision_on_a_stored_grant_is_on_the_audit_trail(api, ada, org, operator):
     await _issue(api, ada)
     for amount in (40, 140):
         await api.post("/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase(amount)},
                        headers=ada["agent"])  # fmt: skip
-    async with connect("poa") as nc:
-        records = [r async for r in Trail(nc.jetstream(), service="poa").records(org)]
+    records = await audit_records(operator.jetstream(), org)
     assert [(r.action, r.data.get("rule_id")) for r in records] == [
         ("poa.grant.issue", None),
         ("poa.act.record", "standing_within_limits"),
         ("poa.act.decide", "over_per_act_limit"),
     ]
-    assert first_break(records) is None
+    assert breaks([m async for m in stored(operator.jetstream(), org)], org=org) == (3, [])
     assert records[1].actor.act == AGENT

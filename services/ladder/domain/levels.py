@@ -1,11 +1,18 @@
 """Levels, where each applies, and who may change them (hip-0524 §4, §8, §9)."""
 
+import re
+from typing import Any, get_args
+
 import msgspec
 
 from libs.contracts.ladder import SEND_MEANS, ChangeLevel, LadderSettings, Level
 from libs.contracts.problem import Refused
+from libs.contracts.rooms import Transport
 
-__all__ = ["RANK", "change", "effective", "lower_of", "resolved"]
+__all__ = ["RANK", "TRANSPORTS", "change", "effective", "lower_of", "resolved", "salvage"]
+
+TRANSPORTS: tuple[str, ...] = get_args(Transport)
+_ROOM_ID = re.compile(r"^[a-z]+-[0-9a-f]{16}$")
 
 RANK: dict[str, int] = {"draft": 0, "confirm": 1, "send": 2}
 
@@ -47,8 +54,14 @@ def change(settings: LadderSettings, request: ChangeLevel) -> LadderSettings:
     else:
         if not request.target:
             raise Refused("invalid-request", 422, f"a {request.scope} override names its target")
-        if request.scope == "transport" and request.target not in ("sms", "email", "whatsapp"):
-            raise Refused("invalid-request", 422, f"no transport {request.target!r}")
+        if request.scope == "transport" and request.target not in TRANSPORTS:
+            raise Refused(
+                "invalid-request",
+                422,
+                f"no transport {request.target!r}; one of {', '.join(TRANSPORTS)}",
+            )
+        if request.scope == "room" and not _ROOM_ID.match(request.target):
+            raise Refused("invalid-request", 422, f"{request.target!r} is not a room id")
         field = "rooms" if request.scope == "room" else "transports"
         overrides = dict(getattr(settings, field))
         room = request.target if request.scope == "room" else None
@@ -68,3 +81,31 @@ def change(settings: LadderSettings, request: ChangeLevel) -> LadderSettings:
             "exactly that sentence.",
         )
     return changed
+
+
+def salvage(stored: Any) -> tuple[LadderSettings, list[str]]:
+    """Settings from a stored value that no longer decodes, and what was dropped: an
+    override that cannot be read inherits, so no stored value can stop a lowering (§9)."""
+    stored = stored if isinstance(stored, dict) else {}
+    dropped: list[str] = []
+
+    def kept(field: str, valid: Any) -> dict[str, Level]:
+        found = stored.get(field)
+        found = found if isinstance(found, dict) else {}
+        good = {k: v for k, v in found.items() if valid(k) and v in RANK}
+        dropped.extend(f"{field}.{k}" for k in found if k not in good)
+        return good
+
+    fields: dict[str, Any] = {
+        "transports": kept("transports", lambda k: k in TRANSPORTS),
+        "rooms": kept("rooms", lambda k: isinstance(k, str) and _ROOM_ID.match(k)),
+    }
+    for name, default in (("default", "draft"), ("window", "5m")):
+        fields[name] = stored.get(name, default)
+    try:
+        return msgspec.convert(fields, LadderSettings), dropped
+    except msgspec.ValidationError:
+        return LadderSettings(rooms=fields["rooms"], transports=fields["transports"]), [
+            *dropped,
+            "default or window",
+        ]

@@ -10,7 +10,7 @@ from services.poa.domain.resolve import Act
 from services.poa.domain.settlement import needs_settlement, settled
 from services.poa.domain.targets import admits, effective_targets
 
-__all__ = ["first_ask"]
+__all__ = ["first_ask", "money_rule"]
 
 
 def first_ask(
@@ -60,7 +60,7 @@ def _first_rule(
         return "pace_asks_first"
     if not _counterparty_within(grant, authority, invocation, state):  # V29
         return "counterparty_not_in_targets"
-    return _money_rule(grant, act, invocation, state) or _grounding_rule(grant, act, context)
+    return money_rule(grant, act, invocation, state) or _grounding_rule(grant, act, context)
 
 
 def _counterparty_within(
@@ -79,7 +79,7 @@ def _counterparty_within(
     return admits(effective_targets(authority, grant), obj(counterparty), known)
 
 
-def _money_rule(
+def money_rule(
     grant: dict[str, Any], act: Act, invocation: dict[str, Any], state: dict[str, Any]
 ) -> str | None:
     arguments = obj(invocation.get("arguments"))

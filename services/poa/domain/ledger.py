@@ -1,4 +1,9 @@
-"""The spend ledger of one grant for one month, and the state verification reads from it."""
+"""The spend ledger: what a grant and everything delegated from it spent this month.
+
+One value per root grant and month holds every grant of its tree apart, so an act is
+charged to its whole chain, leaf to root, in one write: siblings together can never pass
+an ancestor's monthly, daily or per-act limit.
+"""
 
 from datetime import datetime
 from decimal import Decimal
@@ -6,13 +11,17 @@ from typing import Any
 
 import msgspec
 
-from services.poa.domain.reading import money, obj
+from services.poa.domain.asks import money_rule
+from services.poa.domain.decisions import Decision, ask
+from services.poa.domain.reading import is_official, items, money, obj
+from services.poa.domain.resolve import Act
 
-__all__ = ["Ledger", "month_of", "reserve", "state"]
+__all__ = ["Ledger", "RootLedger", "charge", "first_crossed", "month_of", "state"]
 
 
 class Ledger(msgspec.Struct, frozen=True, kw_only=True):
-    """USD spent in `month` (YYYY-MM, UTC) and official acts made on each UTC day."""
+    """USD charged to one grant in `month` (YYYY-MM, UTC), by it or any descendant, and
+    official acts charged to it on each UTC day."""
 
     month: str
     spent_usd: Decimal = Decimal(0)
@@ -20,6 +29,16 @@ class Ledger(msgspec.Struct, frozen=True, kw_only=True):
 
     def binding_on(self, now: datetime) -> int:
         return self.binding_by_day.get(now.date().isoformat(), 0)
+
+
+class RootLedger(msgspec.Struct, frozen=True, kw_only=True):
+    """The month's ledgers of a root grant's whole tree, by grant id."""
+
+    month: str
+    grants: dict[str, Ledger] = {}
+
+    def of(self, grant_id: str) -> Ledger:
+        return self.grants.get(grant_id) or Ledger(month=self.month)
 
 
 def month_of(now: datetime) -> str:
@@ -38,18 +57,52 @@ def state(ledger: Ledger, now: datetime, *, revoked: bool) -> dict[str, Any]:
     }
 
 
-def reserve(ledger: Ledger, envelope: dict[str, Any], now: datetime, *, official: bool) -> Ledger:
-    """The ledger after an allowed act: its USD amount spent, one more official act today.
+def first_crossed(
+    ancestors: list[tuple[str, dict[str, Any]]],
+    envelope: dict[str, Any],
+    allowed: Decision,
+    books: RootLedger,
+    now: datetime,
+) -> Decision | None:
+    """An act its own grant allows, asked instead if it would take any ancestor `(id,
+    grant)` past a limit with everything already charged to that ancestor (V31, V33, V34
+    read on the ancestor's own ledger)."""
+    invocation = obj(envelope.get("invocation"))
+    official = allowed.rule_id == "standing_within_limits"
+    for grant_id, grant in ancestors:
+        authority = next(
+            (
+                a
+                for a in map(obj, items(grant.get("authorities")))
+                if a.get("act_id") == allowed.act_id
+            ),
+            {},
+        )
+        act = Act(authority, allowed.act_id, "", 0, official and is_official(authority), None)
+        rule = money_rule(grant, act, invocation, state(books.of(grant_id), now, revoked=False))
+        if rule is not None:
+            return ask(rule, allowed.act_id)
+    return None
+
+
+def charge(
+    books: RootLedger, chain: list[str], envelope: dict[str, Any], now: datetime, *, official: bool
+) -> RootLedger:
+    """The ledgers after an allowed act, charged to every grant of `chain` (root to leaf).
 
     A negative amount never lowers what was spent: a refund is not a new allowance.
     """
     arguments = obj(obj(envelope.get("invocation")).get("arguments"))
     amount = money(arguments.get("amount"))
-    spent = ledger.spent_usd
-    if amount is not None and amount > 0 and arguments.get("currency") == "USD":
-        spent += amount
-    binding = dict(ledger.binding_by_day)
-    if official:
-        day = now.date().isoformat()
-        binding[day] = binding.get(day, 0) + 1
-    return Ledger(month=ledger.month, spent_usd=spent, binding_by_day=binding)
+    paid = amount if amount is not None and amount > 0 and arguments.get("currency") == "USD" else 0
+    day = now.date().isoformat()
+    grants = dict(books.grants)
+    for grant_id in chain:
+        before = books.of(grant_id)
+        binding = dict(before.binding_by_day)
+        if official:
+            binding[day] = binding.get(day, 0) + 1
+        grants[grant_id] = Ledger(
+            month=books.month, spent_usd=before.spent_usd + paid, binding_by_day=binding
+        )
+    return RootLedger(month=books.month, grants=grants)

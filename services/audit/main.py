@@ -1,0 +1,23 @@
+"""`python -m services.audit.main`: the one writer of every org's audit chain, until SIGTERM."""
+
+from datetime import UTC, datetime
+
+from libs.contracts.audit import CONTRACT
+from libs.runtime.service import Service, run
+from libs.runtime.settings import Settings
+from services.audit.handlers import Handlers
+from services.audit.store import open_store
+
+
+async def serve(svc: Service) -> None:
+    store = await open_store(svc.js, replicas=svc.settings.js_replicas)
+    await svc.serve(Handlers(store, clock=lambda: datetime.now(UTC)).table())
+
+
+async def main(settings: Settings) -> None:
+    async with Service(CONTRACT, settings) as svc:
+        await serve(svc)
+
+
+if __name__ == "__main__":
+    run(main, CONTRACT.name)

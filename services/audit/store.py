@@ -1,0 +1,64 @@
+"""The AUDIT stream, which only this service's credential may publish to."""
+
+import msgspec
+from nats.js import JetStreamContext
+from nats.js.errors import APIError, NotFoundError
+
+from libs.audit.chain import Link, follow, record_hash
+from libs.audit.reading import stored
+from libs.contracts.audit import AuditRecord
+from libs.contracts.streams import AUDIT, audit_subject
+from libs.runtime.service import ensure_stream
+
+__all__ = ["ChainStore", "Conflict", "open_store"]
+
+_WRONG_LAST_SEQUENCE = 10071
+_decode = msgspec.json.Decoder(AuditRecord).decode
+
+
+class Conflict(Exception):
+    """Something was appended to the org's subject since its tail was read."""
+
+
+class ChainStore:
+    def __init__(self, js: JetStreamContext) -> None:
+        self._js = js
+
+    async def tail(self, org: str) -> tuple[int, Link]:
+        """The stream sequence of the org's last message (0: none) and the link after it.
+
+        A last message that is a sealed record of this org is trusted as the chain's end;
+        anything else there means walking the chain to know the link it breaks."""
+        try:
+            last = await self._js.get_last_msg(AUDIT.name, audit_subject(org), direct=True)
+        except NotFoundError:
+            return 0, Link()
+        try:
+            record = _decode(last.data or b"")
+            if record.org == org and record.hash == record_hash(record):
+                return last.seq, Link(record.n, record.hash)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass
+        link = Link()
+        async for _, raw in stored(self._js, org):
+            link, _ = follow(link, raw, org=org)
+        return last.seq, link
+
+    async def append(self, record: AuditRecord, *, after_seq: int) -> int:
+        """Publish `record` only if the org's subject still ends at `after_seq`; its seq."""
+        try:
+            ack = await self._js.publish(
+                audit_subject(record.org),
+                msgspec.json.encode(record),
+                headers={"Nats-Expected-Last-Subject-Sequence": str(after_seq)},
+            )
+        except APIError as exc:
+            if exc.err_code == _WRONG_LAST_SEQUENCE:
+                raise Conflict(record.org) from exc
+            raise
+        return ack.seq
+
+
+async def open_store(js: JetStreamContext, *, replicas: int = 1) -> ChainStore:
+    await ensure_stream(js, AUDIT, replicas=replicas)
+    return ChainStore(js)
