@@ -2,8 +2,8 @@
 
 A person's settings are theirs alone: a default level, transport and room overrides, and
 the window a send waits. An org ceiling only lowers a person's level. Every reply an agent
-drafts for its person comes here to be decided and carried out: held as a draft, asked as a confirmation,
-or announced and sent at the end of a window unless the person intervenes.
+drafts for its person comes here to be decided and carried out: held as a draft, asked as
+a confirmation, or announced and sent at the end of a window unless the person intervenes.
 """
 
 from datetime import datetime
