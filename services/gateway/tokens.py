@@ -11,8 +11,11 @@ from libs.contracts.problem import Refused
 __all__ = ["is_delegate", "mint", "principal_from"]
 
 _ISSUER = _AUDIENCE = "tether"
-# `agent:<person>` is that person's own agent (hip-0524 §2), so it acts for them alone.
-_PERSONAL_AGENT = re.compile(r"^agent:(.+)$")
+# `agent:<person>` is that person's own agent (hip-0524 §2): it acts for them alone.
+_PERSONAL_AGENT = re.compile(r"^agent:([^:/]+/[^:]+)$")
+# `agent:<org>`, `agent:<org>:<name>`, `bot:<org>:<name>`: an org's own agents and bots,
+# which act in that org alone.
+_ORG_AGENT = re.compile(r"^(?:agent|bot):([a-z0-9][a-z0-9_-]{0,62})(?::[^:/]+)?$")
 
 
 def mint(
@@ -75,20 +78,23 @@ def principal_from(authorization: str | None, key: str) -> Principal:
         )
     except msgspec.ValidationError as exc:
         raise Refused("token-invalid", 401, f"the token's claims are not valid: {exc}") from exc
-    own = _PERSONAL_AGENT.match(principal.act or "")
-    if own is not None and own[1] != principal.sub:
+    act = principal.act or ""
+    if (own := _PERSONAL_AGENT.match(act)) and own[1] != principal.sub:
         raise Refused(
             "act-not-for-sub",
             403,
-            f"{principal.act} is {own[1]}'s own agent; it cannot act for {principal.sub}",
+            f"{act} is {own[1]}'s own agent; it cannot act for {principal.sub}",
         )
+    if (org_agent := _ORG_AGENT.match(act)) and org_agent[1] != principal.org:
+        raise Refused("act-not-of-org", 403, f"{act} acts in {org_agent[1]}, not {principal.org}")
     return principal
 
 
 def is_delegate(principal: Principal) -> bool:
-    """An agent other than the person's own (a grant's delegate): it reaches only the grants
-    of the person's that name it."""
-    return principal.act is not None and not principal.act.startswith("agent:")
+    """An agent that is neither the person's own nor their org's (a grant's delegate): it
+    reaches only the grants of the person's that name it."""
+    act = principal.act
+    return act is not None and not (_PERSONAL_AGENT.match(act) or _ORG_AGENT.match(act))
 
 
 def _actor(claims: dict[str, object]) -> str | None:

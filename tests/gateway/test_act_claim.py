@@ -67,6 +67,15 @@ async def test_a_grants_delegate_reaches_only_the_routes_of_the_grants_that_name
     }
 
 
+async def test_an_org_agent_or_bot_acts_in_its_own_org_alone(gateway):
+    for act in ("bot:globex:standup", "agent:globex", "agent:globex:helper"):
+        response = await gateway.get("/v1/rooms", headers=bearer(token(act=act)))
+        assert await _rule(response) == (403, "act-not-of-org"), act
+    for act in ("bot:acme:standup", "agent:acme"):
+        response = await gateway.get("/v1/rooms", headers=bearer(token(act=act)))
+        assert await _rule(response) == (503, "service-unavailable"), act
+
+
 async def test_a_persons_own_agent_passes_the_token_check(gateway):
     own = bearer(token(user="acme/ada", act="agent:acme/ada"))
     response = await gateway.get("/v1/rooms", headers=own)

@@ -77,10 +77,14 @@ async def test_a_grant_in_another_persons_name_is_refused(api, ada, org):
     assert await _problem(response) == (403, "grant-not-yours")
 
 
-async def test_an_agent_cannot_issue_a_grant(api, ada):
+async def test_an_agent_cannot_issue_a_grant(api, ada, org):
+    own_agent = bearer(token(org=org, user=ada["user"], act=f"agent:{ada['user']}"))
     response = await api.post("/v1/poa/grants", json={"grant": root_grant(ada["user"])},
-                              headers=ada["agent"])  # fmt: skip
+                              headers=own_agent)  # fmt: skip
     assert await _problem(response) == (403, "agent-cannot-issue")
+    delegate = await api.post("/v1/poa/grants", json={"grant": root_grant(ada["user"])},
+                              headers=ada["agent"])  # fmt: skip
+    assert await _problem(delegate) == (403, "delegate-not-admitted")
 
 
 async def test_a_grant_id_is_issued_once(api, ada):
