@@ -90,7 +90,12 @@ def init_app(
             handler = room_stream(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
         else:
             handler = forwarding(
-                route, key=settings.jwt_key, limiter=limiter, keys=keys, timeout=timeout
+                route,
+                key=settings.jwt_key,
+                limiter=limiter,
+                keys=keys,
+                timeout=timeout,
+                late_timeout=settings.late_timeout,
             )
         app.router.add_route(route.method, route.path, handler)
     return app

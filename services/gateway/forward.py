@@ -1,6 +1,7 @@
 """From an HTTP request to a bus request and back: token, rate limit, idempotency, the
 request checked against its type, the subject asked, the reply or problem returned."""
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from functools import cache
 from types import UnionType
@@ -15,7 +16,7 @@ from libs.contracts import codec
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Refused
 from libs.contracts.registry import Subject
-from services.gateway.limits import IdempotencyKeys, RateLimiter, Stored
+from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored
 from services.gateway.routes import Route
 from services.gateway.tokens import is_delegate, principal_from
 
@@ -34,28 +35,47 @@ _decode = codec.decoder().decode
 
 
 def forwarding(
-    route: Route, *, key: str, limiter: RateLimiter, keys: IdempotencyKeys, timeout: float
+    route: Route,
+    *,
+    key: str,
+    limiter: RateLimiter,
+    keys: IdempotencyKeys,
+    timeout: float,
+    late_timeout: float,
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """The handler of one route of the table."""
+    """The handler of one route of the table. A keyed POST whose service is slow gets its
+    504 after `timeout`, and its key the reply that comes within `late_timeout`."""
 
     async def handler(http: web.Request) -> web.Response:
         principal = await caller(route, http, key=key, limiter=limiter)
 
-        async def answer() -> Stored:
+        async def answer(wait: float) -> Stored:
             payload = await request_of(route, http)
             problem, body = await ask(
-                http.app[NATS], route.subject, payload, principal, timeout=timeout
+                http.app[NATS], route.subject, payload, principal, timeout=wait
             )
             if problem is not None:
                 return Stored("", problem, body, _PROBLEM)
             return Stored("", route.status, body, _JSON)
 
+        async def answer_or_late() -> Stored:
+            reply = asyncio.ensure_future(answer(late_timeout))
+            try:
+                return await asyncio.wait_for(asyncio.shield(reply), timeout)
+            except TimeoutError:
+                timed_out = Refused(
+                    "service-timeout", 504, f"{route.subject.name} did not answer in time"
+                ).problem
+                raise Late(Stored("", 504, codec.encode(timed_out), _PROBLEM), reply) from None
+
         idempotency_key = http.headers.get("Idempotency-Key")
         if route.method != "POST" or idempotency_key is None:
-            result, replayed = await answer(), False
+            result, replayed = await answer(timeout), False
         else:
             fingerprint = keys.fingerprint(route.method, http.path_qs, await http.read())
-            result, replayed = await keys.once(principal, idempotency_key, fingerprint, answer)
+            result, replayed = await keys.once(
+                principal, idempotency_key, fingerprint, answer_or_late
+            )
         response = web.Response(body=result.body, status=result.status)
         response.headers["Content-Type"] = result.content_type
         if replayed:

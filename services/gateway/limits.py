@@ -1,8 +1,9 @@
 """Per-principal rate limits and Idempotency-Key replays, kept in Redis."""
 
+import asyncio
 import hashlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 
 import msgspec
 from redis.asyncio import Redis
@@ -11,9 +12,11 @@ from libs.contracts import codec
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 
-__all__ = ["IdempotencyKeys", "RateLimiter", "Stored"]
+__all__ = ["IdempotencyKeys", "Late", "RateLimiter", "Stored"]
 
 _WINDOW_S = 60
+# How long a key whose request's outcome is unknown (no reply, even late) stays in flight.
+_UNKNOWN_S = 15 * 60
 _PROBLEM = "application/problem+json"
 # INCR and the first EXPIRE in one step, so a crash between them cannot leave a key forever.
 _COUNT = """
@@ -45,6 +48,15 @@ class RateLimiter:
             )
 
 
+class Late(Exception):
+    """A keyed request whose reply did not come in time: `answer` (504) goes to the client
+    now; `reply` is still awaited and settles the key when it comes."""
+
+    def __init__(self, answer: "Stored", reply: "asyncio.Future[Stored]") -> None:
+        super().__init__("the service has not answered yet")
+        self.answer, self.reply = answer, reply
+
+
 class Stored(msgspec.Struct, array_like=True):
     """What a key holds: its request's fingerprint and, once answered, the answer."""
 
@@ -60,6 +72,7 @@ class IdempotencyKeys:
     def __init__(self, redis: Redis, ttl_s: int = 24 * 3600) -> None:
         self._redis = redis
         self._ttl = ttl_s
+        self._settling: set[asyncio.Future[None]] = set()
 
     @staticmethod
     def fingerprint(method: str, path: str, body: bytes) -> str:
@@ -94,6 +107,13 @@ class IdempotencyKeys:
             return earlier, True
         try:
             answer = await run()
+        except Late as late:
+            # The service may yet write: the key stays in flight until its reply comes,
+            # so a retry meanwhile is told to wait (409), never run a second time.
+            late.reply.add_done_callback(
+                lambda reply: self._keep(self._settle_late(principal, key, fingerprint, reply))
+            )
+            return late.answer, False
         except Refused as exc:
             answer = Stored("", exc.problem.status, codec.encode(exc.problem), _PROBLEM)
         except BaseException:
@@ -110,6 +130,27 @@ class IdempotencyKeys:
             await self._redis.delete(name)
         else:
             await self._redis.set(name, msgspec.msgpack.encode(answer), ex=self._ttl)
+
+    async def _settle_late(
+        self, principal: Principal, key: str, fingerprint: str, reply: "asyncio.Future[Stored]"
+    ) -> None:
+        """The late reply is the key's answer. A reply that never came leaves the outcome
+        unknown: the key stays in flight for `_UNKNOWN_S` more, and only then may run again."""
+        try:
+            answer = reply.result()
+        except Refused as exc:
+            if exc.problem.status == 504:
+                await self._redis.expire(self._name(principal, key), _UNKNOWN_S)
+                return
+            answer = Stored("", exc.problem.status, codec.encode(exc.problem), _PROBLEM)
+        except BaseException:
+            return
+        await self.settle(principal, key, msgspec.structs.replace(answer, fingerprint=fingerprint))
+
+    def _keep(self, settling: Coroutine[None, None, None]) -> None:
+        task = asyncio.ensure_future(settling)
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
 
     def _name(self, principal: Principal, key: str) -> str:
         return f"tether:idem:{_who(principal)}:{key}"

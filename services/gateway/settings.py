@@ -21,6 +21,9 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     | NATS_USER / NATS_PASSWORD| gateway / (empty)       | the gateway's NATS credential          |
     | TETHER_RATE_LIMIT        | 1200                    | requests a minute per principal; 0: off|
     | TETHER_REQUEST_TIMEOUT   | 5                       | seconds to wait for a service's reply  |
+    | TETHER_LATE_TIMEOUT      | 60                      | seconds a keyed POST's reply is still  |
+    |                          |                         | awaited after its 504, its key held in |
+    |                          |                         | flight so a retry never runs it twice  |
     | TETHER_PUBLIC_URL        | (the request's own)     | the scheme and host carriers call; the |
     |                          |                         | URL their webhook signatures cover     |
     """
@@ -34,6 +37,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     nats_password: str = ""
     rate_limit: int = 1200
     request_timeout: float = 5.0
+    late_timeout: float = 60.0
     public_url: str = ""
 
     @classmethod
@@ -57,5 +61,6 @@ _ENV = {
     "NATS_PASSWORD": "nats_password",
     "TETHER_RATE_LIMIT": "rate_limit",
     "TETHER_REQUEST_TIMEOUT": "request_timeout",
+    "TETHER_LATE_TIMEOUT": "late_timeout",
     "TETHER_PUBLIC_URL": "public_url",
 }

@@ -6,7 +6,8 @@ import time
 from openapi_spec_validator import validate
 
 from tests.gateway.conftest import ROUTES
-from tests.support import bearer, token
+from tests.personal.conftest import eventually
+from tests.support import ECHO, bearer, token
 
 
 async def test_the_principal_comes_from_the_verified_claims_alone(client):
@@ -133,3 +134,29 @@ async def test_readyz_for_one_service_asks_only_that_one(client_for, gateway_set
     unknown = await client.get("/readyz/nobody")
     assert (echo_ready.status, list((await echo_ready.json())["services"])) == (200, ["echo"])
     assert (other_ready.status, unknown.status) == (503, 404)
+
+
+async def test_a_keyed_write_that_times_out_never_runs_twice(
+    client_for, gateway_settings, echo, org
+):
+    """Issue 10.11: the service is slowed past the gateway's timeout. The client gets 504;
+    the key stays in flight (a retry meanwhile: 409); once the late reply comes, a retry
+    gets it replayed. The service handled the write once."""
+    import msgspec
+
+    slow_gateway = msgspec.structs.replace(gateway_settings, request_timeout=0.2)
+    client = await client_for(slow_gateway, services=(ECHO,), routes=ROUTES)
+    headers = bearer() | {"Idempotency-Key": org}
+    body = {"text": "pay once", "delay_ms": 800}
+    first = await client.post("/v1/echo", json=body, headers=headers)
+    meanwhile = await client.post("/v1/echo", json=body, headers=headers)
+    assert (first.status, meanwhile.status) == (504, 409)
+
+    async def replayed():
+        again = await client.post("/v1/echo", json=body, headers=headers)
+        return again if again.status == 201 else None
+
+    again = await eventually(replayed)
+    assert again is not None and again.headers["Idempotent-Replayed"] == "true"
+    assert (await again.json())["text"] == "pay once"
+    assert [s.text for s in echo.handled] == ["pay once"]
