@@ -5,7 +5,17 @@ from typing import Annotated
 
 import msgspec
 
-__all__ = ["MAX_INT", "Contract", "Count", "Name", "OrgId", "Seq", "UserId", "home_org"]
+__all__ = [
+    "MAX_INT",
+    "Contract",
+    "Count",
+    "Name",
+    "OrgId",
+    "Seq",
+    "UserId",
+    "home_org",
+    "key_token",
+]
 
 
 class Contract(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -35,3 +45,12 @@ def home_org(user: str) -> str | None:
     """The person's home org, the owner half of their id; None for anything not a person."""
     found = _HOME.match(user)
     return found[1] if found else None
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_/-]")
+
+
+def key_token(value: str) -> str:
+    """`value` as one token of a KV key: anything a key may not hold, and `.` and `=`, is
+    written `=XX` (its UTF-8 bytes in hex), so distinct values stay distinct keys."""
+    return _UNSAFE.sub(lambda m: "".join(f"={b:02X}" for b in m[0].encode()), value)

@@ -10,8 +10,14 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from libs.contracts.base import Contract, Count, OrgId, Seq, UserId
-from libs.contracts.registry import Event, Subject, request_subject, service_contract
+from libs.contracts.base import Contract, Count, OrgId, Seq, UserId, key_token
+from libs.contracts.registry import (
+    Event,
+    Subject,
+    live_subject,
+    request_subject,
+    service_contract,
+)
 from libs.contracts.streams import StreamSpec
 
 __all__ = [
@@ -53,6 +59,7 @@ __all__ = [
     "Send",
     "SendDraft",
     "Transport",
+    "live_subjects",
 ]
 
 RoomId = Annotated[str, msgspec.Meta(pattern=r"^[a-z]+-[0-9a-f]{16}$")]
@@ -140,6 +147,8 @@ class Message(Contract, omit_defaults=True):
     `author_kind` and `on_behalf_of` (the person an agent acted for) are the server's, set
     when the message was stored. `drafted_by` names the agent whose draft a person sent. A
     `notice` tells the person what their agent is about to do; it never leaves the room.
+    A `private` message is for `to` alone (their agent's notice, its confirmation question
+    and the answer): stored apart, in no one else's history or stream, on no line.
     """
 
     seq: Count  # 0 until stored
@@ -157,6 +166,7 @@ class Message(Contract, omit_defaults=True):
     choice: Choice | None = None
     transport: Transport | None = None
     notice: bool = False
+    private: bool = False
 
 
 class Send(Contract):
@@ -343,6 +353,11 @@ class MessageStored(Contract):
     choice: Choice | None = None
 
 
+def live_subjects(room: str, reader: str) -> tuple[str, str]:
+    """What a reader of `room` hears live: what its members hear, and what is for them alone."""
+    return live_subject("rooms", room), live_subject("rooms", room, key_token(reader))
+
+
 def _subject(verb: str, request: type, reply: type, summary: str, **fields: object) -> Subject:
     return request_subject("rooms", verb, request, reply, summary, **fields)
 
@@ -404,7 +419,7 @@ ANSWER_STORED = Event(
 # `rooms.outbound.<transport>.<org>` (the recording adapter's record).
 ROOMS = StreamSpec(
     "ROOMS",
-    ("rooms.msg.>", "rooms.outbound.>"),
+    ("rooms.msg.>", "rooms.private.>", "rooms.outbound.>"),
     "room histories and outbound",
     # A retried send (a fire after a crash, a carrier's retry) is recognised this long.
     duplicate_window_s=3600,

@@ -1,7 +1,5 @@
 """Reading what a KV bucket holds now under a key filter."""
 
-import re
-
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
 from nats.js.errors import BucketNotFoundError
@@ -9,15 +7,7 @@ from nats.js.kv import KeyValue
 
 from libs.runtime.direct import DirectGetUnavailable, batch_get
 
-__all__ = ["current", "key_token", "open_bucket"]
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_/-]")
-
-
-def key_token(value: str) -> str:
-    """`value` as one token of a KV key: anything a key may not hold, and `.` and `=`, is
-    written `=XX` (its UTF-8 bytes in hex), so distinct values stay distinct keys."""
-    return _UNSAFE.sub(lambda m: "".join(f"={b:02X}" for b in m[0].encode()), value)
+__all__ = ["current", "open_bucket"]
 
 
 _LIMIT = 10_000

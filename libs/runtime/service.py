@@ -208,5 +208,11 @@ async def ensure_stream(js: JetStreamContext, stream: streams.StreamSpec, *, rep
     try:
         await js.add_stream(config)
     except BadRequestError as exc:
-        # Another replica or version created it with other settings; keep theirs.
+        # Another replica or version created it with other settings: keep theirs, but add
+        # the subjects this version stores on, or its publishes would find no stream.
         _log.info("stream exists", extra={"stream": stream.name, "error": str(exc)})
+        existing = (await js.stream_info(stream.name)).config
+        missing = [s for s in stream.subjects if s not in (existing.subjects or [])]
+        if missing:
+            existing.subjects = [*(existing.subjects or []), *missing]
+            await js.update_stream(existing)

@@ -19,7 +19,8 @@ from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.agents import METER, Agent, Persona, Preferences
-from libs.runtime.kv import current, key_token, open_bucket
+from libs.contracts.base import key_token
+from libs.runtime.kv import current, open_bucket
 from libs.runtime.service import ensure_stream
 from services.agents.domain.meter import MeterMonth
 from services.agents.domain.roster import Roster

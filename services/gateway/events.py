@@ -14,7 +14,6 @@ from aiohttp import web
 
 from libs.contracts import codec, rooms
 from libs.contracts.problem import Refused
-from libs.contracts.registry import live_subject
 from services.gateway.forward import NATS, ask, caller, request_of
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
@@ -53,7 +52,11 @@ def room_stream(
             except asyncio.QueueFull:
                 overflowed.set()
 
-        sub = await nc.subscribe(live_subject("rooms", room_id), cb=on_live)
+        # The members' messages, and the caller's own (their agent's notices and questions).
+        subs = [
+            await nc.subscribe(subject, cb=on_live)
+            for subject in rooms.live_subjects(room_id, principal.sub)
+        ]
         http.app[STREAMS].add(live)
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
@@ -90,8 +93,9 @@ def room_stream(
             pass  # the client went away
         finally:
             http.app[STREAMS].discard(live)
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
+            for sub in subs:
+                with contextlib.suppress(Exception):
+                    await sub.unsubscribe()
         return response
 
     return handler

@@ -18,8 +18,9 @@ from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
+from libs.contracts.base import key_token
 from libs.contracts.ladder import LadderSettings, Level, PendingWindow
-from libs.runtime.kv import current, key_token, open_bucket
+from libs.runtime.kv import current, open_bucket
 from services.ladder.domain.levels import salvage
 
 __all__ = ["Confirmation", "Conflict", "Held", "LadderStore", "open_store"]

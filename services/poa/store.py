@@ -10,8 +10,9 @@ from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
+from libs.contracts.base import key_token
 from libs.contracts.poa import GrantRecord
-from libs.runtime.kv import current, key_token, open_bucket
+from libs.runtime.kv import current, open_bucket
 from services.poa.domain.ledger import RootLedger
 
 __all__ = ["Conflict", "GrantStore", "LedgerStore", "open_stores"]

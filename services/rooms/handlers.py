@@ -13,7 +13,7 @@ from libs.contracts import codec, rooms
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from libs.contracts.registry import Subject, live_subject
+from libs.contracts.registry import Subject
 from libs.runtime.service import Handler
 from services.rooms.domain import lines, members, messages, questions
 from services.rooms.sealing import Sealer
@@ -55,13 +55,13 @@ class Handlers:
 
     async def messages(self, req: rooms.ListMessages, p: Principal) -> rooms.MessagePage:
         room = await self._room(req.id, p)
-        found, more = await self._store.page(room.org, room.id, req.after, req.limit)
+        found, more = await self._store.page(room.org, room.id, req.after, req.limit, reader=p.sub)
         return rooms.MessagePage(messages=found, next=found[-1].seq if more else None)
 
     async def send(self, req: rooms.Send, p: Principal) -> rooms.Message:
         room = await self._room(req.id, p)
         if req.reply_to is not None:
-            await self._message(room, req.reply_to)
+            await self._message(room, req.reply_to, reader=p.sub)
         message = messages.authored(
             room, p, req.text, self._clock(), to=req.to, reply_to=req.reply_to
         )
@@ -77,11 +77,14 @@ class Handlers:
 
     async def answer(self, req: rooms.AnswerQuestion, p: Principal) -> rooms.Message:
         room = await self._room(req.id, p)
-        asked = await self._message(room, req.seq)
+        asked = await self._message(room, req.seq, reader=p.sub)
         questions.check_answerer(asked, p)
         text = questions.answer_text(asked, req.choice)
-        message = messages.authored(
-            room, p, text, self._clock(), reply_to=req.seq, answers=req.seq, choice=req.choice
+        message = messages.answer_alone(
+            messages.authored(
+                room, p, text, self._clock(), reply_to=req.seq, answers=req.seq, choice=req.choice
+            ),
+            asked,
         )
         if not await self._store.claim_answer(room.id, req.seq):
             raise Refused("already-answered", 409, f"question {req.seq} has its answer")
@@ -337,9 +340,11 @@ class Handlers:
     ) -> rooms.Message:
         """Stored first; then streamed to members, announced for its answerer, and, in a
         line's room, sent out by the person's line when the person (or their agent) wrote."""
-        stored = await self._store.append(room.org, message, msg_id=msg_id)
-        body = codec.encode(stored)
-        await self._nc.publish(live_subject("rooms", room.id), body)
+        stored = await self._store.append(room.org, messages.alone(message), msg_id=msg_id)
+        members_hear, alone_hears = rooms.live_subjects(room.id, stored.to or "")
+        await self._nc.publish(
+            alone_hears if stored.private else members_hear, codec.encode(stored)
+        )
         event = rooms.MessageStored(
             org=room.org,
             room=room.id,
@@ -386,8 +391,10 @@ class Handlers:
             raise Refused("room-not-found", 404, f"no room {room_id}")
         return room
 
-    async def _message(self, room: rooms.Room, seq: int) -> rooms.Message:
-        found = await self._store.message(room.org, room.id, seq)
+    async def _message(
+        self, room: rooms.Room, seq: int, *, reader: str | None = None
+    ) -> rooms.Message:
+        found = await self._store.message(room.org, room.id, seq, reader=reader)
         if found is None:
             raise Refused("message-not-found", 404, f"room {room.id} has no message {seq}")
         return found

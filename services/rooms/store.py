@@ -20,9 +20,10 @@ from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFound
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
+from libs.contracts.base import key_token
 from libs.contracts.rooms import ROOMS, Draft, Message, Room, Transport
 from libs.runtime.direct import batch_get
-from libs.runtime.kv import current, key_token, open_bucket
+from libs.runtime.kv import current, open_bucket
 from libs.runtime.service import ensure_stream
 
 __all__ = ["Conflict", "RoomStore", "StoredLine", "open_store"]
@@ -86,33 +87,54 @@ class RoomStore:
         """Store `message`; it comes back with its seq. A repeated `msg_id` stores nothing
         and answers the first one's seq."""
         headers = {"Nats-Msg-Id": msg_id} if msg_id else None
-        ack = await self._js.publish(
-            _subject(org, message.room), codec.encode(message), headers=headers
+        subject = (
+            _private(org, message.room, message.to)
+            if message.private and message.to
+            else _subject(org, message.room)
         )
+        ack = await self._js.publish(subject, codec.encode(message), headers=headers)
         return msgspec.structs.replace(message, seq=ack.seq)
 
-    async def message(self, org: str, room_id: str, seq: int) -> Message | None:
+    async def message(
+        self, org: str, room_id: str, seq: int, *, reader: str | None = None
+    ) -> Message | None:
+        """Message `seq` of the room, if it is the members' or `reader`'s alone."""
         try:
             raw = await self._js.get_msg(ROOMS.name, seq, direct=True)
         except NotFoundError:
             return None
-        if raw.subject != _subject(org, room_id) or raw.data is None:
+        readable = {_subject(org, room_id), *([_private(org, room_id, reader)] if reader else [])}
+        if raw.subject not in readable or raw.data is None:
             return None
         return msgspec.structs.replace(_message.decode(raw.data), seq=seq)
 
     async def page(
-        self, org: str, room_id: str, after: int, limit: int
+        self, org: str, room_id: str, after: int, limit: int, *, reader: str | None = None
     ) -> tuple[list[Message], bool]:
-        """Up to `limit` messages after seq `after`, oldest first, in one batched direct
-        get; and whether there are more."""
-        request = {"seq": after + 1, "next_by_subj": _subject(org, room_id), "batch": limit}
-        found, pending = await batch_get(self._nc, ROOMS.name, request)
-        messages = [
-            msgspec.structs.replace(_message.decode(m.data), seq=int(m.headers["Nats-Sequence"]))
-            for m in found
-        ]
-        more = pending > 0  # what matched after the last one returned
-        return messages, more
+        """Up to `limit` messages after seq `after`, oldest first, and whether there are
+        more: the members' and, with `reader`, what is for that reader alone (each one
+        batched direct get of its own subject, so nothing of another's is ever read)."""
+        subjects = [_subject(org, room_id), *([_private(org, room_id, reader)] if reader else [])]
+        pages = await asyncio.gather(
+            *(
+                batch_get(
+                    self._nc, ROOMS.name, {"seq": after + 1, "next_by_subj": s, "batch": limit}
+                )
+                for s in subjects
+            )
+        )
+        found = sorted(
+            (
+                msgspec.structs.replace(
+                    _message.decode(m.data), seq=int(m.headers["Nats-Sequence"])
+                )
+                for msgs, _ in pages
+                for m in msgs
+            ),
+            key=lambda m: m.seq,
+        )
+        more = any(pending > 0 for _, pending in pages) or len(found) > limit
+        return found[:limit], more
 
     async def is_empty(self, org: str, room_id: str) -> bool:
         try:
@@ -209,6 +231,10 @@ async def open_store(nc: Client, *, replicas: int = 1) -> RoomStore:
 
 def _subject(org: str, room_id: str) -> str:
     return f"rooms.msg.{org}.{room_id}"
+
+
+def _private(org: str, room_id: str, person: str) -> str:
+    return f"rooms.private.{org}.{room_id}.{key_token(person)}"
 
 
 def _draft_key(person: str, room_id: str, draft_id: str) -> str:

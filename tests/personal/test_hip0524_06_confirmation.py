@@ -73,7 +73,7 @@ async def test_a_question_is_answered_once(api, people, asked):
 async def test_only_the_person_asked_answers_and_never_their_agent(api, people, asked):
     room, question = asked
     response = await _answer(api, room, question, {"type": "pick", "option": 0}, people.bob)
-    assert await problem(response) == (403, "not-asked")
+    assert await problem(response) == (404, "message-not-found")  # his to find: it is ada's alone
     response = await _answer(api, room, question, {"type": "pick", "option": 0}, people.ada_agent)
     assert await problem(response) == (403, "agent-may-not")
     response = await _answer(api, room, question, {"type": "pick", "option": 0}, people.root)

@@ -12,8 +12,9 @@ import msgspec
 import pytest
 from nats.js.errors import NotFoundError
 
+from libs.contracts.base import key_token
 from libs.contracts.rooms import ROOMS
-from libs.runtime.kv import current, key_token
+from libs.runtime.kv import current
 from services.rooms.domain.lines import sign_mailgun, sign_meta, sign_twilio
 from tests.personal.conftest import announce, drafts, eventually, fresh_number, problem
 

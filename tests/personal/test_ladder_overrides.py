@@ -2,7 +2,7 @@
 
 import msgspec
 
-from libs.runtime.kv import key_token
+from libs.contracts.base import key_token
 from tests.personal.conftest import problem, room_with, set_level
 
 

@@ -3,12 +3,14 @@ taken from the credential at the moment of storing (hip-0524 §7)."""
 
 from datetime import datetime
 
+import msgspec
+
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.rooms import ORG, Choice, Message, Question, Room, Transport
 from services.rooms.domain.members import caller, is_member
 
-__all__ = ["authored", "check_to", "inbound"]
+__all__ = ["alone", "answer_alone", "authored", "check_to", "inbound"]
 
 
 def authored(
@@ -74,3 +76,20 @@ def inbound(
         to=owner,
         transport=transport,
     )
+
+
+def alone(message: Message) -> Message:
+    """What a person's own agent tells the person (the notice before a send, a confirmation
+    question) is for that person alone, even in a room they share: the people they talk to
+    see only what is sent."""
+    own_agent = message.author_kind == "agent" and message.on_behalf_of == message.to
+    if message.to is not None and (message.notice or (own_agent and message.question)):
+        return msgspec.structs.replace(message, private=True)
+    return message
+
+
+def answer_alone(answer: Message, asked: Message) -> Message:
+    """The answer to a question for one person alone is theirs alone too."""
+    if not asked.private:
+        return answer
+    return msgspec.structs.replace(answer, private=True, to=asked.to)
