@@ -59,6 +59,7 @@ __all__ = [
     "Send",
     "SendDraft",
     "Transport",
+    "VerifyLine",
     "live_subjects",
 ]
 
@@ -261,9 +262,20 @@ class ConnectLine(Contract):
 
 
 class Line(Contract):
+    """A person's line. `pending` until its owner proves it with the code sent to it; only
+    a `connected` line receives."""
+
     transport: Transport
     address: str
-    connected_at: datetime
+    state: Literal["pending", "connected"]
+    connected_at: datetime | None = None
+
+
+class VerifyLine(Contract):
+    """The code the line's transport delivered to its address, within 10 minutes."""
+
+    transport: Transport
+    code: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{6}$")]
 
 
 class ListLines(Contract):
@@ -387,7 +399,8 @@ ANSWER = _subject(
 DRAFTS = _subject("drafts", ListDrafts, DraftList, "my agent's open drafts in a room")
 SEND_DRAFT = _subject("send_draft", SendDraft, Message, "send a draft as my message")
 DISCARD_DRAFT = _subject("discard_draft", DraftRef, Draft, "discard a draft")
-CONNECT = _subject("connect", ConnectLine, Line, "connect my own line")
+CONNECT = _subject("connect", ConnectLine, Line, "claim my own line; a code is sent to it")
+VERIFY_LINE = _subject("verify_line", VerifyLine, Line, "prove my line with the code it got")
 LINES = _subject("lines", ListLines, LineList, "my lines")
 DISCONNECT = _subject("disconnect", DisconnectLine, Line, "disconnect my line")
 INBOUND = _subject("inbound", Inbound, Delivered, "a carrier's signed webhook", public=True)
@@ -439,6 +452,7 @@ CONTRACT = service_contract(
         SEND_DRAFT,
         DISCARD_DRAFT,
         CONNECT,
+        VERIFY_LINE,
         LINES,
         DISCONNECT,
         INBOUND,

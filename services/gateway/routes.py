@@ -118,7 +118,15 @@ ROUTES: tuple[Route, ...] = (
         status=201,
     ),
     Route("POST", "/v1/rooms/{id}/drafts/{draft}/discard", rooms.DISCARD_DRAFT, "Discard a draft"),
-    Route("POST", "/v1/lines", rooms.CONNECT, "Connect my own line", status=201),
+    Route(
+        "POST", "/v1/lines", rooms.CONNECT, "Claim my own line; a code is sent to it", status=201
+    ),
+    Route(
+        "POST",
+        "/v1/lines/{transport}/verify",
+        rooms.VERIFY_LINE,
+        "Connect my claimed line with the code it received",
+    ),
     Route("GET", "/v1/lines", rooms.LINES, "My lines (never their credentials)"),
     Route("DELETE", "/v1/lines/{transport}", rooms.DISCONNECT, "Disconnect my line"),
     Route("GET", "/v1/ladder", ladder.GET, "My ladder, my org's ceiling, the windows offered"),

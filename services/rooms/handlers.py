@@ -15,7 +15,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.runtime.service import Handler
-from services.rooms.domain import lines, members, messages, questions
+from services.rooms.domain import claims, lines, members, messages, questions
 from services.rooms.sealing import Sealer
 from services.rooms.store import Conflict, RoomStore, StoredLine
 from services.rooms.transports import Outbound, Transport
@@ -174,17 +174,65 @@ class Handlers:
     # personal lines
 
     async def connect(self, req: rooms.ConnectLine, p: Principal) -> rooms.Line:
+        """A claim on the address: a code goes to it through the line's transport, and the
+        line connects only once its person sends the code back (`verify_line`). Whether the
+        address is anyone else's is not said here: that would tell anyone who asks."""
         org, person = _person(p, "connect a line")
         address = lines.normalize(req.transport, req.address)
-        now = self._clock()
+        code, salt = f"{secrets.randbelow(10**6):06d}", secrets.token_hex(8)
         sealed = self._sealer.seal(req.credential, owner=person, transport=req.transport)
+        claim = claims.claim(
+            org, person, req.transport, address, sealed, code=code, salt=salt, now=self._clock()
+        )
+        target = f"{person}:{req.transport}"
+        async with self._trail.change(org, actor=p, action="rooms.line.claim", target=target):
+            await self._store.put_claim(claim)
+        await self._transport.send(
+            Outbound(
+                transport=req.transport,
+                org=org,
+                room="",
+                seq=0,
+                sender="tether",
+                to=address,
+                text=claims.code_text(code),
+                author_kind="bot",
+                on_behalf_of=None,
+                key=f"code-{req.transport}-{salt}",
+            )
+        )
+        return rooms.Line(transport=req.transport, address=address, state="pending")
+
+    async def verify_line(self, req: rooms.VerifyLine, p: Principal) -> rooms.Line:
+        org, person = _person(p, "connect a line")
+        found = await self._store.claim(person, req.transport)
+        if found is None:
+            raise Refused("line-not-claimed", 404, f"you have no {req.transport} line waiting")
+        claim, revision = found
+        outcome, after = claims.attempt(claim, req.code, self._clock())
+        match outcome:
+            case "expired" | "spent":
+                await self._store.drop_claim(person, req.transport)
+                raise Refused(
+                    "code-expired" if outcome == "expired" else "code-spent",
+                    410,
+                    f"that claim is void ({outcome}); connect the line again for a new code",
+                )
+            case "wrong":
+                try:
+                    await self._store.put_claim(after, revision)
+                except Conflict as exc:
+                    raise Refused("claim-changed", 409, "tried at once elsewhere; retry") from exc
+                raise Refused(
+                    "code-wrong", 422, f"that is not the code; {after.tries_left} tries left"
+                )
         line = StoredLine(
             org=org,
             person=person,
             transport=req.transport,
-            address=address,
-            sealed=sealed,
-            connected_at=now.isoformat(),
+            address=claim.address,
+            sealed=claim.sealed,
+            connected_at=self._clock().isoformat(),
         )
         async with self._trail.change(
             org, actor=p, action="rooms.line.connect", target=f"{person}:{req.transport}"
@@ -192,13 +240,20 @@ class Handlers:
             try:
                 await self._store.connect(line)
             except Conflict as exc:
-                raise Refused("address-taken", 409, f"{address} is another person's line") from exc
+                raise Refused(
+                    "address-taken", 409, f"{claim.address} is another person's line"
+                ) from exc
+        await self._store.drop_claim(person, req.transport)
         return _line(line)
 
     async def lines(self, _: rooms.ListLines, p: Principal) -> rooms.LineList:
         _, person = _person(p, "read lines")
-        found = await self._store.lines(person)
-        return rooms.LineList(lines=[_line(line) for line in found])
+        connected = [_line(line) for line in await self._store.lines(person)]
+        waiting = [
+            rooms.Line(transport=c.transport, address=c.address, state="pending")
+            for c in await self._store.claims(person)
+        ]
+        return rooms.LineList(lines=[*connected, *waiting])
 
     async def disconnect(self, req: rooms.DisconnectLine, p: Principal) -> rooms.Line:
         org, person = _person(p, "disconnect a line")
@@ -213,7 +268,9 @@ class Handlers:
 
     async def inbound(self, req: rooms.Inbound, _: None) -> rooms.Delivered:
         """A carrier's webhook: found by the address it was sent to, verified with that
-        line's own secret, stored in the person's room for the correspondent."""
+        line's own secret, stored in the person's room for the correspondent. An address
+        that is no connected line's is checked against a throwaway secret and refused in
+        the same words as a bad signature, so the answer says nothing of who has a line."""
         arrived = lines.arrival(req)
         try:
             to = lines.normalize(req.transport, arrived.to)
@@ -222,10 +279,22 @@ class Handlers:
             raise Refused("invalid-webhook", 422, exc.problem.detail) from exc
         person = await self._store.owner_of(req.transport, to)
         line = None if person is None else await self._store.line(person, req.transport)
+        secret = (
+            secrets.token_hex(16)
+            if line is None
+            else self._sealer.open(line.sealed, owner=line.person, transport=line.transport)
+        )
+        try:
+            lines.verify(req, secret, self._clock())
+        except Refused:
+            line = None
         if line is None:
-            raise Refused("line-not-found", 404, f"no {req.transport} line is {to}")
-        secret = self._sealer.open(line.sealed, owner=line.person, transport=line.transport)
-        lines.verify(req, secret, self._clock())
+            raise Refused(
+                "webhook-unverified",
+                403,
+                f"the webhook is not signed by the secret of a connected {req.transport} "
+                f"line at {to}",
+            )
         room = await self._line_room(line, sender)
         first = await self._store.is_empty(room.org, room.id)
         message = messages.inbound(
@@ -320,6 +389,7 @@ class Handlers:
             rooms.SEND_DRAFT: self.send_draft,
             rooms.DISCARD_DRAFT: self.discard_draft,
             rooms.CONNECT: self.connect,
+            rooms.VERIFY_LINE: self.verify_line,
             rooms.LINES: self.lines,
             rooms.DISCONNECT: self.disconnect,
             rooms.INBOUND: self.inbound,  # type: ignore[dict-item]
@@ -500,5 +570,6 @@ def _line(line: StoredLine) -> rooms.Line:
     return rooms.Line(
         transport=line.transport,
         address=line.address,
+        state="connected",
         connected_at=datetime.fromisoformat(line.connected_at),
     )

@@ -7,7 +7,8 @@ Keys in `rooms`:
     draft.<person>.<room>.<draft>    an agent's draft, held for its person
     answered.<room>.<seq>            the one answer a question gets
 Keys in `rooms-lines`:
-    line.<person>.<transport>        a person's line, its credential sealed
+    claim.<person>.<transport>       a line waiting for its code
+    line.<person>.<transport>        a person's connected line, its credential sealed
     address.<transport>.<address>    whose line an address is, for inbound webhooks
 """
 
@@ -25,6 +26,7 @@ from libs.contracts.rooms import ROOMS, Draft, Message, Room, Transport
 from libs.runtime.direct import batch_get
 from libs.runtime.kv import current, open_bucket
 from libs.runtime.service import ensure_stream
+from services.rooms.domain.claims import Claim
 
 __all__ = ["Conflict", "RoomStore", "StoredLine", "open_store"]
 
@@ -46,6 +48,7 @@ _room = codec.decoder(Room)
 _message = codec.decoder(Message)
 _draft = codec.decoder(Draft)
 _line = codec.decoder(StoredLine)
+_claim = codec.decoder(Claim)
 
 
 class RoomStore:
@@ -187,7 +190,29 @@ class RoomStore:
     async def release_answer(self, room_id: str, seq: int) -> None:
         await self._rooms.delete(f"answered.{room_id}.{seq}")
 
-    # lines
+    # lines: claims, then connected lines
+
+    async def claim(self, person: str, transport: str) -> tuple[Claim, int] | None:
+        found = await _get(self._lines, _claim_key(person, transport))
+        return None if found is None else (_claim.decode(found[0]), found[1])
+
+    async def put_claim(self, claim: Claim, revision: int | None = None) -> None:
+        """A new claim replaces any earlier one; with `revision`, a compare-and-set."""
+        key = _claim_key(claim.person, claim.transport)
+        if revision is None:
+            await self._lines.put(key, codec.encode(claim))
+            return
+        try:
+            await self._lines.update(key, codec.encode(claim), last=revision)
+        except KeyWrongLastSequenceError as exc:
+            raise Conflict(key) from exc
+
+    async def drop_claim(self, person: str, transport: str) -> None:
+        await self._lines.delete(_claim_key(person, transport))
+
+    async def claims(self, person: str) -> list[Claim]:
+        entries = await current(self._lines, _claim_key(person, "*"))
+        return [_claim.decode(e.value) for e in entries]
 
     async def line(self, person: str, transport: str) -> StoredLine | None:
         found = await _get(self._lines, f"line.{key_token(person)}.{transport}")
@@ -235,6 +260,10 @@ def _subject(org: str, room_id: str) -> str:
 
 def _private(org: str, room_id: str, person: str) -> str:
     return f"rooms.private.{org}.{room_id}.{key_token(person)}"
+
+
+def _claim_key(person: str, transport: str) -> str:
+    return f"claim.{key_token(person)}.{transport}"
 
 
 def _draft_key(person: str, room_id: str, draft_id: str) -> str:

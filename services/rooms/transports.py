@@ -14,7 +14,8 @@ __all__ = ["Outbound", "Recording", "Transport"]
 
 class Outbound(msgspec.Struct, frozen=True):
     """A stored message leaving by the line `sender` to `to`. The carrier shows the
-    person's address; our record keeps who wrote it (hip-0524 §7)."""
+    person's address; our record keeps who wrote it (hip-0524 §7). `key` names a message
+    that is no room's (a line's code): it leaves once per key."""
 
     transport: str
     org: str
@@ -25,6 +26,7 @@ class Outbound(msgspec.Struct, frozen=True):
     text: str
     author_kind: str
     on_behalf_of: str | None
+    key: str = ""
 
 
 class Transport(Protocol):
@@ -40,5 +42,5 @@ class Recording:
             message.transport,
             message.org,
             codec.encode(message),
-            msg_id=f"{message.room}-{message.seq}",
+            msg_id=message.key or f"{message.room}-{message.seq}",
         )

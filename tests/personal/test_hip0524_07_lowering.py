@@ -83,7 +83,7 @@ async def test_lowering_a_lines_transport_cancels_its_windows(api, operator, peo
     await eventually(lambda: _has_agent(api, people))
     await set_level(api, people.ada, "send")
     await api.put("/v1/ladder/window", json={"window": "1m"}, headers=people.ada)
-    line = await connect(api, people.ada)
+    line = await connect(api, operator, people)
     await sms(api, line, "+14155550123", "first")  # first contact: asked, not sent
     await sms(api, line, "+14155550123", "second")  # recurrence: a window opens
     [window] = await eventually(lambda: _windows(api, people))

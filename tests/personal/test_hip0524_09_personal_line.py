@@ -4,13 +4,13 @@ transport and a room per correspondent made on first contact; replies leave by t
 no org-admin path connects, reads or disconnects it."""
 
 import json
+import re
 import secrets
 import time
 from urllib.parse import urlencode
 
 import msgspec
 import pytest
-from nats.js.errors import NotFoundError
 
 from libs.contracts.base import key_token
 from libs.contracts.rooms import ROOMS
@@ -21,11 +21,27 @@ from tests.personal.conftest import announce, drafts, eventually, fresh_number, 
 TOKEN = "twilio-auth-token-of-ada"
 
 
-async def connect(api, headers, transport="sms", address=None, credential=TOKEN):
+async def connect(api, operator, people, transport="sms", address=None, credential=TOKEN):
+    """Ada's line, claimed, then proven with the code its transport delivered to it."""
     body = {"transport": transport, "address": address or fresh_number(), "credential": credential}
-    response = await api.post("/v1/lines", json=body, headers=headers)
+    response = await api.post("/v1/lines", json=body, headers=people.ada)
     assert response.status == 201, await response.text()
-    return await response.json()
+    assert (await response.json())["state"] == "pending"
+    code = await code_sent(operator, transport, people.org, body["address"])
+    proven = await api.post(
+        f"/v1/lines/{transport}/verify", json={"code": code},
+        headers=people.ada,
+    )  # fmt: skip
+    assert proven.status == 200, await proven.text()
+    return await proven.json()
+
+
+async def code_sent(operator, transport: str, org: str, address: str) -> str:
+    """The code the recording transport sent to `address` (as the carrier would deliver it)."""
+    raw = await operator.jetstream().get_last_msg(ROOMS.name, f"rooms.outbound.{transport}.{org}")
+    sent = msgspec.json.decode(raw.data)
+    assert sent["to"] == address.lower() or sent["to"] == address
+    return re.search(r"\b(\d{6})\b", sent["text"])[1]
 
 
 async def sms(api, line, sender, text, *, token=TOKEN, sid=None):
@@ -48,8 +64,8 @@ async def sms(api, line, sender, text, *, token=TOKEN, sid=None):
 
 
 async def test_a_line_is_connected_as_a_sealed_credential_never_shown_back(api, people, operator):
-    line = await connect(api, people.ada)
-    assert set(line) == {"transport", "address", "connected_at"}
+    line = await connect(api, operator, people)
+    assert set(line) == {"transport", "address", "state", "connected_at"}
     listed = await (await api.get("/v1/lines", headers=people.ada)).json()
     assert listed == {"lines": [line]}
     kv = await operator.jetstream().key_value("rooms-lines")
@@ -57,14 +73,16 @@ async def test_a_line_is_connected_as_a_sealed_credential_never_shown_back(api, 
     assert TOKEN.encode() not in stored.value and line["address"].encode() in stored.value
 
 
-async def test_only_the_person_connects_and_an_address_has_one_owner(api, people):
-    line = await connect(api, people.ada)
-    response = await api.post(
-        "/v1/lines",
-        json={"transport": "sms", "address": line["address"], "credential": "bobs-own-token"},
-        headers=people.bob,
-    )
-    assert await problem(response) == (409, "address-taken")
+async def test_only_the_person_connects_and_an_address_has_one_owner(api, people, operator):
+    line = await connect(api, operator, people)
+    claim = {"transport": "sms", "address": line["address"], "credential": "bobs-own-token"}
+    response = await api.post("/v1/lines", json=claim, headers=people.bob)
+    assert (await response.json())["state"] == "pending"  # a claim says nothing of the address
+    code = await code_sent(operator, "sms", people.org, line["address"])
+    # Only who holds the number gets the code; were it bob now, the address is still ada's.
+    proven = await api.post("/v1/lines/sms/verify", json={"code": code},
+                            headers=people.bob)  # fmt: skip
+    assert await problem(proven) == (409, "address-taken")
     response = await api.post(
         "/v1/lines",
         json={"transport": "sms", "address": fresh_number(), "credential": "x" * 10},
@@ -80,8 +98,10 @@ async def test_only_the_person_connects_and_an_address_has_one_owner(api, people
         assert await problem(response) == (422, "invalid-address")
 
 
-async def test_an_inbound_text_lands_in_the_persons_room_for_the_correspondent(api, people):
-    line = await connect(api, people.ada)
+async def test_an_inbound_text_lands_in_the_persons_room_for_the_correspondent(
+    api, people, operator
+):
+    line = await connect(api, operator, people)
     first = await sms(api, line, "+14155550100", "Is the flat still available?")
     assert first.status == 200, await first.text()
     delivered = await first.json()
@@ -116,8 +136,8 @@ async def test_an_inbound_text_lands_in_the_persons_room_for_the_correspondent(a
         assert await problem(response) == (404, "room-not-found")
 
 
-async def test_a_carrier_retry_stores_the_message_once(api, people):
-    line = await connect(api, people.ada)
+async def test_a_carrier_retry_stores_the_message_once(api, people, operator):
+    line = await connect(api, operator, people)
     one = await (await sms(api, line, "+14155550100", "hi", sid="SMsame")).json()
     two = await (await sms(api, line, "+14155550100", "hi", sid="SMsame")).json()
     assert one["seq"] == two["seq"]
@@ -125,22 +145,64 @@ async def test_a_carrier_retry_stores_the_message_once(api, people):
 
 @pytest.mark.parametrize("token", ["another-token", ""], ids=["wrong-secret", "unsigned"])
 async def test_a_webhook_not_signed_by_the_lines_carrier_is_refused_and_stores_nothing(
-    api, people, token
+    api, people, token, operator
 ):
-    line = await connect(api, people.ada)
+    line = await connect(api, operator, people)
     response = await sms(api, line, "+14155550100", "trust me", token=token)
-    assert await problem(response) == (403, "signature-invalid")
+    assert await problem(response) == (403, "webhook-unverified")
     assert (await (await api.get("/v1/rooms", headers=people.ada)).json())["rooms"] == []
 
 
-async def test_a_webhook_for_no_connected_line_finds_nothing(api, people):
-    line = {"address": fresh_number()}
-    assert await problem(await sms(api, line, "+14155550100", "hi")) == (404, "line-not-found")
+async def test_a_webhook_for_no_connected_line_is_refused_like_a_bad_signature(
+    api, people, operator
+):
+    """Issue 10.6: no answer tells a caller without a token which numbers are connected."""
+    line = await connect(api, operator, people)
+    unknown = {"address": fresh_number()}
+    bad_signature = await sms(api, line, "+14155550100", "hi", token="not-the-secret")
+    no_line = await sms(api, unknown, "+14155550100", "hi")
+    bodies = [await r.json(content_type=None) for r in (bad_signature, no_line)]
+    assert [r.status for r in (bad_signature, no_line)] == [403, 403]
+    for body, address in zip(bodies, (line["address"], unknown["address"]), strict=True):
+        body["detail"] = body["detail"].replace(address, "<address>")
+    assert bodies[0] == bodies[1]
 
 
-async def test_an_inbound_email_in_mailguns_style(api, people):
+async def test_a_line_receives_nothing_until_it_is_proven(api, people, operator):
+    address = fresh_number()
+    body = {"transport": "sms", "address": address, "credential": TOKEN}
+    await api.post("/v1/lines", json=body, headers=people.ada)
+    refused = await sms(api, {"address": address}, "+14155550100", "too early")
+    assert await problem(refused) == (403, "webhook-unverified")
+    listed = await (await api.get("/v1/lines", headers=people.ada)).json()
+    assert listed == {
+        "lines": [
+            {"transport": "sms", "address": address, "state": "pending", "connected_at": None}
+        ]
+    }
+
+
+async def test_five_wrong_codes_void_the_claim(api, people, operator):
+    body = {"transport": "sms", "address": fresh_number(), "credential": TOKEN}
+    await api.post("/v1/lines", json=body, headers=people.ada)
+    code = await code_sent(operator, "sms", people.org, body["address"])
+    wrong = f"{(int(code) + 1) % 10**6:06d}"
+    tried = []
+    for _ in range(5):
+        response = await api.post("/v1/lines/sms/verify", json={"code": wrong},
+                                  headers=people.ada)  # fmt: skip
+        tried.append(await problem(response))
+    assert tried == [(422, "code-wrong")] * 4 + [(410, "code-spent")]
+    late = await api.post("/v1/lines/sms/verify", json={"code": code},
+                          headers=people.ada)  # fmt: skip
+    assert await problem(late) == (404, "line-not-claimed")
+
+
+async def test_an_inbound_email_in_mailguns_style(api, people, operator):
     key = "mailgun-signing-key"
-    line = await connect(api, people.ada, "email", f"ada.{secrets.token_hex(4)}@example.com", key)
+    line = await connect(
+        api, operator, people, "email", f"ada.{secrets.token_hex(4)}@example.com", key
+    )
 
     async def post(stamp: int):
         token = secrets.token_hex(8)
@@ -169,12 +231,12 @@ async def test_an_inbound_email_in_mailguns_style(api, people):
         "email:landlord@example.org",
         "Rent\n\nDue on the 1st.",
     )
-    assert await problem(await post(int(time.time()) - 3600)) == (403, "signature-stale")
+    assert await problem(await post(int(time.time()) - 3600)) == (403, "webhook-unverified")
 
 
-async def test_an_inbound_whatsapp_message_in_metas_style(api, people):
+async def test_an_inbound_whatsapp_message_in_metas_style(api, people, operator):
     secret = "meta-app-secret"
-    line = await connect(api, people.ada, "whatsapp", fresh_number(), secret)
+    line = await connect(api, operator, people, "whatsapp", fresh_number(), secret)
     body = json.dumps(
         {
             "entry": [
@@ -212,19 +274,20 @@ async def test_an_inbound_whatsapp_message_in_metas_style(api, people):
         data=body,
         headers={"Content-Type": "application/json", "X-Hub-Signature-256": "sha256=00"},
     )
-    assert await problem(forged) == (403, "signature-invalid")
+    assert await problem(forged) == (403, "webhook-unverified")
 
 
 async def test_the_agent_drafts_and_the_reply_leaves_by_the_persons_line(api, people, operator):
     await announce(operator, people.ada_id)
-    line = await connect(api, people.ada)
+    line = await connect(api, operator, people)
     delivered = await (await sms(api, line, "+14155550100", "Still available?")).json()
     room = {"id": delivered["room"]}
     [draft] = await eventually(lambda: drafts(api, room, people.ada))
     assert draft["first_contact"] is True
     js = operator.jetstream()
-    with pytest.raises(NotFoundError):  # nothing answered the first contact by itself
-        await js.get_last_msg(ROOMS.name, f"rooms.outbound.sms.{people.org}")
+    # nothing answered the first contact by itself: what last left is the line's code
+    last = await js.get_last_msg(ROOMS.name, f"rooms.outbound.sms.{people.org}")
+    assert "tether code" in msgspec.json.decode(last.data)["text"]
     path = f"/v1/rooms/{room['id']}/drafts/{draft['id']}/send"
     sent = await (await api.post(path, json={}, headers=people.ada)).json()
     out = await js.get_last_msg(ROOMS.name, f"rooms.outbound.sms.{people.org}")
@@ -248,9 +311,10 @@ async def test_the_agent_drafts_and_the_reply_leaves_by_the_persons_line(api, pe
     )
 
 
-async def test_after_disconnecting_nothing_lands(api, people):
-    line = await connect(api, people.ada)
+async def test_after_disconnecting_nothing_lands(api, people, operator):
+    line = await connect(api, operator, people)
     response = await api.delete("/v1/lines/sms", headers=people.ada)
     assert (await response.json())["address"] == line["address"]
-    assert await problem(await sms(api, line, "+14155550100", "hi")) == (404, "line-not-found")
+    refused = await sms(api, line, "+14155550100", "hi")
+    assert await problem(refused) == (403, "webhook-unverified")
     assert (await (await api.get("/v1/lines", headers=people.ada)).json()) == {"lines": []}

@@ -200,10 +200,10 @@ async def test_a_retried_fire_never_sends_twice(api, people, room, operator):
     assert msgspec.json.decode(fired.data)["payload"]["id"] == window["id"]
 
 
-async def test_a_first_contact_is_never_automatic_even_at_send(api, people, room):
+async def test_a_first_contact_is_never_automatic_even_at_send(api, people, room, operator):
     """A line's first message from a stranger is asked, not sent, at send."""
     await set_level(api, people.ada, "send")
-    line = await connect(api, people.ada)
+    line = await connect(api, operator, people)
     delivered = await (await sms(api, line, "+14155550111", "Who is this?")).json()
     line_room = {"id": delivered["room"]}
     [question] = await eventually(lambda: _questions(api, line_room, people))

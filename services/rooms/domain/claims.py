@@ -1,0 +1,73 @@
+"""Proving a line before it receives: a six-digit code sent through the line's transport to
+its address, good for ten minutes and five tries (issue 10.6). Until then nothing that
+arrives there is taken, and nobody learns whether the address is anyone else's."""
+
+import hashlib
+import hmac
+from datetime import datetime, timedelta
+from typing import Literal
+
+import msgspec
+
+from libs.contracts.rooms import Transport
+
+__all__ = ["CODE_TTL", "TRIES", "Attempt", "Claim", "attempt", "claim", "code_text"]
+
+CODE_TTL = timedelta(minutes=10)
+TRIES = 5
+Attempt = Literal["proven", "wrong", "spent", "expired"]
+
+
+class Claim(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A line its person asked to connect, waiting for the code; the credential sealed."""
+
+    org: str
+    person: str
+    transport: Transport
+    address: str
+    sealed: bytes
+    salt: str
+    digest: str
+    expires_at: datetime
+    tries_left: int = TRIES
+
+
+def claim(
+    org: str,
+    person: str,
+    transport: Transport,
+    address: str,
+    sealed: bytes,
+    *,
+    code: str,
+    salt: str,
+    now: datetime,
+) -> Claim:
+    return Claim(
+        org=org,
+        person=person,
+        transport=transport,
+        address=address,
+        sealed=sealed,
+        salt=salt,
+        digest=_digest(salt, code),
+        expires_at=now + CODE_TTL,
+    )
+
+
+def attempt(claim: Claim, code: str, now: datetime) -> tuple[Attempt, Claim]:
+    """What a try at the code comes to, and the claim after it (one try fewer if wrong)."""
+    if now >= claim.expires_at:
+        return "expired", claim
+    if hmac.compare_digest(claim.digest, _digest(claim.salt, code)):
+        return "proven", claim
+    after = msgspec.structs.replace(claim, tries_left=claim.tries_left - 1)
+    return ("spent" if after.tries_left <= 0 else "wrong"), after
+
+
+def code_text(code: str) -> str:
+    return f"Your tether code is {code}. It connects this line to your agent for 10 minutes."
+
+
+def _digest(salt: str, code: str) -> str:
+    return hashlib.sha256(f"{salt}:{code}".encode()).hexdigest()
