@@ -33,6 +33,8 @@ __all__ = [
     "Persona",
     "PersonaList",
     "PersonaName",
+    "PlanLimits",
+    "PlanLimitsRequest",
     "PlanSet",
     "Preferences",
     "RunEnded",
@@ -148,6 +150,17 @@ class PlanSet(Contract):
     plan: str
 
 
+class PlanLimitsRequest(Contract):
+    """What an org's plan allows, for a service that enforces a number of it."""
+
+    org: OrgId
+
+
+class PlanLimits(Contract):
+    plan: str
+    room_members: int
+
+
 class BillingRequest(Contract):
     """This month (UTC) unless `month` (`YYYY-MM`) is given."""
 
@@ -229,6 +242,14 @@ PREFERENCES = _subject("preferences", GetPreferences, Preferences, "my preferenc
 SET_PREFERENCES = _subject("set_preferences", Preferences, Preferences, "replace my preferences")
 BILLING = _subject("billing", BillingRequest, Billing, "capacity in use and metered runtime")
 PLAN = _subject("plan", SetPlan, PlanSet, "put an org on a plan", callers=frozenset({"operator"}))
+LIMITS = _subject(
+    "limits",
+    PlanLimitsRequest,
+    PlanLimits,
+    "what an org's plan allows",
+    callers=frozenset({"rooms"}),
+    by_caller=True,
+)
 
 # Run starts and ends, one subject per org; the meter reads them in order.
 METER = StreamSpec("METER", ("agents.run.>",), "agent runs agents.run.<started|ended>.<org>")
@@ -245,6 +266,7 @@ CONTRACT = service_contract(
         SET_PREFERENCES,
         BILLING,
         PLAN,
+        LIMITS,
     ],
     buckets=("agents", "agents-personas", "agents-preferences", "agents-meter"),
     streams=(METER,),

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from libs.contracts.base import Contract, Count, OrgId, Seq, UserId, key_token
+from libs.contracts.base import Contract, Count, Name, OrgId, Seq, UserId, key_token
 from libs.contracts.registry import (
     Event,
     Subject,
@@ -98,12 +98,13 @@ class Room(Contract):
 
 
 class CreateRoom(Contract):
-    """A room of the caller's org with the caller and `members` (user ids, or `bot:…`); each
-    person's agent and the org's ambient agent join with them. `personal` makes a room of my
-    own home-org scope, with me and my agent only."""
+    """A room of the caller's org with the caller and `members`: people of that org (user
+    ids `<org>/<name>`) and its bots (`bot:<org>:<name>`), as many as the org's plan allows
+    (`room_members` in the catalog); each person's agent and the org's ambient agent join
+    with them. `personal` makes a room of my own home-org scope, with me and my agent only."""
 
     title: Title
-    members: tuple[str, ...] = ()
+    members: Annotated[tuple[Name, ...], msgspec.Meta(max_length=10_000)] = ()
     scope: Literal["org", "personal"] = "org"
 
 
@@ -112,11 +113,17 @@ class RoomRef(Contract):
 
 
 class ListRooms(Contract):
-    pass
+    """The rooms I am a member of, by room id, `limit` after the room id `after`."""
+
+    after: RoomId | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50
 
 
 class RoomList(Contract):
+    """A page of rooms; `next` is the cursor of the page after it, null on the last."""
+
     rooms: list[Room]
+    next: RoomId | None = None
 
 
 class Pick(Contract, tag="pick"):

@@ -168,7 +168,12 @@ class Handlers:
             agents.SET_PREFERENCES: self.set_preferences,
             agents.BILLING: self.billing,
             agents.PLAN: self.plan,
+            agents.LIMITS: self.limits,
         }
+
+    async def limits(self, req: agents.PlanLimitsRequest, _: Principal) -> agents.PlanLimits:
+        name, plan = await self._plan(req.org)
+        return agents.PlanLimits(plan=name, room_members=plan.limits.room_members)
 
     async def _plan(self, org: str) -> tuple[str, Plan]:
         name = await self._store.plan(org)

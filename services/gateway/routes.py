@@ -84,7 +84,7 @@ ROUTES: tuple[Route, ...] = (
         query=("month",),
     ),
     Route("POST", "/v1/rooms", rooms.CREATE, "Create a room", status=201),
-    Route("GET", "/v1/rooms", rooms.LIST, "The rooms I am a member of"),
+    Route("GET", "/v1/rooms", rooms.LIST, "The rooms I am a member of", query=("after", "limit")),
     Route("GET", "/v1/rooms/{id}", rooms.GET, "A room I am a member of"),
     Route(
         "GET",

@@ -9,11 +9,12 @@ import msgspec
 from nats.aio.client import Client
 
 from libs.audit.trail import Trail
-from libs.contracts import codec, rooms
+from libs.contracts import agents, codec, rooms
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
+from libs.runtime.calls import call
 from libs.runtime.service import Handler
 from services.rooms.domain import claims, lines, members, messages, questions
 from services.rooms.sealing import Sealer
@@ -41,14 +42,22 @@ class Handlers:
     # rooms
 
     async def create(self, req: rooms.CreateRoom, p: Principal) -> rooms.Room:
-        room = members.new_room(req, p, f"r-{secrets.token_hex(8)}", self._clock())
-        await self._store.create_room(room)
+        limits: agents.PlanLimits = await call(
+            self._nc, agents.LIMITS, agents.PlanLimitsRequest(org=p.org), caller="rooms"
+        )
+        room_id = f"r-{secrets.token_hex(8)}"
+        room = members.new_room(req, p, room_id, self._clock(), max_members=limits.room_members)
+        async with self._trail.change(
+            room.org, actor=p, action="rooms.room.create", target=room.id
+        ):
+            await self._store.create_room(room)
         return room
 
-    async def list_mine(self, _: rooms.ListRooms, p: Principal) -> rooms.RoomList:
-        found = await self._store.rooms_of(members.caller(p).id)
-        mine = [r for r in found if members.readable_in(r, p)]
-        return rooms.RoomList(rooms=sorted(mine, key=lambda r: r.created_at))
+    async def list_mine(self, req: rooms.ListRooms, p: Principal) -> rooms.RoomList:
+        found, next_ = await self._store.rooms_of(
+            members.caller(p).id, after=req.after, limit=req.limit
+        )
+        return rooms.RoomList(rooms=[r for r in found if members.readable_in(r, p)], next=next_)
 
     async def get(self, req: rooms.RoomRef, p: Principal) -> rooms.Room:
         return await self._room(req.id, p)

@@ -59,10 +59,15 @@ class RoomStore:
     # rooms and members
 
     async def create_room(self, room: Room) -> bool:
-        """True if made now. Members are written before the room, so a room that exists
-        always has its ways in."""
-        for member in room.members:
-            await self._rooms.put(f"member.{key_token(member.id)}.{room.id}", room.org.encode())
+        """True if made now. Members are written before the room (at most 64 at once), so a
+        room that exists always has its ways in; a way into a room never made leads nowhere."""
+        writing = asyncio.Semaphore(64)
+
+        async def way_in(member_id: str) -> None:
+            async with writing:
+                await self._rooms.put(f"member.{key_token(member_id)}.{room.id}", room.org.encode())
+
+        await asyncio.gather(*(way_in(m.id) for m in room.members))
         try:
             await self._rooms.create(f"room.{room.id}", codec.encode(room))
         except KeyWrongLastSequenceError:
@@ -79,10 +84,16 @@ class RoomStore:
         found = await _get(self._rooms, f"room.{room_id}")
         return None if found is None else _room.decode(found[0])
 
-    async def rooms_of(self, member: str) -> list[Room]:
+    async def rooms_of(
+        self, member: str, *, after: str | None, limit: int
+    ) -> tuple[list[Room], str | None]:
+        """A page of the member's rooms by room id, and the cursor of the next page."""
         entries = await current(self._rooms, f"member.{key_token(member)}.*")
-        found = await asyncio.gather(*(self.room(e.key.rsplit(".", 1)[1]) for e in entries))
-        return [room for room in found if room is not None]
+        ids = sorted(e.key.rsplit(".", 1)[1] for e in entries)
+        ids = [i for i in ids if after is None or i > after]
+        page, more = ids[:limit], len(ids) > limit
+        found = await asyncio.gather(*(self.room(room_id) for room_id in page))
+        return [room for room in found if room is not None], (page[-1] if more else None)
 
     # history
 

@@ -21,6 +21,7 @@ from tests.personal.conftest import (
     say,
     set_level,
 )
+from tests.personal.test_answering import set_plan
 from tests.personal.test_hip0524_09_personal_line import connect, sms
 from tests.support import bearer, token
 
@@ -124,10 +125,10 @@ async def test_a_thousand_lowerings_at_the_moment_windows_end(api, operator, peo
 
     Every lowering acknowledged before its window's end means nothing left; a window
     ends in exactly one message or none, never two; and both outcomes happen."""
-    # A thousand people, each of their own home org (so each change appends to its own
-    # org's audit chain), all in one room of Bob's org.
-    racers = [f"{people.org}-{i}/p" for i in range(RACERS)]
-    heads = {p: bearer(token(org=p.split("/")[0], user=p)) for p in racers}
+    # A thousand people of Bob's org, all in one room of it: a plan that holds them.
+    await set_plan(operator, people.org, "enterprise")
+    racers = [f"{people.org}/p{i}" for i in range(RACERS)]
+    heads = {p: bearer(token(org=people.org, user=p)) for p in racers}
     created = await api.post(
         "/v1/rooms", json={"title": "race", "members": racers}, headers=people.bob
     )

@@ -15,7 +15,32 @@ ADA, BOB = "acme/ada", "acme/bob"
 
 def _room():
     request = CreateRoom(title="t", members=(BOB,), scope="org")
-    return members.new_room(request, Principal(org="acme", sub=ADA), "r-0000000000000001", NOW)
+    return members.new_room(
+        request, Principal(org="acme", sub=ADA), "r-0000000000000001", NOW, max_members=20
+    )
+
+
+def _made(*others: str, limit: int = 20):
+    request = CreateRoom(title="t", members=others, scope="org")
+    return members.new_room(
+        request, Principal(org="acme", sub=ADA), "r-0000000000000001", NOW, max_members=limit
+    )
+
+
+def test_a_room_holds_no_more_people_and_bots_than_the_plan_allows():
+    assert len(_made(*(f"acme/p{i}" for i in range(19))).members) == 2 * 20 + 1
+    with pytest.raises(Refused) as refused:
+        _made(*(f"acme/p{i}" for i in range(20)))
+    assert refused.value.problem.rule == "too-many-members"
+
+
+def test_a_room_holds_people_and_bots_of_its_own_org_only():
+    with pytest.raises(Refused) as refused:
+        _made(BOB, "globex/eve", "bot:globex:spy", "bot:acme")
+    assert refused.value.problem.errors == ("globex/eve", "bot:globex:spy", "bot:acme")
+    assert [m.id for m in _made("bot:acme:standup").members if m.kind == "bot"] == [
+        "bot:acme:standup"
+    ]
 
 
 def test_a_room_holds_each_person_with_their_agent_and_the_orgs_agent():

@@ -14,11 +14,14 @@ UNLIMITED = -1
 
 
 class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """How many org agents and bots may exist; -1 is unlimited. A person's own agent is
-    not among them: each person has exactly one, on every plan."""
+    """How many org agents and bots may exist (-1 is unlimited; a person's own agent is
+    not among them: each person has exactly one, on every plan), and how many people and
+    bots one room may hold (always a number: a room's membership is written in bounded
+    time or not at all)."""
 
     agents: int
     bots: int
+    room_members: int
 
 
 class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -43,7 +43,11 @@ def readable_in(room: Room, p: Principal) -> bool:
     return room.org in (p.org, home_org(p.sub))
 
 
-def new_room(request: CreateRoom, p: Principal, room_id: str, now: datetime) -> Room:
+def new_room(
+    request: CreateRoom, p: Principal, room_id: str, now: datetime, *, max_members: int
+) -> Room:
+    """An org room holds people and bots of that org only, up to the plan's number: people
+    elsewhere are reached through their own lines, never by joining another org's room."""
     if p.is_agent:
         raise Refused("agent-may-not", 403, "an agent may not create rooms")
     if request.scope == "personal":
@@ -63,16 +67,33 @@ def new_room(request: CreateRoom, p: Principal, room_id: str, now: datetime) -> 
             created_at=now,
             owner=p.sub,
         )
-    wrong = [m for m in request.members if not (home_org(m) or m.startswith("bot:"))]
+    others = list(dict.fromkeys(m for m in request.members if m != p.sub))
+    if len(others) + 1 > max_members:
+        raise Refused(
+            "too-many-members",
+            422,
+            f"a room of {p.org} holds at most {max_members} people and bots on its plan",
+        )
+    wrong = [m for m in others if _org_of(m) != p.org]
     if wrong:
         raise Refused(
-            "invalid-member", 422, f"members are user ids <org>/<name> or bot:<id>; not {wrong}"
+            "invalid-member",
+            422,
+            f"members are people <org>/<name> or bots bot:<org>:<name> of {p.org}; not {wrong}",
+            errors=tuple(wrong[:20]),
         )
-    members = _with_agents(dict.fromkeys([p.sub, *request.members]))
+    members = _with_agents([p.sub, *others])
     members += (Member(kind="agent", id=ambient_id(p.org)),)
     return Room(
         id=room_id, org=p.org, scope="org", title=request.title, members=members, created_at=now
     )
+
+
+def _org_of(member: str) -> str | None:
+    if member.startswith("bot:"):
+        org, _, name = member.removeprefix("bot:").partition(":")
+        return org if name else None
+    return home_org(member)
 
 
 def _with_agents(ids: Iterable[str]) -> tuple[Member, ...]:

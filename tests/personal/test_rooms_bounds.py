@@ -1,0 +1,54 @@
+"""Issue 10.7: rooms are bounded by the org's plan, paged, and of one org."""
+
+from tests.personal.conftest import problem, room_with
+
+
+async def test_a_room_past_the_plans_members_is_refused_and_nothing_is_made(api, people):
+    members = [f"{people.org}/p{i}" for i in range(20_000)]
+    response = await api.post(
+        "/v1/rooms", json={"title": "everyone", "members": members}, headers=people.ada
+    )
+    assert (await problem(response))[0] == 422
+    listed = await (await api.get("/v1/rooms", headers=people.ada)).json()
+    assert listed == {"rooms": [], "next": None}
+
+
+async def test_a_room_up_to_the_plans_members_is_made_whole(api, people):
+    """The free plan's number is the catalog's (services/agents/catalog.json)."""
+    import json
+    from importlib.resources import files
+
+    catalog = json.loads(files("services.agents").joinpath("catalog.json").read_text())
+    allowed = catalog["plans"]["free"]["limits"]["room_members"]
+    members = [f"{people.org}/p{i}" for i in range(allowed - 1)]
+    made = await room_with(api, people, *members)
+    assert len([m for m in made["members"] if m["kind"] == "human"]) == allowed
+    not_in_it = await api.get(f"/v1/rooms/{made['id']}", headers=people.bob)
+    assert not_in_it.status == 404  # bob is not among them
+    one_more = await api.post(
+        "/v1/rooms", json={"title": "t", "members": [*members, people.bob_id]}, headers=people.ada
+    )
+    assert await problem(one_more) == (422, "too-many-members")
+
+
+async def test_a_member_of_another_org_is_refused_by_name(api, people):
+    eve = f"{people.org}-x/eve"
+    response = await api.post(
+        "/v1/rooms", json={"title": "t", "members": [people.bob_id, eve]}, headers=people.ada
+    )
+    body = await response.json(content_type=None)
+    assert (response.status, body["errors"]) == (422, [eve])
+
+
+async def test_my_rooms_come_in_pages(api, people):
+    made = sorted([(await room_with(api, people, title=f"r{i}"))["id"] for i in range(5)])
+    seen, after = [], None
+    while True:
+        query = "?limit=2" + (f"&after={after}" if after else "")
+        page = await (await api.get(f"/v1/rooms{query}", headers=people.ada)).json()
+        assert len(page["rooms"]) <= 2
+        seen += [r["id"] for r in page["rooms"]]
+        after = page["next"]
+        if after is None:
+            break
+    assert seen == made
