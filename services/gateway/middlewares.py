@@ -58,6 +58,8 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
                 detail=detail,
             )
         )
+        if isinstance(exc, web.HTTPMethodNotAllowed):  # RFC 9110: say what it does take
+            response.headers["Allow"] = ", ".join(sorted(exc.allowed_methods))
     except Exception:
         _log.exception("request failed", extra={"path": request.path})
         response = problem_response(Refused("internal", 500, "the gateway logged why").problem)

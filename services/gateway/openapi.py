@@ -13,6 +13,21 @@ __all__ = ["openapi"]
 
 _REF = "#/components/schemas/{name}"
 _PROBLEM = {"application/problem+json": {"schema": {"$ref": _REF.format(name="Problem")}}}
+# One server-sent event of a room's stream: its id is the message's seq, its data the
+# message as JSON (comments keep the connection and carry no event).
+_EVENT = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+        "event": {"const": "message"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"$ref": _REF.format(name="Message")},
+        },
+    },
+    "required": ["id", "data"],
+}
 
 
 def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
@@ -22,10 +37,16 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
     )
     paths: dict[str, dict[str, Any]] = {
         "/healthz": {"get": _plain("The gateway process is up.")},
-        "/readyz": {"get": _plain("Every service answers its health subject over the bus.")},
+        "/readyz": {
+            "get": _plain("Every service answers its health subject over the bus.", unready=True)
+        },
         "/readyz/{service}": {
             "get": {
-                **_plain("That service answers its health subject over the bus."),
+                **_plain(
+                    "That service answers its health subject over the bus.",
+                    unready=True,
+                    unknown=True,
+                ),
                 "parameters": [
                     {
                         "name": "service",
@@ -69,7 +90,7 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
         "summary": route.summary,
         "x-subject": route.subject.name,
         "parameters": [
-            {"name": p, "in": "path", "required": True, "schema": {"type": "string"}}
+            {"name": p, "in": "path", "required": True, "schema": schemas[request]["properties"][p]}
             for p in route.path_params
         ]
         + [
@@ -86,8 +107,8 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
     }
     if route.kind == "stream":
         op["responses"][str(route.status)] = {
-            "description": f"text/event-stream: one event per {reply}'s message, id its seq",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "description": "text/event-stream: one `message` event per message, id its seq",
+            "content": {"text/event-stream": {"schema": _EVENT}},
         }
     if route.kind == "webhook":
         op["security"] = []
@@ -116,9 +137,12 @@ def _body(schema: dict[str, Any], route: Route) -> dict[str, Any]:
     return {**schema, "properties": props, "required": required}
 
 
-def _plain(summary: str, media: str = "application/json") -> dict[str, Any]:
-    return {
-        "summary": summary,
-        "security": [],
-        "responses": {"200": {"description": "OK", "content": {media: {}}}},
-    }
+def _plain(
+    summary: str, media: str = "application/json", *, unready: bool = False, unknown: bool = False
+) -> dict[str, Any]:
+    responses: dict[str, Any] = {"200": {"description": "OK", "content": {media: {}}}}
+    if unready:
+        responses["503"] = {"description": "not ready: who did not answer", "content": {media: {}}}
+    if unknown:
+        responses["404"] = {"description": "no such service", "content": _PROBLEM}
+    return {"summary": summary, "security": [], "responses": responses}

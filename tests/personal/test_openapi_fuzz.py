@@ -1,0 +1,55 @@
+"""Issue 10.8: schemathesis over `/v1/openapi.json` against the running services, as a
+person, an org admin and an agent: no server error, no response outside the document."""
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from libs.audit.trail import Trail
+from libs.contracts import poa
+from services.poa.handlers import Handlers
+from services.poa.store import open_stores
+from tests.personal.conftest import SERVED
+from tests.support import running
+
+CONFIG = Path(__file__).parent.parent / "schemathesis.toml"
+
+
+@pytest.fixture
+async def poa_service(settings_for):
+    from datetime import UTC, datetime
+
+    async def table_of(svc):
+        grants, ledger = await open_stores(svc.js)
+        trail = Trail(svc.nc, service="poa")
+        return Handlers(grants, ledger, trail, clock=lambda: datetime.now(UTC)).table()
+
+    async with running(poa.CONTRACT, settings_for("poa"), table_of) as svc:
+        yield svc
+
+
+@pytest.fixture
+async def gateway(
+    client_for, gateway_settings, agents_service, rooms_service, ladder_service,
+    scheduler_service, poa_service,
+):  # fmt: skip
+    return await client_for(gateway_settings, services=(*SERVED, poa.CONTRACT))
+
+
+@pytest.mark.parametrize("who", ["ada", "root", "ada_agent"], ids=["person", "admin", "agent"])
+async def test_schemathesis_finds_no_server_error_and_no_schema_violation(gateway, people, who):
+    url = str(gateway.make_url("/v1/openapi.json"))
+    command = [
+        str(Path(sys.executable).parent / "schemathesis"), "--config-file", str(CONFIG), "run", url,
+        "-H", f"Authorization: {getattr(people, who)['Authorization']}",
+        "--checks", "all",
+        "--phases", "coverage,fuzzing", "--max-examples", "5", "--workers", "1",
+        "--seed", "1", "--no-color", "--request-timeout", "10",
+    ]  # fmt: skip
+    run = await asyncio.create_subprocess_exec(
+        *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    output, _ = await run.communicate()
+    assert run.returncode == 0, output.decode()[-6000:]
