@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.gateway
 	$(BIN)/python -m bench.poa_decisions
 	$(BIN)/python -m bench.poa_bus
+	$(BIN)/python -m bench.poa_lineage
 	$(BIN)/python -m bench.rooms
 	$(BIN)/python -m bench.ladder
 
