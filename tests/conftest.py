@@ -87,9 +87,11 @@ async def operator(connect) -> AsyncIterator[nats.NATS]:
         yield nc
 
 
-@pytest_asyncio.fixture(scope="session", loop_scope="session", autouse=True)
+@pytest.fixture
 async def audit_service(settings_for) -> AsyncIterator[object]:
-    """The one writer of audit chains, which every service's Trail asks, for the session."""
+    """The one writer of audit chains, which every service's Trail asks. A fixture of each
+    test that needs it, never of the session: a replica in the session's loop would not
+    answer while a synchronous test blocks that loop."""
     async with serving(audit.CONTRACT, settings_for("audit"), serve_audit) as svc:
         yield svc
 

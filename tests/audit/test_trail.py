@@ -17,7 +17,7 @@ ADA = Principal(org="acme", sub="acme/ada")
 
 
 @pytest.fixture
-async def trail(connect):
+async def trail(connect, audit_service):
     async with connect("echo") as nc:
         yield Trail(nc, service="echo")
 
@@ -66,7 +66,7 @@ async def test_a_failed_change_is_followed_by_a_failed_record(trail, operator, o
     ]
 
 
-async def test_a_change_whose_record_cannot_be_written_does_not_happen(connect, org):
+async def test_a_change_whose_record_cannot_be_written_does_not_happen(connect, org, audit_service):
     async with connect("echo") as nc:
         trail = Trail(nc, service="echo")
     happened = []

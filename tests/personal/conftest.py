@@ -46,7 +46,7 @@ def model() -> Recorder:
 
 
 @pytest.fixture
-async def agents_service(settings_for, model):
+async def agents_service(settings_for, model, audit_service):
     async with serving(
         agents.CONTRACT, settings_for("agents"), lambda svc: serve_agents(svc, model)
     ) as svc:
@@ -54,7 +54,7 @@ async def agents_service(settings_for, model):
 
 
 @pytest.fixture
-async def rooms_service(settings_for):
+async def rooms_service(settings_for, audit_service):
     sealer = Sealer.from_hex(LINES_KEY)
     async with serving(
         rooms.CONTRACT, settings_for("rooms"), lambda svc: serve_rooms(svc, sealer)
@@ -70,7 +70,7 @@ def ladder_clock() -> Callable[[], datetime]:
 
 
 @pytest.fixture
-async def ladder_service(settings_for, ladder_clock):
+async def ladder_service(settings_for, ladder_clock, audit_service):
     async with serving(
         ladder.CONTRACT, settings_for("ladder"), lambda svc: serve_ladder(svc, ladder_clock)
     ) as svc:

@@ -18,7 +18,7 @@ CONFIG = Path(__file__).parent.parent / "schemathesis.toml"
 
 
 @pytest.fixture
-async def poa_service(settings_for):
+async def poa_service(settings_for, audit_service):
     from datetime import UTC, datetime
 
     async def table_of(svc):

@@ -16,7 +16,7 @@ NOW = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)  # a Thursday, inside every vecto
 
 
 @pytest.fixture
-async def poa_service(settings_for):
+async def poa_service(settings_for, audit_service):
     async def table_of(svc):
         grants, ledger = await open_stores(svc.js)
         return Handlers(grants, ledger, Trail(svc.nc, service="poa"), clock=lambda: NOW).table()
