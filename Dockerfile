@@ -2,6 +2,7 @@
 FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./
+COPY cli ./cli
 COPY libs ./libs
 COPY services ./services
 RUN pip install --no-cache-dir . && useradd --uid 10001 tether

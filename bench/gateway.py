@@ -78,7 +78,7 @@ def cold_start() -> None:
                 "TETHER_METRICS_BASE_PORT": str(free_port()),
             }
             started = time.monotonic()
-            argv = [sys.executable, "-m", "libs.cli.main", "up"]
+            argv = [sys.executable, "-m", "cli.main", "up"]
             quiet = subprocess.DEVNULL
             up = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=quiet, stderr=quiet)
             while http_status(f"http://127.0.0.1:{port}/readyz") != 200:

@@ -97,7 +97,7 @@ async def test_no_service_credential_can_publish_onto_an_orgs_chain(connect, tra
 
 def _verify(stack, org: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "libs.cli.main", "audit", "verify", "--org", org],
+        [sys.executable, "-m", "cli.main", "audit", "verify", "--org", org],
         env=stack.env(),
         capture_output=True,
         text=True,

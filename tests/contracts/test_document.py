@@ -14,7 +14,7 @@ from libs.contracts.principal import Principal
 
 def test_the_document_names_every_subject_with_json_schemas():
     out = subprocess.run(
-        [sys.executable, "-m", "libs.cli.main", "contracts"], capture_output=True, text=True,
+        [sys.executable, "-m", "cli.main", "contracts"], capture_output=True, text=True,
         check=True,
     ).stdout  # fmt: skip
     document = json.loads(out)

@@ -9,7 +9,7 @@ from tests.poa.vectors import OFFICIAL, VECTORS
 
 def _run(path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "libs.cli.main", "poa", "vectors", str(path)],
+        [sys.executable, "-m", "cli.main", "poa", "vectors", str(path)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 

@@ -48,7 +48,7 @@ def up(tmp_path):
         "TETHER_METRICS_BASE_PORT": "0",
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "libs.cli.main", "up"],
+        [sys.executable, "-m", "cli.main", "up"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -86,7 +86,7 @@ def test_up_prints_the_address_and_a_token_then_stops_cleanly_on_sigterm(up):
     assert _get(f"{url}/readyz")[0] == 200
     assert _get(f"{url}/v1/openapi.json", token)[0] == 200
     minted = subprocess.run(
-        [sys.executable, "-m", "libs.cli.main", "token", "--org", "acme", "--user", "acme/bob"],
+        [sys.executable, "-m", "cli.main", "token", "--org", "acme", "--user", "acme/bob"],
         env=env, capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     claims = jwt.decode(
@@ -117,7 +117,7 @@ def test_children_die_with_a_killed_parent(up):
 def test_up_with_nats_url_and_redis_url_starts_neither_server(stack):
     port = free_port()
     env = stack.env(TETHER_PORT=str(port), TETHER_METRICS_BASE_PORT="0")
-    argv = [sys.executable, "-m", "libs.cli.main", "up"]
+    argv = [sys.executable, "-m", "cli.main", "up"]
     proc = subprocess.Popen(
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
     )
