@@ -14,7 +14,7 @@ from libs.contracts.permissions import permissions
 from libs.contracts.registry import ServiceContract
 from libs.stack.processes import spawn
 
-__all__ = ["free_port", "nats_config", "start_nats", "start_redis", "wait_for"]
+__all__ = ["free_port", "nats_config", "need_free", "start_nats", "start_redis", "wait_for"]
 
 
 def nats_config(
@@ -69,6 +69,20 @@ def start_redis(port: int, data_dir: Path) -> subprocess.Popen[bytes]:
     proc = spawn(argv, name="redis-server")
     wait_for(lambda: _tcp_open(port), proc, "redis")
     return proc
+
+
+def need_free(port: int, variable: str) -> None:
+    """A RuntimeError naming the port and the variable that moves it, if something already
+    listens there (a NATS server on 4222, a Redis on 6379: most machines that use them)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise RuntimeError(
+                f"port {port} is taken by another process ({exc.strerror}); "
+                f"set {variable} to a free port"
+            ) from exc
 
 
 def free_port() -> int:

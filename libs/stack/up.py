@@ -13,7 +13,7 @@ from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY, OPERATOR
 from libs.stack.home import Home
 from libs.stack.processes import spawn, stop_all
-from libs.stack.servers import nats_config, start_nats, start_redis, wait_for
+from libs.stack.servers import nats_config, need_free, start_nats, start_redis, wait_for
 
 __all__ = ["up"]
 
@@ -33,11 +33,15 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None]) -> int:
 
     servers: list[subprocess.Popen[bytes]] = []
     nats_url, redis_url = os.environ.get("NATS_URL"), os.environ.get("REDIS_URL")
+    need_free(port, "TETHER_PORT")
     if nats_url is None:
         nats_port = int(os.environ.get("TETHER_NATS_PORT", 4222))
+        monitor_port = int(os.environ.get("TETHER_NATS_MONITOR_PORT", 8222))
+        need_free(nats_port, "TETHER_NATS_PORT")
+        need_free(monitor_port, "TETHER_NATS_MONITOR_PORT")
         config = nats_config(
             port=nats_port,
-            monitor_port=int(os.environ.get("TETHER_NATS_MONITOR_PORT", 8222)),
+            monitor_port=monitor_port,
             store_dir=home.nats_dir / "jetstream",
             passwords=passwords,
             services=SERVICES,
@@ -46,6 +50,7 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None]) -> int:
         nats_url = f"nats://127.0.0.1:{nats_port}"
     if redis_url is None:
         redis_port = int(os.environ.get("TETHER_REDIS_PORT", 6379))
+        need_free(redis_port, "TETHER_REDIS_PORT")
         servers.append(start_redis(redis_port, home.redis_dir))
         redis_url = f"redis://127.0.0.1:{redis_port}/0"
 

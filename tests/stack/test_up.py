@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -133,3 +134,26 @@ def test_up_with_nats_url_and_redis_url_starts_neither_server(stack):
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
+
+
+@pytest.mark.parametrize("variable", ["TETHER_NATS_PORT", "TETHER_REDIS_PORT", "TETHER_PORT"])
+def test_a_taken_port_is_named_with_the_variable_that_moves_it(tmp_path, variable):
+    """Issue 11.3: most NATS users already run a server on 4222."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")}
+    env |= {
+        "TETHER_HOME": str(tmp_path / "home"),
+        "TETHER_PORT": str(free_port()),
+        "TETHER_NATS_PORT": str(free_port()),
+        "TETHER_NATS_MONITOR_PORT": str(free_port()),
+        "TETHER_REDIS_PORT": str(free_port()),
+    }
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", int(env[variable])))
+        taken.listen()
+        done = subprocess.run(
+            [sys.executable, "-m", "cli.main", "up"],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 1
+    assert f"port {env[variable]} is taken" in done.stderr and variable in done.stderr
+    assert "eyJ" not in done.stdout
