@@ -36,7 +36,7 @@ SAY = Subject(name="tether.echo.say", request=Say, reply=Said, summary="echo a t
 ECHO = service_contract(
     "echo",
     [SAY],
-    shared_streams=("EVENTS", "TIMERS"),
+    shared_streams=("EVENTS", "TIMERS", "DEAD"),
     timer_targets=("ping",),
 )
 # A second test service, to show one service's credential refused on another's subjects.

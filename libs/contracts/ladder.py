@@ -162,7 +162,12 @@ class Routed(Contract, omit_defaults=True):
 
 
 class PendingWindow(Contract):
-    """A send waiting out its window. `seconds_left` is as of the answer."""
+    """A send waiting out its window. `seconds_left` is as of the answer.
+
+    `open` until its end or the person's act; then `sending` (its end came at send and the
+    message is on its way, tried again while rooms is unreachable), `sent`, `canceled` (the
+    level was lowered), `edited`, `replaced` or `stopped` (the person), or `failed` (every
+    try to deliver it failed: nothing was sent)."""
 
     id: str
     org: str
@@ -171,7 +176,7 @@ class PendingWindow(Contract):
     text: str
     window: Window
     due_at: datetime
-    state: Literal["open", "sent", "canceled", "edited", "replaced", "stopped"]
+    state: Literal["open", "sending", "sent", "canceled", "edited", "replaced", "stopped", "failed"]
     notice_seq: Seq
     seconds_left: float = 0.0
     sent_seq: Seq | None = None
@@ -182,7 +187,11 @@ class ListWindows(Contract):
 
 
 class WindowList(Contract):
+    """My open windows, soonest first, and the last 20 that closed, newest first, each with
+    how it ended (a send that failed says `failed`, never `sent`)."""
+
     windows: list[PendingWindow]
+    closed: list[PendingWindow] = []
 
 
 class WindowRef(Contract):
@@ -258,6 +267,6 @@ CONTRACT = service_contract(
         ROUTE,
     ],
     buckets=("ladder",),
-    shared_streams=("EVENTS", "TIMERS"),
+    shared_streams=("EVENTS", "TIMERS", "DEAD"),
     timer_targets=("window_end",),
 )

@@ -36,7 +36,12 @@ def permissions(role: str, services: Sequence[ServiceContract]) -> dict[str, obj
     publish = ["$JS.API.INFO", *callable_]
     if own is not None:
         subscribe += [s.served for s in _served(own)]
-        publish += [f"tether.evt.{own.name}.>", f"tether.live.{own.name}.>"]
+        publish += [
+            f"tether.evt.{own.name}.>",
+            f"tether.live.{own.name}.>",
+            f"tether.dead.{own.name}",
+            f"tether.dead.{own.name}.>",
+        ]
         for spec in own.streams:
             publish += [*_owned_stream(spec.name), *spec.subjects]
         for bucket in own.buckets:

@@ -2,7 +2,7 @@
 
 from libs.contracts.base import Contract
 
-__all__ = ["PROBLEM_HEADER", "Problem", "Refused"]
+__all__ = ["PROBLEM_HEADER", "Problem", "Refused", "Unavailable"]
 
 # A reply carrying this header is a Problem; its value is the HTTP status.
 PROBLEM_HEADER = "Tether-Problem"
@@ -41,3 +41,12 @@ class Refused(Exception):
             detail=detail,
             errors=errors,
         )
+
+
+class Unavailable(Exception):
+    """A transient failure of a service asked (a 5xx problem, a timeout, no responders):
+    asking again may succeed, so it is never taken as a final refusal."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.detail)
+        self.problem = problem

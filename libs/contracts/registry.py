@@ -10,7 +10,7 @@ from functools import cache
 import msgspec
 
 from libs.contracts import health
-from libs.contracts.streams import EVENTS, StreamSpec
+from libs.contracts.streams import DEAD, EVENTS, StreamSpec
 
 __all__ = [
     "ANY_SERVICE",
@@ -83,7 +83,7 @@ class ServiceContract(msgspec.Struct, frozen=True):
     events: tuple[Event, ...] = ()
     buckets: tuple[str, ...] = ()
     streams: tuple[StreamSpec, ...] = ()
-    shared_streams: tuple[str, ...] = (EVENTS.name,)
+    shared_streams: tuple[str, ...] = (EVENTS.name, DEAD.name)
     timer_targets: tuple[str, ...] = ()
 
     @property

@@ -2,7 +2,17 @@
 
 import msgspec
 
-__all__ = ["AUDIT", "EVENTS", "SHARED", "TIMERS", "StreamSpec", "audit_subject", "timer_subject"]
+__all__ = [
+    "AUDIT",
+    "DEAD",
+    "EVENTS",
+    "SHARED",
+    "TIMERS",
+    "StreamSpec",
+    "audit_subject",
+    "dead_subject",
+    "timer_subject",
+]
 
 
 class StreamSpec(msgspec.Struct, frozen=True):
@@ -34,7 +44,11 @@ TIMERS = StreamSpec(
     # window is how long such a recovery may take and still be recognised.
     duplicate_window_s=3600,
 )
-SHARED = {s.name: s for s in (EVENTS, TIMERS)}
+# What a reader could not handle after every retry, parked with why: one subject per reader.
+DEAD = StreamSpec(
+    "DEAD", ("tether.dead.>",), "messages no retry could handle, tether.dead.<reader>"
+)
+SHARED = {s.name: s for s in (EVENTS, TIMERS, DEAD)}
 
 
 def audit_subject(org: str) -> str:
@@ -43,3 +57,7 @@ def audit_subject(org: str) -> str:
 
 def timer_subject(owner: str, target: str) -> str:
     return f"tether.timer.{owner}.{target}"
+
+
+def dead_subject(reader: str) -> str:
+    return f"tether.dead.{reader}"

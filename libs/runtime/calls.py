@@ -1,15 +1,18 @@
-"""One service asking another: the request encoded, the reply decoded, a refusal raised
-as the same Refused, so it reaches the original caller with its own rule and status."""
+"""One service asking another: the request encoded, the reply decoded, a refusal (4xx)
+raised as the same Refused, so it reaches the original caller with its own rule and status,
+and a transient failure (a 5xx problem, a timeout, no responders) raised as Unavailable, so
+a reader retries it instead of dropping it."""
 
 from functools import cache
 from typing import TypeVar
 
 import msgspec
 from nats.aio.client import Client
+from nats.errors import NoRespondersError
 
 from libs.contracts import codec
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
-from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused
+from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused, Unavailable
 from libs.contracts.registry import Subject
 
 __all__ = ["call"]
@@ -30,11 +33,19 @@ async def call(
     """`subject`'s reply to `request`. A by-caller subject is asked as `caller`; any other
     carries `principal`, which only services and the gateway may set."""
     headers = {PRINCIPAL_HEADER: codec.encode(principal).decode()} if principal else None
-    reply = await nc.request(
-        subject.published_by(caller), codec.encode(request), timeout=timeout, headers=headers
-    )
+    try:
+        reply = await nc.request(
+            subject.published_by(caller), codec.encode(request), timeout=timeout, headers=headers
+        )
+    except NoRespondersError as exc:
+        no_one = f"no replica serves {subject.name}"
+        raise Unavailable(_transient("service-unavailable", no_one)) from exc
+    except TimeoutError as exc:  # nats-py's TimeoutError is one too
+        raise Unavailable(_transient("service-timeout", f"{subject.name} did not answer")) from exc
     if (reply.headers or {}).get(PROBLEM_HEADER):
         problem = _problem.decode(reply.data)
+        if problem.status >= 500:
+            raise Unavailable(problem)
         raise Refused(problem.rule, problem.status, problem.detail, errors=problem.errors)
     return _decoder(subject.reply).decode(reply.data)
 
@@ -42,3 +53,7 @@ async def call(
 @cache
 def _decoder(type_: type) -> msgspec.json.Decoder:
     return codec.decoder(type_)
+
+
+def _transient(rule: str, detail: str) -> Problem:
+    return Refused(rule, 503, detail).problem

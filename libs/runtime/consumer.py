@@ -1,8 +1,17 @@
 """Reading a stream with a durable pull consumer shared by a service's replicas.
 
-Each message is handled once it is fetched; it is acked when its handler returns and
-re-delivered (to this or another replica) when the handler raises or the replica dies,
-unless it cannot be decoded or its handler refuses it: then it is dropped, logged.
+Each message is handled once it is fetched; it is acked when its handler returns. What
+happens when the handler fails depends on the failure, never confused:
+
+- a refusal (it cannot be decoded, or the handler raised a 4xx `Refused`): asking again
+  gets the same answer, so it is dropped, logged;
+- a transient failure (`Unavailable`, a 5xx `Refused`, any other exception, a replica that
+  died holding it): redelivered, to this or another replica, after a delay that doubles
+  from `Retry.first_s` up to `Retry.most_s`; after `Retry.attempts` deliveries it is
+  parked on the DEAD stream (`tether.dead.<service>.<durable>`, headers naming where it
+  came from and why), counted, logged, and handed to `dead` so its owner can record it
+  and tell the person whose thing it was.
+
 Handlers must therefore be safe to repeat.
 """
 
@@ -14,13 +23,37 @@ import msgspec
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
+from prometheus_client import Counter
 
 from libs.contracts.problem import Refused
+from libs.contracts.streams import dead_subject
+from libs.runtime.metrics import child
 
-__all__ = ["Consumer"]
+__all__ = ["RETRY", "Consumer", "Retry"]
 
 _log = logging.getLogger(__name__)
 _BATCH = 256
+DEAD_LETTERS = Counter(
+    "tether_dead_letters", "Messages parked after every retry failed, by reader.", ["durable"]
+)
+RETRIES = Counter(
+    "tether_redeliveries", "Messages handed back for another try, by reader.", ["durable"]
+)
+
+
+class Retry(msgspec.Struct, frozen=True):
+    """How a transient failure is tried again: delays doubling from `first_s` to `most_s`,
+    `attempts` deliveries in all (the default gives up after about two minutes)."""
+
+    first_s: float = 0.5
+    most_s: float = 30.0
+    attempts: int = 10
+
+    def delay(self, delivered: int) -> float:
+        return min(self.most_s, self.first_s * 2 ** max(0, delivered - 1))
+
+
+RETRY = Retry()
 
 
 class Consumer:
@@ -32,17 +65,22 @@ class Consumer:
         durable: str,
         subjects: Sequence[str],
         handle: Callable[[Msg], Awaitable[None]],
+        service: str | None = None,
         in_order: bool = False,
         max_in_flight: int = 64,
         ack_wait: float = 30,
+        retry: Retry = RETRY,
+        dead: Callable[[Msg, str], Awaitable[None]] | None = None,
     ) -> None:
         """`in_order` handles one message at a time across every replica (max_ack_pending
         1), for a reader whose state depends on the order it reads in. A message a replica
-        took and never acked goes to another after `ack_wait` seconds."""
+        took and never acked goes to another after `ack_wait` seconds. `service` names the
+        reader's service where the durable is not named for it."""
         self._js, self._stream, self._durable = js, stream, durable
         self._subjects, self._handle = list(subjects), handle
         self._pending = 1 if in_order else max_in_flight
-        self._ack_wait = ack_wait
+        self._ack_wait, self._retry, self._dead = ack_wait, retry, dead
+        self._dead_subject = f"{dead_subject(service or durable)}.{durable}"
         self._slots = asyncio.Semaphore(self._pending)
         self._tasks: set[asyncio.Task[None]] = set()
         self._stop = asyncio.Event()
@@ -86,19 +124,61 @@ class Consumer:
         self._slots.release()
 
     async def _one(self, msg: Msg) -> None:
+        where = {"subject": msg.subject, "durable": self._durable}
         try:
             await self._handle(msg)
             await msg.ack()
-        except (msgspec.DecodeError, msgspec.ValidationError, Refused) as exc:
-            # Handling it again would refuse it again: say why, once, and drop it.
-            _log.warning(
-                "message refused; dropped",
-                extra={"subject": msg.subject, "durable": self._durable, "error": str(exc)},
-            )
-            await msg.term()
-        except Exception:
-            _log.exception(
-                "handling failed; it will be re-delivered",
-                extra={"subject": msg.subject, "durable": self._durable},
-            )
-            await msg.nak(delay=1)
+            return
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            error = str(exc)
+        except Refused as exc:
+            if exc.problem.status >= 500:
+                await self._again(msg, f"{exc.problem.rule}: {exc}")
+                return
+            error = f"{exc.problem.rule}: {exc}"
+        except Exception as exc:
+            _log.warning("handling failed; it will be tried again", exc_info=True, extra=where)
+            await self._again(msg, f"{type(exc).__name__}: {exc}")
+            return
+        # Handling it again would refuse it again: say why, once, and drop it.
+        _log.warning("message refused; dropped", extra={**where, "error": error})
+        await msg.term()
+
+    async def _again(self, msg: Msg, error: str) -> None:
+        delivered = msg.metadata.num_delivered or 1
+        if delivered < self._retry.attempts:
+            child(RETRIES, self._durable).inc()
+            await msg.nak(delay=self._retry.delay(delivered))
+            return
+        try:
+            await self._park(msg, error, delivered)
+        except Exception:  # not parked yet: it stays, and comes back to be parked
+            _log.exception("could not park a dead letter", extra={"durable": self._durable})
+            await msg.nak(delay=self._retry.most_s)
+            return
+        await msg.term()
+
+    async def _park(self, msg: Msg, error: str, delivered: int) -> None:
+        seq = msg.metadata.sequence.stream
+        headers = {
+            "Tether-Dead-Subject": msg.subject,
+            "Tether-Dead-Stream": self._stream,
+            "Tether-Dead-Seq": str(seq),
+            "Tether-Dead-Error": error[:1000],
+            "Nats-Msg-Id": f"dead-{self._stream}-{seq}-{self._durable}",
+        }
+        await self._js.publish(self._dead_subject, msg.data, headers=headers)
+        if self._dead is not None:
+            await self._dead(msg, error)
+        child(DEAD_LETTERS, self._durable).inc()
+        _log.error(
+            "gave up after every retry; parked as a dead letter",
+            extra={
+                "subject": msg.subject,
+                "stream_seq": seq,
+                "durable": self._durable,
+                "deliveries": delivered,
+                "error": error,
+                "parked_on": self._dead_subject,
+            },
+        )

@@ -24,7 +24,7 @@ from nats.js.errors import BadRequestError
 from libs.contracts import codec, streams
 from libs.contracts.health import Health
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
-from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused
+from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused, Unavailable
 from libs.contracts.registry import ServiceContract, Subject
 from libs.runtime import bus, logs, metrics
 from libs.runtime.consumer import Consumer
@@ -176,7 +176,7 @@ def _principal_of(msg: Msg, subject: Subject) -> Principal:
 
 def _problem_of(exc: Exception, subject: Subject) -> Problem:
     match exc:
-        case Refused():
+        case Refused() | Unavailable():
             return exc.problem
         case msgspec.ValidationError():
             return Refused("invalid-request", 422, f"{subject.request.__name__}: {exc}").problem

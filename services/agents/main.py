@@ -53,6 +53,7 @@ async def serve(svc: Service, model: Model, clock: Callable[[], datetime] = cloc
             svc.js,
             stream=METER.name,
             durable="meter",
+            service=CONTRACT.name,
             subjects=["agents.run.ended.>"],
             handle=Metering(store).handle,
             in_order=True,

@@ -243,29 +243,26 @@ class Handlers:
 
     async def window_ended(self, fired: scheduler.Fired) -> None:
         """Read the level again: still send, it goes (once, whatever retries); lowered, it
-        is canceled. The compare-and-set on the window is what a lowering races against."""
+        is canceled. The compare-and-set on the window is what a lowering races against.
+        A delivery that fails transiently leaves the window `sending` and raises, so the
+        fire is tried again; when every try has failed, `window_failed` says so."""
         end = msgspec.convert(fired.payload, WindowEnd)
         for _ in range(_ATTEMPTS):
             found = await self._store.held(end.person, end.id)
             if found is None:
                 return
             held, revision = found
-            window = held.window
-            if window.state == "sent" and window.sent_seq is None:
-                break  # marked sent before a crash: send again, the key stores it once
-            if window.state != "open":
-                return
-            if await self._level(held) != "send":
-                try:
-                    await self._store.replace(_closed(held, "canceled"), revision)
-                except Conflict:
+            match windows.at_end(held.window, await self._level(held)):
+                case "nothing":
+                    return
+                case "cancel":
+                    if await self._close(held, revision, "canceled", "ladder.window.cancel"):
+                        return
                     continue
-                return
-            try:
-                await self._store.replace(_closed(held, "sent"), revision)
-            except Conflict:
-                continue
-            break
+            if held.window.state == "sending" or await self._close(
+                held, revision, "sending", "ladder.window.send"
+            ):
+                break
         else:
             raise RuntimeError(f"window {end.id} kept changing")
         w = held.window
@@ -273,23 +270,63 @@ class Handlers:
             w.org, w.room, held.person, w.reply_to, "message", f"send-{end.id[2:]}", w.text
         )
         found = await self._store.held(end.person, end.id)
-        if found is not None and found[0].window.sent_seq is None:
+        if found is not None and found[0].window.state == "sending":
             try:
                 await self._store.replace(_closed(found[0], "sent", sent.seq), found[1])
             except Conflict:
                 pass  # recorded by a retry of this same fire
+
+    async def window_failed(self, fired: scheduler.Fired, error: str) -> None:
+        """Every try to deliver the window's send failed: it is `failed`, recorded, and the
+        person sees it so among their closed windows; nothing was sent."""
+        end = msgspec.convert(fired.payload, WindowEnd)
+        for _ in range(_ATTEMPTS):
+            found = await self._store.held(end.person, end.id)
+            if found is None or found[0].window.state not in ("open", "sending"):
+                return
+            held, revision = found
+            if await self._close(
+                held, revision, "failed", "ladder.window.failed", data={"error": error}
+            ):
+                return
+
+    async def _close(
+        self,
+        held: Held,
+        revision: int,
+        state: str,
+        action: str,
+        *,
+        actor: Principal | None = None,
+        data: dict[str, object] | None = None,
+    ) -> bool:
+        """The window moved to `state` by one compare-and-set, recorded before it; False if
+        another writer moved it first (the record then says `.failed`)."""
+        w = held.window
+        try:
+            async with self._trail.change(
+                w.org,
+                actor=actor,
+                action=action,
+                target=w.id,
+                data={"person": held.person, "room": w.room, **(data or {})},
+            ):
+                await self._store.replace(_closed(held, state), revision)
+        except Conflict:
+            return False
+        return True
 
     # the person, during a window
 
     async def windows(self, _: ladder.ListWindows, p: Principal) -> ladder.WindowList:
         person = await self._person(p, "read pending sends")
         now = self._clock()
-        open_ = [
-            windows.seconds_left(h.window, now)
-            for h, _ in await self._store.windows(person)
-            if h.window.state == "open"
-        ]
-        return ladder.WindowList(windows=sorted(open_, key=lambda w: w.due_at))
+        held = [h.window for h, _ in await self._store.windows(person)]
+        open_ = [windows.seconds_left(w, now) for w in held if w.state == "open"]
+        closed = sorted((w for w in held if w.state != "open"), key=lambda w: w.due_at)
+        return ladder.WindowList(
+            windows=sorted(open_, key=lambda w: w.due_at), closed=closed[::-1][:20]
+        )
 
     async def edit(self, req: ladder.WindowEdit, p: Principal) -> ladder.PendingWindow:
         return await self._intervene(p, req.id, "edited", req.text)
@@ -313,9 +350,7 @@ class Handlers:
             held, revision = found
             if held.window.state != "open":
                 raise Refused("window-closed", 409, f"{window_id} was {held.window.state}")
-            try:
-                await self._store.replace(_closed(held, state), revision)
-            except Conflict:
+            if not await self._close(held, revision, state, f"ladder.window.{state}", actor=p):
                 continue
             await self._cancel_timer(window_id)
             sent_seq = None
@@ -496,9 +531,7 @@ class Handlers:
             held, revision = found
             if await self._level(held) == "send":
                 return 0
-            try:
-                await self._store.replace(_closed(held, "canceled"), revision)
-            except Conflict:
+            if not await self._close(held, revision, "canceled", "ladder.window.cancel"):
                 continue
             await self._cancel_timer(window_id)
             return 1

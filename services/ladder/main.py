@@ -11,7 +11,7 @@ from libs.contracts.ladder import CONTRACT
 from libs.contracts.rooms import ANSWER_STORED, MessageStored
 from libs.contracts.scheduler import Fired
 from libs.contracts.streams import EVENTS, TIMERS, timer_subject
-from libs.runtime.consumer import Consumer
+from libs.runtime.consumer import RETRY, Consumer, Retry
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.ladder.handlers import WINDOW_END, Handlers
@@ -25,13 +25,18 @@ def clock() -> datetime:
     return datetime.now(UTC)
 
 
-async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
+async def serve(
+    svc: Service, clock: Callable[[], datetime] = clock, *, retry: Retry = RETRY
+) -> None:
     """Serve the subjects, the windows' ends and the answers until `svc` is stopped."""
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
     handlers = Handlers(svc.nc, store, Trail(svc.nc, service=CONTRACT.name), clock)
 
     async def window_ended(msg: Msg) -> None:
         await handlers.window_ended(_fired.decode(msg.data))
+
+    async def window_failed(msg: Msg, error: str) -> None:
+        await handlers.window_failed(_fired.decode(msg.data), error)
 
     async def answered(msg: Msg) -> None:
         event = _stored.decode(msg.data)
@@ -45,6 +50,8 @@ async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
             durable=CONTRACT.name,
             subjects=[timer_subject(CONTRACT.name, WINDOW_END)],
             handle=window_ended,
+            retry=retry,
+            dead=window_failed,
         ),
         Consumer(
             svc.js,
