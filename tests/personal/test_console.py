@@ -71,6 +71,8 @@ async def test_a_person_sets_their_level_and_window_and_stops_and_edits_pending_
     await item.get_by_role("button", name="Stop").click()
     await expect(page.locator("#status")).to_have_text("Stopped: nothing was sent.")
     assert await _pending(api, people) == []
+    stopped = page.locator("#closed li[data-state=stopped]")
+    await expect(stopped).to_contain_text("You stopped it: nothing was sent.", timeout=10_000)
 
     await say(api, room, people.bob, "And the receipt?", to=people.ada_id)
     await expect(item).to_have_count(1, timeout=10_000)
