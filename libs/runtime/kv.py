@@ -1,13 +1,81 @@
-"""Reading what a KV bucket holds now under a key filter."""
+"""A KV bucket's entries: what it holds now under a key filter, and the one way to change
+an entry that must not race (a compare-and-set, retried a bounded number of times)."""
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, TypeVar
 
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
-from nats.js.errors import BucketNotFoundError
+from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
+from libs.contracts import codec
+from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.direct import DirectGetUnavailable, batch_get
+from libs.runtime.locks import KeyedLocks
 
-__all__ = ["current", "open_bucket"]
+__all__ = ["Conflict", "Record", "current", "open_bucket", "swap", "write_at"]
+
+T = TypeVar("T")
+Record = Callable[[Any, Any], AbstractAsyncContextManager[object]]
+_writers = KeyedLocks()
+
+
+class Conflict(Exception):
+    """The entry exists (for a create), or changed since it was read."""
+
+
+async def write_at(kv: KeyValue, key: str, value: bytes, revision: int) -> int:
+    """Compare-and-set: create the entry when `revision` is 0, else update it at
+    `revision`; its new revision, or Conflict if another writer got there first."""
+    try:
+        if revision == 0:
+            return await kv.create(key, value)
+        return await kv.update(key, value, last=revision)
+    except KeyWrongLastSequenceError as exc:
+        raise Conflict(key) from exc
+
+
+async def swap(
+    kv: KeyValue,
+    key: str,
+    change: Callable[[T], T],
+    *,
+    decode: Callable[[bytes], T],
+    default: T,
+    record: Record | None = None,
+    attempts: int = 16,
+) -> tuple[T, T]:
+    """Read the entry (`default` if none), apply the pure `change`, write the result at the
+    revision read, and retry on a conflict: `(before, after)`. A change that changes
+    nothing writes and records nothing.
+
+    `record(before, after)` is an async context manager around the write (the audit
+    trail's `change`): the record is made before the write, and a write that loses is
+    marked failed there. Writers of one key in this process take turns, so only a writer in
+    another replica can make one lose; a lost race is then decided again, and recorded
+    again only if it still changes something."""
+    async with _writers.hold(f"{kv._name}.{key}"):
+        for _ in range(attempts):
+            try:
+                entry = await kv.get(key)
+                before, revision = decode(entry.value or b""), entry.revision
+            except KeyNotFoundError:
+                before, revision = default, 0
+            after = change(before)
+            if after == before:
+                return before, after
+            try:
+                if record is None:
+                    await write_at(kv, key, codec.encode(after), revision)
+                else:
+                    async with record(before, after):
+                        await write_at(kv, key, codec.encode(after), revision)
+            except Conflict:
+                continue
+            return before, after
+    raise Unavailable(Refused("contended", 503, f"{key} kept changing; retry").problem)
 
 
 _LIMIT = 10_000

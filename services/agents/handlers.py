@@ -9,10 +9,11 @@ from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
+from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler
 from services.agents.domain import meter, personas, roster
 from services.agents.domain.catalog import Catalog, Plan
-from services.agents.store import AgentStore, Conflict
+from services.agents.store import AgentStore
 
 __all__ = ["Handlers"]
 

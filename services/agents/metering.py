@@ -4,8 +4,9 @@ from nats.aio.msg import Msg
 
 from libs.contracts import codec
 from libs.contracts.agents import RunEnded
+from libs.runtime.kv import Conflict
 from services.agents.domain import meter
-from services.agents.store import AgentStore, Conflict
+from services.agents.store import AgentStore
 
 __all__ = ["Metering"]
 

@@ -14,22 +14,18 @@ from typing import Any
 import msgspec
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.agents import METER, Agent, Persona, Preferences
 from libs.contracts.base import key_token
-from libs.runtime.kv import current, open_bucket
+from libs.runtime.kv import Conflict, current, open_bucket, write_at
 from libs.runtime.service import ensure_stream
 from services.agents.domain.meter import MeterMonth
 from services.agents.domain.roster import Roster
 
-__all__ = ["AgentStore", "Conflict", "open_store"]
-
-
-class Conflict(Exception):
-    """The entry exists, or changed since it was read."""
+__all__ = ["AgentStore", "open_store"]
 
 
 _agent = codec.decoder(Agent)
@@ -123,17 +119,11 @@ async def _get(kv: KeyValue, key: str) -> tuple[bytes, int] | None:
 
 async def _create(kv: KeyValue, key: str, value: msgspec.Struct) -> bool:
     try:
-        await kv.create(key, codec.encode(value))
-    except KeyWrongLastSequenceError:
+        await write_at(kv, key, codec.encode(value), 0)
+    except Conflict:
         return False
     return True
 
 
 async def _swap(kv: KeyValue, key: str, value: Any, revision: int) -> None:
-    try:
-        if revision == 0:
-            await kv.create(key, codec.encode(value))
-        else:
-            await kv.update(key, codec.encode(value), last=revision)
-    except KeyWrongLastSequenceError as exc:
-        raise Conflict(key) from exc
+    await write_at(kv, key, codec.encode(value), revision)

@@ -12,9 +12,10 @@ from libs.contracts import audit
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
+from libs.runtime.kv import Conflict
 from libs.runtime.locks import KeyedLocks
 from libs.runtime.service import Handler
-from services.audit.store import ChainStore, Conflict
+from services.audit.store import ChainStore
 
 __all__ = ["Handlers"]
 

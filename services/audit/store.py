@@ -8,16 +8,13 @@ from libs.audit.chain import Link, follow, record_hash
 from libs.audit.reading import stored
 from libs.contracts.audit import AuditRecord
 from libs.contracts.streams import AUDIT, audit_subject
+from libs.runtime.kv import Conflict
 from libs.runtime.service import ensure_stream
 
-__all__ = ["ChainStore", "Conflict", "open_store"]
+__all__ = ["ChainStore", "open_store"]
 
 _WRONG_LAST_SEQUENCE = 10071
 _decode = msgspec.json.Decoder(AuditRecord).decode
-
-
-class Conflict(Exception):
-    """Something was appended to the org's subject since its tail was read."""
 
 
 class ChainStore:

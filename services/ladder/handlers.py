@@ -20,11 +20,12 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.runtime.calls import call
+from libs.runtime.kv import Conflict, Record
 from libs.runtime.service import Handler
 from services.ladder.domain import windows
 from services.ladder.domain.decide import decide
 from services.ladder.domain.levels import change, effective
-from services.ladder.store import Confirmation, Conflict, Held, LadderStore
+from services.ladder.store import Confirmation, Held, LadderStore
 
 __all__ = ["Handlers"]
 
@@ -64,21 +65,15 @@ class Handlers:
         person = await self._person(p, "change the ladder")
         if req.scope == "room" and req.level is not None and req.target is not None:
             await self._member(p.org, person, req.target)
-        for _ in range(_ATTEMPTS):
-            before, revision = await self._store.settings(person)
-            after = change(before, req)
-            data = {"scope": req.scope, "target": req.target, "level": req.level}
-            async with self._trail.change(
-                p.org, actor=p, action="ladder.level.change", target=person, data=data
-            ):
-                try:
-                    await self._store.put_settings(person, after, revision)
-                except Conflict:
-                    continue
-            # Every open window is judged again under the new settings, before answering.
-            canceled = await self._cancel_below_send(person)
-            return ladder.LadderChanged(settings=after, canceled_windows=canceled)
-        raise Refused("ladder-contended", 503, "your ladder is changing elsewhere; retry")
+        data = {"scope": req.scope, "target": req.target, "level": req.level}
+        _, after = await self._store.change_settings(
+            person,
+            lambda before: change(before, req),
+            record=self._recording(p, "ladder.level.change", person, data),
+        )
+        # Every open window is judged again under the new settings, before answering.
+        canceled = await self._cancel_below_send(person)
+        return ladder.LadderChanged(settings=after, canceled_windows=canceled)
 
     async def window(self, req: ladder.ChangeWindow, p: Principal) -> ladder.LadderChanged:
         person = await self._person(p, "choose the window")
@@ -90,22 +85,17 @@ class Handlers:
                 f"{req.window} is shorter than the timers' resolution; offered: "
                 f"{', '.join(offered)}",
             )
-        for _ in range(_ATTEMPTS):
-            before, revision = await self._store.settings(person)
-            after = msgspec.structs.replace(before, window=req.window)
-            async with self._trail.change(
-                p.org,
-                actor=p,
-                action="ladder.window.change",
-                target=person,
-                data={"window": req.window},
-            ):
-                try:
-                    await self._store.put_settings(person, after, revision)
-                except Conflict:
-                    continue
-            return ladder.LadderChanged(settings=after, canceled_windows=0)
-        raise Refused("ladder-contended", 503, "your ladder is changing elsewhere; retry")
+        _, after = await self._store.change_settings(
+            person,
+            lambda before: msgspec.structs.replace(before, window=req.window),
+            record=self._recording(p, "ladder.window.change", person, {"window": req.window}),
+        )
+        return ladder.LadderChanged(settings=after, canceled_windows=0)
+
+    def _recording(self, p: Principal, action: str, target: str, data: dict[str, object]) -> Record:
+        return lambda _before, _after: self._trail.change(
+            p.org, actor=p, action=action, target=target, data=data
+        )
 
     async def ceiling(self, req: ladder.SetCeiling, p: Principal) -> ladder.Ceiling:
         """An admin sets the ceiling or lifts it (null). Lifting raises no one; lowering
@@ -329,16 +319,16 @@ class Handlers:
         )
 
     async def edit(self, req: ladder.WindowEdit, p: Principal) -> ladder.PendingWindow:
-        return await self._intervene(p, req.id, "edited", req.text)
+        return await self._intervene(p, req.id, "edited", "ladder.window.edited", req.text)
 
     async def replace(self, req: ladder.WindowEdit, p: Principal) -> ladder.PendingWindow:
-        return await self._intervene(p, req.id, "replaced", req.text)
+        return await self._intervene(p, req.id, "replaced", "ladder.window.replaced", req.text)
 
     async def stop(self, req: ladder.WindowRef, p: Principal) -> ladder.PendingWindow:
-        return await self._intervene(p, req.id, "stopped", None)
+        return await self._intervene(p, req.id, "stopped", "ladder.window.stopped", None)
 
     async def _intervene(
-        self, p: Principal, window_id: str, state: str, text: str | None
+        self, p: Principal, window_id: str, state: str, action: str, text: str | None
     ) -> ladder.PendingWindow:
         """Each of edit, replace and stop cancels the agent's send; edit and replace send
         the person's own text instead, as their own message."""
@@ -350,7 +340,7 @@ class Handlers:
             held, revision = found
             if held.window.state != "open":
                 raise Refused("window-closed", 409, f"{window_id} was {held.window.state}")
-            if not await self._close(held, revision, state, f"ladder.window.{state}", actor=p):
+            if not await self._close(held, revision, state, action, actor=p):
                 continue
             await self._cancel_timer(window_id)
             sent_seq = None
@@ -422,7 +412,14 @@ class Handlers:
         outcome = {rooms.Pick: "picked", rooms.Edit: "edited", rooms.Decline: "declined"}
         settled = msgspec.structs.replace(c, state=outcome[type(choice)])
         try:
-            revision = await self._store.settle(settled, revision)
+            async with self._trail.change(
+                c.org,
+                actor=Principal(org=c.org, sub=c.person),
+                action="ladder.confirmation.answer",
+                target=c.id,
+                data={"outcome": settled.state, "room": c.room},
+            ):
+                revision = await self._store.settle(settled, revision)
         except Conflict:
             found = await self._store.confirmation(*asked)  # settled by the other path
             assert found is not None

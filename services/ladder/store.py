@@ -10,6 +10,7 @@ and, to find those from elsewhere:
 """
 
 import logging
+from collections.abc import Callable
 
 import msgspec
 from nats.js import JetStreamContext
@@ -20,14 +21,10 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.ladder import LadderSettings, Level, PendingWindow
-from libs.runtime.kv import current, open_bucket
+from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
 from services.ladder.domain.levels import salvage
 
-__all__ = ["Confirmation", "Conflict", "Held", "LadderStore", "open_store"]
-
-
-class Conflict(Exception):
-    """The entry exists, or changed since it was read."""
+__all__ = ["Confirmation", "Held", "LadderStore", "open_store"]
 
 
 class Held(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -51,6 +48,21 @@ class Confirmation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 _log = logging.getLogger(__name__)
+
+
+def _settings_of(raw: bytes) -> LadderSettings:
+    """A stored value that no longer decodes loses only what cannot be read (§9)."""
+    try:
+        return _settings.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        salvaged, dropped = salvage(_any(raw))
+        _log.warning(
+            "unreadable ladder settings; dropped what cannot be read",
+            extra={"dropped": dropped, "error": str(exc)},
+        )
+        return salvaged
+
+
 _settings = codec.decoder(LadderSettings)
 _any = msgspec.json.Decoder().decode
 _held = codec.decoder(Held)
@@ -65,18 +77,17 @@ class LadderStore:
         found = await self._get(f"settings.{key_token(person)}")
         if found is None:
             return LadderSettings(), 0
-        try:
-            return _settings.decode(found[0]), found[1]
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            salvaged, dropped = salvage(_any(found[0]))
-            _log.warning(
-                "unreadable ladder settings; dropped what cannot be read",
-                extra={"person": person, "dropped": dropped, "error": str(exc)},
-            )
-            return salvaged, found[1]
+        return _settings_of(found[0]), found[1]
 
-    async def put_settings(self, person: str, settings: LadderSettings, revision: int) -> None:
-        await self._swap(f"settings.{key_token(person)}", codec.encode(settings), revision)
+    async def change_settings(
+        self, person: str, change: Callable[[LadderSettings], LadderSettings], *, record: Record
+    ) -> tuple[LadderSettings, LadderSettings]:
+        """The person's settings before and after `change`, written by compare-and-set and
+        recorded only if it changed anything."""
+        key = f"settings.{key_token(person)}"
+        return await swap(
+            self._kv, key, change, decode=_settings_of, default=LadderSettings(), record=record
+        )
 
     async def ceiling(self, org: str) -> tuple[Level | None, int]:
         found = await self._get(f"ceiling.{org}")
@@ -96,8 +107,8 @@ class LadderStore:
         """True if held now; False if this window was already held."""
         window = held.window
         try:
-            await self._kv.create(_window_key(held.person, window.id), codec.encode(held))
-        except KeyWrongLastSequenceError:
+            await write_at(self._kv, _window_key(held.person, window.id), codec.encode(held), 0)
+        except Conflict:
             return False
         await self._kv.put(_open_key(window.org, held.person, window.id), held.person.encode())
         return True
@@ -125,8 +136,8 @@ class LadderStore:
         c = confirmation
         await self._kv.put(f"asked.{c.room}.{c.question_seq}", f"{c.person} {c.id}".encode())
         try:
-            await self._kv.create(_confirm_key(c.person, c.id), codec.encode(c))
-        except KeyWrongLastSequenceError:
+            await write_at(self._kv, _confirm_key(c.person, c.id), codec.encode(c), 0)
+        except Conflict:
             pass  # asked before: the question's key stored it once too
 
     async def asked(self, room: str, seq: int) -> tuple[str, str] | None:
@@ -158,12 +169,7 @@ class LadderStore:
         return (entry.value or b"", entry.revision)
 
     async def _swap(self, key: str, value: bytes, revision: int) -> int:
-        try:
-            if revision == 0:
-                return await self._kv.create(key, value)
-            return await self._kv.update(key, value, last=revision)
-        except KeyWrongLastSequenceError as exc:
-            raise Conflict(key) from exc
+        return await write_at(self._kv, key, value, revision)
 
 
 async def open_store(js: JetStreamContext, *, replicas: int = 1) -> LadderStore:

@@ -8,11 +8,12 @@ from libs.contracts import poa
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
+from libs.runtime.kv import Conflict
 from libs.runtime.locks import KeyedLocks
 from libs.runtime.service import Handler
 from services.poa.domain import ALLOW, contain, grants, ledger, verify
 from services.poa.domain.reading import identity, obj
-from services.poa.store import Conflict, GrantStore, LedgerStore
+from services.poa.store import GrantStore, LedgerStore
 
 __all__ = ["Handlers"]
 

@@ -6,23 +6,19 @@ without the owner cannot even be written.
 
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.poa import GrantRecord
-from libs.runtime.kv import current, open_bucket
+from libs.runtime.kv import current, open_bucket, write_at
 from services.poa.domain.ledger import RootLedger
 
-__all__ = ["Conflict", "GrantStore", "LedgerStore", "open_stores"]
+__all__ = ["GrantStore", "LedgerStore", "open_stores"]
 
 _grant = codec.decoder(GrantRecord)
 _ledger = codec.decoder(RootLedger)
-
-
-class Conflict(Exception):
-    """Another writer changed the entry since it was read."""
 
 
 async def open_stores(
@@ -51,18 +47,11 @@ class GrantStore:
         return _grant.decode(entry.value), entry.revision
 
     async def create(self, record: GrantRecord) -> None:
-        try:
-            await self._kv.create(_key(record.org, record.owner, record.id), codec.encode(record))
-        except KeyWrongLastSequenceError as exc:
-            raise Conflict(record.id) from exc
+        await write_at(self._kv, _key(record.org, record.owner, record.id), codec.encode(record), 0)
 
     async def replace(self, record: GrantRecord, revision: int) -> None:
-        try:
-            await self._kv.update(
-                _key(record.org, record.owner, record.id), codec.encode(record), last=revision
-            )
-        except KeyWrongLastSequenceError as exc:
-            raise Conflict(record.id) from exc
+        key = _key(record.org, record.owner, record.id)
+        await write_at(self._kv, key, codec.encode(record), revision)
 
     async def of_owner(self, org: str, owner: str) -> list[tuple[GrantRecord, int]]:
         entries = await current(self._kv, _key(org, owner, "*"))
@@ -86,14 +75,9 @@ class LedgerStore:
         self, org: str, owner: str, root_id: str, books: RootLedger, revision: int
     ) -> None:
         """Compare-and-set: Conflict if the ledger changed since `revision` was read."""
-        key = _key(org, owner, root_id, books.month)
-        try:
-            if revision == 0:
-                await self._kv.create(key, codec.encode(books))
-            else:
-                await self._kv.update(key, codec.encode(books), last=revision)
-        except KeyWrongLastSequenceError as exc:
-            raise Conflict(key) from exc
+        await write_at(
+            self._kv, _key(org, owner, root_id, books.month), codec.encode(books), revision
+        )
 
 
 def _key(org: str, owner: str, *rest: str) -> str:

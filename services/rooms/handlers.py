@@ -15,10 +15,11 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.runtime.calls import call
+from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler
 from services.rooms.domain import claims, lines, members, messages, questions
 from services.rooms.sealing import Sealer
-from services.rooms.store import Conflict, RoomStore, StoredLine
+from services.rooms.store import RoomStore, StoredLine
 from services.rooms.transports import Outbound, Transport
 
 __all__ = ["Handlers"]
@@ -160,7 +161,10 @@ class Handlers:
             reply_to=draft.reply_to,
             drafted_by=draft.agent,
         )
-        stored = await self._store_message(room, message, msg_id=draft.id)
+        async with self._trail.change(
+            room.org, actor=p, action="rooms.draft.send", target=draft.id, data={"room": room.id}
+        ):
+            stored = await self._store_message(room, message, msg_id=draft.id)
         sent = msgspec.structs.replace(draft, state="sent", sent_seq=stored.seq)
         try:
             await self._store.replace_draft(sent, revision)
@@ -175,7 +179,14 @@ class Handlers:
             raise Refused("draft-closed", 409, f"draft {draft.id} was {draft.state}")
         discarded = msgspec.structs.replace(draft, state="discarded")
         try:
-            await self._store.replace_draft(discarded, revision)
+            async with self._trail.change(
+                room.org,
+                actor=p,
+                action="rooms.draft.discard",
+                target=draft.id,
+                data={"room": room.id},
+            ):
+                await self._store.replace_draft(discarded, revision)
         except Conflict as exc:
             raise Refused("draft-changed", 409, f"draft {draft.id} changed; read it again") from exc
         return discarded

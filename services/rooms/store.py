@@ -17,22 +17,18 @@ import asyncio
 import msgspec
 from nats.aio.client import Client
 from nats.js.api import KeyValueConfig
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
+from nats.js.errors import KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.rooms import ROOMS, Draft, Message, Room, Transport
 from libs.runtime.direct import batch_get
-from libs.runtime.kv import current, open_bucket
+from libs.runtime.kv import Conflict, current, open_bucket, write_at
 from libs.runtime.service import ensure_stream
 from services.rooms.domain.claims import Claim
 
-__all__ = ["Conflict", "RoomStore", "StoredLine", "open_store"]
-
-
-class Conflict(Exception):
-    """The entry exists, or changed since it was read."""
+__all__ = ["RoomStore", "StoredLine", "open_store"]
 
 
 class StoredLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -69,8 +65,8 @@ class RoomStore:
 
         await asyncio.gather(*(way_in(m.id) for m in room.members))
         try:
-            await self._rooms.create(f"room.{room.id}", codec.encode(room))
-        except KeyWrongLastSequenceError:
+            await write_at(self._rooms, f"room.{room.id}", codec.encode(room), 0)
+        except Conflict:
             return False
         return True
 
@@ -168,9 +164,9 @@ class RoomStore:
         """The draft, or the one already held for the same message."""
         key = _draft_key(draft.person, draft.room, draft.id)
         try:
-            await self._rooms.create(key, codec.encode(draft))
+            await write_at(self._rooms, key, codec.encode(draft), 0)
             return draft
-        except KeyWrongLastSequenceError:
+        except Conflict:
             found = await self.draft(draft.person, draft.room, draft.id)
             assert found is not None
             return found[0]
@@ -184,17 +180,13 @@ class RoomStore:
         return [_draft.decode(e.value) for e in entries]
 
     async def replace_draft(self, draft: Draft, revision: int) -> None:
-        try:
-            await self._rooms.update(
-                _draft_key(draft.person, draft.room, draft.id), codec.encode(draft), last=revision
-            )
-        except KeyWrongLastSequenceError as exc:
-            raise Conflict(draft.id) from exc
+        key = _draft_key(draft.person, draft.room, draft.id)
+        await write_at(self._rooms, key, codec.encode(draft), revision)
 
     async def claim_answer(self, room_id: str, seq: int) -> bool:
         try:
-            await self._rooms.create(f"answered.{room_id}.{seq}", b"")
-        except KeyWrongLastSequenceError:
+            await write_at(self._rooms, f"answered.{room_id}.{seq}", b"", 0)
+        except Conflict:
             return False
         return True
 
@@ -213,10 +205,7 @@ class RoomStore:
         if revision is None:
             await self._lines.put(key, codec.encode(claim))
             return
-        try:
-            await self._lines.update(key, codec.encode(claim), last=revision)
-        except KeyWrongLastSequenceError as exc:
-            raise Conflict(key) from exc
+        await write_at(self._lines, key, codec.encode(claim), revision)
 
     async def drop_claim(self, person: str, transport: str) -> None:
         await self._lines.delete(_claim_key(person, transport))
@@ -241,10 +230,10 @@ class RoomStore:
         """Conflict if the address is another person's line."""
         key = f"address.{line.transport}.{key_token(line.address)}"
         try:
-            await self._lines.create(key, line.person.encode())
-        except KeyWrongLastSequenceError as exc:
+            await write_at(self._lines, key, line.person.encode(), 0)
+        except Conflict:
             if await self.owner_of(line.transport, line.address) != line.person:
-                raise Conflict(line.address) from exc
+                raise
         previous = await self.line(line.person, line.transport)
         await self._lines.put(f"line.{key_token(line.person)}.{line.transport}", codec.encode(line))
         if previous is not None and previous.address != line.address:

@@ -17,9 +17,10 @@ from nats.js import JetStreamContext
 
 from libs.contracts.scheduler import ENGINE
 from libs.runtime.consumer import Consumer
+from libs.runtime.kv import Conflict
 from services.scheduler import domain
 from services.scheduler.resolution import Lateness
-from services.scheduler.store import Conflict, Engine, Timers, due_parts
+from services.scheduler.store import Engine, Timers, due_parts
 
 __all__ = ["Firing"]
 

@@ -9,10 +9,11 @@ from libs.contracts import scheduler as contract
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
+from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler
 from services.scheduler import domain
 from services.scheduler.resolution import Lateness
-from services.scheduler.store import Conflict, Engine, Timers
+from services.scheduler.store import Engine, Timers
 
 __all__ = ["Handlers"]
 

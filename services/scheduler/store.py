@@ -21,10 +21,10 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.scheduler import ENGINE, Fired, Timer
 from libs.contracts.streams import timer_subject
-from libs.runtime.kv import current, open_bucket
+from libs.runtime.kv import Conflict, current, open_bucket
 from libs.runtime.service import ensure_shared_streams
 
-__all__ = ["Conflict", "Engine", "Timers", "due_parts", "open_store"]
+__all__ = ["Engine", "Timers", "due_parts", "open_store"]
 
 _BUCKET = "scheduler-timers"
 _DUE_AT = "Tether-Due-At"
@@ -32,10 +32,6 @@ _WRONG_LAST_SEQUENCE = (10071, 10164)
 _timer = codec.decoder(Timer)
 # A fired or canceled timer is kept this long to be read back, then the server removes it.
 _KEEP_DONE = "168h"
-
-
-class Conflict(Exception):
-    """The timer changed since it was read."""
 
 
 async def open_store(js: JetStreamContext, *, replicas: int = 1) -> tuple["Timers", "Engine"]:
