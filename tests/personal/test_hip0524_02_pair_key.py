@@ -81,7 +81,10 @@ async def test_no_one_else_reaches_anything_of_adas(api, people, ada_setup, who)
         headers=headers,
     )
     assert await problem(response) == (404, "confirmation-not-found")
-    assert (await (await api.get("/v1/windows", headers=headers)).json()) == {"windows": []}
+    assert (await (await api.get("/v1/windows", headers=headers)).json()) == {
+        "windows": [],
+        "closed": [],
+    }
     # Ada's line, preferences and confirmation are untouched by all of it.
     assert len((await (await api.get("/v1/lines", headers=people.ada)).json())["lines"]) == 1
     assert (await (await api.get("/v1/preferences", headers=people.ada)).json())[
