@@ -12,8 +12,9 @@ from collections.abc import Callable
 from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY, OPERATOR
 from libs.stack.home import Home
-from libs.stack.processes import spawn, stop_all
+from libs.stack.processes import stop_all
 from libs.stack.servers import nats_config, need_free, start_nats, start_redis, wait_for
+from libs.stack.supervise import RESTARTS, WITHIN_S, Supervisor
 
 __all__ = ["up"]
 
@@ -60,7 +61,9 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None]) -> int:
         "TETHER_HOME": str(home.root),
         "TETHER_JWT_KEY_FILE": str(home.jwt_key_file),
     }
-    apps: list[subprocess.Popen[bytes]] = []
+    children = Supervisor()
+    for server in servers:
+        children.adopt(str(server.args[0]).rsplit("/", 1)[-1], server)
     metrics_base = int(os.environ.get("TETHER_METRICS_BASE_PORT", 9101))
     try:
         for i, svc in enumerate(SERVICES):
@@ -70,29 +73,29 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None]) -> int:
                 # A base of 0: each service picks a free port of its own.
                 "TETHER_METRICS_PORT": str(metrics_base + i if metrics_base else 0),
             }
-            apps.append(
-                spawn([sys.executable, "-m", f"services.{svc.name}.main"], name=svc.name, env=env)
-            )
+            children.start(svc.name, [sys.executable, "-m", f"services.{svc.name}.main"], env)
         env = base | {
             "NATS_USER": GATEWAY,
             "NATS_PASSWORD": passwords[GATEWAY],
             "TETHER_PORT": str(port),
         }
-        gateway = spawn([sys.executable, "-m", "services.gateway.main"], name=GATEWAY, env=env)
-        apps.append(gateway)
+        children.start(GATEWAY, [sys.executable, "-m", "services.gateway.main"], env)
         url = f"http://127.0.0.1:{port}"
-        wait_for(lambda: stopping or _ready(url), apps, "the system", timeout=120)
+        # A child that dies while the system starts is a fault of the setup: no restarts.
+        wait_for(lambda: stopping or _ready(url), children.procs, "the system", timeout=120)
         if not stopping:
             on_ready(url, nats_url)
         while not stopping:
-            if dead := [p for p in apps + servers if p.poll() is not None]:
-                _log.error("a process exited; stopping", extra={"pids": [p.pid for p in dead]})
+            if (failing := children.check()) is not None:
+                _log.error(
+                    "a process keeps crashing; stopping",
+                    extra={"child": failing, "restarts": RESTARTS, "within_s": WITHIN_S},
+                )
                 return 1
             time.sleep(0.2)
         return 0
     finally:
-        stop_all(apps)
-        stop_all(servers)
+        stop_all(children.procs)
 
 
 def _ready(url: str) -> bool:

@@ -1,0 +1,82 @@
+"""Keeping `tether up`'s children running, as a process manager would.
+
+A child that exits is logged with its name and exit status and started again after a pause
+that doubles from half a second to ten. One that crashes more than `RESTARTS` times within
+`WITHIN_S` seconds is not a passing fault: the supervisor names it and everything stops.
+"""
+
+import collections
+import logging
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from libs.stack.processes import spawn
+
+__all__ = ["RESTARTS", "WITHIN_S", "Supervisor", "pause"]
+
+RESTARTS, WITHIN_S = 5, 60.0
+_log = logging.getLogger(__name__)
+
+
+def pause(crashes: int) -> float:
+    """How long to wait before starting a child again after its `crashes`-th recent crash."""
+    return min(10.0, 0.5 * 2 ** max(0, crashes - 1))
+
+
+class _Child:
+    def __init__(
+        self, name: str, argv: Sequence[str], env: Mapping[str, str] | None, proc: subprocess.Popen
+    ) -> None:
+        self.name, self.argv, self.env, self.proc = name, list(argv), env, proc
+        self.crashes: collections.deque[float] = collections.deque()
+        self.start_at: float | None = None  # set while it waits to be started again
+
+
+class Supervisor:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._children: list[_Child] = []
+
+    def start(
+        self, name: str, argv: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        return self.adopt(name, spawn(argv, name=name, env=env), env)
+
+    def adopt(
+        self, name: str, proc: subprocess.Popen[bytes], env: Mapping[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Supervise a child started elsewhere; it is started again with its own argv."""
+        self._children.append(_Child(name, proc.args, env, proc))  # type: ignore[arg-type]
+        return proc
+
+    @property
+    def procs(self) -> list[subprocess.Popen[bytes]]:
+        """Every child running now, in the order they were first started."""
+        return [c.proc for c in self._children if c.start_at is None]
+
+    def check(self) -> str | None:
+        """Start again what exited, once its pause is over; the name of a child that crashed
+        too often, if one did."""
+        now = self._clock()
+        for child in self._children:
+            if child.start_at is not None:
+                if now >= child.start_at:
+                    child.proc = spawn(child.argv, name=child.name, env=child.env)
+                    child.start_at = None
+                    _log.warning("restarted", extra={"child": child.name, "pid": child.proc.pid})
+                continue
+            status = child.proc.poll()
+            if status is None:
+                continue
+            child.crashes.append(now)
+            while child.crashes and child.crashes[0] < now - WITHIN_S:
+                child.crashes.popleft()
+            _log.error(
+                "exited",
+                extra={"child": child.name, "status": status, "recent_crashes": len(child.crashes)},
+            )
+            if len(child.crashes) > RESTARTS:
+                return child.name
+            child.start_at = now + pause(len(child.crashes))
+        return None
