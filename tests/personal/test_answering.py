@@ -2,14 +2,20 @@
 agent only, one to the org by the org's ambient agent only, one to neither by neither;
 the agent is shown only the room it answers in; each drafting is a metered run."""
 
-import asyncio
-
 import msgspec
 import pytest
 
 from libs.contracts.agents import PLAN, SetPlan
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
-from tests.personal.conftest import announce, drafts, eventually, problem, room_with, say
+from tests.personal.conftest import (
+    announce,
+    consumed,
+    drafts,
+    eventually,
+    problem,
+    room_with,
+    say,
+)
 
 
 async def set_plan(operator, org: str, plan: str) -> None:
@@ -44,7 +50,7 @@ async def staffed(api, operator, people):
     return await room_with(api, people, people.bob_id, f"{people.org}/root")
 
 
-async def test_a_message_to_a_person_is_drafted_by_their_agent_only(api, people, staffed):
+async def test_a_message_to_a_person_is_drafted_by_their_agent_only(api, people, staffed, operator):
     sent = await say(api, staffed, people.bob, "Ada, can you review my PR?", to=people.ada_id)
     [draft] = await eventually(lambda: drafts(api, staffed, people.ada))
     assert (draft["agent"], draft["person"], draft["reply_to"], draft["state"]) == (
@@ -54,7 +60,7 @@ async def test_a_message_to_a_person_is_drafted_by_their_agent_only(api, people,
         "open",
     )
     assert "review my PR" in draft["text"]
-    await asyncio.sleep(0.3)
+    await consumed(operator, "EVENTS", "agents")
     assert await drafts(api, staffed, people.bob) == []
     assert await drafts(api, staffed, people.root) == []  # the ambient agent stayed silent
 
@@ -67,10 +73,10 @@ async def test_a_message_to_the_org_is_drafted_by_the_org_agent_only(api, people
     assert await drafts(api, staffed, people.bob) == []
 
 
-async def test_a_message_to_neither_is_answered_by_neither(api, people, staffed):
+async def test_a_message_to_neither_is_answered_by_neither(api, people, staffed, operator):
     await say(api, staffed, people.bob, "Morning all.")
     await say(api, staffed, people.ada_agent, "An agent's note, to Bob.", to=people.bob_id)
-    await asyncio.sleep(1.0)
+    await consumed(operator, "EVENTS", "agents")
     for who in (people.ada, people.bob, people.root):
         assert await drafts(api, staffed, who) == []
 

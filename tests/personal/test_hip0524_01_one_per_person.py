@@ -5,7 +5,7 @@ import asyncio
 
 from libs.contracts import agents
 from services.agents.main import serve as serve_agents
-from tests.personal.conftest import announce, eventually, problem
+from tests.personal.conftest import announce, consumed, eventually, problem
 from tests.support import bearer, serving, token
 
 
@@ -37,7 +37,7 @@ async def test_the_same_event_many_times_on_two_replicas_makes_one_agent(
     ):
         await asyncio.gather(*(announce(operator, people.ada_id) for _ in range(20)))
         first = await eventually(lambda: _mine(api, people.ada))
-        await asyncio.sleep(0.5)  # let every repeat be handled
+        await consumed(operator, "EVENTS", "agents")  # every repeat handled
     again = await _mine(api, people.ada)
     assert again == first
     bill = await (await api.get("/v1/billing", headers=people.root)).json()

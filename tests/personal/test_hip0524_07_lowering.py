@@ -15,6 +15,7 @@ from libs.runtime.kv import current
 from tests.personal.conftest import (
     announce,
     behind,
+    consumed,
     eventually,
     history,
     room_with,
@@ -111,7 +112,7 @@ async def test_at_the_windows_end_the_level_is_read_again(api, operator, people)
         return (await _timer(operator, window["id"]))["state"] == "fired"
 
     assert await eventually(settled, timeout=20)
-    await asyncio.sleep(0.5)
+    await consumed(operator, "TIMERS", "ladder")  # the fire handled: canceled at its end
     assert not [
         m
         for m in await history(api, room, people.bob)
@@ -173,7 +174,15 @@ async def test_a_thousand_lowerings_at_the_moment_windows_end(api, operator, peo
         acked[person] = (time.time(), (await response.json())["canceled_windows"])
 
     await asyncio.gather(*(lower(p) for p in racers))
-    await asyncio.sleep(2.0)  # every window has ended and been handled
+    ladder_kv = await operator.jetstream().key_value("ladder")
+
+    async def all_ended() -> bool:  # every window past its end: none open, none sending
+        mine = f"window.{people.org}/p"
+        held = [e for e in await current(ladder_kv, "window.*.*") if e.key.startswith(mine)]
+        states = [msgspec.json.decode(e.value)["window"]["state"] for e in held]
+        return len(held) >= RACERS and not {"open", "sending"} & set(states)
+
+    assert await eventually(all_ended, timeout=30)
     sent: dict[str, list[dict]] = {}
     after = 0
     while True:
@@ -197,7 +206,6 @@ async def test_a_thousand_lowerings_at_the_moment_windows_end(api, operator, peo
     assert [p for p, found in sent.items() if len(found) != 1] == []
     print(f"{len(early)} lowered before their window's end; {len(sent)} windows sent")
     assert sent, "no window fired before its lowering: the race was not run"
-    ladder_kv = await operator.jetstream().key_value("ladder")
     assert await current(ladder_kv, f"open.{people.org}.*.*") == []  # every one ended
 
 

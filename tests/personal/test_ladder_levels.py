@@ -1,7 +1,5 @@
 """One reply at each level, through the running services (hip-0524 §4, §5, §6, §11)."""
 
-import asyncio
-
 import msgspec
 import pytest
 
@@ -9,6 +7,7 @@ from libs.contracts.streams import timer_subject
 from tests.personal.conftest import (
     announce,
     behind,
+    consumed,
     drafts,
     eventually,
     history,
@@ -17,6 +16,7 @@ from tests.personal.conftest import (
     say,
     set_level,
 )
+from tests.personal.test_hip0524_07_lowering import _timer
 from tests.personal.test_hip0524_09_personal_line import connect, sms
 
 
@@ -149,7 +149,7 @@ async def test_at_send_the_person_is_told_first_then_silence_sends_it(api, peopl
 
 @pytest.mark.parametrize("act", ["edit", "replace", "stop"])
 async def test_during_the_window_edit_replace_or_stop_cancels_the_agents_send(
-    api, people, room, act
+    api, people, room, act, operator
 ):
     await set_level(api, people.ada, "send")
     await _window(api, people, "1m")
@@ -160,7 +160,8 @@ async def test_during_the_window_edit_replace_or_stop_cancels_the_agents_send(
     assert response.status in (200, 201), await response.text()
     closed = await response.json()
     assert closed["state"] == {"edit": "edited", "replace": "replaced", "stop": "stopped"}[act]
-    await asyncio.sleep(4)  # past the window's end
+    timer = await _timer(operator, window["id"])  # canceled before the act answered
+    assert timer["state"] == "canceled"
     after = await history(api, room, people.bob)
     assert not [m for m in after if m["author_kind"] == "agent" and not m.get("notice")]
     own = [m for m in after if m["author"] == people.ada_id]
@@ -195,7 +196,7 @@ async def test_a_retried_fire_never_sends_twice(api, people, room, operator):
     fired = await js.get_last_msg("TIMERS", timer_subject("ladder", "window_end"))
     for i in range(3):  # the same fire, delivered again as if after a crash
         await js.publish(fired.subject, fired.data, headers={"Nats-Msg-Id": f"again-{i}"})
-    await asyncio.sleep(1.0)
+    await consumed(operator, "TIMERS", "ladder")
     assert len(await sent()) == 1
     assert msgspec.json.decode(fired.data)["payload"]["id"] == window["id"]
 

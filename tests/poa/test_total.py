@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.poa.domain import ALLOW, ASK_USER, DENY, Containment, Decision, contain, verify
-from tests.poa.vectors import OFFICIAL
+from tests.poa.vectors import OFFICIAL, case
 
 DECISIONS = {ALLOW, ASK_USER, DENY}
 
@@ -106,3 +106,29 @@ def test_a_grant_that_is_not_verified_in_carrier_mode_is_always_denied(vector):
     state["authenticated_grant_ids"] = []
     decision = verify(vector.get("grant"), vector.get("parents"), vector.get("envelope"), state)
     assert (decision.decision, decision.rule_id) == (DENY, "not_authenticated")
+
+
+class _Unreadable:
+    """A value no rule can read: comparing it fails (it cannot come from JSON; it stands
+    for whatever a future shape might make a rule trip on)."""
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("unreadable")
+
+    __ne__ = __eq__  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_verify_fails_closed_as_malformed_input_when_a_rule_cannot_read_its_input():
+    vector = case("verification", "allow_within_limits")
+    vector["grant"]["poa_version"] = _Unreadable()
+    decided = verify(vector["grant"], vector["parents"], vector["envelope"], vector["state"])
+    assert (decided.decision, decided.rule_id) == ("DENY", "malformed_input")
+
+
+def test_contain_fails_closed_as_malformed_input_when_a_rule_cannot_read_its_input():
+    vector = copy.deepcopy(OFFICIAL["containment"][0])
+    vector["child"]["principal"]["sub"] = _Unreadable()
+    assert contain(vector["parent"], vector["child"]) == Containment(
+        ok=False, violations=("malformed_input",)
+    )
