@@ -103,8 +103,9 @@ READERS = {
 
 
 def test_every_readers_write_is_a_recorded_action():
-    ladder = (SERVICES / "ladder" / "handlers.py").read_text()
-    agents = (SERVICES / "agents" / "handlers.py").read_text()
+    source = "".join(
+        p.read_text() for s in ("ladder", "agents") for p in (SERVICES / s).rglob("*.py")
+    )
     for actions in READERS.values():
         for action in actions:
-            assert f'"{action}"' in ladder + agents, action
+            assert f'"{action}"' in source, action
