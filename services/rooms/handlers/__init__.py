@@ -1,0 +1,37 @@
+"""One handler per `tether.rooms.*` subject. Every read of a room starts from the caller's
+membership; a non-member, whatever their role, finds nothing (404)."""
+
+from collections.abc import Mapping
+
+from libs.contracts import rooms
+from libs.contracts.registry import Subject
+from libs.runtime.service import Handler
+from services.rooms.handlers.drafts import Drafts
+from services.rooms.handlers.lines import Lines
+from services.rooms.handlers.messages import Messages
+
+__all__ = ["Handlers"]
+
+
+class Handlers(Messages, Drafts, Lines):
+    def table(self) -> Mapping[Subject, Handler]:
+        return {
+            rooms.CREATE: self.create,
+            rooms.LIST: self.list_mine,
+            rooms.GET: self.get,
+            rooms.MESSAGES: self.messages,
+            rooms.SEND: self.send,
+            rooms.ASK: self.ask,
+            rooms.ANSWER: self.answer,
+            rooms.DRAFTS: self.drafts,
+            rooms.SEND_DRAFT: self.send_draft,
+            rooms.DISCARD_DRAFT: self.discard_draft,
+            rooms.CONNECT: self.connect,
+            rooms.VERIFY_LINE: self.verify_line,
+            rooms.LINES: self.lines,
+            rooms.DISCONNECT: self.disconnect,
+            rooms.INBOUND: self.inbound,  # type: ignore[dict-item]
+            rooms.HISTORY: self.history,
+            rooms.POST_DRAFT: self.post_draft,
+            rooms.DELIVER: self.deliver,
+        }

@@ -1,0 +1,148 @@
+"""What every rooms handler shares: the way every message is stored (then streamed,
+announced, and sent out by a line where it leaves), and the way into a room, a message or a
+draft, each starting from the caller."""
+
+from collections.abc import Callable
+from datetime import datetime
+
+from nats.aio.client import Client
+
+from libs.audit.trail import Trail
+from libs.contracts import codec, rooms
+from libs.contracts.base import home_org
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from services.rooms.domain import members, messages
+from services.rooms.sealing import Sealer
+from services.rooms.store import RoomStore
+from services.rooms.transports import Outbound, Transport
+
+__all__ = ["Rooms", "draft_holders", "person_of"]
+
+Clock = Callable[[], datetime]
+
+
+class Rooms:
+    def __init__(
+        self,
+        nc: Client,
+        store: RoomStore,
+        trail: Trail,
+        sealer: Sealer,
+        transport: Transport,
+        clock: Clock,
+    ) -> None:
+        self._nc, self._store, self._trail = nc, store, trail
+        self._sealer, self._transport, self._clock = sealer, transport, clock
+
+    async def _store_message(
+        self,
+        room: rooms.Room,
+        message: rooms.Message,
+        *,
+        msg_id: str | None = None,
+        first_contact: bool = False,
+    ) -> rooms.Message:
+        """Stored first; then streamed to members, announced for its answerer, and, in a
+        line's room, sent out by the person's line when the person (or their agent) wrote."""
+        stored = await self._store.append(room.org, messages.alone(message), msg_id=msg_id)
+        members_hear, alone_hears = rooms.live_subjects(room.id, stored.to or "")
+        await self._nc.publish(
+            alone_hears if stored.private else members_hear, codec.encode(stored)
+        )
+        event = rooms.MessageStored(
+            org=room.org,
+            room=room.id,
+            seq=stored.seq,
+            author_kind=stored.author_kind,
+            to=stored.to,
+            answerer=members.answerer(room, stored),
+            first_contact=first_contact,
+            transport=room.transport,
+            answers=stored.answers,
+            choice=stored.choice,
+        )
+        await self._nc.jetstream().publish(
+            (rooms.MESSAGE_STORED if stored.answers is None else rooms.ANSWER_STORED).name,
+            codec.encode(event),
+            headers={"Nats-Msg-Id": f"stored-{stored.seq}"},
+        )
+        if room.transport is not None and _leaves(room, stored):
+            await self._send_out(room, stored)
+        return stored
+
+    async def _send_out(self, room: rooms.Room, message: rooms.Message) -> None:
+        assert room.transport is not None and room.owner is not None
+        line = await self._store.line(room.owner, room.transport)
+        if line is None or room.correspondent is None:
+            return  # the line was disconnected: the message is stored, nothing leaves
+        await self._transport.send(
+            Outbound(
+                transport=room.transport,
+                org=room.org,
+                room=room.id,
+                seq=message.seq,
+                sender=line.address,
+                to=room.correspondent,
+                text=message.text,
+                author_kind=message.author_kind,
+                on_behalf_of=message.on_behalf_of,
+            )
+        )
+
+    async def _room(self, room_id: str, p: Principal) -> rooms.Room:
+        room = await self._store.room_of(members.caller(p).id, room_id)
+        if room is None or not members.readable_in(room, p):
+            raise Refused("room-not-found", 404, f"no room {room_id}")
+        return room
+
+    async def _message(
+        self, room: rooms.Room, seq: int, *, reader: str | None = None
+    ) -> rooms.Message:
+        found = await self._store.message(room.org, room.id, seq, reader=reader)
+        if found is None:
+            raise Refused("message-not-found", 404, f"room {room.id} has no message {seq}")
+        return found
+
+    async def _draft(
+        self, room: rooms.Room, draft_id: str, p: Principal
+    ) -> tuple[rooms.Draft, int]:
+        if p.is_agent:
+            raise Refused("agent-may-not", 403, "an agent may not send or discard drafts")
+        for person in draft_holders(room, p):
+            found = await self._store.draft(person, room.id, draft_id)
+            if found is not None:
+                return found
+        raise Refused("draft-not-found", 404, f"you have no draft {draft_id} in {room.id}")
+
+    async def _first_contact(self, room: rooms.Room, message: rooms.Message) -> bool:
+        """The first message from an outside person on a line: the first in its room."""
+        if room.transport is None:
+            return False
+        first, _ = await self._store.page(room.org, room.id, 0, 1)
+        return bool(first) and first[0].seq == message.seq
+
+
+def _leaves(room: rooms.Room, message: rooms.Message) -> bool:
+    """What the person or their agent says to the correspondent leaves by the line; what
+    the correspondent said, notices, questions and answers stay in the room."""
+    inside = message.notice or message.question is not None or message.answers is not None
+    return not inside and message.author != f"{room.transport}:{room.correspondent}"
+
+
+def person_of(p: Principal, what: str) -> tuple[str, str]:
+    if p.is_agent:
+        raise Refused("agent-may-not", 403, f"an agent may not {what}")
+    org = home_org(p.sub)
+    if org is None:
+        raise Refused("no-home-org", 403, f"{p.sub!r} is not a person <org>/<name>")
+    return org, p.sub
+
+
+def draft_holders(room: rooms.Room, p: Principal) -> list[str]:
+    """Whose drafts the caller may see here: their own, and the org's ambient agent's if
+    they administer the room's org."""
+    holders = [p.sub]
+    if room.scope == "org" and room.org == p.org and "admin" in p.roles:
+        holders.append(rooms.ORG)
+    return holders

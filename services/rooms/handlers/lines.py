@@ -1,0 +1,217 @@
+"""Personal lines: claimed, proven with a code, connected, disconnected; carriers'
+webhooks into the person's rooms, one per correspondent, announced in the line's hub."""
+
+import secrets
+from datetime import datetime
+
+from libs.contracts import rooms
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.runtime.kv import Conflict
+from services.rooms.domain import claims, lines, members, messages
+from services.rooms.handlers.common import Rooms, person_of
+from services.rooms.store import StoredLine
+from services.rooms.transports import Outbound
+
+__all__ = ["Lines"]
+
+
+class Lines(Rooms):
+    async def connect(self, req: rooms.ConnectLine, p: Principal) -> rooms.Line:
+        """A claim on the address: a code goes to it through the line's transport, and the
+        line connects only once its person sends the code back (`verify_line`). Whether the
+        address is anyone else's is not said here: that would tell anyone who asks."""
+        org, person = person_of(p, "connect a line")
+        address = lines.normalize(req.transport, req.address)
+        code, salt = f"{secrets.randbelow(10**6):06d}", secrets.token_hex(8)
+        sealed = self._sealer.seal(req.credential, owner=person, transport=req.transport)
+        claim = claims.claim(
+            org, person, req.transport, address, sealed, code=code, salt=salt, now=self._clock()
+        )
+        target = f"{person}:{req.transport}"
+        async with self._trail.change(org, actor=p, action="rooms.line.claim", target=target):
+            await self._store.put_claim(claim)
+        await self._transport.send(
+            Outbound(
+                transport=req.transport,
+                org=org,
+                room="",
+                seq=0,
+                sender="tether",
+                to=address,
+                text=claims.code_text(code),
+                author_kind="bot",
+                on_behalf_of=None,
+                key=f"code-{req.transport}-{salt}",
+            )
+        )
+        return rooms.Line(transport=req.transport, address=address, state="pending")
+
+    async def verify_line(self, req: rooms.VerifyLine, p: Principal) -> rooms.Line:
+        org, person = person_of(p, "connect a line")
+        found = await self._store.claim(person, req.transport)
+        if found is None:
+            raise Refused("line-not-claimed", 404, f"you have no {req.transport} line waiting")
+        claim, revision = found
+        outcome, after = claims.attempt(claim, req.code, self._clock())
+        match outcome:
+            case "expired" | "spent":
+                await self._store.drop_claim(person, req.transport)
+                raise Refused(
+                    "code-expired" if outcome == "expired" else "code-spent",
+                    410,
+                    f"that claim is void ({outcome}); connect the line again for a new code",
+                )
+            case "wrong":
+                try:
+                    await self._store.put_claim(after, revision)
+                except Conflict as exc:
+                    raise Refused("claim-changed", 409, "tried at once elsewhere; retry") from exc
+                raise Refused(
+                    "code-wrong", 422, f"that is not the code; {after.tries_left} tries left"
+                )
+        line = StoredLine(
+            org=org,
+            person=person,
+            transport=req.transport,
+            address=claim.address,
+            sealed=claim.sealed,
+            connected_at=self._clock().isoformat(),
+        )
+        async with self._trail.change(
+            org, actor=p, action="rooms.line.connect", target=f"{person}:{req.transport}"
+        ):
+            try:
+                await self._store.connect(line)
+            except Conflict as exc:
+                raise Refused(
+                    "address-taken", 409, f"{claim.address} is another person's line"
+                ) from exc
+        await self._store.drop_claim(person, req.transport)
+        return _line(line)
+
+    async def lines(self, _: rooms.ListLines, p: Principal) -> rooms.LineList:
+        _, person = person_of(p, "read lines")
+        connected = [_line(line) for line in await self._store.lines(person)]
+        waiting = [
+            rooms.Line(transport=c.transport, address=c.address, state="pending")
+            for c in await self._store.claims(person)
+        ]
+        return rooms.LineList(lines=[*connected, *waiting])
+
+    async def disconnect(self, req: rooms.DisconnectLine, p: Principal) -> rooms.Line:
+        org, person = person_of(p, "disconnect a line")
+        line = await self._store.line(person, req.transport)
+        if line is None:
+            raise Refused("line-not-found", 404, f"you have no {req.transport} line")
+        async with self._trail.change(
+            org, actor=p, action="rooms.line.disconnect", target=f"{person}:{req.transport}"
+        ):
+            await self._store.disconnect(line)
+        return _line(line)
+
+    async def inbound(self, req: rooms.Inbound, _: None) -> rooms.Delivered:
+        """A carrier's webhook: found by the address it was sent to, verified with that
+        line's own secret, stored in the person's room for the correspondent. An address
+        that is no connected line's is checked against a throwaway secret and refused in
+        the same words as a bad signature, so the answer says nothing of who has a line."""
+        arrived = lines.arrival(req)
+        try:
+            to = lines.normalize(req.transport, arrived.to)
+            sender = lines.normalize(req.transport, arrived.sender)
+        except Refused as exc:
+            raise Refused("invalid-webhook", 422, exc.problem.detail) from exc
+        person = await self._store.owner_of(req.transport, to)
+        line = None if person is None else await self._store.line(person, req.transport)
+        secret = (
+            secrets.token_hex(16)
+            if line is None
+            else self._sealer.open(line.sealed, owner=line.person, transport=line.transport)
+        )
+        try:
+            lines.verify(req, secret, self._clock())
+        except Refused:
+            line = None
+        if line is None:
+            raise Refused(
+                "webhook-unverified",
+                403,
+                f"the webhook is not signed by the secret of a connected {req.transport} "
+                f"line at {to}",
+            )
+        room = await self._line_room(line, sender)
+        first = await self._store.is_empty(room.org, room.id)
+        message = messages.inbound(
+            room,
+            f"{req.transport}:{sender}",
+            arrived.text,
+            req.transport,
+            self._clock(),
+            line.person,
+        )
+        stored = await self._store_message(
+            room, message, msg_id=f"{req.transport}-{arrived.carrier_id}", first_contact=first
+        )
+        return rooms.Delivered(room=room.id, seq=stored.seq, first_contact=first)
+
+    async def _line_room(self, line: StoredLine, correspondent: str) -> rooms.Room:
+        """The room for this correspondent, made on first contact, and announced in the
+        line's hub room when made."""
+        room_id = lines.room_id(line.transport, line.org, line.person, correspondent)
+        room = await self._store.room(room_id)
+        if room is not None:
+            return room
+        now = self._clock()
+        own = (
+            rooms.Member(kind="human", id=line.person),
+            rooms.Member(kind="agent", id=members.personal_agent_id(line.person)),
+        )
+        room = rooms.Room(
+            id=room_id,
+            org=line.org,
+            scope="personal",
+            title=f"{line.transport} {correspondent}",
+            members=(*own, rooms.Member(kind="human", id=f"{line.transport}:{correspondent}")),
+            created_at=now,
+            owner=line.person,
+            transport=line.transport,
+            correspondent=correspondent,
+        )
+        if await self._store.create_room(room):
+            hub = await self._hub(line, own, now)
+            notice = rooms.Message(
+                seq=0,
+                room=hub.id,
+                at=now,
+                author="service:rooms",
+                author_kind="bot",
+                text=f"New conversation with {correspondent}: room {room.id}",
+            )
+            await self._store.append(hub.org, notice, msg_id=f"hub-{room.id}")
+        return room
+
+    async def _hub(
+        self, line: StoredLine, own: tuple[rooms.Member, ...], now: datetime
+    ) -> rooms.Room:
+        hub_id = lines.room_id(line.transport, line.org, line.person, None)
+        hub = rooms.Room(
+            id=hub_id,
+            org=line.org,
+            scope="personal",
+            title=f"{line.transport} {line.address}",
+            members=own,
+            created_at=now,
+            owner=line.person,
+            transport=None,
+        )
+        await self._store.create_room(hub)
+        return hub
+
+
+def _line(line: StoredLine) -> rooms.Line:
+    return rooms.Line(
+        transport=line.transport,
+        address=line.address,
+        state="connected",
+        connected_at=datetime.fromisoformat(line.connected_at),
+    )

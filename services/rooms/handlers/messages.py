@@ -1,0 +1,145 @@
+"""Rooms and their messages: create, list, read, send; confirmation questions and their
+answers; what the ladder delivers; the history the agents service reads."""
+
+import secrets
+
+import msgspec
+
+from libs.contracts import agents, rooms
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.runtime.calls import call
+from services.rooms.domain import members, messages, questions
+from services.rooms.handlers.common import Rooms
+
+__all__ = ["Messages"]
+
+
+class Messages(Rooms):
+    async def create(self, req: rooms.CreateRoom, p: Principal) -> rooms.Room:
+        limits: agents.PlanLimits = await call(
+            self._nc, agents.LIMITS, agents.PlanLimitsRequest(org=p.org), caller="rooms"
+        )
+        room_id = f"r-{secrets.token_hex(8)}"
+        room = members.new_room(req, p, room_id, self._clock(), max_members=limits.room_members)
+        async with self._trail.change(
+            room.org, actor=p, action="rooms.room.create", target=room.id
+        ):
+            await self._store.create_room(room)
+        return room
+
+    async def list_mine(self, req: rooms.ListRooms, p: Principal) -> rooms.RoomList:
+        found, next_ = await self._store.rooms_of(
+            members.caller(p).id, after=req.after, limit=req.limit
+        )
+        return rooms.RoomList(rooms=[r for r in found if members.readable_in(r, p)], next=next_)
+
+    async def get(self, req: rooms.RoomRef, p: Principal) -> rooms.Room:
+        return await self._room(req.id, p)
+
+    async def messages(self, req: rooms.ListMessages, p: Principal) -> rooms.MessagePage:
+        room = await self._room(req.id, p)
+        found, more = await self._store.page(room.org, room.id, req.after, req.limit, reader=p.sub)
+        return rooms.MessagePage(messages=found, next=found[-1].seq if more else None)
+
+    async def send(self, req: rooms.Send, p: Principal) -> rooms.Message:
+        room = await self._room(req.id, p)
+        if req.reply_to is not None:
+            await self._message(room, req.reply_to, reader=p.sub)
+        message = messages.authored(
+            room, p, req.text, self._clock(), to=req.to, reply_to=req.reply_to
+        )
+        return await self._store_message(room, message)
+
+    # confirmation questions
+
+    async def ask(self, req: rooms.Ask, p: Principal) -> rooms.Message:
+        room = await self._room(req.id, p)
+        question = rooms.Question(options=req.options)
+        message = messages.authored(room, p, req.text, self._clock(), to=req.to, question=question)
+        return await self._store_message(room, message)
+
+    async def answer(self, req: rooms.AnswerQuestion, p: Principal) -> rooms.Message:
+        room = await self._room(req.id, p)
+        asked = await self._message(room, req.seq, reader=p.sub)
+        questions.check_answerer(asked, p)
+        text = questions.answer_text(asked, req.choice)
+        message = messages.answer_alone(
+            messages.authored(
+                room, p, text, self._clock(), reply_to=req.seq, answers=req.seq, choice=req.choice
+            ),
+            asked,
+        )
+        if not await self._store.claim_answer(room.id, req.seq):
+            raise Refused("already-answered", 409, f"question {req.seq} has its answer")
+        try:
+            return await self._store_message(room, message, msg_id=f"answer-{room.id}-{req.seq}")
+        except Exception:
+            await self._store.release_answer(room.id, req.seq)
+            raise
+
+    async def deliver(self, req: rooms.Deliver, _: Principal) -> rooms.Message:
+        """From the ladder: the person's agent (or, for `own`, the person) in a room of
+        theirs. Who wrote it follows from the kind, set here; `key` stores it once."""
+        room = await self._store.room(req.room)
+        if room is None or room.org != req.org or not members.is_member(room, req.person):
+            raise Refused("room-not-found", 404, f"{req.person} has no room {req.room}")
+        agent = members.personal_agent_id(req.person)
+        as_agent = Principal(org=room.org, sub=req.person, act=agent)
+        as_person = Principal(org=room.org, sub=req.person)
+        now, to = self._clock(), None
+        if req.reply_to is not None:
+            asked = await self._message(room, req.reply_to)
+            to = asked.author if members.is_member(room, asked.author) else None
+        match req.kind:
+            case "message":
+                message = messages.authored(
+                    room, as_agent, req.text, now, to=to, reply_to=req.reply_to
+                )
+            case "own":
+                message = messages.authored(
+                    room,
+                    as_person,
+                    req.text,
+                    now,
+                    to=to,
+                    reply_to=req.reply_to,
+                    drafted_by=agent if req.edited else None,
+                )
+            case "notice":
+                message = msgspec.structs.replace(
+                    messages.authored(
+                        room, as_agent, req.text, now, to=req.person, reply_to=req.reply_to
+                    ),
+                    notice=True,
+                )
+            case "question":
+                if not req.options:
+                    raise Refused("invalid-request", 422, "a question needs an option")
+                message = messages.authored(
+                    room,
+                    as_agent,
+                    req.text,
+                    now,
+                    to=req.person,
+                    reply_to=req.reply_to,
+                    question=rooms.Question(options=req.options),
+                )
+        return await self._store_message(room, message, msg_id=req.key)
+
+    # from the agents service
+
+    async def history(self, req: rooms.History, _: Principal) -> rooms.MessagePage:
+        room = await self._store.room(req.room)
+        if room is None or room.org != req.org:
+            raise Refused("room-not-found", 404, f"no room {req.room} in {req.org}")
+        # The stream holds every room's messages in one sequence, so look back through a
+        # span of it that doubles until it holds `limit` of this room's, or reaches the start.
+        span = 10 * req.limit
+        while True:
+            after = max(0, req.upto - span)
+            found, _ = await self._store.page(room.org, room.id, after, span)
+            upto = [m for m in found if m.seq <= req.upto]
+            if len(upto) >= req.limit or after == 0:
+                return rooms.MessagePage(messages=upto[-req.limit :])
+            span *= 2
