@@ -16,7 +16,7 @@ from libs.stack.processes import stop_all
 from libs.stack.servers import nats_config, need_free, start_nats, start_redis, wait_for
 from libs.stack.supervise import RESTARTS, WITHIN_S, Supervisor
 
-__all__ = ["up"]
+__all__ = ["ready", "up"]
 
 _log = logging.getLogger(__name__)
 ROLES = (GATEWAY, OPERATOR, *(s.name for s in SERVICES))
@@ -82,7 +82,7 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None]) -> int:
         children.start(GATEWAY, [sys.executable, "-m", "services.gateway.main"], env)
         url = f"http://127.0.0.1:{port}"
         # A child that dies while the system starts is a fault of the setup: no restarts.
-        wait_for(lambda: stopping or _ready(url), children.procs, "the system", timeout=120)
+        wait_for(lambda: stopping or ready(url), children.procs, "the system", timeout=120)
         if not stopping:
             on_ready(url, nats_url)
         while not stopping:
@@ -98,7 +98,7 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None]) -> int:
         stop_all(children.procs)
 
 
-def _ready(url: str) -> bool:
+def ready(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/readyz", timeout=2) as resp:
             return resp.status == 200

@@ -14,6 +14,7 @@ from pathlib import Path
 from libs.contracts import SERVICES
 from libs.contracts.ladder import SEND_MEANS
 from libs.stack.supervise import pause
+from libs.stack.up import ready
 from tests.stack.test_up import _children, up  # noqa: F401 (a fixture)
 
 
@@ -54,14 +55,6 @@ def _pid_of(parent: int, module: str) -> int | None:
     return None
 
 
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/readyz", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
 def test_every_service_killed_in_turn_comes_back_and_the_window_sends_once(up):  # noqa: F811
     proc, url, env, _ = up
     ada, bob = _token(env, "acme/ada"), _token(env, "acme/bob")
@@ -81,7 +74,7 @@ def test_every_service_killed_in_turn_comes_back_and_the_window_sends_once(up): 
         assert before is not None, module
         os.kill(before, signal.SIGKILL)
         _until(lambda m=module, b=before: _pid_of(proc.pid, m) not in (None, b), 30, module)
-        _until(lambda: _ready(url), 30, f"/readyz after {module}")
+        _until(lambda: ready(url), 30, f"/readyz after {module}")
     assert proc.poll() is None  # it kept going
 
     def sent():
