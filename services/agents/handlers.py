@@ -10,6 +10,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.runtime.kv import Conflict
+from libs.runtime.locks import KeyedLocks
 from libs.runtime.service import Handler
 from services.agents.domain import meter, personas, roster
 from services.agents.domain.catalog import Catalog, Plan
@@ -32,25 +33,29 @@ class Handlers:
     ) -> None:
         self._store, self._trail, self._catalog = store, trail, catalog
         self._presets, self._clock = presets, clock
+        self._provisioning = KeyedLocks()
 
     async def provision(self, user: str, persona: str = "self") -> tuple[agents.Agent, bool]:
         """The person's agent, made if they have none; (agent, made now). Idempotent under
         any number of replicas and redeliveries: the pair key is created at most once."""
         agent = roster.personal_agent(user, persona, self._clock())
-        existing = await self._store.personal(agent.org, user)
-        if existing is not None:
-            return existing, False
-        if await self._persona(agent.org, persona) is None:
-            raise Refused("persona-not-found", 404, f"no persona {persona!r} in {agent.org}")
-        actor = agents_principal(agent.org)
-        async with self._trail.change(
-            agent.org, actor=actor, action="agents.personal.create", target=agent.id
-        ):
-            made = await self._store.create_personal(agent)
-        if not made:  # another replica, or the same event again, made it a moment ago
+        async with self._provisioning.hold(user):  # copies of one event, in turn
             existing = await self._store.personal(agent.org, user)
-            assert existing is not None
-            return existing, False
+            if existing is not None:
+                return existing, False
+            if await self._persona(agent.org, persona) is None:
+                raise Refused("persona-not-found", 404, f"no persona {persona!r} in {agent.org}")
+            actor = agents_principal(agent.org)
+            try:
+                async with self._trail.change(
+                    agent.org, actor=actor, action="agents.personal.create", target=agent.id
+                ):
+                    if not await self._store.create_personal(agent):
+                        raise Conflict(agent.id)  # another replica made it: recorded as failed
+            except Conflict:
+                existing = await self._store.personal(agent.org, user)
+                assert existing is not None
+                return existing, False
         return agent, True
 
     async def mine(self, _: agents.GetMine, p: Principal) -> agents.MyAgent:

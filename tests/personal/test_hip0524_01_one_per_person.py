@@ -3,6 +3,7 @@ account is, and no path creates a second."""
 
 import asyncio
 
+from libs.audit.reading import records
 from libs.contracts import agents
 from services.agents.main import serve as serve_agents
 from tests.personal.conftest import announce, consumed, eventually, problem
@@ -42,6 +43,11 @@ async def test_the_same_event_many_times_on_two_replicas_makes_one_agent(
     assert again == first
     bill = await (await api.get("/v1/billing", headers=people.root)).json()
     assert bill["capacity"]["personal_agents"] == 1
+    # one record of the one change: a copy that lost its race says so (issue 11.4)
+    found = await records(operator.jetstream(), people.org)
+    made = [r.n for r in found if r.action == "agents.personal.create"]
+    lost = [r.data["record"] for r in found if r.action == "agents.personal.create.failed"]
+    assert len(set(made) - set(lost)) == 1
 
 
 async def test_no_path_creates_a_second(api, operator, people):
