@@ -18,6 +18,7 @@ Handlers must therefore be safe to repeat.
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
 from nats.aio.msg import Msg
@@ -29,10 +30,14 @@ from libs.contracts.problem import Refused
 from libs.contracts.streams import dead_subject
 from libs.runtime.metrics import child
 
+if TYPE_CHECKING:
+    from libs.audit.trail import Trail
+
 __all__ = ["RETRY", "Consumer", "Retry"]
 
 _log = logging.getLogger(__name__)
 _BATCH = 256
+SYSTEM_ORG = "tether"  # the chain of what belongs to no org: the system's own acts
 DEAD_LETTERS = Counter(
     "tether_dead_letters", "Messages parked after every retry failed, by reader.", ["durable"]
 )
@@ -71,15 +76,17 @@ class Consumer:
         ack_wait: float = 30,
         retry: Retry = RETRY,
         dead: Callable[[Msg, str], Awaitable[None]] | None = None,
+        trail: "Trail | None" = None,
     ) -> None:
         """`in_order` handles one message at a time across every replica (max_ack_pending
         1), for a reader whose state depends on the order it reads in. A message a replica
         took and never acked goes to another after `ack_wait` seconds. `service` names the
-        reader's service where the durable is not named for it."""
+        reader's service where the durable is not named for it. With `trail`, every dead
+        letter is also a record on the system's own chain (org `tether`)."""
         self._js, self._stream, self._durable = js, stream, durable
         self._subjects, self._handle = list(subjects), handle
         self._pending = 1 if in_order else max_in_flight
-        self._ack_wait, self._retry, self._dead = ack_wait, retry, dead
+        self._ack_wait, self._retry, self._dead, self._trail = ack_wait, retry, dead, trail
         self._dead_subject = f"{dead_subject(service or durable)}.{durable}"
         self._slots = asyncio.Semaphore(self._pending)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -168,6 +175,14 @@ class Consumer:
             "Nats-Msg-Id": f"dead-{self._stream}-{seq}-{self._durable}",
         }
         await self._js.publish(self._dead_subject, msg.data, headers=headers)
+        if self._trail is not None:
+            await self._trail.append(
+                SYSTEM_ORG,
+                actor=None,
+                action="reader.dead_letter",
+                target=f"{self._stream}:{seq}",
+                data={"durable": self._durable, "subject": msg.subject, "error": error[:1000]},
+            )
         if self._dead is not None:
             await self._dead(msg, error)
         child(DEAD_LETTERS, self._durable).inc()

@@ -48,6 +48,7 @@ async def serve(svc: Service, model: Model, clock: Callable[[], datetime] = cloc
             durable=CONTRACT.name,
             subjects=[ACCOUNT_CREATED.name, MESSAGE_STORED.name],
             handle=answering.handle,
+            trail=trail,
         ),
         Consumer(
             svc.js,
@@ -57,6 +58,7 @@ async def serve(svc: Service, model: Model, clock: Callable[[], datetime] = cloc
             subjects=["agents.run.ended.>"],
             handle=Metering(store).handle,
             in_order=True,
+            trail=trail,
         ),
     ]
     await svc.serve(handlers.table(), readers)

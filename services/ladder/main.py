@@ -30,7 +30,8 @@ async def serve(
 ) -> None:
     """Serve the subjects, the windows' ends and the answers until `svc` is stopped."""
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
-    handlers = Handlers(svc.nc, store, Trail(svc.nc, service=CONTRACT.name), clock)
+    trail = Trail(svc.nc, service=CONTRACT.name)
+    handlers = Handlers(svc.nc, store, trail, clock)
 
     async def window_ended(msg: Msg) -> None:
         await handlers.window_ended(_fired.decode(msg.data))
@@ -52,6 +53,7 @@ async def serve(
             handle=window_ended,
             retry=retry,
             dead=window_failed,
+            trail=trail,
         ),
         Consumer(
             svc.js,
@@ -59,6 +61,7 @@ async def serve(
             durable=CONTRACT.name,
             subjects=[ANSWER_STORED.name],
             handle=answered,
+            trail=trail,
         ),
     ]
     await svc.serve(handlers.table(), readers)

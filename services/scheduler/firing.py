@@ -15,6 +15,7 @@ from datetime import datetime
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
+from libs.audit.trail import Trail
 from libs.contracts.scheduler import ENGINE
 from libs.runtime.consumer import Consumer
 from libs.runtime.kv import Conflict
@@ -42,7 +43,7 @@ class Firing:
         self._timers, self._engine, self._lateness = timers, engine, lateness
         self._clock = clock
 
-    def consumer(self, js: JetStreamContext) -> Consumer:
+    def consumer(self, js: JetStreamContext, *, trail: Trail | None = None) -> Consumer:
         """The due messages, shared by every replica. A fire holds its message un-acked for
         up to ARM_EARLY, so many are in hand at once; one a dead replica held comes back
         after ten seconds."""
@@ -54,6 +55,7 @@ class Firing:
             handle=self.fire,
             max_in_flight=_IN_FLIGHT,
             ack_wait=10,
+            trail=trail,
         )
 
     async def forget_handled(self) -> None:

@@ -4,6 +4,7 @@ import asyncio
 import re
 from datetime import UTC, datetime, timedelta
 
+from libs.audit.trail import Trail
 from libs.contracts import SERVICES
 from libs.contracts.principal import Principal
 from libs.contracts.scheduler import CONTRACT, Schedule
@@ -38,7 +39,10 @@ async def serve(svc: Service, targets: dict[str, tuple[str, ...]] | None = None)
     lateness = Lateness()
     handlers = Handlers(timers, engine, lateness, targets=targets, clock=clock)
     firing = Firing(timers, engine, lateness, clock=clock)
-    serving = asyncio.create_task(svc.serve(handlers.table(), [firing.consumer(svc.js)]))
+    trail = Trail(svc.nc, service=CONTRACT.name)
+    serving = asyncio.create_task(
+        svc.serve(handlers.table(), [firing.consumer(svc.js, trail=trail)])
+    )
     housekeeping = asyncio.create_task(firing.forget_handled())
     try:
         await probe(handlers, svc.settings.replica)

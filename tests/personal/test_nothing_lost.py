@@ -99,6 +99,9 @@ async def test_rooms_down_past_every_retry_fails_the_window_and_parks_the_fire(
     assert [m for m in bobs if m["author_kind"] == "agent"] == []
     records = await audit_records(js, people.org)  # the failure is on the org's trail
     assert [r.target for r in records if r.action == "ladder.window.failed"] == [window["id"]]
+    parked = f"TIMERS:{dead.headers['Tether-Dead-Seq']}"  # and the dead letter on the system's
+    system = await audit_records(js, "tether")
+    assert [r.action for r in system if r.target == parked] == ["reader.dead_letter"]
 
 
 async def _ok(request) -> bool:
