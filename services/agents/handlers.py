@@ -19,7 +19,6 @@ from services.agents.store import AgentStore
 __all__ = ["Handlers"]
 
 Clock = Callable[[], datetime]
-_ATTEMPTS = 32
 
 
 class Handlers:
@@ -99,15 +98,9 @@ class Handlers:
         """Onto the org's roster by compare-and-set, so concurrent creates never pass the
         plan's capacity together."""
         plan_name, plan = await self._plan(agent.org)
-        for _ in range(_ATTEMPTS):
-            current, revision = await self._store.roster(agent.org)
-            admitted = roster.admit(current, agent, plan, plan_name)
-            try:
-                await self._store.put_roster(agent.org, admitted, revision)
-                return
-            except Conflict:
-                continue
-        raise Refused("roster-contended", 503, f"{agent.org}'s roster is busy; retry")
+        await self._store.change_roster(
+            agent.org, lambda current: roster.admit(current, agent, plan, plan_name)
+        )
 
     async def preferences(self, _: agents.GetPreferences, p: Principal) -> agents.Preferences:
         _refuse_agents(p, "read preferences; the agent reads them only when it drafts")

@@ -9,6 +9,7 @@ Keys in `agents`:
 `agents-meter` `<org>.<YYYY-MM>`. Every key that holds a person's thing names the person.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -20,7 +21,7 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.agents import METER, Agent, Persona, Preferences
 from libs.contracts.base import key_token
-from libs.runtime.kv import Conflict, current, open_bucket, write_at
+from libs.runtime.kv import Conflict, current, open_bucket, swap, write_at
 from libs.runtime.service import ensure_stream
 from services.agents.domain.meter import MeterMonth
 from services.agents.domain.roster import Roster
@@ -66,8 +67,12 @@ class AgentStore:
         found = await _get(self._agents, f"roster.{org}")
         return (Roster(), 0) if found is None else (_roster.decode(found[0]), found[1])
 
-    async def put_roster(self, org: str, roster: Roster, revision: int) -> None:
-        await _swap(self._agents, f"roster.{org}", roster, revision)
+    async def change_roster(self, org: str, change: Callable[[Roster], Roster]) -> Roster:
+        """The org's roster after `change`, written by compare-and-set."""
+        _, after = await swap(
+            self._agents, f"roster.{org}", change, decode=_roster.decode, default=Roster()
+        )
+        return after
 
     async def plan(self, org: str) -> str:
         found = await _get(self._agents, f"plan.{org}")
