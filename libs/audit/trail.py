@@ -14,6 +14,7 @@ from nats.aio.client import Client
 
 from libs.contracts.audit import APPEND, Append, AuditRecord
 from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.calls import call
 
 __all__ = ["AuditUnavailable", "Trail"]
@@ -21,8 +22,9 @@ __all__ = ["AuditUnavailable", "Trail"]
 _log = logging.getLogger(__name__)
 
 
-class AuditUnavailable(Exception):
-    """The record could not be written, so the change it records must not happen."""
+class AuditUnavailable(Unavailable):
+    """The record could not be written, so the change it records must not happen. It is a
+    transient failure (503): asking again may succeed."""
 
 
 class Trail:
@@ -77,4 +79,5 @@ class Trail:
                 self._nc, APPEND, request, caller=self._service, timeout=self._timeout
             )
         except Exception as exc:
-            raise AuditUnavailable(f"audit record for {org} not written: {exc!r}") from exc
+            detail = f"audit record for {org} not written: {exc!r}"
+            raise AuditUnavailable(Refused("audit-unavailable", 503, detail).problem) from exc
