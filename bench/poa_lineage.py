@@ -3,7 +3,8 @@ the same run on the same nats-server: 200 concurrent acts across 10 sibling gran
 root, every act allowed and written, 10 rounds each.
 
     lineage    one compare-and-set on the root's ledger charges the act to the child and
-               the root together (writes to one tree taken in turn within the replica)
+               the root together (libs.runtime.kv.swap: writes to one key taken in turn
+               within the replica)
     per grant  the earlier way: each child's own ledger, a compare-and-set per act,
                retried on a conflict; the root's limits never see the siblings' spending
 
@@ -25,9 +26,8 @@ from bench.common import ROOT, percentile, stack
 from libs.contracts import codec
 from libs.contracts.permissions import inbox_prefix
 from libs.runtime.kv import open_bucket
-from libs.runtime.locks import KeyedLocks
 from services.poa.domain import ALLOW, ledger, verify
-from services.poa.store import Conflict, LedgerStore
+from services.poa.store import LedgerStore
 
 VECTORS = json.loads((ROOT / "vectors" / "poa-1.3-official.json").read_text())
 SIBLINGS, CONCURRENT, ROUNDS = 10, 200, 10
@@ -60,22 +60,21 @@ def _tree() -> tuple[dict, list[dict], dict]:
 
 async def lineage(store: LedgerStore, root: dict, child: dict, envelope: dict, org: str) -> None:
     """The poa service's act path, without the audit record."""
-    async with LOCKS.hold(f"{org}.ada.{root['grant_id']}"):
-        while True:
-            books, revision = await store.get(org, "ada", root["grant_id"], "2026-10")
-            own = ledger.state(books.of(child["grant_id"]), NOW, revoked=False)
-            decision = verify(child, [root], envelope, own)
-            assert decision.decision == ALLOW, decision
-            crossed = ledger.first_crossed([("poa_8c21", root)], envelope, decision, books, NOW)
-            assert crossed is None, crossed
-            after = ledger.charge(
-                books, [root["grant_id"], child["grant_id"]], envelope, NOW, official=True
-            )
-            try:
-                await store.put(org, "ada", root["grant_id"], after, revision)
-                return
-            except Conflict:
-                continue
+    chain = [(root["grant_id"], root), (child["grant_id"], child)]
+    before, after = await store.change(
+        org,
+        "ada",
+        root["grant_id"],
+        "2026-10",
+        lambda books: ledger.acted(
+            books,
+            ledger.decided(chain, envelope, books, NOW, revoked=False),
+            [id_ for id_, _ in chain],
+            envelope,
+            NOW,
+        ),
+    )
+    assert after != before, "every act is allowed"
 
 
 async def per_grant(kv, root: dict, child: dict, envelope: dict, org: str) -> None:
@@ -128,7 +127,6 @@ async def measure(act, name: str) -> dict[str, float]:
     }
 
 
-LOCKS = KeyedLocks()
 PER_GRANT = codec.decoder(ledger.Ledger)
 
 

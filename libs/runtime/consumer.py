@@ -1,24 +1,25 @@
 """Reading a stream with a durable pull consumer shared by a service's replicas.
 
-Each message is handled once it is fetched; it is acked when its handler returns. What
-happens when the handler fails depends on the failure, never confused:
+Each message is read into a Struct (`read`; `events` reads JSON by subject) and handed to
+its handler, which branches on it with `match`; it is acked when the handler returns. What
+happens when that fails depends on the failure, never confused:
 
-- a refusal (it cannot be decoded, or the handler raised a 4xx `Refused`): asking again
+- a refusal (it cannot be read, or the handler raised a 4xx `Refused`): asking again
   gets the same answer, so it is dropped, logged;
 - a transient failure (`Unavailable`, a 5xx `Refused`, any other exception, a replica that
   died holding it): redelivered, to this or another replica, after a delay that doubles
   from `Retry.first_s` up to `Retry.most_s`; after `Retry.attempts` deliveries it is
   parked on the DEAD stream (`tether.dead.<service>.<durable>`, headers naming where it
   came from and why), counted, logged, and handed to `dead` so its owner can record it
-  and tell the person whose thing it was.
+  and tell the person whose thing it was (`dead` gets the message as read, and why).
 
 Handlers must therefore be safe to repeat.
 """
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
 from nats.aio.msg import Msg
@@ -33,7 +34,9 @@ from libs.runtime.metrics import child
 if TYPE_CHECKING:
     from libs.audit.trail import Trail
 
-__all__ = ["RETRY", "Consumer", "Retry"]
+__all__ = ["RETRY", "Consumer", "Retry", "events"]
+
+T = TypeVar("T")
 
 _log = logging.getLogger(__name__)
 _BATCH = 256
@@ -61,7 +64,31 @@ class Retry(msgspec.Struct, frozen=True):
 RETRY = Retry()
 
 
-class Consumer:
+def events(types: Mapping[str, type]) -> Callable[[Msg], Any]:
+    """Read each message as the JSON Struct its subject carries: `types` maps a subject (a
+    filter such as `agents.run.ended.>` is matched token by token) to its type."""
+    decoders = {subject: msgspec.json.Decoder(t) for subject, t in types.items()}
+
+    def read(msg: Msg) -> Any:
+        for subject, decoder in decoders.items():
+            if _matches(subject, msg.subject):
+                return decoder.decode(msg.data)
+        raise msgspec.ValidationError(f"no event is read from {msg.subject}")
+
+    return read
+
+
+def _matches(filter_: str, subject: str) -> bool:
+    want, got = filter_.split("."), subject.split(".")
+    for i, token in enumerate(want):
+        if token == ">":
+            return len(got) > i
+        if i >= len(got) or token not in ("*", got[i]):
+            return False
+    return len(want) == len(got)
+
+
+class Consumer(Generic[T]):
     def __init__(
         self,
         js: JetStreamContext,
@@ -69,13 +96,14 @@ class Consumer:
         stream: str,
         durable: str,
         subjects: Sequence[str],
-        handle: Callable[[Msg], Awaitable[None]],
+        read: Callable[[Msg], T],
+        handle: Callable[[T], Awaitable[None]],
         service: str | None = None,
         in_order: bool = False,
         max_in_flight: int = 64,
         ack_wait: float = 30,
         retry: Retry = RETRY,
-        dead: Callable[[Msg, str], Awaitable[None]] | None = None,
+        dead: Callable[[T, str], Awaitable[None]] | None = None,
         trail: "Trail | None" = None,
     ) -> None:
         """`in_order` handles one message at a time across every replica (max_ack_pending
@@ -84,7 +112,7 @@ class Consumer:
         reader's service where the durable is not named for it. With `trail`, every dead
         letter is also a record on the system's own chain (org `tether`)."""
         self._js, self._stream, self._durable = js, stream, durable
-        self._subjects, self._handle = list(subjects), handle
+        self._subjects, self._read, self._handle = list(subjects), read, handle
         self._pending = 1 if in_order else max_in_flight
         self._ack_wait, self._retry, self._dead, self._trail = ack_wait, retry, dead, trail
         self._dead_subject = f"{dead_subject(service or durable)}.{durable}"
@@ -133,7 +161,7 @@ class Consumer:
     async def _one(self, msg: Msg) -> None:
         where = {"subject": msg.subject, "durable": self._durable}
         try:
-            await self._handle(msg)
+            await self._handle(self._read(msg))
             await msg.ack()
             return
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -184,7 +212,7 @@ class Consumer:
                 data={"durable": self._durable, "subject": msg.subject, "error": error[:1000]},
             )
         if self._dead is not None:
-            await self._dead(msg, error)
+            await self._dead(self._read(msg), error)
         child(DEAD_LETTERS, self._durable).inc()
         _log.error(
             "gave up after every retry; parked as a dead letter",

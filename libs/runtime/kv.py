@@ -1,7 +1,8 @@
 """A KV bucket's entries: what it holds now under a key filter, and the one way to change
-an entry that must not race (a compare-and-set, retried a bounded number of times)."""
+an entry that must not race (a compare-and-set, retried a bounded number of times; a
+stream's compare-and-set is retried by the same rule)."""
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
@@ -15,9 +16,10 @@ from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.direct import DirectGetUnavailable, batch_get
 from libs.runtime.locks import KeyedLocks
 
-__all__ = ["Conflict", "Record", "current", "open_bucket", "swap", "write_at"]
+__all__ = ["Conflict", "Record", "current", "open_bucket", "retried", "swap", "write_at"]
 
 T = TypeVar("T")
+R = TypeVar("R")
 Record = Callable[[Any, Any], AbstractAsyncContextManager[object]]
 _writers = KeyedLocks()
 
@@ -44,37 +46,52 @@ async def swap(
     *,
     decode: Callable[[bytes], T],
     default: T,
+    write: Callable[[T, int], Awaitable[object]] | None = None,
     record: Record | None = None,
     attempts: int = 16,
 ) -> tuple[T, T]:
     """Read the entry (`default` if none), apply the pure `change`, write the result at the
     revision read, and retry on a conflict: `(before, after)`. A change that changes
-    nothing writes and records nothing.
+    nothing writes and records nothing; one that refuses raises, and nothing is written.
+
+    `write(after, revision)` replaces the plain write (JSON at the revision) for an entry
+    stored otherwise; it raises Conflict when it loses.
 
     `record(before, after)` is an async context manager around the write (the audit
     trail's `change`): the record is made before the write, and a write that loses is
     marked failed there. Writers of one key in this process take turns, so only a writer in
     another replica can make one lose; a lost race is then decided again, and recorded
     again only if it still changes something."""
-    async with _writers.hold(f"{kv._name}.{key}"):
-        for _ in range(attempts):
-            try:
-                entry = await kv.get(key)
-                before, revision = decode(entry.value or b""), entry.revision
-            except KeyNotFoundError:
-                before, revision = default, 0
-            after = change(before)
-            if after == before:
-                return before, after
-            try:
-                if record is None:
-                    await write_at(kv, key, codec.encode(after), revision)
-                else:
-                    async with record(before, after):
-                        await write_at(kv, key, codec.encode(after), revision)
-            except Conflict:
-                continue
+    put = write or (lambda value, revision: write_at(kv, key, codec.encode(value), revision))
+
+    async def attempt() -> tuple[T, T]:
+        try:
+            entry = await kv.get(key)
+            before, revision = decode(entry.value or b""), entry.revision
+        except KeyNotFoundError:
+            before, revision = default, 0
+        after = change(before)
+        if after == before:
             return before, after
+        if record is None:
+            await put(after, revision)
+        else:
+            async with record(before, after):
+                await put(after, revision)
+        return before, after
+
+    async with _writers.hold(f"{kv._name}.{key}"):
+        return await retried(attempt, key, attempts=attempts)
+
+
+async def retried(attempt: Callable[[], Awaitable[R]], key: str, *, attempts: int = 16) -> R:
+    """`attempt()`, again while it loses a compare-and-set (raises Conflict), at most
+    `attempts` times; then a transient failure, for the caller to try later."""
+    for _ in range(attempts):
+        try:
+            return await attempt()
+        except Conflict:
+            continue
     raise Unavailable(Refused("contended", 503, f"{key} kept changing; retry").problem)
 
 

@@ -14,10 +14,9 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
 from nats.aio.client import Client
-from nats.aio.msg import Msg
 
 from libs.contracts import codec, ladder, rooms
-from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
+from libs.contracts.accounts import AccountCreated
 from libs.contracts.agents import Agent, Persona, RunEnded, RunStarted
 from libs.contracts.base import home_org
 from libs.runtime.calls import call
@@ -30,8 +29,6 @@ from services.agents.store import AgentStore
 __all__ = ["Answering"]
 
 _log = logging.getLogger(__name__)
-_account = codec.decoder(AccountCreated)
-_stored = codec.decoder(rooms.MessageStored)
 _HISTORY = 20
 
 
@@ -48,15 +45,13 @@ class Answering:
         self._nc, self._js, self._store = nc, nc.jetstream(), store
         self._handlers, self._model, self._presets, self._clock = handlers, model, presets, clock
 
-    async def handle(self, msg: Msg) -> None:
-        if msg.subject == ACCOUNT_CREATED.name:
-            event = _account.decode(msg.data)
-            agent, made = await self._handlers.provision(event.user)
-            _log.info("account provisioned", extra={"agent": agent.id, "made": made})
-        elif msg.subject == rooms.MESSAGE_STORED.name:
-            stored = _stored.decode(msg.data)
-            if stored.answerer is not None:
-                await self.answer(stored)
+    async def handle(self, event: AccountCreated | rooms.MessageStored) -> None:
+        match event:
+            case AccountCreated(user=user):
+                agent, made = await self._handlers.provision(user)
+                _log.info("account provisioned", extra={"agent": agent.id, "made": made})
+            case rooms.MessageStored(answerer=str()):
+                await self.answer(event)
 
     async def answer(self, stored: rooms.MessageStored) -> None:
         agent = await self._agent(stored.answerer or "", stored.org)

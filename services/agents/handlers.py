@@ -118,8 +118,8 @@ class Handlers:
         _admin(p, "read the org's bill")
         month_name = req.month or self._clock().strftime("%Y-%m")
         plan_name, plan = await self._plan(p.org)
-        held, _ = await self._store.roster(p.org)
-        month, _ = await self._store.meter(p.org, month_name)
+        held = await self._store.roster(p.org)
+        month = await self._store.meter(p.org, month_name)
         rate = self._catalog.runtime.agent_hour_usd
         seconds = sum(m.seconds for m in month.agents.values())
         return agents.Billing(

@@ -5,11 +5,11 @@ from datetime import UTC, datetime
 from importlib.resources import files
 
 from libs.audit.trail import Trail
-from libs.contracts.accounts import ACCOUNT_CREATED
+from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
 from libs.contracts.agents import CONTRACT, METER, Persona
-from libs.contracts.rooms import MESSAGE_STORED
+from libs.contracts.rooms import MESSAGE_STORED, MessageStored
 from libs.contracts.streams import EVENTS
-from libs.runtime.consumer import Consumer
+from libs.runtime.consumer import Consumer, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.agents.answering import Answering
@@ -47,6 +47,7 @@ async def serve(svc: Service, model: Model, clock: Callable[[], datetime] = cloc
             stream=EVENTS.name,
             durable=CONTRACT.name,
             subjects=[ACCOUNT_CREATED.name, MESSAGE_STORED.name],
+            read=events({ACCOUNT_CREATED.name: AccountCreated, MESSAGE_STORED.name: MessageStored}),
             handle=answering.handle,
             trail=trail,
         ),
@@ -56,6 +57,7 @@ async def serve(svc: Service, model: Model, clock: Callable[[], datetime] = cloc
             durable="meter",
             service=CONTRACT.name,
             subjects=["agents.run.ended.>"],
+            read=Metering.read,
             handle=Metering(store).handle,
             in_order=True,
             trail=trail,

@@ -10,7 +10,6 @@ Keys in `agents`:
 """
 
 from collections.abc import Callable
-from typing import Any
 
 import msgspec
 from nats.js import JetStreamContext
@@ -46,7 +45,7 @@ class AgentStore:
 
     async def personal(self, org: str, user: str) -> Agent | None:
         found = await _get(self._agents, f"personal.{org}.{key_token(user)}")
-        return None if found is None else _agent.decode(found[0])
+        return None if found is None else _agent.decode(found)
 
     async def create_personal(self, agent: Agent) -> bool:
         """True if made now; False if the person already had their agent."""
@@ -58,14 +57,14 @@ class AgentStore:
 
     async def org_agent(self, org: str, agent_id: str) -> Agent | None:
         found = await _get(self._agents, f"org.{org}.{key_token(agent_id)}")
-        return None if found is None else _agent.decode(found[0])
+        return None if found is None else _agent.decode(found)
 
     async def create_org_agent(self, agent: Agent) -> bool:
         return await _create(self._agents, f"org.{agent.org}.{key_token(agent.id)}", agent)
 
-    async def roster(self, org: str) -> tuple[Roster, int]:
+    async def roster(self, org: str) -> Roster:
         found = await _get(self._agents, f"roster.{org}")
-        return (Roster(), 0) if found is None else (_roster.decode(found[0]), found[1])
+        return Roster() if found is None else _roster.decode(found)
 
     async def change_roster(self, org: str, change: Callable[[Roster], Roster]) -> Roster:
         """The org's roster after `change`, written by compare-and-set."""
@@ -76,7 +75,7 @@ class AgentStore:
 
     async def plan(self, org: str) -> str:
         found = await _get(self._agents, f"plan.{org}")
-        return "free" if found is None else found[0].decode()
+        return "free" if found is None else found.decode()
 
     async def set_plan(self, org: str, plan: str) -> None:
         await self._agents.put(f"plan.{org}", plan.encode())
@@ -90,19 +89,26 @@ class AgentStore:
 
     async def preferences(self, org: str, user: str) -> Preferences:
         found = await _get(self._preferences, f"{org}.{key_token(user)}")
-        return Preferences() if found is None else _preferences.decode(found[0])
+        return Preferences() if found is None else _preferences.decode(found)
 
     async def put_preferences(self, org: str, user: str, preferences: Preferences) -> None:
         await self._preferences.put(f"{org}.{key_token(user)}", codec.encode(preferences))
 
-    async def meter(self, org: str, month: str) -> tuple[MeterMonth, int]:
+    async def meter(self, org: str, month: str) -> MeterMonth:
         found = await _get(self._meter, f"{org}.{month}")
-        return (
-            (MeterMonth(month=month), 0) if found is None else (_meter.decode(found[0]), found[1])
-        )
+        return MeterMonth(month=month) if found is None else _meter.decode(found)
 
-    async def put_meter(self, org: str, month: MeterMonth, revision: int) -> None:
-        await _swap(self._meter, f"{org}.{month.month}", month, revision)
+    async def change_meter(
+        self, org: str, month: str, change: Callable[[MeterMonth], MeterMonth]
+    ) -> None:
+        """The org's month after `change`, written by compare-and-set."""
+        await swap(
+            self._meter,
+            f"{org}.{month}",
+            change,
+            decode=_meter.decode,
+            default=MeterMonth(month=month),
+        )
 
 
 async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
@@ -114,12 +120,12 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
     return AgentStore(js, buckets)
 
 
-async def _get(kv: KeyValue, key: str) -> tuple[bytes, int] | None:
+async def _get(kv: KeyValue, key: str) -> bytes | None:
     try:
         entry = await kv.get(key)
     except KeyNotFoundError:
         return None
-    return (entry.value, entry.revision) if entry.value else None
+    return entry.value or None
 
 
 async def _create(kv: KeyValue, key: str, value: msgspec.Struct) -> bool:
@@ -128,7 +134,3 @@ async def _create(kv: KeyValue, key: str, value: msgspec.Struct) -> bool:
     except Conflict:
         return False
     return True
-
-
-async def _swap(kv: KeyValue, key: str, value: Any, revision: int) -> None:
-    await write_at(kv, key, codec.encode(value), revision)

@@ -10,9 +10,8 @@ from datetime import datetime
 from libs.audit.chain import Link, seal
 from libs.contracts import audit
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
-from libs.runtime.kv import Conflict
+from libs.runtime.kv import retried
 from libs.runtime.locks import KeyedLocks
 from libs.runtime.service import Handler
 from services.audit.store import ChainStore
@@ -20,7 +19,6 @@ from services.audit.store import ChainStore
 __all__ = ["Handlers"]
 
 Clock = Callable[[], datetime]
-_ATTEMPTS = 16
 
 
 class Handlers:
@@ -43,17 +41,16 @@ class Handlers:
             data=req.data,
         )
         async with self._locks.hold(req.org):
-            for _ in range(_ATTEMPTS):
-                seq, link = self._tails.get(req.org) or await self._store.tail(req.org)
-                record = seal(draft, after=link)
-                try:
-                    seq = await self._store.append(record, after_seq=seq)
-                except Conflict:  # another replica appended first
-                    self._tails.pop(req.org, None)
-                    continue
-                self._tails[req.org] = (seq, Link(record.n, record.hash))
-                return record
-        raise Refused("audit-contended", 503, f"the chain of {req.org} kept moving; retry")
+            return await retried(lambda: self._append(draft), req.org)
+
+    async def _append(self, draft: audit.AuditRecord) -> audit.AuditRecord:
+        """Sealed after the tail this replica last wrote; one that loses to another replica
+        leaves no tail here, so the next attempt reads it."""
+        seq, link = self._tails.pop(draft.org, None) or await self._store.tail(draft.org)
+        record = seal(draft, after=link)
+        seq = await self._store.append(record, after_seq=seq)
+        self._tails[draft.org] = (seq, Link(record.n, record.hash))
+        return record
 
     def table(self) -> Mapping[Subject, Handler]:
         return {audit.APPEND: self.append}

@@ -3,22 +3,16 @@
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from nats.aio.msg import Msg
-
 from libs.audit.trail import Trail
-from libs.contracts import codec
 from libs.contracts.ladder import CONTRACT
 from libs.contracts.rooms import ANSWER_STORED, MessageStored
 from libs.contracts.scheduler import Fired
 from libs.contracts.streams import EVENTS, TIMERS, timer_subject
-from libs.runtime.consumer import RETRY, Consumer, Retry
+from libs.runtime.consumer import RETRY, Consumer, Retry, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.ladder.handlers import WINDOW_END, Handlers
 from services.ladder.store import open_store
-
-_fired = codec.decoder(Fired)
-_stored = codec.decoder(MessageStored)
 
 
 def clock() -> datetime:
@@ -32,27 +26,23 @@ async def serve(
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
     trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(svc.nc, store, trail, clock)
+    window_end = timer_subject(CONTRACT.name, WINDOW_END)
 
-    async def window_ended(msg: Msg) -> None:
-        await handlers.window_ended(_fired.decode(msg.data))
-
-    async def window_failed(msg: Msg, error: str) -> None:
-        await handlers.window_failed(_fired.decode(msg.data), error)
-
-    async def answered(msg: Msg) -> None:
-        event = _stored.decode(msg.data)
-        if event.answers is not None and event.choice is not None:
-            await handlers.answered(event.room, event.answers, event.choice)
+    async def answered(event: MessageStored) -> None:
+        match event:
+            case MessageStored(room=room, answers=int(seq), choice=choice) if choice is not None:
+                await handlers.answered(room, seq, choice)
 
     readers = [
         Consumer(
             svc.js,
             stream=TIMERS.name,
             durable=CONTRACT.name,
-            subjects=[timer_subject(CONTRACT.name, WINDOW_END)],
-            handle=window_ended,
+            subjects=[window_end],
+            read=events({window_end: Fired}),
+            handle=handlers.window_ended,
             retry=retry,
-            dead=window_failed,
+            dead=handlers.window_failed,
             trail=trail,
         ),
         Consumer(
@@ -60,6 +50,7 @@ async def serve(
             stream=EVENTS.name,
             durable=CONTRACT.name,
             subjects=[ANSWER_STORED.name],
+            read=events({ANSWER_STORED.name: MessageStored}),
             handle=answered,
             trail=trail,
         ),

@@ -15,16 +15,17 @@ from collections.abc import Callable
 import msgspec
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.ladder import LadderSettings, Level, PendingWindow
 from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
+from services.ladder.domain.confirmations import Confirmation
 from services.ladder.domain.levels import salvage
 
-__all__ = ["Confirmation", "Held", "LadderStore", "open_store"]
+__all__ = ["Held", "LadderStore", "open_store"]
 
 
 class Held(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -33,18 +34,6 @@ class Held(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     person: str
     transport: str | None
     window: PendingWindow
-
-
-class Confirmation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    id: str
-    org: str
-    room: str
-    person: str
-    question_seq: int
-    reply_to: int
-    candidates: tuple[str, ...]
-    state: str = "open"  # open | picked | edited | declined
-    sent_seq: int | None = None
 
 
 _log = logging.getLogger(__name__)
@@ -63,6 +52,10 @@ def _settings_of(raw: bytes) -> LadderSettings:
         return salvaged
 
 
+def _ceiling_of(raw: bytes) -> Level | None:
+    return raw.decode() or None  # type: ignore[return-value]
+
+
 _settings = codec.decoder(LadderSettings)
 _any = msgspec.json.Decoder().decode
 _held = codec.decoder(Held)
@@ -73,11 +66,9 @@ class LadderStore:
     def __init__(self, kv: KeyValue) -> None:
         self._kv = kv
 
-    async def settings(self, person: str) -> tuple[LadderSettings, int]:
+    async def settings(self, person: str) -> LadderSettings:
         found = await self._get(f"settings.{key_token(person)}")
-        if found is None:
-            return LadderSettings(), 0
-        return _settings_of(found[0]), found[1]
+        return LadderSettings() if found is None else _settings_of(found)
 
     async def change_settings(
         self, person: str, change: Callable[[LadderSettings], LadderSettings], *, record: Record
@@ -89,19 +80,24 @@ class LadderStore:
             self._kv, key, change, decode=_settings_of, default=LadderSettings(), record=record
         )
 
-    async def ceiling(self, org: str) -> tuple[Level | None, int]:
+    async def ceiling(self, org: str) -> Level | None:
         found = await self._get(f"ceiling.{org}")
-        return (None, 0) if found is None else (found[0].decode(), found[1])  # type: ignore[return-value]
+        return None if found is None else _ceiling_of(found)
 
-    async def put_ceiling(self, org: str, level: Level | None, revision: int) -> None:
-        """Compare-and-set; None lifts the ceiling."""
-        if level is not None:
-            await self._swap(f"ceiling.{org}", level.encode(), revision)
-            return
-        try:
-            await self._kv.delete(f"ceiling.{org}", last=revision or None)
-        except KeyWrongLastSequenceError as exc:
-            raise Conflict(org) from exc
+    async def change_ceiling(
+        self, org: str, level: Level | None, *, record: Record
+    ) -> tuple[Level | None, Level | None]:
+        """Set the org's ceiling, or lift it (None, stored as nothing)."""
+        key = f"ceiling.{org}"
+        return await swap(
+            self._kv,
+            key,
+            lambda _: level,
+            decode=_ceiling_of,
+            default=None,
+            write=lambda level, revision: write_at(self._kv, key, (level or "").encode(), revision),
+            record=record,
+        )
 
     async def hold(self, held: Held) -> bool:
         """True if held now; False if this window was already held."""
@@ -113,24 +109,40 @@ class LadderStore:
         await self._kv.put(_open_key(window.org, held.person, window.id), held.person.encode())
         return True
 
-    async def held(self, person: str, window_id: str) -> tuple[Held, int] | None:
+    async def held(self, person: str, window_id: str) -> Held | None:
         found = await self._get(_window_key(person, window_id))
-        return None if found is None else (_held.decode(found[0]), found[1])
+        return None if found is None else _held.decode(found)
 
-    async def windows(self, person: str) -> list[tuple[Held, int]]:
+    async def windows(self, person: str) -> list[Held]:
         entries = await current(self._kv, _window_key(person, "*"))
-        return [(_held.decode(e.value), e.revision) for e in entries]
+        return [_held.decode(e.value) for e in entries]
 
     async def open_in(self, org: str) -> list[tuple[str, str]]:
         """(person, window id) of every open window in rooms of `org`."""
         entries = await current(self._kv, f"open.{org}.*.*")
         return [(e.value.decode(), e.key.rsplit(".", 1)[1]) for e in entries]
 
-    async def replace(self, held: Held, revision: int) -> None:
-        """Compare-and-set; a window that closes leaves the org's open index."""
-        await self._swap(_window_key(held.person, held.window.id), codec.encode(held), revision)
-        if held.window.state != "open":
-            await self._kv.delete(_open_key(held.window.org, held.person, held.window.id))
+    async def change_window(
+        self,
+        person: str,
+        window_id: str,
+        change: Callable[[Held | None], Held | None],
+        *,
+        record: Record | None = None,
+    ) -> tuple[Held | None, Held | None]:
+        """The window before and after `change`, by compare-and-set; a window that closes
+        leaves the org's open index."""
+        before, after = await swap(
+            self._kv,
+            _window_key(person, window_id),
+            change,
+            decode=_held.decode,
+            default=None,
+            record=record,
+        )
+        if before is not None and after is not None and after.window.state != "open":
+            await self._kv.delete(_open_key(after.window.org, person, window_id))
+        return before, after
 
     async def ask(self, confirmation: Confirmation) -> None:
         c = confirmation
@@ -145,31 +157,42 @@ class LadderStore:
         found = await self._get(f"asked.{room}.{seq}")
         if found is None:
             return None
-        person, _, id_ = found[0].decode().rpartition(" ")
+        person, _, id_ = found.decode().rpartition(" ")
         return person, id_
 
-    async def confirmation(self, person: str, id_: str) -> tuple[Confirmation, int] | None:
+    async def confirmation(self, person: str, id_: str) -> Confirmation | None:
         found = await self._get(_confirm_key(person, id_))
-        return None if found is None else (_confirmation.decode(found[0]), found[1])
+        return None if found is None else _confirmation.decode(found)
 
     async def confirmations(self, person: str) -> list[Confirmation]:
         entries = await current(self._kv, _confirm_key(person, "*"))
         return [_confirmation.decode(e.value) for e in entries]
 
-    async def settle(self, confirmation: Confirmation, revision: int) -> int:
-        """Compare-and-set; the new revision."""
-        c = confirmation
-        return await self._swap(_confirm_key(c.person, c.id), codec.encode(c), revision)
+    async def change_confirmation(
+        self,
+        person: str,
+        id_: str,
+        change: Callable[[Confirmation], Confirmation],
+        *,
+        record: Record | None = None,
+    ) -> Confirmation | None:
+        """The confirmation after `change`, by compare-and-set; None if there is none."""
+        _, after = await swap(
+            self._kv,
+            _confirm_key(person, id_),
+            lambda c: None if c is None else change(c),
+            decode=_confirmation.decode,
+            default=None,
+            record=record,
+        )
+        return after
 
-    async def _get(self, key: str) -> tuple[bytes, int] | None:
+    async def _get(self, key: str) -> bytes | None:
         try:
             entry = await self._kv.get(key)
         except KeyNotFoundError:
             return None
-        return (entry.value or b"", entry.revision)
-
-    async def _swap(self, key: str, value: bytes, revision: int) -> int:
-        return await write_at(self._kv, key, value, revision)
+        return entry.value or b""
 
 
 async def open_store(js: JetStreamContext, *, replicas: int = 1) -> LadderStore:

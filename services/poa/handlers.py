@@ -1,6 +1,7 @@
 """One handler per `tether.poa.*` subject: load, ask the domain, record, save, reply."""
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 
 from libs.audit.trail import Trail
@@ -9,7 +10,6 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.runtime.kv import Conflict
-from libs.runtime.locks import KeyedLocks
 from libs.runtime.service import Handler
 from services.poa.domain import ALLOW, contain, grants, ledger, verify
 from services.poa.domain.reading import identity, obj
@@ -18,13 +18,11 @@ from services.poa.store import GrantStore, LedgerStore
 __all__ = ["Handlers"]
 
 Clock = Callable[[], datetime]
-_ATTEMPTS = 64
 
 
 class Handlers:
     def __init__(self, grants_: GrantStore, ledger_: LedgerStore, trail: Trail, clock: Clock):
         self._grants, self._ledger, self._trail, self._clock = grants_, ledger_, trail, clock
-        self._writing = KeyedLocks()  # acts on one tree, one at a time in this replica
 
     async def verify(self, req: poa.VerifyRequest, _: Principal) -> poa.Decision:
         return verify(req.grant, req.parents, req.envelope, req.state)
@@ -38,87 +36,78 @@ class Handlers:
         return record
 
     async def delegate(self, req: poa.DelegateGrant, p: Principal) -> poa.GrantRecord:
-        parent, _ = await self._mine(p, req.id)
+        parent = await self._mine(p, req.id)
         record = grants.child(parent, req.child, p, self._clock())
         await self._create(record, p, "poa.grant.delegate")
         return record
 
     async def list_mine(self, _: poa.ListGrants, p: Principal) -> poa.GrantList:
         found = await self._grants.of_owner(p.org, p.sub)
-        return poa.GrantList(grants=sorted((r for r, _ in found), key=lambda r: r.issued_at))
+        return poa.GrantList(grants=sorted(found, key=lambda r: r.issued_at))
 
     async def get(self, req: poa.GrantRef, p: Principal) -> poa.GrantRecord:
-        record, _ = await self._mine(p, req.id)
+        record = await self._mine(p, req.id)
         return record
 
     async def revoke(self, req: poa.GrantRef, p: Principal) -> poa.GrantRecord:
         """The grant and every descendant; verification also reads revocation up the lineage,
         so a descendant is revoked at once even while this loop is still marking it."""
         mine = await self._grants.of_owner(p.org, p.sub)
-        target = next(((r, rev) for r, rev in mine if r.id == req.id), None)
+        target = next((r for r in mine if r.id == req.id), None)
         if target is None:
             raise Refused("grant-not-found", 404, f"you have no grant {req.id}")
-        below = grants.descendants(req.id, [r for r, _ in mine])
+        below = grants.descendants(req.id, mine)
         now = self._clock()
         data = {"descendants": [r.id for r in below]}
         async with self._trail.change(
             p.org, actor=p, action="poa.grant.revoke", target=req.id, data=data
         ):
-            for record, revision in [target, *((r, rev) for r, rev in mine if r in below)]:
-                try:
-                    await self._grants.replace(grants.revoked(record, now), revision)
-                except Conflict as exc:
-                    raise Refused(
-                        "grant-changed", 409, f"{record.id} changed while revoking; revoke again"
-                    ) from exc
-        return grants.revoked(target[0], now)
+            for record in [target, *below]:
+                await self._grants.change(record, lambda r: grants.revoked(r, now))
+        return grants.revoked(target, now)
 
     async def act(self, req: poa.ActRequest, p: Principal) -> poa.ActOutcome:
         """Decided on the grant's own ledger and every ancestor's, then charged to the whole
         chain in one compare-and-set on the root's ledger."""
-        record, _ = await self._mine(p, req.id)
+        record = await self._mine(p, req.id)
         actor = identity(obj(req.envelope.get("invocation")).get("actor"))
         if p.act is None or actor != p.act:
             raise Refused("actor-not-caller", 403, "invocation.actor must be the agent calling")
         lineage = await self._lineage(p, record)
-        chain = [*lineage, record]
-        revoked = any(r.revoked for r in chain)
-        root = chain[0].id
-        async with self._writing.hold(f"{p.org}.{p.sub}.{root}"):
-            for _ in range(_ATTEMPTS):
-                now = self._clock()
-                books, revision = await self._ledger.get(p.org, p.sub, root, ledger.month_of(now))
-                own = ledger.state(books.of(record.id), now, revoked=revoked)
-                decision = verify(record.grant, [r.grant for r in lineage], req.envelope, own)
-                if decision.decision == ALLOW:
-                    ancestors = [(r.id, r.grant) for r in lineage]
-                    decision = (
-                        ledger.first_crossed(ancestors, req.envelope, decision, books, now)
-                        or decision
-                    )
-                data = {
-                    "decision": decision.decision,
-                    "rule_id": decision.rule_id,
-                    "act_id": decision.act_id,
-                }
-                if decision.decision != ALLOW:
-                    await self._trail.append(
-                        p.org, actor=p, action="poa.act.decide", target=record.id, data=data
-                    )
-                    return _outcome(decision, books.of(record.id), now, recorded=False)
-                official = decision.rule_id == "standing_within_limits"
-                after = ledger.charge(
-                    books, [r.id for r in chain], req.envelope, now, official=official
-                )
-                try:
-                    async with self._trail.change(
-                        p.org, actor=p, action="poa.act.record", target=record.id, data=data
-                    ):
-                        await self._ledger.put(p.org, p.sub, root, after, revision)
-                except Conflict:
-                    continue  # another replica recorded an act first: decide again
-                return _outcome(decision, after.of(record.id), now, recorded=True)
-        raise Refused("ledger-contended", 503, f"{record.id}: too many acts at once; retry")
+        chain = [(r.id, r.grant) for r in (*lineage, record)]
+        ids = [id_ for id_, _ in chain]
+        revoked = record.revoked or any(r.revoked for r in lineage)
+        now = self._clock()
+
+        def decided(books: ledger.RootLedger) -> poa.Decision:
+            return ledger.decided(chain, req.envelope, books, now, revoked=revoked)
+
+        def recorded(
+            before: ledger.RootLedger, _: ledger.RootLedger
+        ) -> AbstractAsyncContextManager[object]:
+            return self._trail.change(
+                p.org,
+                actor=p,
+                action="poa.act.record",
+                target=record.id,
+                data=_data(decided(before)),
+            )
+
+        before, after = await self._ledger.change(
+            p.org,
+            p.sub,
+            ids[0],
+            ledger.month_of(now),
+            lambda books: ledger.acted(books, decided(books), ids, req.envelope, now),
+            record=recorded,
+        )
+        decision = decided(before)  # the books the act was decided on
+        if decision.decision == ALLOW:
+            return _outcome(decision, after.of(record.id), now, recorded=True)
+        await self._trail.append(
+            p.org, actor=p, action="poa.act.decide", target=record.id, data=_data(decision)
+        )
+        return _outcome(decision, before.of(record.id), now, recorded=False)
 
     def table(self) -> Mapping[Subject, Handler]:
         return {
@@ -132,7 +121,7 @@ class Handlers:
             poa.ACT: self.act,
         }
 
-    async def _mine(self, p: Principal, grant_id: str) -> tuple[poa.GrantRecord, int]:
+    async def _mine(self, p: Principal, grant_id: str) -> poa.GrantRecord:
         found = await self._grants.get(p.org, p.sub, grant_id)
         if found is None:
             raise Refused("grant-not-found", 404, f"you have no grant {grant_id}")
@@ -153,8 +142,8 @@ class Handlers:
             found = await self._grants.get(p.org, p.sub, parent_id)
             if found is None:
                 break  # the verifier denies a chain link with no parent (V7)
-            lineage.insert(0, found[0])
-            parent_id = found[0].parent_id
+            lineage.insert(0, found)
+            parent_id = found.parent_id
         return lineage
 
 
@@ -167,3 +156,7 @@ def _outcome(
         spent_month_usd=str(month.spent_usd),
         binding_acts_today=month.binding_on(now),
     )
+
+
+def _data(decision: poa.Decision) -> dict[str, object]:
+    return {"decision": decision.decision, "rule_id": decision.rule_id, "act_id": decision.act_id}

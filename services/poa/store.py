@@ -4,6 +4,8 @@ Keys are `<org>.<owner>.<grant id>[.<month>]`, so every read names the person: a
 without the owner cannot even be written.
 """
 
+from collections.abc import Callable
+
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
 from nats.js.errors import KeyNotFoundError
@@ -12,7 +14,7 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.poa import GrantRecord
-from libs.runtime.kv import current, open_bucket, write_at
+from libs.runtime.kv import Record, current, open_bucket, swap, write_at
 from services.poa.domain.ledger import RootLedger
 
 __all__ = ["GrantStore", "LedgerStore", "open_stores"]
@@ -37,46 +39,52 @@ class GrantStore:
     def __init__(self, kv: KeyValue) -> None:
         self._kv = kv
 
-    async def get(self, org: str, owner: str, grant_id: str) -> tuple[GrantRecord, int] | None:
+    async def get(self, org: str, owner: str, grant_id: str) -> GrantRecord | None:
         try:
             entry = await self._kv.get(_key(org, owner, grant_id))
         except KeyNotFoundError:
             return None
-        if entry.value is None:
-            return None
-        return _grant.decode(entry.value), entry.revision
+        return None if entry.value is None else _grant.decode(entry.value)
 
     async def create(self, record: GrantRecord) -> None:
         await write_at(self._kv, _key(record.org, record.owner, record.id), codec.encode(record), 0)
 
-    async def replace(self, record: GrantRecord, revision: int) -> None:
+    async def change(
+        self, record: GrantRecord, change: Callable[[GrantRecord], GrantRecord]
+    ) -> GrantRecord:
+        """The grant after `change`, by compare-and-set on the grant as stored now."""
         key = _key(record.org, record.owner, record.id)
-        await write_at(self._kv, key, codec.encode(record), revision)
+        _, after = await swap(self._kv, key, change, decode=_grant.decode, default=record)
+        return after
 
-    async def of_owner(self, org: str, owner: str) -> list[tuple[GrantRecord, int]]:
+    async def of_owner(self, org: str, owner: str) -> list[GrantRecord]:
         entries = await current(self._kv, _key(org, owner, "*"))
-        return [(_grant.decode(e.value), e.revision) for e in entries]
+        return [_grant.decode(e.value) for e in entries]
 
 
 class LedgerStore:
     def __init__(self, kv: KeyValue) -> None:
         self._kv = kv
 
-    async def get(self, org: str, owner: str, root_id: str, month: str) -> tuple[RootLedger, int]:
-        """The month's ledger of root grant `root_id`'s tree and its revision; an empty one
-        at revision 0 if none."""
-        try:
-            entry = await self._kv.get(_key(org, owner, root_id, month))
-        except KeyNotFoundError:
-            return RootLedger(month=month), 0
-        return _ledger.decode(entry.value), entry.revision
-
-    async def put(
-        self, org: str, owner: str, root_id: str, books: RootLedger, revision: int
-    ) -> None:
-        """Compare-and-set: Conflict if the ledger changed since `revision` was read."""
-        await write_at(
-            self._kv, _key(org, owner, root_id, books.month), codec.encode(books), revision
+    async def change(
+        self,
+        org: str,
+        owner: str,
+        root_id: str,
+        month: str,
+        change: Callable[[RootLedger], RootLedger],
+        *,
+        record: Record | None = None,
+    ) -> tuple[RootLedger, RootLedger]:
+        """The month's ledger of root grant `root_id`'s tree before and after `change`, by
+        compare-and-set (an empty one if none)."""
+        return await swap(
+            self._kv,
+            _key(org, owner, root_id, month),
+            change,
+            decode=_ledger.decode,
+            default=RootLedger(month=month),
+            record=record,
         )
 
 

@@ -13,6 +13,7 @@ Keys in `rooms-lines`:
 """
 
 import asyncio
+from collections.abc import Callable
 
 import msgspec
 from nats.aio.client import Client
@@ -22,9 +23,18 @@ from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.base import key_token
-from libs.contracts.rooms import ROOMS, Draft, Message, Room, Transport
+from libs.contracts.rooms import (
+    ANSWER_STORED,
+    MESSAGE_STORED,
+    ROOMS,
+    Draft,
+    Message,
+    MessageStored,
+    Room,
+    Transport,
+)
 from libs.runtime.direct import batch_get
-from libs.runtime.kv import Conflict, current, open_bucket, write_at
+from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
 from libs.runtime.service import ensure_stream
 from services.rooms.domain.claims import Claim
 
@@ -105,6 +115,15 @@ class RoomStore:
         ack = await self._js.publish(subject, codec.encode(message), headers=headers)
         return msgspec.structs.replace(message, seq=ack.seq)
 
+    async def announce(self, message: Message, live: str, event: MessageStored) -> None:
+        """A stored message, heard live on `live`, and its event for the services that
+        answer it (a repeat of one seq is dropped by the stream)."""
+        await self._nc.publish(live, codec.encode(message))
+        subject = MESSAGE_STORED if event.answers is None else ANSWER_STORED
+        await self._js.publish(
+            subject.name, codec.encode(event), headers={"Nats-Msg-Id": f"stored-{event.seq}"}
+        )
+
     async def message(
         self, org: str, room_id: str, seq: int, *, reader: str | None = None
     ) -> Message | None:
@@ -169,19 +188,25 @@ class RoomStore:
         except Conflict:
             found = await self.draft(draft.person, draft.room, draft.id)
             assert found is not None
-            return found[0]
+            return found
 
-    async def draft(self, person: str, room_id: str, draft_id: str) -> tuple[Draft, int] | None:
+    async def draft(self, person: str, room_id: str, draft_id: str) -> Draft | None:
         found = await _get(self._rooms, _draft_key(person, room_id, draft_id))
-        return None if found is None else (_draft.decode(found[0]), found[1])
+        return None if found is None else _draft.decode(found[0])
 
     async def drafts(self, person: str, room_id: str) -> list[Draft]:
         entries = await current(self._rooms, _draft_key(person, room_id, "*"))
         return [_draft.decode(e.value) for e in entries]
 
-    async def replace_draft(self, draft: Draft, revision: int) -> None:
+    async def change_draft(
+        self, draft: Draft, change: Callable[[Draft], Draft], *, record: Record | None = None
+    ) -> Draft:
+        """The draft as stored after `change`, by compare-and-set."""
         key = _draft_key(draft.person, draft.room, draft.id)
-        await write_at(self._rooms, key, codec.encode(draft), revision)
+        _, after = await swap(
+            self._rooms, key, change, decode=_draft.decode, default=draft, record=record
+        )
+        return after
 
     async def claim_answer(self, room_id: str, seq: int) -> bool:
         try:
@@ -195,17 +220,21 @@ class RoomStore:
 
     # lines: claims, then connected lines
 
-    async def claim(self, person: str, transport: str) -> tuple[Claim, int] | None:
-        found = await _get(self._lines, _claim_key(person, transport))
-        return None if found is None else (_claim.decode(found[0]), found[1])
+    async def put_claim(self, claim: Claim) -> None:
+        """A new claim replaces any earlier one."""
+        await self._lines.put(_claim_key(claim.person, claim.transport), codec.encode(claim))
 
-    async def put_claim(self, claim: Claim, revision: int | None = None) -> None:
-        """A new claim replaces any earlier one; with `revision`, a compare-and-set."""
-        key = _claim_key(claim.person, claim.transport)
-        if revision is None:
-            await self._lines.put(key, codec.encode(claim))
-            return
-        await write_at(self._lines, key, codec.encode(claim), revision)
+    async def change_claim(
+        self, person: str, transport: str, change: Callable[[Claim], Claim]
+    ) -> tuple[Claim | None, Claim | None]:
+        """The claim before and after `change`, by compare-and-set (none: none)."""
+        return await swap(
+            self._lines,
+            _claim_key(person, transport),
+            lambda claim: None if claim is None else change(claim),
+            decode=_claim.decode,
+            default=None,
+        )
 
     async def drop_claim(self, person: str, transport: str) -> None:
         await self._lines.delete(_claim_key(person, transport))

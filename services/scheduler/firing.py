@@ -12,16 +12,14 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
-from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from libs.audit.trail import Trail
 from libs.contracts.scheduler import ENGINE
 from libs.runtime.consumer import Consumer
-from libs.runtime.kv import Conflict
 from services.scheduler import domain
 from services.scheduler.resolution import Lateness
-from services.scheduler.store import Engine, Timers, due_parts
+from services.scheduler.store import Due, Engine, Timers, due
 
 __all__ = ["Firing"]
 
@@ -52,6 +50,7 @@ class Firing:
             stream=ENGINE.name,
             durable=_DURABLE,
             subjects=["scheduler.due.>"],
+            read=due,
             handle=self.fire,
             max_in_flight=_IN_FLIGHT,
             ack_wait=10,
@@ -68,30 +67,22 @@ class Firing:
             except Exception:  # housekeeping; the next round will do it
                 _log.warning("purge of handled due messages failed", exc_info=True)
 
-    async def fire(self, msg: Msg) -> None:
+    async def fire(self, when: Due) -> None:
         """Hold until the exact due time, then settle; raising re-delivers it."""
-        owner, key, timer_id, due_at = due_parts(msg.subject, msg.headers)
-        hold = (due_at - self._clock()).total_seconds()
+        hold = (when.due_at - self._clock()).total_seconds()
         if hold > 0:  # armed early by at most ARM_EARLY: hold the rest, still un-acked
             await asyncio.sleep(hold)
-        await self._settle(owner, key, timer_id)
+        await self._settle(when.owner, when.key, when.timer_id)
 
     async def _settle(self, owner: str, key: str, timer_id: str) -> None:
-        while True:
-            found = await self._timers.get(owner, key)
-            if found is None:
-                return
-            timer, revision = found
-            if timer.state == "fired" and timer.id == timer_id:
-                break  # fired before a crash; deliver again, the Msg-Id drops a repeat
-            fired = domain.fire(timer, timer_id, now=self._clock())
-            if fired is None:
-                return  # canceled, replaced, or fired: the loser of the race does nothing
-            try:
-                await self._timers.put(fired, revision)
-            except Conflict:
-                continue
-            timer = fired
-            self._lateness.record(fired.late_ms or 0.0)
-            break
+        # The time is read as the timer is decided, after its read: a fire held up by a
+        # bus that was down is marked as late as it really is.
+        before, timer = await self._timers.change(
+            owner, key, lambda t: t and (domain.fire(t, timer_id, now=self._clock()) or t)
+        )
+        if timer is None or timer.state != "fired" or timer.id != timer_id:
+            return  # canceled, replaced, or gone: the loser of the race does nothing
+        if timer != before:
+            self._lateness.record(timer.late_ms or 0.0)
+        # One fired before a crash is delivered again: the Msg-Id drops a repeat.
         await self._engine.deliver(domain.delivery(timer), timer_id)

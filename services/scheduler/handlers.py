@@ -9,7 +9,6 @@ from libs.contracts import scheduler as contract
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
-from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler
 from services.scheduler import domain
 from services.scheduler.resolution import Lateness
@@ -19,7 +18,6 @@ __all__ = ["Handlers"]
 
 Clock = Callable[[], datetime]
 _log = logging.getLogger(__name__)
-_ATTEMPTS = 16
 
 
 class Handlers:
@@ -37,47 +35,40 @@ class Handlers:
 
     async def schedule(self, req: contract.Schedule, p: Principal) -> contract.Timer:
         owner = domain.owner_of(p)
-        for _ in range(_ATTEMPTS):
-            now = self._clock()
-            timer = domain.scheduled(
-                req, owner, self._targets.get(owner, ()), now=now, timer_id=uuid.uuid4().hex
-            )
-            found = await self._timers.get(owner, req.key)
-            # Armed before it is recorded: a recorded pending timer always has its schedule.
-            await self._engine.arm(timer, domain.armed_at(timer))
-            try:
-                await self._timers.put(timer, found[1] if found else 0)
-            except Conflict:
-                await self._engine.disarm(timer)
-                continue
-            if found is not None and found[0].state == "pending":
-                await self._engine.disarm(found[0])  # rescheduled: the old one is stale
-            return timer
-        raise Refused("timer-contended", 503, f"{req.key}: changed too often at once; retry")
+        timer = domain.scheduled(
+            req, owner, self._targets.get(owner, ()), now=self._clock(), timer_id=uuid.uuid4().hex
+        )
+        # Armed before it is recorded: a recorded pending timer always has its schedule.
+        await self._engine.arm(timer, domain.armed_at(timer))
+        try:
+            before, _ = await self._timers.change(owner, req.key, lambda _: timer)
+        except Exception:
+            await self._engine.disarm(timer)
+            raise
+        if before is not None and before.state == "pending":
+            await self._engine.disarm(before)  # rescheduled: the old one is stale
+        return timer
 
     async def cancel(self, req: contract.Cancel, p: Principal) -> contract.Canceled:
         owner = domain.owner_of(p)
-        for _ in range(_ATTEMPTS):
-            found = await self._timers.get(owner, req.key)
-            if found is None:
+
+        def cancel(timer: contract.Timer | None) -> contract.Timer:
+            if timer is None:
                 raise Refused("timer-not-found", 404, f"{owner} has no timer {req.key}")
-            timer, revision = found
-            canceled, outcome = domain.cancel(timer)
-            if canceled is not None:
-                try:
-                    await self._timers.put(canceled, revision)
-                except Conflict:
-                    continue  # it fired or was rescheduled meanwhile: decide again
-                await self._engine.disarm(timer)
-            return contract.Canceled(key=req.key, outcome=outcome)  # type: ignore[arg-type]
-        raise Refused("timer-contended", 503, f"{req.key}: changed too often at once; retry")
+            return domain.cancel(timer)[0] or timer
+
+        before, after = await self._timers.change(owner, req.key, cancel)
+        assert before is not None
+        if after != before:
+            await self._engine.disarm(before)
+        return contract.Canceled(key=req.key, outcome=domain.cancel(before)[1])  # type: ignore[arg-type]
 
     async def get(self, req: contract.GetTimer, p: Principal) -> contract.Timer:
         owner = domain.owner_of(p)
         found = await self._timers.get(owner, req.key)
         if found is None:
             raise Refused("timer-not-found", 404, f"{owner} has no timer {req.key}")
-        return found[0]
+        return found
 
     async def list_mine(self, req: contract.ListTimers, p: Principal) -> contract.TimerList:
         timers = await self._timers.of_owner(domain.owner_of(p), req.prefix)

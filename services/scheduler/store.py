@@ -6,8 +6,11 @@ firing into `scheduler.due.<owner>.<key>.<id>`. The KV record is the truth; a du
 whose id is not the record's is a replaced schedule and does nothing.
 """
 
+from collections.abc import Callable
 from datetime import datetime
 
+import msgspec
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StreamConfig
 from nats.js.errors import (
@@ -21,10 +24,10 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.scheduler import ENGINE, Fired, Timer
 from libs.contracts.streams import timer_subject
-from libs.runtime.kv import Conflict, current, open_bucket
+from libs.runtime.kv import Conflict, current, open_bucket, swap
 from libs.runtime.service import ensure_shared_streams
 
-__all__ = ["Engine", "Timers", "due_parts", "open_store"]
+__all__ = ["Due", "Engine", "Timers", "due", "open_store"]
 
 _BUCKET = "scheduler-timers"
 _DUE_AT = "Tether-Due-At"
@@ -56,15 +59,29 @@ class Timers:
     def __init__(self, js: JetStreamContext, kv: KeyValue) -> None:
         self._js, self._kv = js, kv
 
-    async def get(self, owner: str, key: str) -> tuple[Timer, int] | None:
+    async def get(self, owner: str, key: str) -> Timer | None:
         try:
             entry = await self._kv.get(f"{owner}.{key}")
         except KeyNotFoundError:
             return None
-        return (_timer.decode(entry.value), entry.revision) if entry.value else None
+        return _timer.decode(entry.value) if entry.value else None
 
-    async def put(self, timer: Timer, revision: int) -> int:
+    async def change(
+        self, owner: str, key: str, change: Callable[[Timer | None], Timer | None]
+    ) -> tuple[Timer | None, Timer | None]:
+        """The timer before and after `change`, by compare-and-set."""
+        return await swap(
+            self._kv,
+            f"{owner}.{key}",
+            change,
+            decode=lambda raw: _timer.decode(raw) if raw else None,
+            default=None,
+            write=self._put,
+        )
+
+    async def _put(self, timer: Timer | None, revision: int) -> int:
         """Compare-and-set on `revision` (0: the key must be new); terminal states expire."""
+        assert timer is not None, "a timer is never removed, only settled"
         headers = {"Nats-Expected-Last-Subject-Sequence": str(revision)}
         if timer.state != "pending":
             headers["Nats-TTL"] = _KEEP_DONE
@@ -129,8 +146,19 @@ class Engine:
             await self._js.purge_stream(ENGINE.name, subject="scheduler.due.>", seq=floor + 1)
 
 
-def due_parts(subject: str, headers: dict[str, str] | None) -> tuple[str, str, str, datetime]:
-    """(owner, key, timer id, due_at) of a due message."""
-    tokens = subject.split(".")
-    owner, key, timer_id = tokens[2], ".".join(tokens[3:-1]), tokens[-1]
-    return owner, key, timer_id, datetime.fromisoformat((headers or {})[_DUE_AT])
+class Due(msgspec.Struct, frozen=True):
+    """A due message: its timer, and the time it is due."""
+
+    owner: str
+    key: str
+    timer_id: str
+    due_at: datetime
+
+
+def due(msg: Msg) -> Due:
+    """The due message as its subject and header say."""
+    tokens = msg.subject.split(".")
+    due_at = (msg.headers or {}).get(_DUE_AT)
+    if len(tokens) < 5 or due_at is None:
+        raise msgspec.ValidationError(f"{msg.subject} is not a due message")
+    return Due(tokens[2], ".".join(tokens[3:-1]), tokens[-1], datetime.fromisoformat(due_at))

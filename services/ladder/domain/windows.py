@@ -1,4 +1,12 @@
-"""Windows: which are offered, and the life of one pending send (hip-0524 §5, §9)."""
+"""Windows: which are offered, and the life of one pending send (hip-0524 §5, §9).
+
+A window is `open` until its end or the person's act. At its end it goes (`sending`, then
+`sent` once the room has it, or `failed` when every try to deliver it failed) or, below
+send, is `canceled`; the person may instead have `edited`, `replaced` or `stopped` it. A
+window `sending` when its replica died goes again at the next try of its end: the
+delivery's key stores it once. Every function here returns the window as it is after the
+event, the same window when the event changes nothing.
+"""
 
 from datetime import datetime, timedelta
 from typing import Literal
@@ -6,10 +14,30 @@ from typing import Literal
 import msgspec
 
 from libs.contracts.ladder import PendingWindow, Window, WindowOption
+from libs.contracts.problem import Refused
 
-__all__ = ["SECONDS", "End", "at_end", "close", "offered", "seconds_left", "statement"]
+__all__ = [
+    "MOVES",
+    "SECONDS",
+    "delivered",
+    "ended",
+    "failed",
+    "lowered",
+    "offered",
+    "seconds_left",
+    "statement",
+    "taken_over",
+]
 
 SECONDS: dict[str, int] = {"instant": 0, "1m": 60, "5m": 300, "15m": 900, "1h": 3600}
+
+# The only moves a window makes; every other state is settled.
+MOVES: dict[str, frozenset[str]] = {
+    "open": frozenset({"sending", "canceled", "edited", "replaced", "stopped", "failed"}),
+    "sending": frozenset({"sent", "failed"}),
+}
+
+Act = Literal["edited", "replaced", "stopped"]
 
 
 def statement(window: Window) -> str:
@@ -28,25 +56,51 @@ def offered(resolution_ms: float) -> list[WindowOption]:
     ]
 
 
-def close(window: PendingWindow, state: str, sent_seq: int | None = None) -> PendingWindow:
-    return msgspec.structs.replace(window, state=state, sent_seq=sent_seq)
-
-
 def seconds_left(window: PendingWindow, now: datetime) -> PendingWindow:
     left = max(0.0, (window.due_at - now) / timedelta(seconds=1))
     return msgspec.structs.replace(window, seconds_left=round(left, 3))
 
 
-End = Literal["send", "cancel", "nothing"]
-
-
-def at_end(window: PendingWindow, level: str) -> End:
-    """What a window's end does (§9: the level is read again): at send an open window goes,
-    below send it is canceled; one already `sending` (its delivery failed or its replica
-    died) goes again, the delivery's key storing it once; any other state is the person's
-    act or a settled end, and nothing happens."""
-    if window.state == "sending":
-        return "send"
+def ended(window: PendingWindow, level: str) -> PendingWindow:
+    """The window's end (§9: the level is read again): at send an open window goes, below
+    send it is canceled; one already `sending` goes again."""
     if window.state != "open":
-        return "nothing"
-    return "send" if level == "send" else "cancel"
+        return window
+    return _move(window, "sending" if level == "send" else "canceled")
+
+
+def lowered(window: PendingWindow, level: str) -> PendingWindow:
+    """The level was lowered (or a ceiling set): an open window no longer at send is
+    canceled at once."""
+    if window.state != "open" or level == "send":
+        return window
+    return _move(window, "canceled")
+
+
+def delivered(window: PendingWindow, sent_seq: int) -> PendingWindow:
+    """The room stored the window's message as `sent_seq`."""
+    if window.state != "sending":
+        return window
+    return _move(window, "sent", sent_seq)
+
+
+def failed(window: PendingWindow) -> PendingWindow:
+    """Every try to deliver the window failed: nothing was sent."""
+    if window.state not in MOVES:
+        return window
+    return _move(window, "failed")
+
+
+def taken_over(window: PendingWindow | None, act: Act, window_id: str) -> PendingWindow:
+    """The person edits, replaces or stops their agent's send; only an open window can be
+    taken over."""
+    if window is None:
+        raise Refused("window-not-found", 404, f"you have no pending send {window_id}")
+    if window.state != "open":
+        raise Refused("window-closed", 409, f"{window_id} was {window.state}")
+    return _move(window, act)
+
+
+def _move(window: PendingWindow, state: str, sent_seq: int | None = None) -> PendingWindow:
+    assert state in MOVES.get(window.state, ()), f"{window.state} → {state}"
+    return msgspec.structs.replace(window, state=state, sent_seq=sent_seq)

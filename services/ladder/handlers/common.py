@@ -5,6 +5,7 @@ into a room (the rooms service stores it once per key)."""
 import asyncio
 import hashlib
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 
 import msgspec
@@ -13,20 +14,20 @@ from nats.aio.client import Client
 from libs.audit.trail import Trail
 from libs.contracts import rooms, scheduler
 from libs.contracts.base import home_org
+from libs.contracts.ladder import PendingWindow
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.calls import call
-from libs.runtime.kv import Conflict
+from libs.runtime.kv import Record
 from services.ladder.domain import windows
 from services.ladder.domain.levels import effective
 from services.ladder.store import Held, LadderStore
 
-__all__ = ["ATTEMPTS", "ME", "WINDOW_END", "Ladder", "WindowEnd", "closed_as", "reply_key"]
+__all__ = ["ME", "WINDOW_END", "Ladder", "WindowEnd", "moved", "reply_key"]
 
 Clock = Callable[[], datetime]
 ME = "ladder"
 WINDOW_END = "window_end"
-ATTEMPTS = 32
 
 
 class WindowEnd(msgspec.Struct, frozen=True):
@@ -72,14 +73,14 @@ class Ladder:
         return measured.resolution_ms
 
     async def _level(self, held: Held) -> str:
-        settings, _ = await self._store.settings(held.person)
-        ceiling, _ = await self._store.ceiling(held.window.org)
+        settings = await self._store.settings(held.person)
+        ceiling = await self._store.ceiling(held.window.org)
         return effective(settings, ceiling, held.window.room, held.transport)
 
     async def _cancel_below_send(self, person: str) -> int:
         open_ = [
             (person, h.window.id)
-            for h, _ in await self._store.windows(person)
+            for h in await self._store.windows(person)
             if h.window.state == "open"
         ]
         return await self._cancel_all_below_send(open_)
@@ -96,78 +97,65 @@ class Ladder:
 
     async def _cancel_if_below_send(self, person: str, window_id: str) -> int:
         """Cancel the window if its level is no longer send; 1 if this call canceled it."""
-        for _ in range(ATTEMPTS):
-            found = await self._store.held(person, window_id)
-            if found is None or found[0].window.state != "open":
-                return 0
-            held, revision = found
-            if await self._level(held) == "send":
-                return 0
-            if not await self._close(held, revision, "canceled", "ladder.window.cancel"):
-                continue
-            await self._cancel_timer(window_id)
-            return 1
-        raise Refused("window-contended", 503, f"{window_id} is changing; lower again")
+        held = await self._store.held(person, window_id)
+        if held is None or held.window.state != "open":
+            return 0
+        level = await self._level(held)  # the room and transport never change
+        before, after = await self._store.change_window(
+            person, window_id, moved(windows.lowered, level), record=self._recorded()
+        )
+        if before == after:
+            return 0
+        await self._cancel_timer(window_id)
+        return 1
 
     async def _cancel_timer(self, window_id: str) -> None:
         """The window's state already says it will not send; this only spares the fire."""
         await call(self._nc, scheduler.CANCEL, scheduler.Cancel(key=f"w.{window_id}"), caller=ME)
 
-    async def _deliver(
-        self,
-        org: str,
-        room: str,
-        person: str,
-        reply_to: int,
-        kind: str,
-        key: str,
-        text: str,
-        **fields: object,
-    ) -> rooms.Message:
-        deliver = msgspec.convert(
-            {
-                "org": org,
-                "room": room,
-                "person": person,
-                "kind": kind,
-                "text": text,
-                "key": key,
-                "reply_to": reply_to,
-                **fields,
-            },
-            rooms.Deliver,
-        )
+    async def _deliver(self, deliver: rooms.Deliver) -> rooms.Message:
         return await call(self._nc, rooms.DELIVER, deliver, caller=ME)
 
-    async def _close(
-        self,
-        held: Held,
-        revision: int,
-        state: str,
-        action: str,
-        *,
-        actor: Principal | None = None,
-        data: dict[str, object] | None = None,
-    ) -> bool:
-        """The window moved to `state` by one compare-and-set, recorded before it; False if
-        another writer moved it first (the record then says `.failed`)."""
-        w = held.window
-        try:
-            async with self._trail.change(
+    def _recorded(self, actor: Principal | None = None, **data: object) -> Record:
+        """A window's move, recorded before it is written under the action its new state
+        names (a lost race is marked failed and decided again)."""
+
+        def record(_: Held | None, after: Held | None) -> AbstractAsyncContextManager[object]:
+            assert after is not None
+            w = after.window
+            return self._trail.change(
                 w.org,
                 actor=actor,
-                action=action,
+                action=_ACTION[w.state],
                 target=w.id,
-                data={"person": held.person, "room": w.room, **(data or {})},
-            ):
-                await self._store.replace(closed_as(held, state), revision)
-        except Conflict:
-            return False
-        return True
+                data={"person": after.person, "room": w.room, **data},
+            )
+
+        return record
 
 
-def closed_as(held: Held, state: str, sent_seq: int | None = None) -> Held:
-    return msgspec.structs.replace(held, window=windows.close(held.window, state, sent_seq))
+_ACTION = {
+    "sending": "ladder.window.send",
+    "sent": "ladder.window.sent",
+    "canceled": "ladder.window.cancel",
+    "edited": "ladder.window.edited",
+    "replaced": "ladder.window.replaced",
+    "stopped": "ladder.window.stopped",
+    "failed": "ladder.window.failed",
+}
+
+
+def moved(
+    move: Callable[..., PendingWindow], *args: object
+) -> Callable[[Held | None], Held | None]:
+    """A domain move of the window, applied to the window as held (none held: nothing)."""
+
+    def change(held: Held | None) -> Held | None:
+        if held is None:
+            return None
+        return msgspec.structs.replace(held, window=move(held.window, *args))
+
+    return change
 
 
 def reply_key(person: str, room: str, reply_to: int) -> str:

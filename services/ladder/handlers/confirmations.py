@@ -1,13 +1,14 @@
 """Confirmations: the questions asked of the person, and what their answer sends
 (hip-0524 §6)."""
 
-import msgspec
+from contextlib import AbstractAsyncContextManager
 
 from libs.contracts import ladder, rooms
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.calls import call
-from libs.runtime.kv import Conflict
+from services.ladder.domain import confirmations
+from services.ladder.domain.confirmations import Confirmation
 from services.ladder.handlers.common import ME, Ladder
 
 __all__ = ["Confirmations"]
@@ -34,10 +35,9 @@ class Confirmations(Ladder):
     async def confirm(self, req: ladder.ConfirmationAnswer, p: Principal) -> ladder.Routed:
         """Answer in the room (the answer is stored there, as if given there), then act."""
         person = await self._person(p, "answer a confirmation")
-        found = await self._store.confirmation(person, req.id)
-        if found is None:
+        c = await self._store.confirmation(person, req.id)
+        if c is None:
             raise Refused("confirmation-not-found", 404, f"you have no confirmation {req.id}")
-        c = found[0]
         answer = rooms.AnswerQuestion(id=c.room, seq=c.question_seq, choice=req.choice)
         me = Principal(org=c.org, sub=person)
         stored: rooms.Message = await call(self._nc, rooms.ANSWER, answer, caller=ME, principal=me)
@@ -51,50 +51,34 @@ class Confirmations(Ladder):
         return ladder.Routed(decision=level, confirmation=c.id, sent_seq=sent)
 
     async def answered(self, room: str, seq: int, choice: rooms.Choice) -> int | None:
-        """A confirmation's answer, however it came: the chosen text leaves once."""
+        """A confirmation's answer, however it came: the first answer stands, and what it
+        sends leaves once."""
         asked = await self._store.asked(room, seq)
         if asked is None:
             return None  # a question that is not a ladder's confirmation
-        found = await self._store.confirmation(*asked)
-        if found is None:
+        person, id_ = asked
+
+        def record(_: Confirmation, after: Confirmation) -> AbstractAsyncContextManager[object]:
+            return self._trail.change(
+                after.org,
+                actor=Principal(org=after.org, sub=after.person),
+                action="ladder.confirmation.answer",
+                target=after.id,
+                data={"outcome": after.state, "room": after.room},
+            )
+
+        c = await self._store.change_confirmation(
+            person, id_, lambda c: confirmations.answer(c, choice), record=record
+        )
+        if c is None:
             return None
-        c, revision = found
         if c.sent_seq is not None:
             return c.sent_seq  # carried out already
-        outcome = {rooms.Pick: "picked", rooms.Edit: "edited", rooms.Decline: "declined"}
-        settled = msgspec.structs.replace(c, state=outcome[type(choice)])
-        try:
-            async with self._trail.change(
-                c.org,
-                actor=Principal(org=c.org, sub=c.person),
-                action="ladder.confirmation.answer",
-                target=c.id,
-                data={"outcome": settled.state, "room": c.room},
-            ):
-                revision = await self._store.settle(settled, revision)
-        except Conflict:
-            found = await self._store.confirmation(*asked)  # settled by the other path
-            assert found is not None
-            settled, revision = found
-        match choice:
-            case rooms.Pick(option=i):
-                sent = await self._deliver(
-                    c.org,
-                    c.room,
-                    c.person,
-                    c.reply_to,
-                    "message",
-                    f"picked-{c.id}",
-                    c.candidates[i],
-                )
-            case rooms.Edit(text=text):
-                sent = await self._deliver(
-                    c.org, c.room, c.person, c.reply_to, "own", f"edited-{c.id}", text, edited=True
-                )
-            case _:
-                return None
-        try:  # the key above stored it once; this spares a later repeat the round trip
-            await self._store.settle(msgspec.structs.replace(settled, sent_seq=sent.seq), revision)
-        except Conflict:
-            pass
+        reply = confirmations.reply(c)
+        if reply is None:
+            return None
+        sent = await self._deliver(reply)  # its key stores it once, whoever gets here
+        await self._store.change_confirmation(
+            person, id_, lambda c: confirmations.carried_out(c, sent.seq)
+        )
         return sent.seq

@@ -6,11 +6,11 @@ import msgspec
 from libs.contracts import ladder
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from libs.runtime.kv import Conflict, Record
+from libs.runtime.kv import Record
 from services.ladder.domain import windows
 from services.ladder.domain.decide import decide
 from services.ladder.domain.levels import change, effective
-from services.ladder.handlers.common import ATTEMPTS, Ladder
+from services.ladder.handlers.common import Ladder
 
 __all__ = ["Settings"]
 
@@ -18,8 +18,8 @@ __all__ = ["Settings"]
 class Settings(Ladder):
     async def get(self, _: ladder.GetLadder, p: Principal) -> ladder.MyLadder:
         person = await self._person(p, "read the ladder")
-        settings, _ = await self._store.settings(person)
-        ceiling, _ = await self._store.ceiling(p.org)
+        settings = await self._store.settings(person)
+        ceiling = await self._store.ceiling(p.org)
         resolution = await self._resolution()
         return ladder.MyLadder(
             settings=settings,
@@ -71,31 +71,24 @@ class Settings(Ladder):
         await self._refuse_agent(p, "set the ceiling")
         if "admin" not in p.roles:
             raise Refused("admin-only", 403, f"only an admin of {p.org} sets its ceiling")
-        for _ in range(ATTEMPTS):
-            current, revision = await self._store.ceiling(p.org)
-            if current == req.level:
-                break
-            async with self._trail.change(
+        await self._store.change_ceiling(
+            p.org,
+            req.level,
+            record=lambda before, _: self._trail.change(
                 p.org,
                 actor=p,
                 action="ladder.ceiling.set",
                 target=p.org,
-                data={"level": req.level, "before": current},
-            ):
-                try:
-                    await self._store.put_ceiling(p.org, req.level, revision)
-                except Conflict:
-                    continue
-            break
-        else:
-            raise Refused("ladder-contended", 503, "the ceiling is changing elsewhere; retry")
+                data={"level": req.level, "before": before},
+            ),
+        )
         found = await self._store.open_in(p.org) if req.level not in (None, "send") else []
         canceled = await self._cancel_all_below_send(found)
         return ladder.Ceiling(org=p.org, level=req.level, canceled_windows=canceled)
 
     async def decide(self, req: ladder.DecideRequest, _: Principal) -> ladder.Decided:
-        settings, _rev = await self._store.settings(req.person)
-        ceiling, _rev = await self._store.ceiling(req.org)
+        settings = await self._store.settings(req.person)
+        ceiling = await self._store.ceiling(req.org)
         level = effective(settings, ceiling, req.room, req.transport)
         return decide(
             level, settings.window, first_contact=req.first_contact, synchronous=req.synchronous

@@ -7,20 +7,12 @@ import msgspec
 
 from libs.contracts import ladder, rooms, scheduler
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
 from libs.runtime.calls import call
-from libs.runtime.kv import Conflict
 from services.ladder.domain import windows
-from services.ladder.handlers.common import (
-    ATTEMPTS,
-    ME,
-    WINDOW_END,
-    Ladder,
-    WindowEnd,
-    closed_as,
-    reply_key,
-)
-from services.ladder.store import Confirmation, Held
+from services.ladder.domain.confirmations import Confirmation
+from services.ladder.domain.windows import Act
+from services.ladder.handlers.common import ME, WINDOW_END, Ladder, WindowEnd, moved, reply_key
+from services.ladder.store import Held
 
 __all__ = ["Windows"]
 
@@ -45,14 +37,16 @@ class Windows(Ladder):
                 return ladder.Routed(decision=decided, draft=held.id)
             case "confirm":
                 asked = await self._deliver(
-                    req.org,
-                    req.room,
-                    req.person,
-                    req.reply_to,
-                    "question",
-                    f"confirm-{key}",
-                    "Your agent would reply with this. Pick it, edit it, or decline.",
-                    options=req.candidates,
+                    rooms.Deliver(
+                        org=req.org,
+                        room=req.room,
+                        person=req.person,
+                        kind="question",
+                        text="Your agent would reply with this. Pick it, edit it, or decline.",
+                        key=f"confirm-{key}",
+                        reply_to=req.reply_to,
+                        options=req.candidates,
+                    )
                 )
                 confirmation = Confirmation(
                     id=f"c-{key}",
@@ -67,7 +61,15 @@ class Windows(Ladder):
                 return ladder.Routed(decision=decided, confirmation=confirmation.id)
         if decided.window in (None, "instant"):
             sent = await self._deliver(
-                req.org, req.room, req.person, req.reply_to, "message", f"send-{key}", text
+                rooms.Deliver(
+                    org=req.org,
+                    room=req.room,
+                    person=req.person,
+                    kind="message",
+                    text=text,
+                    key=f"send-{key}",
+                    reply_to=req.reply_to,
+                )
             )
             return ladder.Routed(decision=decided, sent_seq=sent.seq)
         return await self._open_window(req, decided, key, text)
@@ -79,20 +81,22 @@ class Windows(Ladder):
         window_id = f"w-{key}"
         found = await self._store.held(req.person, window_id)
         if found is not None:  # the same reply routed again: its window, timed as before
-            window = found[0].window
+            window = found.window
             if window.state == "open":
                 await self._schedule_end(req.person, window)
             return ladder.Routed(decision=decided, window=window_id, due_at=window.due_at)
         assert decided.window is not None
         notice = await self._deliver(
-            req.org,
-            req.room,
-            req.person,
-            req.reply_to,
-            "notice",
-            f"notice-{key}",
-            f"In {decided.window} I will send this for you unless you edit, replace or stop "
-            f"it:\n\n{text}",
+            rooms.Deliver(
+                org=req.org,
+                room=req.room,
+                person=req.person,
+                kind="notice",
+                text=f"In {decided.window} I will send this for you unless you edit, replace "
+                f"or stop it:\n\n{text}",
+                key=f"notice-{key}",
+                reply_to=req.reply_to,
+            )
         )
         due_at = self._clock() + timedelta(seconds=windows.SECONDS[decided.window])
         pending = ladder.PendingWindow(
@@ -126,53 +130,46 @@ class Windows(Ladder):
         A delivery that fails transiently leaves the window `sending` and raises, so the
         fire is tried again; when every try has failed, `window_failed` says so."""
         end = msgspec.convert(fired.payload, WindowEnd)
-        for _ in range(ATTEMPTS):
-            found = await self._store.held(end.person, end.id)
-            if found is None:
-                return
-            held, revision = found
-            match windows.at_end(held.window, await self._level(held)):
-                case "nothing":
-                    return
-                case "cancel":
-                    if await self._close(held, revision, "canceled", "ladder.window.cancel"):
-                        return
-                    continue
-            if held.window.state == "sending" or await self._close(
-                held, revision, "sending", "ladder.window.send"
-            ):
-                break
-        else:
-            raise RuntimeError(f"window {end.id} kept changing")
+        held = await self._store.held(end.person, end.id)
+        if held is None:
+            return
+        level = await self._level(held)
+        _, held = await self._store.change_window(
+            end.person, end.id, moved(windows.ended, level), record=self._recorded()
+        )
+        if held is None or held.window.state != "sending":
+            return
         w = held.window
         sent = await self._deliver(
-            w.org, w.room, held.person, w.reply_to, "message", f"send-{end.id[2:]}", w.text
+            rooms.Deliver(
+                org=w.org,
+                room=w.room,
+                person=held.person,
+                kind="message",
+                text=w.text,
+                key=f"send-{end.id[2:]}",
+                reply_to=w.reply_to,
+            )
         )
-        found = await self._store.held(end.person, end.id)
-        if found is not None and found[0].window.state == "sending":
-            try:
-                await self._store.replace(closed_as(found[0], "sent", sent.seq), found[1])
-            except Conflict:
-                pass  # recorded by a retry of this same fire
+        await self._store.change_window(
+            end.person,
+            end.id,
+            moved(windows.delivered, sent.seq),
+            record=self._recorded(sent_seq=sent.seq),
+        )
 
     async def window_failed(self, fired: scheduler.Fired, error: str) -> None:
         """Every try to deliver the window's send failed: it is `failed`, recorded, and the
         person sees it so among their closed windows; nothing was sent."""
         end = msgspec.convert(fired.payload, WindowEnd)
-        for _ in range(ATTEMPTS):
-            found = await self._store.held(end.person, end.id)
-            if found is None or found[0].window.state not in ("open", "sending"):
-                return
-            held, revision = found
-            if await self._close(
-                held, revision, "failed", "ladder.window.failed", data={"error": error}
-            ):
-                return
+        await self._store.change_window(
+            end.person, end.id, moved(windows.failed), record=self._recorded(error=error)
+        )
 
     async def windows(self, _: ladder.ListWindows, p: Principal) -> ladder.WindowList:
         person = await self._person(p, "read pending sends")
         now = self._clock()
-        held = [h.window for h, _ in await self._store.windows(person)]
+        held = [h.window for h in await self._store.windows(person)]
         open_ = [windows.seconds_left(w, now) for w in held if w.state == "open"]
         closed = sorted((w for w in held if w.state != "open"), key=lambda w: w.due_at)
         return ladder.WindowList(
@@ -180,43 +177,44 @@ class Windows(Ladder):
         )
 
     async def edit(self, req: ladder.WindowEdit, p: Principal) -> ladder.PendingWindow:
-        return await self._intervene(p, req.id, "edited", "ladder.window.edited", req.text)
+        return await self._take_over(p, req.id, "edited", req.text)
 
     async def replace(self, req: ladder.WindowEdit, p: Principal) -> ladder.PendingWindow:
-        return await self._intervene(p, req.id, "replaced", "ladder.window.replaced", req.text)
+        return await self._take_over(p, req.id, "replaced", req.text)
 
     async def stop(self, req: ladder.WindowRef, p: Principal) -> ladder.PendingWindow:
-        return await self._intervene(p, req.id, "stopped", "ladder.window.stopped", None)
+        return await self._take_over(p, req.id, "stopped", None)
 
-    async def _intervene(
-        self, p: Principal, window_id: str, state: str, action: str, text: str | None
+    async def _take_over(
+        self, p: Principal, window_id: str, act: Act, text: str | None
     ) -> ladder.PendingWindow:
         """Each of edit, replace and stop cancels the agent's send; edit and replace send
         the person's own text instead, as their own message."""
         person = await self._person(p, "change a pending send")
-        for _ in range(ATTEMPTS):
-            found = await self._store.held(person, window_id)
-            if found is None:
-                raise Refused("window-not-found", 404, f"you have no pending send {window_id}")
-            held, revision = found
-            if held.window.state != "open":
-                raise Refused("window-closed", 409, f"{window_id} was {held.window.state}")
-            if not await self._close(held, revision, state, action, actor=p):
-                continue
-            await self._cancel_timer(window_id)
-            sent_seq = None
-            if text is not None:
-                w = held.window
-                own = await self._deliver(
-                    w.org,
-                    w.room,
-                    person,
-                    w.reply_to,
-                    "own",
-                    f"own-{window_id[2:]}",
-                    text,
-                    edited=state == "edited",
-                )
-                sent_seq = own.seq
-            return closed_as(held, state, sent_seq).window
-        raise Refused("window-contended", 503, f"{window_id} is changing elsewhere; retry")
+
+        def take_over(held: Held | None) -> Held:
+            window = windows.taken_over(held and held.window, act, window_id)
+            assert held is not None
+            return msgspec.structs.replace(held, window=window)
+
+        _, held = await self._store.change_window(
+            person, window_id, take_over, record=self._recorded(actor=p)
+        )
+        assert held is not None
+        await self._cancel_timer(window_id)
+        if text is None:
+            return held.window
+        w = held.window
+        own = await self._deliver(
+            rooms.Deliver(
+                org=w.org,
+                room=w.room,
+                person=person,
+                kind="own",
+                text=text,
+                key=f"own-{window_id[2:]}",
+                reply_to=w.reply_to,
+                edited=act == "edited",
+            )
+        )
+        return msgspec.structs.replace(w, sent_seq=own.seq)

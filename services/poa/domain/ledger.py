@@ -12,19 +12,29 @@ from typing import Any
 import msgspec
 
 from services.poa.domain.asks import money_rule
-from services.poa.domain.decisions import Decision, ask
+from services.poa.domain.decisions import ALLOW, Decision, ask
 from services.poa.domain.reading import is_official, items, money, obj
 from services.poa.domain.resolve import Act
+from services.poa.domain.verify import verify
 
-__all__ = ["Ledger", "RootLedger", "charge", "first_crossed", "month_of", "state"]
+__all__ = [
+    "Ledger",
+    "RootLedger",
+    "acted",
+    "charge",
+    "decided",
+    "month_of",
+    "state",
+]
 
 
 class Ledger(msgspec.Struct, frozen=True, kw_only=True):
-    """USD charged to one grant in `month` (YYYY-MM, UTC), by it or any descendant, and
-    official acts charged to it on each UTC day."""
+    """USD charged to one grant in `month` (YYYY-MM, UTC), by it or any descendant, the
+    acts allowed on it, and official acts charged to it on each UTC day."""
 
     month: str
     spent_usd: Decimal = Decimal(0)
+    acts: int = 0
     binding_by_day: dict[str, int] = {}
 
     def binding_on(self, now: datetime) -> int:
@@ -57,34 +67,6 @@ def state(ledger: Ledger, now: datetime, *, revoked: bool) -> dict[str, Any]:
     }
 
 
-def first_crossed(
-    ancestors: list[tuple[str, dict[str, Any]]],
-    envelope: dict[str, Any],
-    allowed: Decision,
-    books: RootLedger,
-    now: datetime,
-) -> Decision | None:
-    """An act its own grant allows, asked instead if it would take any ancestor `(id,
-    grant)` past a limit with everything already charged to that ancestor (V31, V33, V34
-    read on the ancestor's own ledger)."""
-    invocation = obj(envelope.get("invocation"))
-    official = allowed.rule_id == "standing_within_limits"
-    for grant_id, grant in ancestors:
-        authority = next(
-            (
-                a
-                for a in map(obj, items(grant.get("authorities")))
-                if a.get("act_id") == allowed.act_id
-            ),
-            {},
-        )
-        act = Act(authority, allowed.act_id, "", 0, official and is_official(authority), None)
-        rule = money_rule(grant, act, invocation, state(books.of(grant_id), now, revoked=False))
-        if rule is not None:
-            return ask(rule, allowed.act_id)
-    return None
-
-
 def charge(
     books: RootLedger, chain: list[str], envelope: dict[str, Any], now: datetime, *, official: bool
 ) -> RootLedger:
@@ -103,6 +85,57 @@ def charge(
         if official:
             binding[day] = binding.get(day, 0) + 1
         grants[grant_id] = Ledger(
-            month=books.month, spent_usd=before.spent_usd + paid, binding_by_day=binding
+            month=books.month,
+            spent_usd=before.spent_usd + paid,
+            acts=before.acts + 1,
+            binding_by_day=binding,
         )
     return RootLedger(month=books.month, grants=grants)
+
+
+def decided(
+    chain: list[tuple[str, dict[str, Any]]],
+    envelope: dict[str, Any],
+    books: RootLedger,
+    now: datetime,
+    *,
+    revoked: bool,
+) -> Decision:
+    """An act on the last grant of `chain` (`(id, grant)`, root to leaf), decided on its own
+    ledger; one it allows is asked instead if it would take any ancestor past a limit with
+    everything already charged to that ancestor (V31, V33, V34 read on the ancestor's own
+    ledger)."""
+    *ancestors, (grant_id, grant) = chain
+    own = state(books.of(grant_id), now, revoked=revoked)
+    decision = verify(grant, [g for _, g in ancestors], envelope, own)
+    if decision.decision != ALLOW:
+        return decision
+    invocation = obj(envelope.get("invocation"))
+    official = decision.rule_id == "standing_within_limits"
+    for ancestor_id, ancestor in ancestors:
+        authority = next(
+            (
+                a
+                for a in map(obj, items(ancestor.get("authorities")))
+                if a.get("act_id") == decision.act_id
+            ),
+            {},
+        )
+        act = Act(authority, decision.act_id, "", 0, official and is_official(authority), None)
+        rule = money_rule(
+            ancestor, act, invocation, state(books.of(ancestor_id), now, revoked=False)
+        )
+        if rule is not None:
+            return ask(rule, decision.act_id)
+    return decision
+
+
+def acted(
+    books: RootLedger, decision: Decision, chain: list[str], envelope: dict[str, Any], now: datetime
+) -> RootLedger:
+    """The books after an act decided on them: charged to the whole chain (root to leaf) if
+    allowed, as they were if not."""
+    if decision.decision != ALLOW:
+        return books
+    official = decision.rule_id == "standing_within_limits"
+    return charge(books, chain, envelope, now, official=official)

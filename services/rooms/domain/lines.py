@@ -21,11 +21,15 @@ from urllib.parse import parse_qsl
 import msgspec
 
 from libs.contracts.problem import Refused
-from libs.contracts.rooms import Inbound, Transport
+from libs.contracts.rooms import Inbound, Member, Message, Room, Transport
+from services.rooms.domain.members import personal_agent_id
 
 __all__ = [
     "Arrival",
     "arrival",
+    "correspondent_room",
+    "hub",
+    "hub_notice",
     "normalize",
     "room_id",
     "sign_mailgun",
@@ -66,6 +70,53 @@ def room_id(transport: Transport, org: str, owner: str, correspondent: str | Non
     """The same line and correspondent always give the same room; None is the line's hub."""
     digest = hashlib.sha256(f"{org}\0{owner}\0{transport}\0{correspondent}".encode())
     return f"{transport}-{digest.hexdigest()[:16]}"
+
+
+def _own(person: str) -> tuple[Member, ...]:
+    return (Member(kind="human", id=person), Member(kind="agent", id=personal_agent_id(person)))
+
+
+def correspondent_room(
+    transport: Transport, org: str, person: str, correspondent: str, now: datetime
+) -> Room:
+    """The room a line's messages with one correspondent land in: the person, their agent
+    and the correspondent, owned by the person."""
+    return Room(
+        id=room_id(transport, org, person, correspondent),
+        org=org,
+        scope="personal",
+        title=f"{transport} {correspondent}",
+        members=(*_own(person), Member(kind="human", id=f"{transport}:{correspondent}")),
+        created_at=now,
+        owner=person,
+        transport=transport,
+        correspondent=correspondent,
+    )
+
+
+def hub(transport: Transport, org: str, person: str, address: str, now: datetime) -> Room:
+    """The line's own room, where each new conversation is announced to its person."""
+    return Room(
+        id=room_id(transport, org, person, None),
+        org=org,
+        scope="personal",
+        title=f"{transport} {address}",
+        members=_own(person),
+        created_at=now,
+        owner=person,
+        transport=None,
+    )
+
+
+def hub_notice(hub: Room, room: Room, now: datetime) -> Message:
+    return Message(
+        seq=0,
+        room=hub.id,
+        at=now,
+        author="service:rooms",
+        author_kind="bot",
+        text=f"New conversation with {room.correspondent}: room {room.id}",
+    )
 
 
 def arrival(inbound: Inbound) -> Arrival:

@@ -7,10 +7,19 @@ import msgspec
 
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from libs.contracts.rooms import ORG, Choice, Message, Question, Room, Transport
-from services.rooms.domain.members import caller, is_member
+from libs.contracts.rooms import (
+    ORG,
+    Choice,
+    Message,
+    MessageStored,
+    Question,
+    Room,
+    Transport,
+    live_subjects,
+)
+from services.rooms.domain.members import answerer, caller, is_member
 
-__all__ = ["alone", "answer_alone", "authored", "check_to", "inbound"]
+__all__ = ["alone", "answer_alone", "authored", "check_to", "heard_on", "inbound", "stored"]
 
 
 def authored(
@@ -93,3 +102,27 @@ def answer_alone(answer: Message, asked: Message) -> Message:
     if not asked.private:
         return answer
     return msgspec.structs.replace(answer, private=True, to=asked.to)
+
+
+def stored(room: Room, message: Message, *, first_contact: bool) -> MessageStored:
+    """The event a stored message raises: for its answerer (the agents service) and, for an
+    answer, the ladder."""
+    return MessageStored(
+        org=room.org,
+        room=room.id,
+        seq=message.seq,
+        author_kind=message.author_kind,
+        to=message.to,
+        answerer=answerer(room, message),
+        first_contact=first_contact,
+        transport=room.transport,
+        answers=message.answers,
+        choice=message.choice,
+    )
+
+
+def heard_on(message: Message) -> str:
+    """The live subject a stored message is heard on: its room's, or, for a message for
+    one person alone, that person's own."""
+    members_hear, alone_hears = live_subjects(message.room, message.to or "")
+    return alone_hears if message.private else members_hear

@@ -8,7 +8,7 @@ from datetime import datetime
 from nats.aio.client import Client
 
 from libs.audit.trail import Trail
-from libs.contracts import codec, rooms
+from libs.contracts import rooms
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
@@ -46,26 +46,10 @@ class Rooms:
         """Stored first; then streamed to members, announced for its answerer, and, in a
         line's room, sent out by the person's line when the person (or their agent) wrote."""
         stored = await self._store.append(room.org, messages.alone(message), msg_id=msg_id)
-        members_hear, alone_hears = rooms.live_subjects(room.id, stored.to or "")
-        await self._nc.publish(
-            alone_hears if stored.private else members_hear, codec.encode(stored)
-        )
-        event = rooms.MessageStored(
-            org=room.org,
-            room=room.id,
-            seq=stored.seq,
-            author_kind=stored.author_kind,
-            to=stored.to,
-            answerer=members.answerer(room, stored),
-            first_contact=first_contact,
-            transport=room.transport,
-            answers=stored.answers,
-            choice=stored.choice,
-        )
-        await self._nc.jetstream().publish(
-            (rooms.MESSAGE_STORED if stored.answers is None else rooms.ANSWER_STORED).name,
-            codec.encode(event),
-            headers={"Nats-Msg-Id": f"stored-{stored.seq}"},
+        await self._store.announce(
+            stored,
+            messages.heard_on(stored),
+            messages.stored(room, stored, first_contact=first_contact),
         )
         if room.transport is not None and _leaves(room, stored):
             await self._send_out(room, stored)
@@ -104,9 +88,7 @@ class Rooms:
             raise Refused("message-not-found", 404, f"room {room.id} has no message {seq}")
         return found
 
-    async def _draft(
-        self, room: rooms.Room, draft_id: str, p: Principal
-    ) -> tuple[rooms.Draft, int]:
+    async def _draft(self, room: rooms.Room, draft_id: str, p: Principal) -> rooms.Draft:
         if p.is_agent:
             raise Refused("agent-may-not", 403, "an agent may not send or discard drafts")
         for person in draft_holders(room, p):

@@ -1,12 +1,9 @@
 """Drafts: held for their person, sent as the person's own message or discarded."""
 
-import msgspec
-
 from libs.contracts import rooms
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from libs.runtime.kv import Conflict
-from services.rooms.domain import members, messages
+from services.rooms.domain import drafts, members, messages
 from services.rooms.handlers.common import Rooms, draft_holders
 
 __all__ = ["Drafts"]
@@ -28,17 +25,8 @@ class Drafts(Rooms):
                 f"message {req.reply_to} is answered by {answering}, not {req.agent}",
             )
         first = await self._first_contact(room, asked)
-        draft = rooms.Draft(
-            id=f"d-{room.id.split('-', 1)[1]}-{asked.seq}",
-            room=room.id,
-            org=room.org,
-            agent=req.agent,
-            person=asked.to or rooms.ORG,
-            reply_to=asked.seq,
-            text=req.text,
-            first_contact=first,
-            state="open",
-            created_at=self._clock(),
+        draft = drafts.drafted(
+            room, asked, req.agent, req.text, first_contact=first, now=self._clock()
         )
         return await self._store.create_draft(draft)
 
@@ -54,9 +42,7 @@ class Drafts(Rooms):
         """The person sends their agent's draft (or their own text in its place) as their
         own message; the draft's id makes a repeated send store nothing more."""
         room = await self._room(req.id, p)
-        draft, revision = await self._draft(room, req.draft, p)
-        if draft.state != "open":
-            raise Refused("draft-closed", 409, f"draft {draft.id} was {draft.state}")
+        draft = drafts.sendable(await self._draft(room, req.draft, p))
         asked = await self._message(room, draft.reply_to)
         to = asked.author if members.is_member(room, asked.author) else None
         message = messages.authored(
@@ -72,28 +58,20 @@ class Drafts(Rooms):
             room.org, actor=p, action="rooms.draft.send", target=draft.id, data={"room": room.id}
         ):
             stored = await self._store_message(room, message, msg_id=draft.id)
-        sent = msgspec.structs.replace(draft, state="sent", sent_seq=stored.seq)
-        try:
-            await self._store.replace_draft(sent, revision)
-        except Conflict:
-            pass  # sent at the same moment by another request; the msg id stored it once
+        await self._store.change_draft(draft, lambda d: drafts.sent(d, stored.seq))
         return stored
 
     async def discard_draft(self, req: rooms.DraftRef, p: Principal) -> rooms.Draft:
         room = await self._room(req.id, p)
-        draft, revision = await self._draft(room, req.draft, p)
-        if draft.state != "open":
-            raise Refused("draft-closed", 409, f"draft {draft.id} was {draft.state}")
-        discarded = msgspec.structs.replace(draft, state="discarded")
-        try:
-            async with self._trail.change(
+        draft = await self._draft(room, req.draft, p)
+        return await self._store.change_draft(
+            draft,
+            drafts.discarded,
+            record=lambda _, after: self._trail.change(
                 room.org,
                 actor=p,
                 action="rooms.draft.discard",
-                target=draft.id,
+                target=after.id,
                 data={"room": room.id},
-            ):
-                await self._store.replace_draft(discarded, revision)
-        except Conflict as exc:
-            raise Refused("draft-changed", 409, f"draft {draft.id} changed; read it again") from exc
-        return discarded
+            ),
+        )

@@ -8,7 +8,7 @@ from libs.contracts import rooms
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.kv import Conflict
-from services.rooms.domain import claims, lines, members, messages
+from services.rooms.domain import claims, lines, messages
 from services.rooms.handlers.common import Rooms, person_of
 from services.rooms.store import StoredLine
 from services.rooms.transports import Outbound
@@ -49,11 +49,14 @@ class Lines(Rooms):
 
     async def verify_line(self, req: rooms.VerifyLine, p: Principal) -> rooms.Line:
         org, person = person_of(p, "connect a line")
-        found = await self._store.claim(person, req.transport)
-        if found is None:
+        now = self._clock()
+        before, after = await self._store.change_claim(
+            person, req.transport, lambda claim: claims.attempt(claim, req.code, now)[1]
+        )
+        if before is None or after is None:
             raise Refused("line-not-claimed", 404, f"you have no {req.transport} line waiting")
-        claim, revision = found
-        outcome, after = claims.attempt(claim, req.code, self._clock())
+        claim = before
+        outcome, _ = claims.attempt(before, req.code, now)  # what the write above decided
         match outcome:
             case "expired" | "spent":
                 await self._store.drop_claim(person, req.transport)
@@ -63,10 +66,6 @@ class Lines(Rooms):
                     f"that claim is void ({outcome}); connect the line again for a new code",
                 )
             case "wrong":
-                try:
-                    await self._store.put_claim(after, revision)
-                except Conflict as exc:
-                    raise Refused("claim-changed", 409, "tried at once elsewhere; retry") from exc
                 raise Refused(
                     "code-wrong", 422, f"that is not the code; {after.tries_left} tries left"
                 )
@@ -76,7 +75,7 @@ class Lines(Rooms):
             transport=req.transport,
             address=claim.address,
             sealed=claim.sealed,
-            connected_at=self._clock().isoformat(),
+            connected_at=now.isoformat(),
         )
         async with self._trail.change(
             org, actor=p, action="rooms.line.connect", target=f"{person}:{req.transport}"
@@ -157,55 +156,19 @@ class Lines(Rooms):
     async def _line_room(self, line: StoredLine, correspondent: str) -> rooms.Room:
         """The room for this correspondent, made on first contact, and announced in the
         line's hub room when made."""
-        room_id = lines.room_id(line.transport, line.org, line.person, correspondent)
-        room = await self._store.room(room_id)
-        if room is not None:
-            return room
+        found = await self._store.room(
+            lines.room_id(line.transport, line.org, line.person, correspondent)
+        )
+        if found is not None:
+            return found
         now = self._clock()
-        own = (
-            rooms.Member(kind="human", id=line.person),
-            rooms.Member(kind="agent", id=members.personal_agent_id(line.person)),
-        )
-        room = rooms.Room(
-            id=room_id,
-            org=line.org,
-            scope="personal",
-            title=f"{line.transport} {correspondent}",
-            members=(*own, rooms.Member(kind="human", id=f"{line.transport}:{correspondent}")),
-            created_at=now,
-            owner=line.person,
-            transport=line.transport,
-            correspondent=correspondent,
-        )
+        room = lines.correspondent_room(line.transport, line.org, line.person, correspondent, now)
         if await self._store.create_room(room):
-            hub = await self._hub(line, own, now)
-            notice = rooms.Message(
-                seq=0,
-                room=hub.id,
-                at=now,
-                author="service:rooms",
-                author_kind="bot",
-                text=f"New conversation with {correspondent}: room {room.id}",
-            )
+            hub = lines.hub(line.transport, line.org, line.person, line.address, now)
+            await self._store.create_room(hub)
+            notice = lines.hub_notice(hub, room, now)
             await self._store.append(hub.org, notice, msg_id=f"hub-{room.id}")
         return room
-
-    async def _hub(
-        self, line: StoredLine, own: tuple[rooms.Member, ...], now: datetime
-    ) -> rooms.Room:
-        hub_id = lines.room_id(line.transport, line.org, line.person, None)
-        hub = rooms.Room(
-            id=hub_id,
-            org=line.org,
-            scope="personal",
-            title=f"{line.transport} {line.address}",
-            members=own,
-            created_at=now,
-            owner=line.person,
-            transport=None,
-        )
-        await self._store.create_room(hub)
-        return hub
 
 
 def _line(line: StoredLine) -> rooms.Line:

@@ -1,0 +1,63 @@
+"""A confirmation asked of the person, and what their answer sends (hip-0524 §6).
+
+The first answer stands, however it came (in the room, or through the API): a later one
+changes nothing, and what leaves is read from the stored answer, never from the later one.
+"""
+
+from typing import Literal
+
+import msgspec
+
+from libs.contracts.rooms import Choice, Decline, Deliver, Edit, Pick
+
+__all__ = ["Confirmation", "answer", "carried_out", "reply"]
+
+Outcome = Literal["open", "picked", "edited", "declined"]
+_OUTCOME: dict[type, Outcome] = {Pick: "picked", Edit: "edited", Decline: "declined"}
+
+
+class Confirmation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    id: str
+    org: str
+    room: str
+    person: str
+    question_seq: int
+    reply_to: int
+    candidates: tuple[str, ...]
+    state: Outcome = "open"
+    answer: Choice | None = None
+    sent_seq: int | None = None
+
+
+def answer(confirmation: Confirmation, choice: Choice) -> Confirmation:
+    if confirmation.state != "open":
+        return confirmation
+    return msgspec.structs.replace(confirmation, state=_OUTCOME[type(choice)], answer=choice)
+
+
+def reply(confirmation: Confirmation) -> Deliver | None:
+    """What the answer sends into the room: the picked candidate as the agent's message,
+    the person's edit as their own; nothing for a decline or no answer yet."""
+    c = confirmation
+    match c.answer:
+        case Pick(option=i) if i < len(c.candidates):
+            kind, key, text, edited = "message", f"picked-{c.id}", c.candidates[i], False
+        case Edit(text=text):
+            kind, key, edited = "own", f"edited-{c.id}", True
+        case _:
+            return None
+    return Deliver(
+        org=c.org,
+        room=c.room,
+        person=c.person,
+        kind=kind,
+        text=text,
+        key=key,
+        reply_to=c.reply_to,
+        edited=edited,
+    )
+
+
+def carried_out(confirmation: Confirmation, sent_seq: int) -> Confirmation:
+    """The room stored what the answer sends as `sent_seq`."""
+    return msgspec.structs.replace(confirmation, sent_seq=sent_seq)

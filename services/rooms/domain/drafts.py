@@ -1,0 +1,52 @@
+"""An agent's draft: held for its person, then sent as the person's own message or
+discarded; once closed it never opens again."""
+
+from datetime import datetime
+
+import msgspec
+
+from libs.contracts.problem import Refused
+from libs.contracts.rooms import ORG, Draft, Message, Room
+
+__all__ = ["discarded", "draft_id", "drafted", "sendable", "sent"]
+
+
+def draft_id(room_id: str, reply_to: int) -> str:
+    """One draft per message answered, so a repeated post finds the one already held."""
+    return f"d-{room_id.split('-', 1)[1]}-{reply_to}"
+
+
+def drafted(
+    room: Room, asked: Message, agent: str, text: str, *, first_contact: bool, now: datetime
+) -> Draft:
+    """The answerer's draft of a reply to `asked`, held for whom `asked` was addressed to
+    (the org's admins for a message to the org)."""
+    return Draft(
+        id=draft_id(room.id, asked.seq),
+        room=room.id,
+        org=room.org,
+        agent=agent,
+        person=asked.to or ORG,
+        reply_to=asked.seq,
+        text=text,
+        first_contact=first_contact,
+        state="open",
+        created_at=now,
+    )
+
+
+def sendable(draft: Draft) -> Draft:
+    if draft.state != "open":
+        raise Refused("draft-closed", 409, f"draft {draft.id} was {draft.state}")
+    return draft
+
+
+def sent(draft: Draft, seq: int) -> Draft:
+    """Sent as message `seq`; a draft already closed stays as it is."""
+    if draft.state != "open":
+        return draft
+    return msgspec.structs.replace(draft, state="sent", sent_seq=seq)
+
+
+def discarded(draft: Draft) -> Draft:
+    return msgspec.structs.replace(sendable(draft), state="discarded")
