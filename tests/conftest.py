@@ -3,7 +3,8 @@
 import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import UTC, datetime
 
 import msgspec
 import nats
@@ -11,7 +12,7 @@ import pytest
 import pytest_asyncio
 from aiohttp.test_utils import TestClient, TestServer
 
-from libs.contracts import SERVICES, audit
+from libs.contracts import SERVICES, audit, ladder, scheduler
 from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
 from libs.runtime.settings import Settings
 from libs.stack.home import Home
@@ -21,6 +22,8 @@ from services.audit.main import serve as serve_audit
 from services.gateway.app import init_app
 from services.gateway.routes import ROUTES
 from services.gateway.settings import GatewaySettings
+from services.ladder.main import serve as serve_ladder
+from services.scheduler.main import serve as serve_scheduler
 from tests.support import KEY, TEST_SERVICES, serving
 
 
@@ -144,3 +147,27 @@ async def client_for():
     yield client_for
     for client in clients:
         await client.close()
+
+
+@pytest.fixture
+def ladder_clock() -> Callable[[], datetime]:
+    """The ladder's clock. A module that watches windows end overrides it with one running
+    behind, so a one-minute window ends a few real seconds after it opens."""
+    return lambda: datetime.now(UTC)
+
+
+@pytest.fixture
+async def ladder_service(settings_for, ladder_clock, audit_service):
+    async with serving(
+        ladder.CONTRACT, settings_for("ladder"), lambda svc: serve_ladder(svc, ladder_clock)
+    ) as svc:
+        yield svc
+
+
+@pytest.fixture
+async def scheduler_service(settings_for):
+    targets = {s.name: s.timer_targets for s in (*SERVICES, *TEST_SERVICES) if s.timer_targets}
+    async with serving(
+        scheduler.CONTRACT, settings_for("scheduler"), lambda svc: serve_scheduler(svc, targets)
+    ) as svc:
+        yield svc

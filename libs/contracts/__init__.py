@@ -1,6 +1,6 @@
 """Every subject on the bus and the msgspec types that cross it."""
 
-from libs.contracts import agents, audit, ladder, poa, rooms, scheduler
+from libs.contracts import agents, audit, ladder, mod, poa, rooms, scheduler
 from libs.contracts.accounts import ACCOUNT_CREATED
 from libs.contracts.registry import Event, ServiceContract
 
@@ -14,6 +14,7 @@ SERVICES: tuple[ServiceContract, ...] = (
     agents.CONTRACT,
     rooms.CONTRACT,
     ladder.CONTRACT,
+    mod.CONTRACT,
 )
 
 # Events published from outside tether's services (an identity provider's hook).

@@ -18,6 +18,7 @@ from libs.contracts.rooms import Choice, RoomId, Transport
 __all__ = [
     "CONTRACT",
     "SEND_MEANS",
+    "WINDOW_SECONDS",
     "Ceiling",
     "ChangeLevel",
     "ChangeWindow",
@@ -25,10 +26,12 @@ __all__ = [
     "ConfirmationList",
     "DecideRequest",
     "Decided",
+    "Effective",
     "GetLadder",
     "LadderChanged",
     "LadderSettings",
     "Level",
+    "LevelOf",
     "ListConfirmations",
     "ListWindows",
     "MyLadder",
@@ -49,6 +52,9 @@ Window = Literal["instant", "1m", "5m", "15m", "1h"]
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=16000)]
 WindowId = Annotated[str, msgspec.Meta(pattern=r"^w-[0-9a-f]{16}$")]
 ConfirmationId = Annotated[str, msgspec.Meta(pattern=r"^c-[0-9a-f]{16}$")]
+
+# How long each window waits (hip-0524 §5).
+WINDOW_SECONDS: dict[str, int] = {"instant": 0, "1m": 60, "5m": 300, "15m": 900, "1h": 3600}
 
 # What choosing `send` means, in the plain words the person must acknowledge (§4 rule 3).
 SEND_MEANS = "Messages will go out in my name while I am not looking."
@@ -129,6 +135,21 @@ class DecideRequest(Contract):
     transport: Transport | None = None
     first_contact: bool = False
     synchronous: bool = False
+
+
+class LevelOf(Contract):
+    """`person`'s effective level where no room names one (their default, under the org's
+    ceiling) and their window: what decides whether their agent's change to their own
+    arrangement waits for them (hip-0528 §9.4 rule 2)."""
+
+    org: OrgId
+    person: UserId
+
+
+class Effective(Contract):
+    level: Level
+    window: Window
+    ceiling: Level | None = None
 
 
 class Decided(Contract):
@@ -249,6 +270,14 @@ CONFIRMATIONS = _subject(
 CONFIRM = _subject("confirm", ConfirmationAnswer, Routed, "answer a confirmation")
 DECIDE = _subject("decide", DecideRequest, Decided, "the decision for one reply", **_AGENTS)
 ROUTE = _subject("route", Reply, Routed, "decide a reply and carry it out", **_AGENTS)
+LEVEL = _subject(
+    "level",
+    LevelOf,
+    Effective,
+    "a person's level and window outside any room",
+    callers=frozenset({"mod"}),
+    by_caller=True,
+)
 
 CONTRACT = service_contract(
     "ladder",
@@ -265,6 +294,7 @@ CONTRACT = service_contract(
         CONFIRM,
         DECIDE,
         ROUTE,
+        LEVEL,
     ],
     buckets=("ladder",),
     shared_streams=("EVENTS", "TIMERS", "DEAD"),

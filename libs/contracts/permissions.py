@@ -51,6 +51,8 @@ def permissions(role: str, services: Sequence[ServiceContract]) -> dict[str, obj
             publish += _shared_stream(stream, consumer=own.name)
     elif role == GATEWAY:
         subscribe.append("tether.live.>")  # streamed to clients it has authorized
+        for bucket in (b for svc in services for b in svc.watched):
+            publish += _watched_bucket(f"KV_{bucket}")
     else:
         raise ValueError(f"no service named {role!r}")
     return {
@@ -76,6 +78,19 @@ def _owned_stream(stream: str) -> list[str]:
         f"{api}.CONSUMER.DURABLE.CREATE.{stream}.>",
         f"{api}.CONSUMER.MSG.NEXT.{stream}.>",
         f"$JS.ACK.{stream}.>",
+    ]
+
+
+def _watched_bucket(stream: str) -> list[str]:
+    """Watch a bucket with ordered consumers (nats-py's `watch`), and nothing else."""
+    api = "$JS.API"
+    return [
+        f"{api}.STREAM.INFO.{stream}",
+        f"{api}.CONSUMER.CREATE.{stream}",
+        f"{api}.CONSUMER.CREATE.{stream}.>",
+        f"{api}.CONSUMER.DELETE.{stream}.>",
+        f"{api}.CONSUMER.INFO.{stream}.>",
+        f"$JS.FC.{stream}.>",
     ]
 
 

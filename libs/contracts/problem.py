@@ -13,7 +13,9 @@ class Problem(Contract, omit_defaults=True):
 
     `type` names the rule (`urn:tether:problem:<rule>`), `status` is the HTTP status the
     gateway answers with, `detail` says what exactly was wrong with this request, and
-    `errors`, when there are several things wrong, names each.
+    `errors`, when there are several things wrong, names each. `index` names the item of a
+    list that was wrong (a patch's op), and `version` the current version of what a write
+    lost a compare-and-set on.
     """
 
     type: str
@@ -21,6 +23,8 @@ class Problem(Contract, omit_defaults=True):
     status: int
     detail: str = ""
     errors: tuple[str, ...] = ()
+    index: int | None = None
+    version: int | None = None
 
     @property
     def rule(self) -> str:
@@ -31,7 +35,14 @@ class Refused(Exception):
     """Raised by a handler to answer with a problem instead of a reply."""
 
     def __init__(
-        self, rule: str, status: int, detail: str, *, errors: tuple[str, ...] = ()
+        self,
+        rule: str,
+        status: int,
+        detail: str,
+        *,
+        errors: tuple[str, ...] = (),
+        index: int | None = None,
+        version: int | None = None,
     ) -> None:
         super().__init__(detail)
         self.problem = Problem(
@@ -40,6 +51,8 @@ class Refused(Exception):
             status=status,
             detail=detail,
             errors=errors,
+            index=index,
+            version=version,
         )
 
 

@@ -75,7 +75,9 @@ class ServiceContract(msgspec.Struct, frozen=True):
     `buckets` and `streams` are the KV buckets and streams its credential may manage and
     publish to; who may call a subject is on the subject itself (`Subject.callers`, where
     TIMER_OWNERS means every service that names `timer_targets`). `timer_targets` are the
-    targets the scheduler may deliver this service's timers to.
+    targets the scheduler may deliver this service's timers to. `watched` are buckets of its
+    own the gateway may watch (read-only) to stream their changes to the clients it has
+    authorized.
     """
 
     name: str
@@ -85,6 +87,7 @@ class ServiceContract(msgspec.Struct, frozen=True):
     streams: tuple[StreamSpec, ...] = ()
     shared_streams: tuple[str, ...] = (EVENTS.name, DEAD.name)
     timer_targets: tuple[str, ...] = ()
+    watched: tuple[str, ...] = ()
 
     @property
     def health(self) -> Subject:

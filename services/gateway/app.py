@@ -16,11 +16,13 @@ from libs.runtime import bus
 from services.gateway.events import STREAMS, close_streams, room_stream
 from services.gateway.forward import NATS, forwarding
 from services.gateway.limits import IdempotencyKeys, RateLimiter
+from services.gateway.mcp import mcp_endpoint
 from services.gateway.middlewares import problems
 from services.gateway.openapi import openapi
 from services.gateway.readiness import readiness
 from services.gateway.routes import ROUTES, Route
 from services.gateway.settings import GatewaySettings
+from services.gateway.watch import mod_watch
 from services.gateway.webhooks import webhook
 
 __all__ = ["NATS", "REDIS", "init_app"]
@@ -82,12 +84,18 @@ def init_app(
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/v1/openapi.json", openapi_json)
     app.router.add_get("/console", console)
+    app.router.add_post(
+        "/v1/mcp",
+        mcp_endpoint(key=settings.jwt_key, limiter=limiter, timeout=settings.request_timeout),
+    )
     timeout = settings.request_timeout
     for route in routes:
         if route.kind == "webhook":
             handler = webhook(route, public_url=settings.public_url, timeout=timeout)
         elif route.kind == "stream":
             handler = room_stream(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
+        elif route.kind == "watch":
+            handler = mod_watch(route, key=settings.jwt_key, limiter=limiter)
         else:
             handler = forwarding(
                 route,

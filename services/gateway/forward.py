@@ -56,6 +56,8 @@ def forwarding(
             )
             if problem is not None:
                 return Stored("", problem, body, _PROBLEM)
+            if route.accepted is not None and _decode(body).get(route.accepted) is not None:
+                return Stored("", 202, body, _JSON)
             return Stored("", route.status, body, _JSON)
 
         async def answer_or_late() -> Stored:
@@ -76,8 +78,11 @@ def forwarding(
             result, replayed = await keys.once(
                 principal, idempotency_key, fingerprint, answer_or_late
             )
-        response = web.Response(body=result.body, status=result.status)
-        response.headers["Content-Type"] = result.content_type
+        response = web.Response(
+            body=None if result.status == 204 else result.body, status=result.status
+        )
+        if result.status != 204:
+            response.headers["Content-Type"] = result.content_type
         if replayed:
             response.headers["Idempotent-Replayed"] = "true"
         return response

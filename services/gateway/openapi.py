@@ -59,6 +59,15 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
         },
         "/metrics": {"get": _plain("Prometheus metrics of the gateway.", "text/plain")},
         "/v1/openapi.json": {"get": _plain("This document.")},
+        "/v1/mcp": {
+            "post": {
+                **_plain(
+                    "MCP (JSON-RPC 2.0, streamable HTTP answered as JSON): one tool, `mod`, "
+                    "whose ops are admitted by the same rules as their routes."
+                ),
+                "security": [{"bearer": []}],
+            }
+        },
         "/console": {
             "get": _plain(
                 "The console: a person sets their level and window and watches, edits and "
@@ -109,6 +118,12 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
         op["responses"][str(route.status)] = {
             "description": "text/event-stream: one `message` event per message, id its seq",
             "content": {"text/event-stream": {"schema": _EVENT}},
+        }
+    if route.kind == "watch":
+        op["responses"][str(route.status)] = {
+            "description": "text/event-stream: `layer` events {layer, version} and `draft` "
+            "events {layer, id, state}",
+            "content": {"text/event-stream": {"schema": {"type": "object"}}},
         }
     if route.kind == "webhook":
         op["security"] = []

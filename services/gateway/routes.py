@@ -5,7 +5,7 @@ from typing import Literal
 
 import msgspec
 
-from libs.contracts import agents, ladder, poa, rooms
+from libs.contracts import agents, ladder, mod, poa, rooms
 from libs.contracts.registry import Subject
 
 __all__ = ["ROUTES", "Route"]
@@ -16,9 +16,11 @@ class Route(msgspec.Struct, frozen=True):
 
     `kind` json forwards a JSON request with the caller's token; `webhook` forwards a
     carrier's signed request as it arrived, with no token; `stream` sends a room's messages
-    as server-sent events, once `subject` says the caller is a member. `delegates` admits
-    a grant's delegate (an agent that is not the person's own), which the service then
-    holds to the grants that name it.
+    as server-sent events, once `subject` says the caller is a member; `watch` streams the
+    changes to the caller's own layers and drafts (of which `subject` is the vocabulary).
+    `delegates` admits a grant's delegate (an agent that is not the person's own), which
+    the service then holds to the grants that name it. A reply whose field `accepted` is
+    set is answered 202 (a write held as a draft); a 204 answers no body.
     """
 
     method: str
@@ -27,8 +29,9 @@ class Route(msgspec.Struct, frozen=True):
     summary: str
     status: int = 200
     query: tuple[str, ...] = ()
-    kind: Literal["json", "webhook", "stream"] = "json"
+    kind: Literal["json", "webhook", "stream", "watch"] = "json"
     delegates: bool = False
+    accepted: str | None = None
 
     @property
     def path_params(self) -> tuple[str, ...]:
@@ -139,6 +142,42 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/windows/{id}/stop", ladder.STOP, "Stop a pending send"),
     Route("GET", "/v1/confirmations", ladder.CONFIRMATIONS, "The confirmations asked of me"),
     Route("POST", "/v1/confirmations/{id}", ladder.CONFIRM, "Pick, edit or decline"),
+    Route("GET", "/v1/mod/surface", mod.SURFACE, "What my app can be changed through"),
+    Route("GET", "/v1/mod/composed", mod.COMPOSED, "What a host draws for me: hanzo, org, user"),
+    Route("GET", "/v1/mod/installs", mod.INSTALLS, "The mods installed for me"),
+    Route(
+        "POST",
+        "/v1/mod/installs",
+        mod.INSTALL,
+        "Install a mod pinned to a digest, with its permissions consented",
+        status=201,
+    ),
+    Route("DELETE", "/v1/mod/installs/{publisher}/{id}", mod.UNINSTALL, "Uninstall a mod"),
+    Route("GET", "/v1/mod/layers/{layer}", mod.LAYER, "A layer: its version, ops and last change"),
+    Route(
+        "POST",
+        "/v1/mod/layers/{layer}",
+        mod.WRITE,
+        "Write a layer at its version (202 when held as a draft)",
+        accepted="draft",
+    ),
+    Route(
+        "GET", "/v1/mod/layers/{layer}/versions", mod.VERSIONS, "A layer's versions, newest first"
+    ),
+    Route(
+        "POST", "/v1/mod/layers/{layer}/revert", mod.REVERT, "Write a new version equal to an old"
+    ),
+    Route("GET", "/v1/mod/drafts", mod.DRAFTS, "The drafts over my layers I may see"),
+    Route("GET", "/v1/mod/drafts/{id}", mod.DRAFT, "One draft"),
+    Route("POST", "/v1/mod/drafts/{id}/commit", mod.KEEP, "Keep a draft: commit it at its base"),
+    Route("DELETE", "/v1/mod/drafts/{id}", mod.DISCARD, "Discard a draft", status=204),
+    Route(
+        "GET",
+        "/v1/mod/watch",
+        mod.SURFACE,
+        "New versions of my layers and changes to my drafts, as server-sent events",
+        kind="watch",
+    ),
     Route(
         "POST",
         "/v1/lines/{transport}/inbound",

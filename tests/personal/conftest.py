@@ -14,17 +14,15 @@ from typing import Any
 import msgspec
 import pytest
 
-from libs.contracts import SERVICES, agents, ladder, rooms, scheduler
+from libs.contracts import agents, ladder, rooms, scheduler
 from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
 from libs.contracts.ladder import SEND_MEANS
 from services.agents.domain.prompt import Prompt
 from services.agents.main import serve as serve_agents
 from services.agents.model import Scripted
-from services.ladder.main import serve as serve_ladder
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
-from services.scheduler.main import serve as serve_scheduler
-from tests.support import TEST_SERVICES, bearer, serving, token
+from tests.support import bearer, serving, token
 
 LINES_KEY = secrets.token_hex(32)
 
@@ -58,30 +56,6 @@ async def rooms_service(settings_for, audit_service):
     sealer = Sealer.from_hex(LINES_KEY)
     async with serving(
         rooms.CONTRACT, settings_for("rooms"), lambda svc: serve_rooms(svc, sealer)
-    ) as svc:
-        yield svc
-
-
-@pytest.fixture
-def ladder_clock() -> Callable[[], datetime]:
-    """The ladder's clock. A module that watches windows end overrides it with one running
-    behind, so a one-minute window ends a few real seconds after it opens."""
-    return lambda: datetime.now(UTC)
-
-
-@pytest.fixture
-async def ladder_service(settings_for, ladder_clock, audit_service):
-    async with serving(
-        ladder.CONTRACT, settings_for("ladder"), lambda svc: serve_ladder(svc, ladder_clock)
-    ) as svc:
-        yield svc
-
-
-@pytest.fixture
-async def scheduler_service(settings_for):
-    targets = {s.name: s.timer_targets for s in (*SERVICES, *TEST_SERVICES) if s.timer_targets}
-    async with serving(
-        scheduler.CONTRACT, settings_for("scheduler"), lambda svc: serve_scheduler(svc, targets)
     ) as svc:
         yield svc
 

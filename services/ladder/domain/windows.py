@@ -13,7 +13,7 @@ from typing import Literal
 
 import msgspec
 
-from libs.contracts.ladder import PendingWindow, Window, WindowOption
+from libs.contracts.ladder import WINDOW_SECONDS, PendingWindow, Window, WindowOption
 from libs.contracts.problem import Refused
 
 __all__ = [
@@ -29,7 +29,7 @@ __all__ = [
     "taken_over",
 ]
 
-SECONDS: dict[str, int] = {"instant": 0, "1m": 60, "5m": 300, "15m": 900, "1h": 3600}
+SECONDS = WINDOW_SECONDS
 
 # The only moves a window makes; every other state is settled.
 MOVES: dict[str, frozenset[str]] = {

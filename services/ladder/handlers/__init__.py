@@ -33,4 +33,5 @@ class Handlers(Settings, Windows, Confirmations):
             ladder.CONFIRM: self.confirm,
             ladder.DECIDE: self.decide,
             ladder.ROUTE: self.route,
+            ladder.LEVEL: self.level_of,
         }

@@ -86,6 +86,12 @@ class Settings(Ladder):
         canceled = await self._cancel_all_below_send(found)
         return ladder.Ceiling(org=p.org, level=req.level, canceled_windows=canceled)
 
+    async def level_of(self, req: ladder.LevelOf, _: Principal) -> ladder.Effective:
+        settings = await self._store.settings(req.person)
+        ceiling = await self._store.ceiling(req.org)
+        level = effective(settings, ceiling, None, None)
+        return ladder.Effective(level=level, window=settings.window, ceiling=ceiling)
+
     async def decide(self, req: ladder.DecideRequest, _: Principal) -> ladder.Decided:
         settings = await self._store.settings(req.person)
         ceiling = await self._store.ceiling(req.org)

@@ -1,0 +1,137 @@
+"""`POST /v1/mcp`: the mod capability as one MCP tool, `mod` (hip-0528 §9.5).
+
+JSON-RPC 2.0 over the streamable HTTP transport, answered as plain JSON and holding no
+session: `initialize`, `ping`, `tools/list` and `tools/call`. Each op of the tool is the
+subject its route forwards to, asked with the caller's own principal, so it is admitted by
+the same function as the route: an agent's patch_layer lands as a draft, its commit_draft
+is refused. The watch stream is not a tool.
+"""
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from libs.contracts import codec, mod
+from libs.contracts.problem import Refused
+from libs.contracts.registry import Subject
+from services.gateway.forward import NATS, ask
+from services.gateway.limits import RateLimiter
+from services.gateway.tokens import is_delegate, principal_from
+
+__all__ = ["PROTOCOL_VERSIONS", "TOOL", "mcp_endpoint"]
+
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+
+# Each op of the tool, and the subject its route forwards to.
+_OPS: dict[str, Subject] = {
+    "read_surface": mod.SURFACE,
+    "read_layer": mod.LAYER,
+    "list_versions": mod.VERSIONS,
+    "patch_layer": mod.WRITE,
+    "revert_layer": mod.REVERT,
+    "commit_draft": mod.KEEP,
+    "discard_draft": mod.DISCARD,
+}
+_OP_SCHEMA = msgspec.json.schema(mod.Op)
+TOOL = {
+    "name": "mod",
+    "title": "Arrange the app",
+    "description": (
+        "Read the surface and the layers of the caller's app, and change them with patches. "
+        "An agent's patch_layer is held as a draft for its person's Keep unless their level "
+        "lets it act unasked; an agent never commits a draft."
+    ),
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "op": {"enum": list(_OPS)},
+            "layer": {"enum": ["org", "user"]},
+            "base": {"type": "integer", "minimum": 0},
+            "version": {"type": "integer", "minimum": 0},
+            "ops": {"type": "array", "items": _OP_SCHEMA, "maxItems": 64},
+            "note": {"type": "string", "maxLength": 200},
+            "draft": {"type": "boolean"},
+            "id": {"type": "string"},
+        },
+        "required": ["op"],
+        "additionalProperties": False,
+    },
+}
+_decode = msgspec.json.Decoder().decode
+
+
+def mcp_endpoint(
+    *, key: str, limiter: RateLimiter, timeout: float
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def handler(http: web.Request) -> web.Response:
+        principal = principal_from(http.headers.get("Authorization"), key)
+        if is_delegate(principal):
+            raise Refused("delegate-not-admitted", 403, "only the person's own agent arranges it")
+        await limiter.check(principal)
+        try:
+            message = _decode(await http.read())
+        except msgspec.DecodeError:
+            return _reply(None, error=(-32700, "the body is not JSON"))
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return _reply(None, error=(-32600, "a JSON-RPC 2.0 request object is expected"))
+        if "id" not in message:  # a notification: nothing to answer
+            return web.Response(status=202)
+        id_, method, params = message["id"], message.get("method"), message.get("params") or {}
+        match method:
+            case "initialize":
+                asked = params.get("protocolVersion")
+                version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
+                return _reply(
+                    id_,
+                    result={
+                        "protocolVersion": version,
+                        "capabilities": {"tools": {"listChanged": False}},
+                        "serverInfo": {"name": "tether", "version": "0.1.0"},
+                    },
+                )
+            case "ping":
+                return _reply(id_, result={})
+            case "tools/list":
+                return _reply(id_, result={"tools": [TOOL]})
+            case "tools/call":
+                if params.get("name") != "mod":
+                    return _reply(id_, error=(-32602, f"no tool {params.get('name')!r}"))
+                arguments = dict(params.get("arguments") or {})
+                op = arguments.pop("op", None)
+                if op not in _OPS:
+                    return _reply(id_, result=_tool_error(f"op must be one of {list(_OPS)}"))
+                subject = _OPS[op]
+                try:
+                    payload = codec.encode(msgspec.convert(arguments, subject.request))
+                except msgspec.ValidationError as exc:
+                    return _reply(id_, result=_tool_error(f"{op}: {exc}"))
+                problem, body = await ask(
+                    http.app[NATS], subject, payload, principal, timeout=timeout
+                )
+                answer = _decode(body)
+                return _reply(
+                    id_,
+                    result={
+                        "content": [{"type": "text", "text": body.decode()}],
+                        "structuredContent": answer,
+                        "isError": problem is not None,
+                    },
+                )
+        return _reply(id_, error=(-32601, f"no method {method!r}"))
+
+    return handler
+
+
+def _tool_error(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _reply(id_: Any, *, result: Any = None, error: tuple[int, str] | None = None) -> web.Response:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": id_}
+    if error is not None:
+        body["error"] = {"code": error[0], "message": error[1]}
+    else:
+        body["result"] = result
+    return web.Response(body=msgspec.json.encode(body), content_type="application/json")

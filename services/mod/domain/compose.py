@@ -1,0 +1,107 @@
+"""Composition (§3.5, §9.2 rule 5): hanzo, then org, then user. For each target the highest
+layer holding an op wins, except that what the org hides stays hidden; a chord bound in two
+layers goes to the higher one's command; an op whose id left the surface does nothing."""
+
+from collections.abc import Sequence
+from typing import Any
+
+from libs.contracts.mod import Bind, Entry, Hide, Move, Op, Rename, Set, Show, TokenOp
+from services.mod.domain.patches import hidden_by
+from services.mod.domain.schema import default_of
+
+__all__ = ["composed"]
+
+
+def composed(surface: Sequence[Entry], org: Sequence[Op], user: Sequence[Op]) -> dict[str, Any]:
+    known = {e.id for e in surface}
+    org, user = [o for o in org if o.id in known], [o for o in user if o.id in known]
+    # One op per target in a layer, and a person cannot show what the org hid.
+    hidden = hidden_by(org) | hidden_by(user)
+    winning = _winning(org, user)
+    apps = _placed([e for e in surface if e.kind == "apps"], winning)
+    views = _placed([e for e in surface if e.kind == "views"], winning)
+    return {
+        "apps": [
+            {"id": e.id, "title": _title(e, winning), "slots": list(e.slots)}
+            for e in apps
+            if e.id not in hidden
+        ],
+        "views": [
+            {
+                "id": e.id,
+                "title": _title(e, winning),
+                "app": e.app,
+                "slot": _slot(e, winning),
+            }
+            for e in views
+            if e.id not in hidden
+        ],
+        "commands": [
+            {"id": e.id, "title": _title(e, winning), "chord": chord}
+            for e in surface
+            if e.kind == "commands" and e.id not in hidden
+            for chord in [_chords(org, user).get(e.id)]
+        ],
+        "settings": {e.id: _value(e, winning, org) for e in surface if e.kind == "settings"},
+        "tokens": {
+            e.id: winning[e.id, "value"].value
+            if isinstance(winning.get((e.id, "value")), TokenOp)
+            else e.values[0]
+            for e in surface
+            if e.kind == "tokens"
+        },
+        "hidden": sorted(hidden),
+    }
+
+
+def _winning(org: Sequence[Op], user: Sequence[Op]) -> dict[tuple[str, str], Op]:
+    groups = {Hide: "visibility", Show: "visibility", Move: "place", Rename: "title"}
+    won: dict[tuple[str, str], Op] = {}
+    for op in (*org, *user):
+        group = groups.get(type(op), "value")
+        won[op.id, group] = op
+    return won
+
+
+def _title(entry: Entry, winning: dict[tuple[str, str], Op]) -> str:
+    op = winning.get((entry.id, "title"))
+    return op.title if isinstance(op, Rename) else entry.title
+
+
+def _slot(entry: Entry, winning: dict[tuple[str, str], Op]) -> str | None:
+    op = winning.get((entry.id, "place"))
+    return op.slot if isinstance(op, Move) and op.slot is not None else entry.slot
+
+
+def _placed(entries: list[Entry], winning: dict[tuple[str, str], Op]) -> list[Entry]:
+    """In surface order, then each moved one placed at its index, lowest index first."""
+    moved = sorted(
+        (
+            (op.index, i, e)
+            for i, e in enumerate(entries)
+            if isinstance(op := winning.get((e.id, "place")), Move)
+        ),
+        key=lambda t: (t[0], t[1]),
+    )
+    placed = [e for e in entries if not isinstance(winning.get((e.id, "place")), Move)]
+    for index, _, e in moved:
+        placed.insert(min(index, len(placed)), e)
+    return placed
+
+
+def _chords(org: Sequence[Op], user: Sequence[Op]) -> dict[str, str]:
+    """command → chord: each layer's binds, the user's over the org's; a chord both bind
+    goes to the user's command."""
+    by_chord: dict[str, str] = {}
+    for layer in (org, user):
+        mine = {op.id: op.chord for op in layer if isinstance(op, Bind)}
+        by_chord = {c: cmd for c, cmd in by_chord.items() if cmd not in mine}
+        by_chord |= {chord: cmd for cmd, chord in mine.items()}
+    return {cmd: chord for chord, cmd in by_chord.items()}
+
+
+def _value(entry: Entry, winning: dict[tuple[str, str], Op], org: Sequence[Op]) -> Any:
+    op = winning.get((entry.id, "value"))
+    if entry.scope == "org":  # set only in the org layer
+        op = next((o for o in reversed(org) if o.id == entry.id and isinstance(o, Set)), None)
+    return op.value if isinstance(op, Set) else default_of(entry.schema or {})

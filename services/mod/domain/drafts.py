@@ -1,0 +1,83 @@
+"""Drafts (§9.4): who writes what as a draft, when one commits itself, and a layer's open
+drafts (at most 16)."""
+
+from datetime import datetime
+from typing import Literal
+
+import msgspec
+
+from libs.contracts.ladder import Level, Window
+from libs.contracts.mod import DraftEvent, HeldDrafts, LayerDraft, LayerName
+from libs.contracts.problem import Refused
+
+__all__ = ["MAX_OPEN", "Commit", "commits", "expiring", "find", "opened", "settled", "waiting"]
+
+MAX_OPEN = 16
+_CLOSED_KEPT = 16
+Commit = Literal["now", "window", "keep"]
+
+
+def commits(
+    layer: LayerName, *, agent: bool, level: Level, window: Window, sensitive: bool
+) -> tuple[Commit, str]:
+    """§9.4 rule 2's table, and rules 3 and 5: how an agent's write lands, and why it
+    waits for Keep when it does. A person's own write is theirs to commit."""
+    if not agent:
+        return "now", ""
+    if layer == "org":
+        return "keep", "an agent never commits the org's layer"
+    if sensitive:
+        return "keep", "a sensitive setting waits for your Keep at every level"
+    if level != "send":
+        return "keep", f"your level is {level}: your agent's changes wait for your Keep"
+    if window == "instant":
+        return "now", ""
+    return "window", ""
+
+
+def opened(held: HeldDrafts, draft: LayerDraft) -> HeldDrafts:
+    if any(d.id == draft.id for d in held.open):
+        return held
+    if len(held.open) >= MAX_OPEN:
+        raise Refused(
+            "drafts-full",
+            409,
+            f"this layer has {MAX_OPEN} open drafts; keep, discard or let one expire first",
+        )
+    return HeldDrafts(open=[*held.open, draft], closed=held.closed, last=_event(draft))
+
+
+def settled(
+    held: HeldDrafts, draft_id: str, state: str, *, version: int | None = None
+) -> HeldDrafts:
+    """The draft kept, discarded or expired; one no longer open stays as it is."""
+    draft = next((d for d in held.open if d.id == draft_id), None)
+    if draft is None:
+        return held
+    done = msgspec.structs.replace(draft, state=state, version=version, commits_at=None)
+    return HeldDrafts(
+        open=[d for d in held.open if d.id != draft_id],
+        closed=[done, *held.closed][:_CLOSED_KEPT],
+        last=_event(done),
+    )
+
+
+def waiting(held: HeldDrafts, draft_id: str, why: str) -> HeldDrafts:
+    """An open draft that will not commit itself: it waits for Keep, saying why."""
+    found = [
+        msgspec.structs.replace(d, commits_at=None, waits=why) if d.id == draft_id else d
+        for d in held.open
+    ]
+    return HeldDrafts(open=found, closed=held.closed, last=held.last)
+
+
+def find(held: HeldDrafts, draft_id: str) -> LayerDraft | None:
+    return next((d for d in (*held.open, *held.closed) if d.id == draft_id), None)
+
+
+def expiring(held: HeldDrafts, now: datetime) -> list[str]:
+    return [d.id for d in held.open if d.expires_at <= now]
+
+
+def _event(draft: LayerDraft) -> DraftEvent:
+    return DraftEvent(id=draft.id, state=draft.state, writer=draft.writer, act=draft.act)

@@ -1,0 +1,117 @@
+"""Patches (§9.2, hip-0528-tables.md): a write checked whole against the surface before
+anything is stored, and a layer that keeps one op per target."""
+
+import re
+from collections.abc import Mapping, Sequence
+
+from libs.contracts.mod import Bind, Entry, Hide, LayerName, Move, Op, Rename, Set, Show, TokenOp
+from libs.contracts.problem import Refused
+from services.mod.domain.schema import value_fault
+from services.mod.domain.text import plain, title_fault
+
+__all__ = ["checked", "hidden_by", "merged", "sensitive", "target"]
+
+_CHORD = re.compile(
+    r"^(?:(?:ctrl|alt|shift|meta)\+){0,4}"
+    r"(?:[a-z0-9]|f[1-9]|f1[0-2]|enter|space|tab|escape|up|down|left|right)$"
+)
+_GROUP = {
+    Hide: "visibility",
+    Show: "visibility",
+    Move: "place",
+    Rename: "title",
+    Set: "value",
+    TokenOp: "value",
+    Bind: "chord",
+}
+
+
+def target(op: Op) -> tuple[str, str]:
+    """What an op sets of its contribution: its visibility, place, title, value or chord."""
+    return op.id, _GROUP[type(op)]
+
+
+def merged(layer: Sequence[Op], ops: Sequence[Op]) -> list[Op]:
+    """The layer after `ops`: one op per target, the later replacing the earlier."""
+    held: dict[tuple[str, str], Op] = {}
+    for op in (*layer, *ops):
+        held.pop(target(op), None)
+        held[target(op)] = op
+    return list(held.values())
+
+
+def hidden_by(layer: Sequence[Op]) -> frozenset[str]:
+    return frozenset(op.id for op in layer if isinstance(op, Hide))
+
+
+def sensitive(ops: Sequence[Op], surface: Mapping[str, Entry]) -> bool:
+    """Does a write set a sensitive setting (§9.4 rule 3)?"""
+    return any(isinstance(op, Set) and op.id in surface and surface[op.id].sensitive for op in ops)
+
+
+def checked(
+    layer_name: LayerName,
+    layer: Sequence[Op],
+    ops: Sequence[Op],
+    note: str,
+    surface: Mapping[str, Entry],
+    *,
+    org_hides: frozenset[str],
+) -> list[Op]:
+    """The layer after the write, or a 422 naming the first op refused and why; nothing is
+    written unless every op passes."""
+    if not plain(note, newlines=True):
+        raise Refused("patch-invalid", 422, "the note is plain text, with no control characters")
+    slots = frozenset(slot for e in surface.values() for slot in e.slots)
+    for i, op in enumerate(ops):
+        if fault := _fault(op, layer_name, surface, slots, org_hides):
+            raise Refused("patch-invalid", 422, f"op {i} ({op.id}): {fault}", index=i)
+    after = merged(layer, ops)
+    bound: dict[str, str] = {}
+    for op in after:
+        if isinstance(op, Bind):
+            if bound.setdefault(op.chord, op.id) != op.id:
+                i = next(
+                    i for i, o in enumerate(ops) if isinstance(o, Bind) and o.chord == op.chord
+                )
+                raise Refused(
+                    "patch-invalid",
+                    422,
+                    f"op {i}: {op.chord} is bound to {bound[op.chord]} and {op.id} in one layer",
+                    index=i,
+                )
+    return after
+
+
+def _fault(
+    op: Op,
+    layer_name: LayerName,
+    surface: Mapping[str, Entry],
+    slots: frozenset[str],
+    org_hides: frozenset[str],
+) -> str | None:
+    entry = surface.get(op.id)
+    if entry is None or entry.kind != op.kind:
+        return f"the surface lists no {op.kind} {op.id}"
+    name = type(op).__struct_config__.tag
+    if name not in entry.ops:
+        return f"{op.kind} do not admit {name}"
+    match op:
+        case Show() if layer_name == "user" and op.id in org_hides:
+            return "the org hides it, and a person cannot show what their org hid"
+        case Rename(title=title):
+            return title_fault(title)
+        case Set(value=value):
+            if entry.scope == "org" and layer_name == "user":
+                return "a setting of scope org is set only in the org layer"
+            return value_fault(entry.schema or {}, value)
+        case TokenOp(value=value) if value not in entry.values:
+            return f"{value!r} is not one of {', '.join(entry.values)}"
+        case Move(slot=slot) if slot is not None:
+            if op.kind == "apps":
+                return "an app moves only along the rail, never into a slot"
+            if slot not in slots:
+                return f"the surface lists no slot {slot}"
+        case Bind(chord=chord) if not _CHORD.match(chord):
+            return f"{chord!r} is not a chord: modifiers ctrl alt shift meta, + one key"
+    return None

@@ -1,0 +1,108 @@
+"""What every mod handler shares: the mods loaded for a caller and the surface they make,
+who the caller is to a layer, the person's level asked of the ladder, and timers on the
+scheduler."""
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import msgspec
+from nats.aio.client import Client
+
+from libs.audit.trail import Trail
+from libs.contracts import ladder, scheduler
+from libs.contracts.base import home_org
+from libs.contracts.mod import Entry, LayerName, Manifest, Missing
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.runtime.calls import call
+from services.mod.domain import surface
+from services.mod.domain.activation import activated
+from services.mod.domain.manifests import mod_id
+from services.mod.domain.review import Reviewer
+from services.mod.store import ModStore, layer_key
+
+__all__ = ["ME", "DraftTimer", "Mod", "may_keep", "ops_data", "person_of"]
+
+Clock = Callable[[], datetime]
+ME = "mod"
+
+
+class DraftTimer(msgspec.Struct, frozen=True):
+    """The payload of a draft's timers: its window's end, and its expiry."""
+
+    org: str
+    person: str
+    layer: LayerName
+    id: str
+
+
+class Mod:
+    def __init__(
+        self,
+        nc: Client,
+        store: ModStore,
+        trail: Trail,
+        clock: Clock,
+        *,
+        hanzo: Sequence[Manifest],
+        reviewer: Reviewer | None,
+        draft_ttl: timedelta,
+    ) -> None:
+        self._nc, self._store, self._trail, self._clock = nc, store, trail, clock
+        self._hanzo, self._reviewer, self._draft_ttl = tuple(hanzo), reviewer, draft_ttl
+
+    async def _loaded(self, p: Principal) -> tuple[list[tuple[Manifest, str]], list[Missing]]:
+        """The mods loaded for the caller in activation order, each with its layer: the
+        first-party mods, the org's, and the person's own in their home org (§3.1, §3.5)."""
+        layer_of = {mod_id(m): "hanzo" for m in self._hanzo}
+        mods = list(self._hanzo)
+        prefixes = [(f"{p.org}.org", "org")]
+        if home_org(p.sub) == p.org:
+            prefixes.append((layer_key(p.org, "user", p.sub), "user"))
+        for prefix, layer in prefixes:
+            for record in await self._store.installed(prefix):
+                layer_of[mod_id(record.manifest)] = layer
+                mods.append(record.manifest)
+        order, missing = activated(mods)
+        return [(m, layer_of[mod_id(m)]) for m in order], missing
+
+    async def _surface(self, p: Principal) -> list[Entry]:
+        loaded, _ = await self._loaded(p)
+        return surface.entries(loaded, for_agent=p.is_agent)
+
+    def _key(self, p: Principal, layer: LayerName) -> str:
+        """The caller's own layer: the org's, or the person's (an agent's person's)."""
+        return layer_key(p.org, layer, p.sub)
+
+    async def _level(self, p: Principal) -> ladder.Effective:
+        ask = ladder.LevelOf(org=p.org, person=p.sub)
+        return await call(self._nc, ladder.LEVEL, ask, caller=ME)
+
+    async def _timer(self, key: str, due_at: datetime, target: str, payload: DraftTimer) -> None:
+        timer = scheduler.Schedule(key=key, due_at=due_at, target=target, payload=payload)
+        await call(self._nc, scheduler.SCHEDULE, timer, caller=ME)
+
+    async def _cancel_timers(self, draft_id: str) -> None:
+        """The draft's state already says its timers do nothing; this spares the fires."""
+        for key in (f"mod.{draft_id}.end", f"mod.{draft_id}.expiry"):
+            try:
+                await call(self._nc, scheduler.CANCEL, scheduler.Cancel(key=key), caller=ME)
+            except Refused:
+                pass  # never scheduled (no window), or already fired
+
+
+def may_keep(p: Principal, layer: LayerName) -> bool:
+    """Keep and revert are the person's on their layer and an org admin's on the org's;
+    never an agent's (§9.4 rules 5, 8, 9)."""
+    return not p.is_agent and (layer == "user" or "admin" in p.roles)
+
+
+def person_of(p: Principal) -> str:
+    if home_org(p.sub) is None:
+        raise Refused("no-person", 403, f"{p.sub!r} is not a person <org>/<name>")
+    return p.sub
+
+
+def ops_data(ops: Sequence[Any]) -> list[Any]:
+    return msgspec.to_builtins(list(ops))

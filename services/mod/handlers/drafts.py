@@ -1,0 +1,210 @@
+"""Drafts (§9.4 rules 2, 7, 8): held, kept at their base, discarded, committed at the end of
+the person's window when their level still lets their agent act unasked, and expired; each
+recorded before it happens."""
+
+import uuid
+from datetime import timedelta
+
+import msgspec
+
+from libs.contracts import mod, scheduler
+from libs.contracts.ladder import WINDOW_SECONDS, Window
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.runtime.kv import Conflict, Record
+from services.mod.domain import drafts, patches
+from services.mod.handlers.common import DraftTimer, Mod, may_keep, ops_data
+from services.mod.store import Stored, layer_key
+
+__all__ = ["Drafts"]
+
+_END, _EXPIRY = "draft_end", "draft_expiry"
+
+
+class Drafts(Mod):
+    async def _hold(
+        self, req: mod.WriteLayer, p: Principal, why: str, *, window: Window | None
+    ) -> mod.Written:
+        """The write as a draft over its layer: it writes no version (§9.4 rule 7)."""
+        now = self._clock()
+        draft = mod.LayerDraft(
+            id=f"md-{uuid.uuid4().hex[:16]}",
+            layer=req.layer,
+            base=req.base,
+            ops=req.ops,
+            note=req.note,
+            writer=p.sub,
+            act=p.act,
+            state="open",
+            created_at=now,
+            expires_at=now + self._draft_ttl,
+            commits_at=None if window is None else now + timedelta(seconds=WINDOW_SECONDS[window]),
+            waits="" if window is not None else why,
+        )
+        timer = DraftTimer(org=p.org, person=p.sub, layer=req.layer, id=draft.id)
+        await self._store.change_drafts(
+            self._key(p, req.layer),
+            lambda held: drafts.opened(held, draft),
+            record=self._recorded(p, "mod.draft.create", draft, ops=ops_data(draft.ops)),
+        )
+        await self._timer(f"mod.{draft.id}.expiry", draft.expires_at, _EXPIRY, timer)
+        if draft.commits_at is not None:
+            await self._timer(f"mod.{draft.id}.end", draft.commits_at, _END, timer)
+        return mod.Written(draft=draft)
+
+    async def drafts(self, _: mod.ListLayerDrafts, p: Principal) -> mod.LayerDraftList:
+        found = [d for layer in ("org", "user") for d in await self._visible(p, layer)]
+        return mod.LayerDraftList(drafts=[d for d in found if d.state == "open"])
+
+    async def draft(self, req: mod.LayerDraftRef, p: Principal) -> mod.LayerDraft:
+        return await self._find(p, req.id)
+
+    async def keep(self, req: mod.LayerDraftRef, p: Principal) -> mod.Written:
+        """Keep: the draft's ops applied at its base, under the same compare-and-set."""
+        draft = await self._find(p, req.id)
+        if not may_keep(p, draft.layer):
+            raise Refused(
+                "may-not-keep",
+                403,
+                "an agent never keeps a draft"
+                if p.is_agent
+                else f"only an admin of {p.org} keeps a draft of its layer",
+            )
+        if draft.state != "open":
+            raise Refused("draft-closed", 409, f"draft {draft.id} was {draft.state}")
+        version = await self._apply(p, draft, "mod.draft.keep")
+        await self._settle(p, draft, "kept", version=version)
+        return mod.Written(version=version)
+
+    async def discard(self, req: mod.LayerDraftRef, p: Principal) -> mod.LayerDraft:
+        """By whoever may keep it, or by the agent that wrote it."""
+        draft = await self._find(p, req.id)
+        if not (may_keep(p, draft.layer) or _wrote(p, draft)):
+            raise Refused("may-not-discard", 403, f"you may not discard {draft.id}")
+        if draft.state != "open":
+            raise Refused("draft-closed", 409, f"draft {draft.id} was {draft.state}")
+        return await self._settle(p, draft, "discarded")
+
+    async def draft_end(self, fired: scheduler.Fired) -> None:
+        """The person's window ended: the draft commits itself if their level is still send
+        and the layer has not moved; otherwise it waits for Keep (§9.4 rule 2)."""
+        t = msgspec.convert(fired.payload, DraftTimer)
+        p = Principal(org=t.org, sub=t.person)
+        key = layer_key(t.org, t.layer, t.person)
+        draft = drafts.find(await self._store.drafts(key), t.id)
+        if draft is None or draft.state != "open" or draft.commits_at is None:
+            return
+        agent = Principal(org=t.org, sub=t.person, act=draft.act, roles=("mod:write",))
+        stored, version = await self._store.layer(key)
+        if stored.change is not None and stored.change.draft == draft.id:
+            await self._settle(agent, draft, "kept", version=version)  # committed before a crash
+            return
+        effective = await self._level(p)
+        if effective.level != "send":
+            why = f"your level was lowered to {effective.level} during the window"
+        elif version != draft.base:
+            why = f"the layer moved from version {draft.base} to {version} since it was drafted"
+        else:
+            try:
+                version = await self._apply(agent, draft, "mod.draft.self_commit")
+            except Refused as exc:  # moved between the read and the write
+                why = str(exc)
+            else:
+                await self._settle(agent, draft, "kept", version=version)
+                return
+        await self._store.change_drafts(
+            key,
+            lambda held: drafts.waiting(held, draft.id, why),
+            record=self._recorded(agent, "mod.draft.wait", draft, why=why),
+        )
+
+    async def draft_expiry(self, fired: scheduler.Fired) -> None:
+        t = msgspec.convert(fired.payload, DraftTimer)
+        key = layer_key(t.org, t.layer, t.person)
+        draft = drafts.find(await self._store.drafts(key), t.id)
+        if draft is not None and draft.state == "open":
+            p = Principal(org=t.org, sub=t.person, act=draft.act)
+            await self._settle(p, draft, "expired", cancel=False)
+
+    async def _apply(self, p: Principal, draft: mod.LayerDraft, action: str) -> int:
+        key = layer_key(p.org, draft.layer, draft.writer)
+        stored, _ = await self._store.layer(key)
+        change = mod.Change(
+            by=p.sub,
+            at=self._clock(),
+            act=draft.act,
+            note=draft.note,
+            ops=draft.ops,
+            draft=draft.id,
+        )
+        value = Stored(ops=patches.merged(stored.ops, draft.ops), change=change)
+        try:
+            async with self._trail.change(
+                p.org,
+                actor=p,
+                action=action,
+                target=draft.id,
+                data={"layer": draft.layer, "before": draft.base, "ops": ops_data(draft.ops)},
+            ):
+                return await self._store.write_layer(key, value, draft.base)
+        except Conflict:
+            _, now = await self._store.layer(key)
+            raise Refused(
+                "layer-moved",
+                409,
+                f"the {draft.layer} layer moved from version {draft.base} to {now}: draft again",
+                version=now,
+            ) from None
+
+    async def _settle(
+        self,
+        p: Principal,
+        draft: mod.LayerDraft,
+        state: str,
+        *,
+        version: int | None = None,
+        cancel: bool = True,
+    ) -> mod.LayerDraft:
+        key = layer_key(p.org, draft.layer, draft.writer)
+        action = {"kept": "mod.draft.kept", "discarded": "mod.draft.discard"}.get(
+            state, "mod.draft.expire"
+        )
+        _, held = await self._store.change_drafts(
+            key,
+            lambda held: drafts.settled(held, draft.id, state, version=version),
+            record=self._recorded(p, action, draft, state=state),
+        )
+        if cancel:
+            await self._cancel_timers(draft.id)
+        settled = drafts.find(held, draft.id)
+        assert settled is not None
+        return settled
+
+    async def _visible(self, p: Principal, layer: mod.LayerName) -> list[mod.LayerDraft]:
+        """The drafts over `layer` the caller may see: whoever can keep them, and the agent
+        that wrote each (§9.4 rule 7)."""
+        held = await self._store.drafts(self._key(p, layer))
+        every = [*held.open, *held.closed]
+        if p.is_agent:
+            return [d for d in every if _wrote(p, d)]
+        return every if may_keep(p, layer) else [d for d in every if d.writer == p.sub]
+
+    async def _find(self, p: Principal, draft_id: str) -> mod.LayerDraft:
+        for layer in ("org", "user"):
+            found = next((d for d in await self._visible(p, layer) if d.id == draft_id), None)
+            if found is not None:
+                return found
+        raise Refused("draft-not-found", 404, f"you have no draft {draft_id}")
+
+    def _recorded(self, p: Principal, action: str, draft: mod.LayerDraft, **data: object) -> Record:
+        return lambda _before, _after: self._trail.change(
+            p.org,
+            actor=p,
+            action=action,
+            target=draft.id,
+            data={"layer": draft.layer, "base": draft.base, **data},
+        )
+
+
+def _wrote(p: Principal, draft: mod.LayerDraft) -> bool:
+    return p.act is not None and p.act == draft.act and p.sub == draft.writer

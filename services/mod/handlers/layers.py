@@ -1,0 +1,168 @@
+"""The surface, the layers and their versions, and what composes from them (§9.1 to §9.3,
+§9.4 rules 1, 2, 5, 6, 9)."""
+
+from libs.contracts import mod
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.runtime.kv import Conflict
+from services.mod.domain import compose, patches, surface
+from services.mod.domain.drafts import commits
+from services.mod.handlers.common import Mod, may_keep, ops_data, person_of
+from services.mod.store import Stored
+
+__all__ = ["Layers"]
+
+# Settings another capability keeps: the surface lists them so a host draws them, and
+# they are set there, so there is one level, never a second (hip-0524 §4).
+KEPT_BY_LADDER = {
+    "hanzo/settings/ladder-level": "level",
+    "hanzo/settings/ladder-window": "window",
+    "hanzo/settings/ladder-ceiling": "ceiling",
+}
+
+
+class Layers(Mod):
+    async def surface(self, _: mod.GetSurface, p: Principal) -> mod.Surface:
+        loaded, missing = await self._loaded(p)
+        return mod.Surface(
+            versions=await self._versions(p),
+            order=[f"{m.publisher}/{m.id}" for m, _ in loaded],
+            entries=surface.entries(loaded, for_agent=p.is_agent),
+            missing=missing,
+        )
+
+    async def layer(self, req: mod.GetLayer, p: Principal) -> mod.Layer:
+        stored, version = await self._store.layer(self._key(p, req.layer))
+        return mod.Layer(layer=req.layer, version=version, ops=stored.ops, change=stored.change)
+
+    async def composed(self, _: mod.GetComposed, p: Principal) -> mod.Composed:
+        org, org_version = await self._store.layer(self._key(p, "org"))
+        user, user_version = await self._store.layer(self._key(p, "user"))
+        drawn = compose.composed(await self._surface(p), org.ops, user.ops)
+        effective = await self._level(p)
+        for id_, field in KEPT_BY_LADDER.items():
+            if id_ in drawn["settings"]:
+                drawn["settings"][id_] = getattr(effective, field)
+        return mod.Composed(versions={"org": org_version, "user": user_version}, **drawn)
+
+    async def write(self, req: mod.WriteLayer, p: Principal) -> mod.Written:
+        """Checked whole first; then committed at `base`, or held as a draft: always for an
+        agent, unless the person's level lets it act unasked (§9.4 rule 2)."""
+        person_of(p)
+        if p.is_agent and "mod:write" not in p.roles:
+            raise Refused("mod-write-needed", 403, "an agent without mod:write writes no layer")
+        if req.layer == "org" and not p.is_agent and "admin" not in p.roles:
+            raise Refused("admin-only", 403, f"only an admin of {p.org} writes its layer")
+        index = surface.index(await self._surface(p))
+        if fault := next((op for op in req.ops if op.id in KEPT_BY_LADDER), None):
+            raise Refused(
+                "kept-by-ladder",
+                422,
+                f"op {req.ops.index(fault)}: {fault.id} is your ladder's; set it at /v1/ladder",
+                index=req.ops.index(fault),
+            )
+        stored, _ = await self._store.layer(self._key(p, req.layer))
+        org_hides = frozenset()
+        if req.layer == "user":
+            org, _ = await self._store.layer(self._key(p, "org"))
+            org_hides = patches.hidden_by(org.ops)
+        after = patches.checked(
+            req.layer, stored.ops, req.ops, req.note, index, org_hides=org_hides
+        )
+        if p.is_agent:
+            effective = await self._level(p)
+            how, why = commits(
+                req.layer,
+                agent=True,
+                level=effective.level,
+                window=effective.window,
+                sensitive=patches.sensitive(req.ops, index),
+            )
+            if how != "now":
+                return await self._hold(
+                    req, p, why, window=effective.window if how == "window" else None
+                )
+        elif req.draft:
+            return await self._hold(req, p, "held for your Keep", window=None)
+        version = await self._commit(
+            p,
+            req.layer,
+            req.base,
+            Stored(ops=after, change=self._change(p, req)),
+            "mod.layer.write",
+            {"ops": ops_data(req.ops)},
+        )
+        return mod.Written(version=version)
+
+    async def versions(self, req: mod.ListVersions, p: Principal) -> mod.VersionList:
+        found = await self._store.versions(self._key(p, req.layer))
+        return mod.VersionList(
+            versions=[mod.Version(version=v, ops=s.ops, change=s.change) for v, s in found]
+        )
+
+    async def revert(self, req: mod.Revert, p: Principal) -> mod.Written:
+        """A NEW version whose ops equal `version`'s: history is never rewritten."""
+        if not may_keep(p, req.layer):
+            raise Refused(
+                "may-not-revert",
+                403,
+                "an agent undoes a change by drafting the ops that undo it"
+                if p.is_agent
+                else f"only an admin of {p.org} reverts its layer",
+            )
+        key = self._key(p, req.layer)
+        old = await self._store.version(key, req.version)
+        if old is None:
+            raise Refused(
+                "version-gone",
+                404,
+                f"version {req.version} of the {req.layer} layer is not retained",
+            )
+        change = mod.Change(by=p.sub, at=self._clock(), act=p.act, reverted_to=req.version)
+        version = await self._commit(
+            p,
+            req.layer,
+            req.base,
+            Stored(ops=old.ops, change=change),
+            "mod.layer.revert",
+            {"reverted_to": req.version},
+        )
+        return mod.Written(version=version)
+
+    async def _versions(self, p: Principal) -> dict[str, int]:
+        _, org = await self._store.layer(self._key(p, "org"))
+        _, user = await self._store.layer(self._key(p, "user"))
+        return {"org": org, "user": user}
+
+    def _change(self, p: Principal, req: mod.WriteLayer) -> mod.Change:
+        return mod.Change(by=p.sub, at=self._clock(), act=p.act, note=req.note, ops=req.ops)
+
+    async def _commit(
+        self,
+        p: Principal,
+        layer: mod.LayerName,
+        base: int,
+        value: Stored,
+        action: str,
+        data: dict[str, object],
+    ) -> int:
+        """Recorded, then written at `base`; a layer that moved is a 409 naming its version,
+        and the record says the write failed (§9.3 rule 5, §9.6)."""
+        key = self._key(p, layer)
+        try:
+            async with self._trail.change(
+                p.org,
+                actor=p,
+                action=action,
+                target=f"{layer}:{p.sub}" if layer == "user" else "org",
+                data={"layer": layer, "before": base, **data},
+            ):
+                return await self._store.write_layer(key, value, base)
+        except Conflict:
+            _, now = await self._store.layer(key)
+            raise Refused(
+                "layer-moved",
+                409,
+                f"the {layer} layer is at version {now}, not {base}: read it and decide again",
+                version=now,
+            ) from None

@@ -1,0 +1,144 @@
+"""The mod service's buckets (hip-0528 §9.3, §9.7):
+
+    mod-layers    <org>.org, <org>.user.<person>   a layer; 64 revisions, no expiry
+    mod-drafts    <org>.org, <org>.user.<person>   a layer's drafts; a TTL past their expiry
+    mod-installs  <org>.org.<publisher>.<id>, <org>.user.<person>.<publisher>.<id>
+
+Every key names the org, and a person's the person: a lookup that omits them cannot be
+written. A layer's version is its revision.
+"""
+
+from collections.abc import Callable
+from datetime import timedelta
+
+import msgspec
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig
+from nats.js.errors import KeyNotFoundError, NoKeysError
+from nats.js.kv import KeyValue
+
+from libs.contracts import codec
+from libs.contracts.base import key_token
+from libs.contracts.mod import (
+    DRAFTS_BUCKET,
+    INSTALLS_BUCKET,
+    LAYERS_BUCKET,
+    Change,
+    HeldDrafts,
+    Installed,
+    LayerName,
+    Manifest,
+    Op,
+)
+from libs.runtime.kv import Record, current, open_bucket, swap, write_at
+
+__all__ = ["InstallRecord", "ModStore", "Stored", "layer_key", "open_store"]
+
+
+class Stored(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A layer's value: its ops and the change that produced it."""
+
+    ops: list[Op] = []
+    change: Change | None = None
+
+
+class InstallRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    manifest: Manifest
+    installed: Installed
+
+
+_stored = codec.decoder(Stored)
+_drafts = codec.decoder(HeldDrafts)
+_install = codec.decoder(InstallRecord)
+
+
+def layer_key(org: str, layer: LayerName, person: str) -> str:
+    return f"{org}.org" if layer == "org" else f"{org}.user.{key_token(person)}"
+
+
+class ModStore:
+    def __init__(self, layers: KeyValue, drafts: KeyValue, installs: KeyValue) -> None:
+        self._layers, self._drafts, self._installs = layers, drafts, installs
+
+    async def layer(self, key: str) -> tuple[Stored, int]:
+        """The layer and its version (0 and no ops if it was never written)."""
+        try:
+            entry = await self._layers.get(key)
+        except KeyNotFoundError:
+            return Stored(), 0
+        return _stored.decode(entry.value or b"{}"), entry.revision
+
+    async def write_layer(self, key: str, layer: Stored, base: int) -> int:
+        """Compare-and-set on `base`; the new version, or Conflict if the layer moved."""
+        return await write_at(self._layers, key, codec.encode(layer), base)
+
+    async def version(self, key: str, version: int) -> Stored | None:
+        """The layer as it was at `version`, if that version is still retained."""
+        if version == 0:
+            return Stored()
+        try:
+            entry = await self._layers.get(key, revision=version)
+        except KeyNotFoundError:
+            return None
+        return None if entry.value is None else _stored.decode(entry.value)
+
+    async def versions(self, key: str) -> list[tuple[int, Stored]]:
+        """Every retained version, newest first."""
+        try:
+            entries = await self._layers.history(key)
+        except NoKeysError:
+            return []
+        return [(e.revision, _stored.decode(e.value)) for e in reversed(entries) if e.value]
+
+    async def drafts(self, key: str) -> HeldDrafts:
+        try:
+            entry = await self._drafts.get(key)
+        except KeyNotFoundError:
+            return HeldDrafts()
+        return _drafts.decode(entry.value or b"{}")
+
+    async def change_drafts(
+        self, key: str, change: Callable[[HeldDrafts], HeldDrafts], *, record: Record | None
+    ) -> tuple[HeldDrafts, HeldDrafts]:
+        return await swap(
+            self._drafts,
+            key,
+            change,
+            decode=lambda raw: _drafts.decode(raw or b"{}"),
+            default=HeldDrafts(),
+            record=record,
+        )
+
+    async def install(self, key: str, record: InstallRecord) -> None:
+        await self._installs.put(key, codec.encode(record))
+
+    async def installed(self, prefix: str) -> list[InstallRecord]:
+        """The installs under `prefix` (`<org>.org` or `<org>.user.<person>`)."""
+        entries = await current(self._installs, f"{prefix}.*.*")
+        return [_install.decode(e.value) for e in entries]
+
+    async def uninstall(self, key: str) -> bool:
+        try:
+            await self._installs.get(key)
+        except KeyNotFoundError:
+            return False
+        await self._installs.purge(key)
+        return True
+
+
+async def open_store(js: JetStreamContext, *, draft_ttl: timedelta, replicas: int = 1) -> ModStore:
+    layers = await open_bucket(
+        js, KeyValueConfig(bucket=LAYERS_BUCKET, history=64, replicas=replicas)
+    )
+    # A draft expires by its own timer (recorded); the bucket's TTL only sweeps up after.
+    keep = draft_ttl + timedelta(hours=1)
+    drafts = await open_bucket(
+        js,
+        KeyValueConfig(
+            bucket=DRAFTS_BUCKET, history=1, ttl=keep.total_seconds(), replicas=replicas
+        ),
+    )
+    installs = await open_bucket(
+        js, KeyValueConfig(bucket=INSTALLS_BUCKET, history=1, replicas=replicas)
+    )
+    return ModStore(layers, drafts, installs)
