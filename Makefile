@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.poa_lineage
 	$(BIN)/python -m bench.rooms
 	$(BIN)/python -m bench.ladder
+	$(BIN)/python -m bench.mod
 
 clean:
 	rm -rf $(VENV) .tether .pytest_cache .ruff_cache

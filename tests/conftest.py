@@ -4,7 +4,7 @@ import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 import nats
@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 from aiohttp.test_utils import TestClient, TestServer
 
-from libs.contracts import SERVICES, audit, ladder, scheduler
+from libs.contracts import SERVICES, audit, ladder, mod, scheduler
 from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
 from libs.runtime.settings import Settings
 from libs.stack.home import Home
@@ -23,6 +23,7 @@ from services.gateway.app import init_app
 from services.gateway.routes import ROUTES
 from services.gateway.settings import GatewaySettings
 from services.ladder.main import serve as serve_ladder
+from services.mod.main import serve as serve_mod
 from services.scheduler.main import serve as serve_scheduler
 from tests.support import KEY, TEST_SERVICES, serving
 
@@ -169,5 +170,33 @@ async def scheduler_service(settings_for):
     targets = {s.name: s.timer_targets for s in (*SERVICES, *TEST_SERVICES) if s.timer_targets}
     async with serving(
         scheduler.CONTRACT, settings_for("scheduler"), lambda svc: serve_scheduler(svc, targets)
+    ) as svc:
+        yield svc
+
+
+@pytest.fixture
+def mod_clock() -> Callable[[], datetime]:
+    """The mod service's clock. A module that watches a draft's window end overrides it
+    with one running behind, so a one-minute window ends a few real seconds after."""
+    return lambda: datetime.now(UTC)
+
+
+@pytest.fixture
+def draft_ttl() -> timedelta:
+    """How long a draft lives; a module that watches one expire makes it seconds."""
+    return timedelta(days=1)
+
+
+@pytest.fixture
+def reviewer() -> str:
+    return "manifest"
+
+
+@pytest.fixture
+async def mod_service(settings_for, audit_service, mod_clock, draft_ttl, reviewer):
+    async with serving(
+        mod.CONTRACT,
+        settings_for("mod"),
+        lambda svc: serve_mod(svc, mod_clock, draft_ttl=draft_ttl, review=reviewer),
     ) as svc:
         yield svc

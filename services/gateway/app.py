@@ -1,6 +1,6 @@
 """The gateway: `init_app()` builds the aiohttp application that tests and `main` both use."""
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib.metadata import version
 from importlib.resources import files
 
@@ -54,10 +54,16 @@ def init_app(
     async def openapi_json(_: web.Request) -> web.Response:
         return web.Response(body=document, content_type="application/json")
 
-    console_page = files("services.gateway").joinpath("console.html").read_bytes()
+    pages = {
+        name: files("services.gateway").joinpath(f"{name}.html").read_bytes()
+        for name in ("console", "layout")
+    }
 
-    async def console(_: web.Request) -> web.Response:
-        return web.Response(body=console_page, content_type="text/html", charset="utf-8")
+    def page(name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def serve(_: web.Request) -> web.Response:
+            return web.Response(body=pages[name], content_type="text/html", charset="utf-8")
+
+        return serve
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"ok": True})
@@ -83,7 +89,8 @@ def init_app(
     app.router.add_get("/readyz/{service}", readyz_one)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/v1/openapi.json", openapi_json)
-    app.router.add_get("/console", console)
+    app.router.add_get("/console", page("console"))
+    app.router.add_get("/console/layout", page("layout"))
     app.router.add_post(
         "/v1/mcp",
         mcp_endpoint(key=settings.jwt_key, limiter=limiter, timeout=settings.request_timeout),

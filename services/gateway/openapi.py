@@ -12,6 +12,7 @@ from services.gateway.routes import Route
 __all__ = ["openapi"]
 
 _REF = "#/components/schemas/{name}"
+_JSON = "application/json"
 _PROBLEM = {"application/problem+json": {"schema": {"$ref": _REF.format(name="Problem")}}}
 # One server-sent event of a room's stream: its id is the message's seq, its data the
 # message as JSON (comments keep the connection and carry no event).
@@ -66,12 +67,27 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
                     "whose ops are admitted by the same rules as their routes."
                 ),
                 "security": [{"bearer": []}],
+                "responses": {
+                    "200": {"description": "a JSON-RPC 2.0 response", "content": {_JSON: {}}},
+                    "202": {"description": "a notification, taken"},
+                    "default": {
+                        "description": "a problem naming what was wrong",
+                        "content": _PROBLEM,
+                    },
+                },
             }
         },
         "/console": {
             "get": _plain(
                 "The console: a person sets their level and window and watches, edits and "
                 "stops pending sends (the token is entered on the page).",
+                "text/html",
+            )
+        },
+        "/console/layout": {
+            "get": _plain(
+                "The console's page for a person's own layer: the composed rail and settings, "
+                "drafts to keep or discard with the time left, versions to revert to.",
                 "text/html",
             )
         },

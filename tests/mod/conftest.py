@@ -1,48 +1,20 @@
 """The mod service, the ladder and the scheduler on the test stack, a gateway in front,
 and people of a fresh org.
 
-A module that watches a window end overrides `mod_clock` with one running behind, so a
-one-minute window ends a few real seconds after the draft; one that watches a draft
-expire overrides `draft_ttl`.
+The mod service is the `mod_service` fixture of tests/conftest.py.
 """
 
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+import hashlib
+from typing import Any
 
 import msgspec
 import pytest
 
 from libs.contracts import ladder, mod, scheduler
 from libs.contracts.ladder import SEND_MEANS
-from services.mod.main import serve as serve_mod
-from tests.support import bearer, serving, token
+from tests.support import bearer, token
 
 SERVED = (mod.CONTRACT, ladder.CONTRACT, scheduler.CONTRACT)
-
-
-@pytest.fixture
-def mod_clock() -> Callable[[], datetime]:
-    return lambda: datetime.now(UTC)
-
-
-@pytest.fixture
-def draft_ttl() -> timedelta:
-    return timedelta(days=1)
-
-
-@pytest.fixture
-def reviewer() -> str:
-    return "manifest"
-
-
-@pytest.fixture
-async def mod_service(settings_for, audit_service, mod_clock, draft_ttl, reviewer):
-    async with serving(
-        mod.CONTRACT,
-        settings_for("mod"),
-        lambda svc: serve_mod(svc, mod_clock, draft_ttl=draft_ttl, review=reviewer),
-    ) as svc:
-        yield svc
 
 
 @pytest.fixture
@@ -116,3 +88,63 @@ async def refusal(response) -> tuple[int, str]:
 
 
 HIDE_BOARD = {"op": "hide", "kind": "apps", "id": "hanzo/board/board"}
+
+
+def digest(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def weather(publisher: str = "acme", id_: str = "weather", **over: Any) -> dict[str, Any]:
+    """hip-0528 §2's example mod, with the inline schema and build record tether reads."""
+    manifest: dict[str, Any] = {
+        "id": id_,
+        "publisher": publisher,
+        "title": "Weather",
+        "version": "1.4.0",
+        "contributes": {
+            "apps": [{"id": id_, "title": "Weather", "icon": "cloud", "slots": ["side"]}],
+            "views": [
+                {"id": "week", "title": "This week", "app": id_, "route": "/week"},
+                {"id": "forecast", "title": "Forecast", "slot": "hanzo/chat/chat:side"},
+            ],
+            "commands": [{"id": "refresh", "title": "Refresh the forecast"}],
+            "settings": [
+                {
+                    "id": "units",
+                    "title": "Units",
+                    "scope": "user",
+                    "schema": {"type": "string", "enum": ["metric", "imperial"]},
+                }
+            ],
+            "tokens": [{"id": "sky", "title": "Sky", "values": ["day", "dusk", "night"]}],
+            "agents": [{"id": "forecaster", "file": "agents/forecaster.md"}],
+            "skills": [{"id": "forecast", "file": "skills/forecast/SKILL.md"}],
+            "mcp": [{"id": id_, "tools": ["forecast"]}],
+            "tools": [{"id": "forecast", "schema": "tools/forecast.json"}],
+        },
+        "provides": [{"service": "forecast"}],
+        "uses": ["hanzo/chat#composer"],
+        "permissions": ["todo:read", "host:notify", "net:api.weather.example"],
+        "backend": {"kind": "wasm", "module": "backend/weather.wasm", "exports": ["forecast"]},
+        "build": {
+            "repo": f"{publisher}/{id_}",
+            "commit": hashlib.sha1(id_.encode()).hexdigest(),
+            "lockfile": digest("lock"),
+            "toolchain": digest("node:22"),
+            "digest": digest(f"{publisher}/{id_} bundle"),
+        },
+    }
+    return manifest | over
+
+
+async def install(api, headers: dict, manifest: dict[str, Any], **over: Any):
+    body = {
+        "manifest": manifest,
+        "digest": manifest["build"]["digest"],
+        "permissions": manifest.get("permissions", []),
+    }
+    return await api.post("/v1/mod/installs", json=body | over, headers=headers)
+
+
+async def keep(api, headers: dict, draft_id: str):
+    return await api.post(f"/v1/mod/drafts/{draft_id}/commit", json={}, headers=headers)

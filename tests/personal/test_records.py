@@ -61,6 +61,12 @@ RECORDED = {
     ("POST", "/v1/confirmations/{id}"): "ladder.confirmation.answer",
     ("POST", "/v1/rooms/{id}/drafts/{draft}/send"): "rooms.draft.send",
     ("POST", "/v1/rooms/{id}/drafts/{draft}/discard"): "rooms.draft.discard",
+    ("POST", "/v1/mod/installs"): "mod.install",
+    ("DELETE", "/v1/mod/installs/{publisher}/{id}"): "mod.uninstall",
+    ("POST", "/v1/mod/layers/{layer}"): "mod.layer.write / mod.draft.create",
+    ("POST", "/v1/mod/layers/{layer}/revert"): "mod.layer.revert",
+    ("POST", "/v1/mod/drafts/{id}/commit"): "mod.draft.keep / mod.draft.kept",
+    ("DELETE", "/v1/mod/drafts/{id}"): "mod.draft.discard",
 }
 # Writes whose record is the stored thing itself: a room's history is its own append-only
 # record (author, kind, on-behalf person, time), kept on the ROOMS stream.
@@ -99,12 +105,14 @@ READERS = {
     "dead letters of tether.timer.ladder.window_end": ("ladder.window.failed",),
     "tether.evt.rooms.answer.stored": ("ladder.confirmation.answer",),
     "tether.evt.accounts.account.created": ("agents.personal.create",),
+    "tether.timer.mod.draft_end": ("mod.draft.self_commit", "mod.draft.kept", "mod.draft.wait"),
+    "tether.timer.mod.draft_expiry": ("mod.draft.expire",),
 }
 
 
 def test_every_readers_write_is_a_recorded_action():
     source = "".join(
-        p.read_text() for s in ("ladder", "agents") for p in (SERVICES / s).rglob("*.py")
+        p.read_text() for s in ("ladder", "agents", "mod") for p in (SERVICES / s).rglob("*.py")
     )
     for actions in READERS.values():
         for action in actions:

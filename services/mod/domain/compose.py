@@ -18,14 +18,11 @@ def composed(surface: Sequence[Entry], org: Sequence[Op], user: Sequence[Op]) ->
     # One op per target in a layer, and a person cannot show what the org hid.
     hidden = hidden_by(org) | hidden_by(user)
     winning = _winning(org, user)
-    apps = _placed([e for e in surface if e.kind == "apps"], winning)
-    views = _placed([e for e in surface if e.kind == "views"], winning)
+    # A place is a place among what is drawn.
+    apps = _placed([e for e in surface if e.kind == "apps" and e.id not in hidden], winning)
+    views = _placed([e for e in surface if e.kind == "views" and e.id not in hidden], winning)
     return {
-        "apps": [
-            {"id": e.id, "title": _title(e, winning), "slots": list(e.slots)}
-            for e in apps
-            if e.id not in hidden
-        ],
+        "apps": [{"id": e.id, "title": _title(e, winning), "slots": list(e.slots)} for e in apps],
         "views": [
             {
                 "id": e.id,
@@ -34,7 +31,6 @@ def composed(surface: Sequence[Entry], org: Sequence[Op], user: Sequence[Op]) ->
                 "slot": _slot(e, winning),
             }
             for e in views
-            if e.id not in hidden
         ],
         "commands": [
             {"id": e.id, "title": _title(e, winning), "chord": chord}

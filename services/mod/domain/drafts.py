@@ -1,7 +1,6 @@
 """Drafts (§9.4): who writes what as a draft, when one commits itself, and a layer's open
 drafts (at most 16)."""
 
-from datetime import datetime
 from typing import Literal
 
 import msgspec
@@ -10,7 +9,7 @@ from libs.contracts.ladder import Level, Window
 from libs.contracts.mod import DraftEvent, HeldDrafts, LayerDraft, LayerName
 from libs.contracts.problem import Refused
 
-__all__ = ["MAX_OPEN", "Commit", "commits", "expiring", "find", "opened", "settled", "waiting"]
+__all__ = ["MAX_OPEN", "Commit", "commits", "find", "opened", "settled", "waiting"]
 
 MAX_OPEN = 16
 _CLOSED_KEPT = 16
@@ -73,10 +72,6 @@ def waiting(held: HeldDrafts, draft_id: str, why: str) -> HeldDrafts:
 
 def find(held: HeldDrafts, draft_id: str) -> LayerDraft | None:
     return next((d for d in (*held.open, *held.closed) if d.id == draft_id), None)
-
-
-def expiring(held: HeldDrafts, now: datetime) -> list[str]:
-    return [d.id for d in held.open if d.expires_at <= now]
 
 
 def _event(draft: LayerDraft) -> DraftEvent:

@@ -54,13 +54,6 @@ class Layers(Mod):
         if req.layer == "org" and not p.is_agent and "admin" not in p.roles:
             raise Refused("admin-only", 403, f"only an admin of {p.org} writes its layer")
         index = surface.index(await self._surface(p))
-        if fault := next((op for op in req.ops if op.id in KEPT_BY_LADDER), None):
-            raise Refused(
-                "kept-by-ladder",
-                422,
-                f"op {req.ops.index(fault)}: {fault.id} is your ladder's; set it at /v1/ladder",
-                index=req.ops.index(fault),
-            )
         stored, _ = await self._store.layer(self._key(p, req.layer))
         org_hides = frozenset()
         if req.layer == "user":
@@ -69,6 +62,13 @@ class Layers(Mod):
         after = patches.checked(
             req.layer, stored.ops, req.ops, req.note, index, org_hides=org_hides
         )
+        if fault := next((i for i, op in enumerate(req.ops) if op.id in KEPT_BY_LADDER), None):
+            raise Refused(
+                "kept-by-ladder",
+                422,
+                f"op {fault}: {req.ops[fault].id} is your ladder's; set it at /v1/ladder",
+                index=fault,
+            )
         if p.is_agent:
             effective = await self._level(p)
             how, why = commits(

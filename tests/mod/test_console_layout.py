@@ -1,0 +1,57 @@
+"""The console's page for a person's own layer, in headless Chromium (Debian's, driven by
+Playwright): the composed rail, the agent's draft with Keep and Discard and the time left,
+versions with revert, redrawn as the watch stream reports changes."""
+
+import pytest
+from playwright.async_api import async_playwright, expect
+
+from tests.mod.conftest import HIDE_BOARD, write
+from tests.personal.test_console import CHROMIUM, FLAGS
+from tests.support import token
+
+
+@pytest.fixture
+async def page(api):
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = await browser.new_page()
+        await page.goto(str(api.make_url("/console/layout")))
+        yield page
+        await browser.close()
+
+
+async def test_a_person_keeps_their_agent_s_draft_and_reverts_it_in_the_console(api, people, page):
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
+    await page.click("#use")
+    rail = page.locator("#rail li")
+    await expect(rail).to_have_count(15)
+    await expect(page.locator("#no-drafts")).to_be_visible()
+
+    draft = (await (await write(api, people.agent, "user", [HIDE_BOARD])).json())["draft"]
+    item = page.locator(f"#drafts li[data-draft={draft['id']}]")
+    await expect(item.locator(".what")).to_contain_text("1 change by your agent")
+    await expect(item.locator(".what")).to_contain_text("hide board")
+    await expect(item.locator(".left")).to_contain_text("Waits for your Keep")
+    await expect(item.locator(".left")).to_contain_text("Expires in 24 h")
+    await item.get_by_role("button", name="Keep").click()
+    await expect(page.locator("#status")).to_contain_text("Kept: version")
+    await expect(rail).to_have_count(14)
+    await expect(page.locator("#hidden")).to_have_text("board")
+
+    rename = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": "Talk"}
+    assert (await write(api, people.ada, "user", [rename])).status == 200
+    await expect(rail.filter(has_text="Talk")).to_have_count(1)  # redrawn from the stream
+    versions = page.locator("#versions li")
+    await expect(versions).to_have_count(2)
+    await versions.nth(1).get_by_role("button", name="Revert to this").click()
+    await expect(page.locator("#status")).to_contain_text("Reverted: version")
+    await expect(rail.filter(has_text="Talk")).to_have_count(0)
+    await expect(versions).to_have_count(3)
+    layer = await (await api.get("/v1/mod/layers/user", headers=people.ada)).json()
+    assert layer["ops"] == [HIDE_BOARD]
+
+    draft = (await (await write(api, people.agent, "user", [rename])).json())["draft"]
+    item = page.locator(f"#drafts li[data-draft={draft['id']}]")
+    await item.get_by_role("button", name="Discard").click()
+    await expect(page.locator("#status")).to_have_text("Discarded.")
+    await expect(page.locator("#no-drafts")).to_be_visible()

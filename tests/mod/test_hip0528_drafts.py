@@ -1,0 +1,158 @@
+"""hip-0528 §9.4 through the running services: who writes what as a draft, Keep at the
+draft's base, Discard, the sixteen-draft limit, and the ladder's table for a person's own
+agent (its level asked of the ladder over the bus)."""
+
+import pytest
+
+from libs.audit.reading import records
+from tests.mod.conftest import (
+    HIDE_BOARD,
+    install,
+    keep,
+    level,
+    refusal,
+    version,
+    weather,
+    write,
+)
+
+UNITS = {"op": "set", "kind": "settings", "id": "hanzo/settings/units", "value": "imperial"}
+
+
+async def test_hip0528_09_4_rule_2_at_draft_and_confirm_the_agent_s_write_waits_for_keep(
+    api, people
+):
+    for level_ in ("draft", "confirm"):
+        await level(api, people.ada, level_)
+        r = await write(api, people.agent, "user", [HIDE_BOARD])
+        assert r.status == 202, await r.text()
+        draft = (await r.json())["draft"]
+        assert draft["state"] == "open" and draft["act"] == f"agent:{people.org}/ada"
+        assert "commits_at" not in draft and f"your level is {level_}" in draft["waits"]
+    assert await version(api, people.ada, "user") == 0
+
+
+async def test_hip0528_09_4_rule_2_at_send_instant_the_agent_s_write_commits_at_once(api, people):
+    await level(api, people.ada, "send", window="instant")
+    r = await write(api, people.agent, "user", [HIDE_BOARD])
+    assert r.status == 200, await r.text()
+    layer = await (await api.get("/v1/mod/layers/user", headers=people.ada)).json()
+    assert layer["version"] == (await r.json())["version"]
+    assert layer["change"]["act"] == f"agent:{people.org}/ada"
+
+
+async def test_hip0528_09_4_rule_2_at_send_with_a_window_the_draft_says_when_it_commits(
+    api, people
+):
+    await level(api, people.ada, "send", window="5m")
+    r = await write(api, people.agent, "user", [HIDE_BOARD])
+    assert r.status == 202, await r.text()
+    draft = (await r.json())["draft"]
+    assert draft["commits_at"] and "waits" not in draft
+
+
+async def test_hip0528_09_4_rule_3_a_sensitive_setting_waits_for_keep_at_every_level(api, people):
+    m = weather()
+    m["contributes"]["settings"].append(
+        {
+            "id": "budget",
+            "title": "Budget",
+            "scope": "user",
+            "sensitive": True,
+            "governs": ["money"],
+            "schema": {"type": "integer", "minimum": 0},
+        }
+    )
+    assert (await install(api, people.root, m)).status == 201
+    await level(api, people.ada, "send", window="instant")
+    budget = {"op": "set", "kind": "settings", "id": "acme/weather/budget", "value": 10}
+    r = await write(api, people.agent, "user", [budget])
+    assert r.status == 202
+    assert "sensitive" in (await r.json())["draft"]["waits"]
+    units = {"op": "set", "kind": "settings", "id": "acme/weather/units", "value": "imperial"}
+    assert (await write(api, people.agent, "user", [units])).status == 200
+
+
+async def test_hip0528_09_4_rule_5_no_agent_commits_the_org_s_layer_at_any_level(api, people):
+    await level(api, people.root, "send", window="instant")
+    r = await write(api, people.root_agent, "org", [HIDE_BOARD])
+    assert r.status == 202
+    draft = (await r.json())["draft"]
+    assert draft["waits"] == "an agent never commits the org's layer"
+    refused = await keep(api, people.root_agent, draft["id"])
+    assert await refusal(refused) == (403, "may-not-keep")
+    assert await refusal(await api.get(f"/v1/mod/drafts/{draft['id']}", headers=people.ada)) == (
+        404,
+        "draft-not-found",
+    )
+    kept = await keep(api, people.root, draft["id"])
+    assert kept.status == 200, await kept.text()
+    assert await version(api, people.ada, "org") == (await kept.json())["version"]
+
+
+@pytest.mark.parametrize("level_", ["draft", "send"])
+async def test_hip0528_09_4_rule_2_an_agent_without_mod_write_is_refused_at_every_level(
+    api, people, level_
+):
+    await level(api, people.ada, level_, window="instant")
+    r = await write(api, people.bare_agent, "user", [HIDE_BOARD])
+    assert await refusal(r) == (403, "mod-write-needed")
+
+
+async def test_hip0528_09_4_rule_8_keep_commits_at_the_base_and_a_moved_layer_is_409(
+    api, people, operator
+):
+    first = await (await write(api, people.agent, "user", [HIDE_BOARD])).json()
+    second = await (await write(api, people.agent, "user", [UNITS])).json()
+    agent_keeps = await keep(api, people.agent, first["draft"]["id"])
+    assert await refusal(agent_keeps) == (403, "may-not-keep")
+    kept = await keep(api, people.ada, first["draft"]["id"])
+    assert kept.status == 200, await kept.text()
+    moved = await keep(api, people.ada, second["draft"]["id"])
+    assert await refusal(moved) == (409, "layer-moved")
+    assert (await moved.json())["version"] == (await kept.json())["version"]
+    again = await api.get(f"/v1/mod/drafts/{first['draft']['id']}", headers=people.ada)
+    assert (await again.json())["state"] == "kept"
+    found = [r.action for r in await records(operator.jetstream(), people.org)]
+    assert found == [
+        "mod.draft.create",
+        "mod.draft.create",
+        "mod.draft.keep",
+        "mod.draft.kept",
+        "mod.draft.keep",
+        "mod.draft.keep.failed",
+    ]
+
+
+async def test_hip0528_09_4_rule_8_discard_by_the_keeper_or_the_writing_agent_only(api, people):
+    one = (await (await write(api, people.agent, "user", [HIDE_BOARD])).json())["draft"]
+    two = (await (await write(api, people.agent, "user", [UNITS])).json())["draft"]
+    bob = await api.delete(f"/v1/mod/drafts/{one['id']}", headers=people.bob)
+    assert await refusal(bob) == (404, "draft-not-found")
+    assert (await api.delete(f"/v1/mod/drafts/{one['id']}", headers=people.agent)).status == 204
+    assert (await api.delete(f"/v1/mod/drafts/{two['id']}", headers=people.ada)).status == 204
+    listed = await (await api.get("/v1/mod/drafts", headers=people.ada)).json()
+    assert listed["drafts"] == []
+    gone = await api.get(f"/v1/mod/drafts/{one['id']}", headers=people.ada)
+    assert (await gone.json())["state"] == "discarded"
+
+
+async def test_hip0528_09_4_rule_8_a_seventeenth_open_draft_is_refused(api, people):
+    for i in range(16):
+        op = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": f"C{i}"}
+        assert (await write(api, people.agent, "user", [op])).status == 202
+    r = await write(api, people.agent, "user", [HIDE_BOARD])
+    assert await refusal(r) == (409, "drafts-full")
+    listed = await (await api.get("/v1/mod/drafts", headers=people.agent)).json()
+    assert len(listed["drafts"]) == 16
+    await api.delete(f"/v1/mod/drafts/{listed['drafts'][0]['id']}", headers=people.ada)
+    assert (await write(api, people.agent, "user", [HIDE_BOARD])).status == 202
+
+
+async def test_hip0528_09_4_a_person_may_draft_their_own_write_and_keep_it(api, people):
+    r = await write(api, people.ada, "user", [HIDE_BOARD], draft=True)
+    assert r.status == 202
+    draft = (await r.json())["draft"]
+    assert "act" not in draft and draft["waits"] == "held for your Keep"
+    kept = await keep(api, people.ada, draft["id"])
+    assert kept.status == 200

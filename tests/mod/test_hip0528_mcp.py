@@ -1,0 +1,40 @@
+"""hip-0528 §9.5's tool through the official MCP Python SDK, as a real client would call it:
+one tool, `mod`, whose ops are admitted by the same rules as their routes."""
+
+import json
+
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.mod.conftest import HIDE_BOARD, keep
+
+OPS = {"read_surface", "read_layer", "list_versions", "patch_layer", "revert_layer",
+       "commit_draft", "discard_draft"}  # fmt: skip
+
+
+async def test_hip0528_09_5_the_mod_tool_is_admitted_by_the_same_rules_as_its_routes(api, people):
+    url = str(api.make_url("/v1/mcp"))
+    async with (
+        create_mcp_http_client(headers=people.agent) as http,
+        streamable_http_client(url, http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        tools = (await session.list_tools()).tools
+        assert [t.name for t in tools] == ["mod"]
+        assert set(tools[0].inputSchema["properties"]["op"]["enum"]) == OPS
+        surface = await session.call_tool("mod", {"op": "read_surface"})
+        assert not surface.isError and len(surface.structuredContent["order"]) == 15
+        patched = await session.call_tool(
+            "mod", {"op": "patch_layer", "layer": "user", "base": 0, "ops": [HIDE_BOARD]}
+        )
+        assert not patched.isError, patched.content
+        draft = patched.structuredContent["draft"]
+        assert draft["state"] == "open" and "your level is draft" in draft["waits"]
+        refused = await session.call_tool("mod", {"op": "commit_draft", "id": draft["id"]})
+        assert refused.isError
+        assert json.loads(refused.content[0].text)["type"].endswith(":may-not-keep")
+        unknown = await session.call_tool("mod", {"op": "patch_layer", "layer": "user"})
+        assert unknown.isError
+    assert (await keep(api, people.ada, draft["id"])).status == 200
