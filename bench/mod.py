@@ -92,7 +92,9 @@ class Bench:
         return {"Authorization": f"Bearer {token}"}
 
     async def run(self) -> dict[str, dict[str, list[float]]]:
-        async with aiohttp.ClientSession(self.base) as self.http:
+        # Watchers hold their connections: no pool limit, or writes would queue behind them.
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(self.base, connector=connector) as self.http:
             root = self.auth(f"{ORG}/root", roles=("admin",))
             for i in range(INSTALLED):
                 m = _manifest(i)

@@ -30,9 +30,10 @@ from libs.contracts.mod import (
     Manifest,
     Op,
 )
+from libs.runtime.direct import batch_get
 from libs.runtime.kv import Record, current, open_bucket, swap, write_at
 
-__all__ = ["InstallRecord", "ModStore", "Stored", "layer_key", "open_store"]
+__all__ = ["InstallRecord", "ModStore", "Stored", "install_of", "layer_key", "open_store"]
 
 
 class Stored(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -52,6 +53,10 @@ _drafts = codec.decoder(HeldDrafts)
 _install = codec.decoder(InstallRecord)
 
 
+def install_of(value: bytes) -> InstallRecord:
+    return _install.decode(value)
+
+
 def layer_key(org: str, layer: LayerName, person: str) -> str:
     return f"{org}.org" if layer == "org" else f"{org}.user.{key_token(person)}"
 
@@ -59,6 +64,24 @@ def layer_key(org: str, layer: LayerName, person: str) -> str:
 class ModStore:
     def __init__(self, layers: KeyValue, drafts: KeyValue, installs: KeyValue) -> None:
         self._layers, self._drafts, self._installs = layers, drafts, installs
+
+    async def layers(self, *keys: str) -> list[tuple[Stored, int]]:
+        """Several layers in one batched read, each as `layer` answers it."""
+        kv = self._layers
+        found, _ = await batch_get(
+            kv._js._nc, kv._stream, {"multi_last": [f"{kv._pre}{k}" for k in keys], "batch": 8}
+        )
+        by_key = {
+            msg.headers["Nats-Subject"][len(kv._pre) :]: msg
+            for msg in found
+            if msg.headers.get("KV-Operation") not in ("DEL", "PURGE")
+        }
+        return [
+            (_stored.decode(m.data or b"{}"), int(m.headers["Nats-Sequence"]))
+            if (m := by_key.get(k)) is not None
+            else (Stored(), 0)
+            for k in keys
+        ]
 
     async def layer(self, key: str) -> tuple[Stored, int]:
         """The layer and its version (0 and no ops if it was never written)."""
@@ -112,10 +135,12 @@ class ModStore:
     async def install(self, key: str, record: InstallRecord) -> None:
         await self._installs.put(key, codec.encode(record))
 
-    async def installed(self, prefix: str) -> list[InstallRecord]:
-        """The installs under `prefix` (`<org>.org` or `<org>.user.<person>`)."""
+    async def installed(self, prefix: str) -> list[tuple[int, bytes]]:
+        """The installs under `prefix` (`<org>.org` or `<org>.user.<person>`), as stored:
+        (revision, value), so a reader can tell a set it has seen from one it has not
+        without decoding it (`install_of` decodes one)."""
         entries = await current(self._installs, f"{prefix}.*.*")
-        return [_install.decode(e.value) for e in entries]
+        return sorted((e.revision, e.value) for e in entries)
 
     async def uninstall(self, key: str) -> bool:
         try:

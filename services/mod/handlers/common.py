@@ -2,6 +2,7 @@
 who the caller is to a layer, the person's level asked of the ladder, and timers on the
 scheduler."""
 
+import functools
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,12 +21,14 @@ from services.mod.domain import surface
 from services.mod.domain.activation import activated
 from services.mod.domain.manifests import mod_id
 from services.mod.domain.review import Reviewer
-from services.mod.store import ModStore, layer_key
+from services.mod.store import ModStore, install_of, layer_key
 
 __all__ = ["ME", "DraftTimer", "Mod", "may_keep", "ops_data", "person_of"]
 
 Clock = Callable[[], datetime]
 ME = "mod"
+# The installs loaded for a caller as stored: (layer, revision, value) each.
+Installs = tuple[tuple[str, int, bytes], ...]
 
 
 class DraftTimer(msgspec.Struct, frozen=True):
@@ -55,21 +58,39 @@ class Mod:
     async def _loaded(self, p: Principal) -> tuple[list[tuple[Manifest, str]], list[Missing]]:
         """The mods loaded for the caller in activation order, each with its layer: the
         first-party mods, the org's, and the person's own in their home org (§3.1, §3.5)."""
+        found = await self._installs(p)
+        return self._activated(found)
+
+    async def _surface(self, p: Principal) -> list[Entry]:
+        return self._entries(await self._installs(p), p.is_agent)
+
+    async def _installs(self, p: Principal) -> Installs:
+        prefixes = [("org", f"{p.org}.org")]
+        if home_org(p.sub) == p.org:
+            prefixes.append(("user", layer_key(p.org, "user", p.sub)))
+        found: list[tuple[str, int, bytes]] = []
+        for layer, prefix in prefixes:
+            found += [(layer, rev, value) for rev, value in await self._store.installed(prefix)]
+        return tuple(found)
+
+    # An install's revision names its value, so a set of them names what activates and the
+    # surface it makes: both are computed once per set (measured: 1 ms of 65 mods each time).
+
+    @functools.lru_cache(maxsize=256)  # noqa: B019  (one Mod per process, never freed)
+    def _activated(self, found: Installs) -> tuple[list[tuple[Manifest, str]], list[Missing]]:
         layer_of = {mod_id(m): "hanzo" for m in self._hanzo}
         mods = list(self._hanzo)
-        prefixes = [(f"{p.org}.org", "org")]
-        if home_org(p.sub) == p.org:
-            prefixes.append((layer_key(p.org, "user", p.sub), "user"))
-        for prefix, layer in prefixes:
-            for record in await self._store.installed(prefix):
-                layer_of[mod_id(record.manifest)] = layer
-                mods.append(record.manifest)
+        for layer, _, value in found:
+            manifest = install_of(value).manifest
+            layer_of[mod_id(manifest)] = layer
+            mods.append(manifest)
         order, missing = activated(mods)
         return [(m, layer_of[mod_id(m)]) for m in order], missing
 
-    async def _surface(self, p: Principal) -> list[Entry]:
-        loaded, _ = await self._loaded(p)
-        return surface.entries(loaded, for_agent=p.is_agent)
+    @functools.lru_cache(maxsize=256)  # noqa: B019
+    def _entries(self, found: Installs, for_agent: bool) -> list[Entry]:
+        loaded, _ = self._activated(found)
+        return surface.entries(loaded, for_agent=for_agent)
 
     def _key(self, p: Principal, layer: LayerName) -> str:
         """The caller's own layer: the org's, or the person's (an agent's person's)."""

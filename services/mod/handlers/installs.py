@@ -9,7 +9,7 @@ from libs.contracts.problem import Refused
 from services.mod.domain import manifests
 from services.mod.domain.activation import leaving
 from services.mod.handlers.common import Mod
-from services.mod.store import InstallRecord, layer_key
+from services.mod.store import InstallRecord, install_of, layer_key
 
 __all__ = ["Installs"]
 
@@ -70,7 +70,11 @@ class Installs(Mod):
         prefixes = [f"{p.org}.org"]
         if home_org(p.sub) == p.org:
             prefixes.append(layer_key(p.org, "user", p.sub))
-        found = [r.installed for prefix in prefixes for r in await self._store.installed(prefix)]
+        found = [
+            install_of(value).installed
+            for prefix in prefixes
+            for _, value in await self._store.installed(prefix)
+        ]
         return mod.InstallList(installs=sorted(found, key=lambda i: i.mod))
 
     async def uninstall(self, req: mod.Uninstall, p: Principal) -> mod.Uninstalled:

@@ -36,8 +36,9 @@ class Layers(Mod):
         return mod.Layer(layer=req.layer, version=version, ops=stored.ops, change=stored.change)
 
     async def composed(self, _: mod.GetComposed, p: Principal) -> mod.Composed:
-        org, org_version = await self._store.layer(self._key(p, "org"))
-        user, user_version = await self._store.layer(self._key(p, "user"))
+        (org, org_version), (user, user_version) = await self._store.layers(
+            self._key(p, "org"), self._key(p, "user")
+        )
         drawn = compose.composed(await self._surface(p), org.ops, user.ops)
         effective = await self._level(p)
         for id_, field in KEPT_BY_LADDER.items():
@@ -54,11 +55,9 @@ class Layers(Mod):
         if req.layer == "org" and not p.is_agent and "admin" not in p.roles:
             raise Refused("admin-only", 403, f"only an admin of {p.org} writes its layer")
         index = surface.index(await self._surface(p))
-        stored, _ = await self._store.layer(self._key(p, req.layer))
-        org_hides = frozenset()
-        if req.layer == "user":
-            org, _ = await self._store.layer(self._key(p, "org"))
-            org_hides = patches.hidden_by(org.ops)
+        (org, _), (user, _) = await self._store.layers(self._key(p, "org"), self._key(p, "user"))
+        stored = org if req.layer == "org" else user
+        org_hides = patches.hidden_by(org.ops) if req.layer == "user" else frozenset()
         after = patches.checked(
             req.layer, stored.ops, req.ops, req.note, index, org_hides=org_hides
         )
@@ -130,8 +129,7 @@ class Layers(Mod):
         return mod.Written(version=version)
 
     async def _versions(self, p: Principal) -> dict[str, int]:
-        _, org = await self._store.layer(self._key(p, "org"))
-        _, user = await self._store.layer(self._key(p, "user"))
+        (_, org), (_, user) = await self._store.layers(self._key(p, "org"), self._key(p, "user"))
         return {"org": org, "user": user}
 
     def _change(self, p: Principal, req: mod.WriteLayer) -> mod.Change:
