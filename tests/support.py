@@ -6,6 +6,7 @@ import inspect
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
 
 import msgspec
 
@@ -119,3 +120,30 @@ def token(org: str | None = "acme", user: str = "acme/ada", **claims: object) ->
 
 def bearer(value: str | None = None) -> dict[str, str]:
     return {"Authorization": f"Bearer {value or token()}"}
+
+
+CHROMIUM = "/usr/bin/chromium"  # `make test` installs it
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@contextlib.asynccontextmanager
+async def browser_page(url: str) -> AsyncIterator[Any]:
+    """A page of headless Chromium (Debian's, driven by Playwright) open at `url`."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            page = await browser.new_page()
+            await page.goto(url)
+            yield page
+        finally:
+            await browser.close()

@@ -3,21 +3,16 @@ Playwright): the composed rail, the agent's draft with Keep and Discard and the 
 versions with revert, redrawn as the watch stream reports changes."""
 
 import pytest
-from playwright.async_api import async_playwright, expect
+from playwright.async_api import expect
 
 from tests.mod.conftest import HIDE_BOARD, write
-from tests.personal.test_console import CHROMIUM, FLAGS
-from tests.support import token
+from tests.support import browser_page, token
 
 
 @pytest.fixture
 async def page(api):
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = await browser.new_page()
-        await page.goto(str(api.make_url("/console/layout")))
+    async with browser_page(str(api.make_url("/console/layout"))) as page:
         yield page
-        await browser.close()
 
 
 async def test_a_person_keeps_their_agent_s_draft_and_reverts_it_in_the_console(api, people, page):

@@ -3,22 +3,11 @@ level and window, reads what send means before choosing it, and watches, edits a
 pending sends."""
 
 import pytest
-from playwright.async_api import async_playwright, expect
+from playwright.async_api import expect
 
 from libs.contracts.ladder import SEND_MEANS
 from tests.personal.conftest import announce, behind, eventually, history, room_with, say
-from tests.support import token
-
-CHROMIUM = "/usr/bin/chromium"  # `make test` installs it
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.support import browser_page, token
 
 
 @pytest.fixture
@@ -28,12 +17,8 @@ def ladder_clock():
 
 @pytest.fixture
 async def page(api):
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        page = await browser.new_page()
-        await page.goto(str(api.make_url("/console")))
+    async with browser_page(str(api.make_url("/console"))) as page:
         yield page
-        await browser.close()
 
 
 async def _pending(api, people) -> list[dict]:

@@ -17,11 +17,12 @@ from libs.contracts.mod import Entry, LayerName, Manifest, Missing
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.calls import call
+from libs.runtime.kv import Conflict
 from services.mod.domain import surface
 from services.mod.domain.activation import activated
 from services.mod.domain.manifests import mod_id
 from services.mod.domain.review import Reviewer
-from services.mod.store import ModStore, install_of, layer_key
+from services.mod.store import ModStore, Stored, install_of, layer_key
 
 __all__ = ["ME", "DraftTimer", "Mod", "may_keep", "ops_data", "person_of"]
 
@@ -95,6 +96,37 @@ class Mod:
     def _key(self, p: Principal, layer: LayerName) -> str:
         """The caller's own layer: the org's, or the person's (an agent's person's)."""
         return layer_key(p.org, layer, p.sub)
+
+    async def _write_at(
+        self,
+        p: Principal,
+        layer: LayerName,
+        key: str,
+        base: int,
+        value: Stored,
+        action: str,
+        data: dict[str, object],
+        target: str,
+    ) -> int:
+        """Recorded, then written at `base`; a layer that moved is a 409 naming its version,
+        and the record says the write failed (§9.3 rule 5, §9.6)."""
+        try:
+            async with self._trail.change(
+                p.org,
+                actor=p,
+                action=action,
+                target=target,
+                data={"layer": layer, "before": base, **data},
+            ):
+                return await self._store.write_layer(key, value, base)
+        except Conflict:
+            _, now = await self._store.layer(key)
+            raise Refused(
+                "layer-moved",
+                409,
+                f"the {layer} layer is at version {now}, not {base}: read it and decide again",
+                version=now,
+            ) from None
 
     async def _level(self, p: Principal) -> ladder.Effective:
         ask = ladder.LevelOf(org=p.org, person=p.sub)

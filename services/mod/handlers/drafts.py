@@ -11,7 +11,7 @@ from libs.contracts import mod, scheduler
 from libs.contracts.ladder import WINDOW_SECONDS, Window
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from libs.runtime.kv import Conflict, Record
+from libs.runtime.kv import Record
 from services.mod.domain import drafts, patches
 from services.mod.handlers.common import DraftTimer, Mod, may_keep, ops_data
 from services.mod.store import Stored, layer_key
@@ -94,15 +94,13 @@ class Drafts(Mod):
         draft = drafts.find(await self._store.drafts(key), t.id)
         if draft is None or draft.state != "open" or draft.commits_at is None:
             return
-        agent = Principal(org=t.org, sub=t.person, act=draft.act, roles=("mod:write",))
+        agent = Principal(org=t.org, sub=t.person, act=draft.act)
         stored, version = await self._store.layer(key)
-        if stored.change is not None and stored.change.draft == draft.id:
-            await self._settle(agent, draft, "kept", version=version)  # committed before a crash
-            return
+        applied = stored.change is not None and stored.change.draft == draft.id
         effective = await self._level(p)
-        if effective.level != "send":
+        if effective.level != "send" and not applied:
             why = f"your level was lowered to {effective.level} during the window"
-        elif version != draft.base:
+        elif version != draft.base and not applied:
             why = f"the layer moved from version {draft.base} to {version} since it was drafted"
         else:
             try:
@@ -127,8 +125,11 @@ class Drafts(Mod):
             await self._settle(p, draft, "expired", cancel=False)
 
     async def _apply(self, p: Principal, draft: mod.LayerDraft, action: str) -> int:
+        """The draft's ops over the layer, written at the draft's base, once."""
         key = layer_key(p.org, draft.layer, draft.writer)
-        stored, _ = await self._store.layer(key)
+        stored, version = await self._store.layer(key)
+        if stored.change is not None and stored.change.draft == draft.id:
+            return version  # applied before a crash or a lost answer: applied once
         change = mod.Change(
             by=p.sub,
             at=self._clock(),
@@ -138,23 +139,8 @@ class Drafts(Mod):
             draft=draft.id,
         )
         value = Stored(ops=patches.merged(stored.ops, draft.ops), change=change)
-        try:
-            async with self._trail.change(
-                p.org,
-                actor=p,
-                action=action,
-                target=draft.id,
-                data={"layer": draft.layer, "before": draft.base, "ops": ops_data(draft.ops)},
-            ):
-                return await self._store.write_layer(key, value, draft.base)
-        except Conflict:
-            _, now = await self._store.layer(key)
-            raise Refused(
-                "layer-moved",
-                409,
-                f"the {draft.layer} layer moved from version {draft.base} to {now}: draft again",
-                version=now,
-            ) from None
+        data = {"ops": ops_data(draft.ops)}
+        return await self._write_at(p, draft.layer, key, draft.base, value, action, data, draft.id)
 
     async def _settle(
         self,

@@ -4,7 +4,6 @@
 from libs.contracts import mod
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from libs.runtime.kv import Conflict
 from services.mod.domain import compose, patches, surface
 from services.mod.domain.drafts import commits
 from services.mod.handlers.common import Mod, may_keep, ops_data, person_of
@@ -83,13 +82,11 @@ class Layers(Mod):
                 )
         elif req.draft:
             return await self._hold(req, p, "held for your Keep", window=None)
-        version = await self._commit(
-            p,
-            req.layer,
-            req.base,
-            Stored(ops=after, change=self._change(p, req)),
-            "mod.layer.write",
-            {"ops": ops_data(req.ops)},
+        value = Stored(ops=after, change=self._change(p, req))
+        data: dict[str, object] = {"ops": ops_data(req.ops)}
+        key, target = self._key(p, req.layer), _target(p, req.layer)
+        version = await self._write_at(
+            p, req.layer, key, req.base, value, "mod.layer.write", data, target
         )
         return mod.Written(version=version)
 
@@ -118,13 +115,10 @@ class Layers(Mod):
                 f"version {req.version} of the {req.layer} layer is not retained",
             )
         change = mod.Change(by=p.sub, at=self._clock(), act=p.act, reverted_to=req.version)
-        version = await self._commit(
-            p,
-            req.layer,
-            req.base,
-            Stored(ops=old.ops, change=change),
-            "mod.layer.revert",
-            {"reverted_to": req.version},
+        value, data = Stored(ops=old.ops, change=change), {"reverted_to": req.version}
+        target = _target(p, req.layer)
+        version = await self._write_at(
+            p, req.layer, key, req.base, value, "mod.layer.revert", data, target
         )
         return mod.Written(version=version)
 
@@ -135,32 +129,6 @@ class Layers(Mod):
     def _change(self, p: Principal, req: mod.WriteLayer) -> mod.Change:
         return mod.Change(by=p.sub, at=self._clock(), act=p.act, note=req.note, ops=req.ops)
 
-    async def _commit(
-        self,
-        p: Principal,
-        layer: mod.LayerName,
-        base: int,
-        value: Stored,
-        action: str,
-        data: dict[str, object],
-    ) -> int:
-        """Recorded, then written at `base`; a layer that moved is a 409 naming its version,
-        and the record says the write failed (§9.3 rule 5, §9.6)."""
-        key = self._key(p, layer)
-        try:
-            async with self._trail.change(
-                p.org,
-                actor=p,
-                action=action,
-                target=f"{layer}:{p.sub}" if layer == "user" else "org",
-                data={"layer": layer, "before": base, **data},
-            ):
-                return await self._store.write_layer(key, value, base)
-        except Conflict:
-            _, now = await self._store.layer(key)
-            raise Refused(
-                "layer-moved",
-                409,
-                f"the {layer} layer is at version {now}, not {base}: read it and decide again",
-                version=now,
-            ) from None
+
+def _target(p: Principal, layer: mod.LayerName) -> str:
+    return f"user:{p.sub}" if layer == "user" else "org"
