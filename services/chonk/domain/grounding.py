@@ -1,0 +1,83 @@
+"""The grounding check (§3.4, §5.4): a draft is rejected if it uses an [n] not in the
+receipt, states a number, date, name or status without a citation, exceeds its surface's
+limit, or holds forbidden content. The patterns are the project's reading of §5.4, named so
+a rejection says which rule it broke."""
+
+import re
+from collections.abc import Iterable
+
+from services.chonk.domain.types import Draft, Receipt
+
+__all__ = ["FORBIDDEN", "LIMITS", "STATUS_WORDS", "faults"]
+
+LIMITS = {"sms": 480, "chat": 4000, "app": 4000, "console": 8000, "email": 8000}
+_MARKER = re.compile(r"\[(\d+)\]")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_NUMBER = re.compile(r"\d")
+STATUS_WORDS = re.compile(
+    r"\b(blocked|merged|shipped|late|slipped|overdue|on track|at risk|green|yellow|red|"
+    r"approved|rejected|stalled|closed|open)\b",
+    re.IGNORECASE,
+)
+FORBIDDEN: dict[str, re.Pattern[str]] = {
+    "health": re.compile(
+        r"\b(surgery|illness|sick|diagnos\w*|therapy|medical|pregnan\w*|disabilit\w*|"
+        r"mental health|hospital\w*)\b",
+        re.IGNORECASE,
+    ),
+    "protected characteristics": re.compile(
+        r"\b(religio\w*|ethnicit\w*|race|sexual orientation|gender identity|age \d+|"
+        r"nationality)\b",
+        re.IGNORECASE,
+    ),
+    "personal life": re.compile(
+        r"\b(divorce|girlfriend|boyfriend|dating|family trouble)\b", re.IGNORECASE
+    ),
+    "ranking people": re.compile(
+        r"\b(weakest|strongest|worst|best|lowest[- ]performing|top[- ]performing|bottom \d+)\b"
+        r"[^.]*\b(engineer|employee|person|people|member|performer|report)s?\b",
+        re.IGNORECASE,
+    ),
+    "prediction about a person": re.compile(
+        r"\b(likely|going|about|set) to (quit|leave|resign)\b|\bflight risk\b", re.IGNORECASE
+    ),
+    "private channels": re.compile(
+        r"\b(in (a|their|his|her) DMs?|private (channel|message))", re.I
+    ),
+    "claiming to be human": re.compile(
+        r"\b(I am|I'm) (a )?(human|real person)\b|\bas a (fellow )?human\b", re.IGNORECASE
+    ),
+    "keeping it from the manager of record": re.compile(
+        r"\b(don'?t|do not) (tell|mention (this|it) to) (your )?(manager|MoR|boss)\b|"
+        r"\bkeep (this|it) from (your )?(manager|MoR|boss)\b",
+        re.IGNORECASE,
+    ),
+}
+
+
+def faults(draft: Draft, receipt: Receipt, *, names: Iterable[str] = ()) -> list[str]:
+    """Every reason `draft` may not leave; none means it is grounded. `names` are the
+    people and things of the context bundle a sentence may not name uncited."""
+    found: list[str] = []
+    known = {s.n for s in receipt.sources}
+    used = {int(n) for n in _MARKER.findall(draft.body)}
+    found += [f"[{n}] is not in the receipt" for n in sorted(used - known)]
+    names = [n for n in names if n]
+    for sentence in (s.strip() for s in _SENTENCE.split(draft.body)):
+        if not sentence or _MARKER.search(sentence):
+            continue
+        if _NUMBER.search(sentence):
+            found.append(f"a number or date without a citation: {sentence!r}")
+        elif STATUS_WORDS.search(sentence):
+            found.append(f"a status without a citation: {sentence!r}")
+        elif named := next((n for n in names if n in sentence), None):
+            found.append(f"{named} named without a citation: {sentence!r}")
+    limit = LIMITS[draft.surface]
+    if len(draft.body) > limit:
+        found.append(f"{len(draft.body)} characters; {draft.surface} allows {limit}")
+    found += [
+        f"forbidden content ({rule}): {m.group(0)!r}"
+        for rule, pattern in FORBIDDEN.items()
+        if (m := pattern.search(draft.body))
+    ]
+    return found

@@ -1,0 +1,67 @@
+"""A receipt formatted per surface (§5.3): chat and app with the collapsed Receipts block,
+rules and the confidence line; SMS with no markers, ending "Reply WHY", which is answered by
+the numbered list in at most three segments; the owner console's panel as data."""
+
+import re
+from typing import Any
+
+from services.chonk.domain.types import Draft, Receipt
+
+__all__ = ["SEGMENT", "chat", "panel", "sms", "why"]
+
+SEGMENT = 160
+_MARKER = re.compile(r"\s*\[\d+\]")
+
+
+def _when(receipt: Receipt, n: int) -> str:
+    source = next(s for s in receipt.sources if s.n == n)
+    return source.as_of.strftime("%Y-%m-%d %H:%MZ")
+
+
+def _footer(receipt: Receipt) -> list[str]:
+    lines = []
+    if receipt.rule_evaluations:
+        lines.append(
+            "Rules: " + " · ".join(f"{r.rule_id} {r.result}" for r in receipt.rule_evaluations)
+        )
+    gaps = "; ".join(receipt.gaps) or "none"
+    lines.append(f"Confidence {receipt.confidence:.2g} · gaps: {gaps}")
+    return lines
+
+
+def chat(draft: Draft, receipt: Receipt) -> str:
+    block = [f"[{s.n}] {s.label} (as of {_when(receipt, s.n)})" for s in receipt.sources]
+    return "\n".join([draft.body, "", "Receipts", *block, *_footer(receipt)])
+
+
+def sms(draft: Draft) -> str:
+    """No inline markers (the limit); the receipt exists in full regardless."""
+    return f"{_MARKER.sub('', draft.body).strip()} Reply WHY for sources."
+
+
+def why(receipt: Receipt, *, segments: int = 3) -> list[str]:
+    """The numbered list, in at most `segments` SMS segments; a label that does not fit is
+    cut, never a source left out."""
+    lines = [f"[{s.n}] {s.label}" for s in receipt.sources]
+    budget = segments * SEGMENT - len(lines)  # a newline between lines
+    each = max(8, budget // max(1, len(lines)))
+    lines = [line if len(line) <= each else line[: each - 1] + "…" for line in lines]
+    text = "\n".join(lines)
+    return [text[i : i + SEGMENT] for i in range(0, len(text), SEGMENT)][:segments]
+
+
+def panel(draft: Draft, receipt: Receipt) -> dict[str, Any]:
+    """The owner console's side panel: the body, sources with links, rules as a table."""
+    return {
+        "body": draft.body,
+        "sources": [
+            {"n": s.n, "label": s.label, "ref": s.ref, "asOf": s.as_of.isoformat(), "url": s.url}
+            for s in receipt.sources
+        ],
+        "rules": [
+            {"ruleId": r.rule_id, "result": r.result, "detail": r.detail}
+            for r in receipt.rule_evaluations
+        ],
+        "confidence": receipt.confidence,
+        "gaps": list(receipt.gaps),
+    }
