@@ -19,11 +19,11 @@ from libs.contracts import codec, ladder, rooms
 from libs.contracts.accounts import AccountCreated
 from libs.contracts.agents import Agent, Persona, RunEnded, RunStarted
 from libs.contracts.base import home_org
+from libs.model import Model
 from libs.runtime.calls import call
 from services.agents.domain import personas
 from services.agents.domain.prompt import compose
 from services.agents.handlers import Handlers
-from services.agents.model import Model
 from services.agents.store import AgentStore
 
 __all__ = ["Answering"]

@@ -9,15 +9,16 @@ from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
 from libs.contracts.agents import CONTRACT, METER, Persona
 from libs.contracts.rooms import MESSAGE_STORED, MessageStored
 from libs.contracts.streams import EVENTS
+from libs.model import Model, Scripted, model_from_env
 from libs.runtime.consumer import Consumer, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.agents.answering import Answering
 from services.agents.domain.catalog import Catalog, load_catalog
 from services.agents.domain.personas import load_presets
+from services.agents.domain.prompt import acknowledged
 from services.agents.handlers import Handlers
 from services.agents.metering import Metering
-from services.agents.model import Model, model_from_env
 from services.agents.store import open_store
 
 
@@ -68,7 +69,7 @@ async def serve(svc: Service, model: Model, clock: Callable[[], datetime] = cloc
 
 async def main(settings: Settings) -> None:
     catalog_and_presets()  # shipped data that does not load stops the service before it connects
-    model = model_from_env()
+    model = model_from_env(Scripted(acknowledged))
     async with Service(CONTRACT, settings) as svc:
         await serve(svc, model)
     await model.close()

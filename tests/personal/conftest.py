@@ -17,9 +17,9 @@ import pytest
 from libs.contracts import agents, ladder, rooms, scheduler
 from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
 from libs.contracts.ladder import SEND_MEANS
-from services.agents.domain.prompt import Prompt
+from libs.model import Prompt, Scripted
+from services.agents.domain.prompt import acknowledged
 from services.agents.main import serve as serve_agents
-from services.agents.model import Scripted
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
 from tests.support import bearer, serving, token
@@ -31,6 +31,7 @@ class Recorder(Scripted):
     """The built-in model, keeping what it was shown."""
 
     def __init__(self) -> None:
+        super().__init__(acknowledged)
         self.prompts: list[Prompt] = []
 
     async def reply(self, prompt: Prompt) -> str:

@@ -5,8 +5,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from services.agents.domain.prompt import Prompt, Turn
-from services.agents.model import ChatCompletions, ModelUnavailable, Scripted, model_from_env
+from libs.model import ChatCompletions, ModelUnavailable, Prompt, Scripted, Turn, model_from_env
+from services.agents.domain.prompt import acknowledged
 
 PROMPT = Prompt(
     system="You are Ada.\nSign off: — Ada",
@@ -64,14 +64,15 @@ async def test_a_failed_or_empty_answer_is_model_unavailable(completions, status
 
 
 async def test_the_built_in_model_is_deterministic_and_signs_as_told():
-    model = Scripted()
+    model = Scripted(acknowledged)
     first, second = await model.reply(PROMPT), await model.reply(PROMPT)
     assert first == second
     assert "Lunch on Friday?" in first and first.endswith("— Ada")
 
 
 async def test_the_environment_chooses_the_model():
-    assert isinstance(model_from_env({}), Scripted)
-    configured = model_from_env({"TETHER_MODEL_URL": "http://127.0.0.1:1/v1"})
+    built_in = Scripted(acknowledged)
+    assert model_from_env(built_in, {}) is built_in
+    configured = model_from_env(built_in, {"TETHER_MODEL_URL": "http://127.0.0.1:1/v1"})
     assert isinstance(configured, ChatCompletions)
     await configured.close()

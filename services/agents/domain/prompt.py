@@ -2,25 +2,12 @@
 now, and the recent history of the one room it answers in — nothing else."""
 
 from collections.abc import Sequence
-from typing import Literal
-
-import msgspec
 
 from libs.contracts.agents import Persona, Preferences
 from libs.contracts.rooms import Message
+from libs.model import Prompt, Turn
 
-__all__ = ["Prompt", "Turn", "compose"]
-
-
-class Turn(msgspec.Struct, frozen=True):
-    role: Literal["user", "assistant"]
-    name: str
-    content: str
-
-
-class Prompt(msgspec.Struct, frozen=True):
-    system: str
-    turns: tuple[Turn, ...]
+__all__ = ["acknowledged", "compose"]
 
 
 def compose(
@@ -47,3 +34,20 @@ def compose(
         for m in history
     )
     return Prompt(system="\n".join(system), turns=turns)
+
+
+def acknowledged(prompt: Prompt) -> str:
+    """The built-in model's reply: it acknowledges the last message it was shown and signs
+    as the person's preferences say, the same for the same prompt."""
+    last = next((t for t in reversed(prompt.turns) if t.role == "user"), None)
+    topic = (last.content.strip().splitlines() or [""])[0][:80] if last else ""
+    sign = next(
+        (
+            line.removeprefix("Sign off: ")
+            for line in prompt.system.splitlines()
+            if line.startswith("Sign off: ")
+        ),
+        "",
+    )
+    text = f'Thanks for your message ("{topic}"). I\'ll get back to you shortly.'
+    return f"{text}\n{sign}" if sign else text

@@ -1,16 +1,36 @@
-"""The model interface the agent drafts through: a deterministic built-in for development
-and tests, and an OpenAI-compatible chat-completions client for real use."""
+"""The one model interface every service drafts through (the agents' replies, the
+manager agents' sub-agents): a deterministic scripted model for development, tests and the
+simulation tenants, and an OpenAI-compatible chat-completions client for real use."""
 
 import os
-from collections.abc import Mapping
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import Literal, Protocol
 
 import aiohttp
 import msgspec
 
-from services.agents.domain.prompt import Prompt
+__all__ = [
+    "ChatCompletions",
+    "Model",
+    "ModelUnavailable",
+    "Prompt",
+    "Scripted",
+    "Turn",
+    "model_from_env",
+]
 
-__all__ = ["ChatCompletions", "Model", "ModelUnavailable", "Scripted", "model_from_env"]
+
+class Turn(msgspec.Struct, frozen=True):
+    role: Literal["user", "assistant"]
+    name: str
+    content: str
+
+
+class Prompt(msgspec.Struct, frozen=True):
+    """A system text and the turns after it."""
+
+    system: str
+    turns: tuple[Turn, ...] = ()
 
 
 class ModelUnavailable(Exception):
@@ -24,22 +44,13 @@ class Model(Protocol):
 
 
 class Scripted:
-    """The same prompt always gives the same reply: it acknowledges the last message it
-    was shown and signs as the person's preferences say."""
+    """A deterministic model: the same prompt always gives the same reply, `script`'s."""
+
+    def __init__(self, script: Callable[[Prompt], str]) -> None:
+        self._script = script
 
     async def reply(self, prompt: Prompt) -> str:
-        last = next((t for t in reversed(prompt.turns) if t.role == "user"), None)
-        topic = (last.content.strip().splitlines() or [""])[0][:80] if last else ""
-        sign = next(
-            (
-                line.removeprefix("Sign off: ")
-                for line in prompt.system.splitlines()
-                if line.startswith("Sign off: ")
-            ),
-            "",
-        )
-        text = f'Thanks for your message ("{topic}"). I\'ll get back to you shortly.'
-        return f"{text}\n{sign}" if sign else text
+        return self._script(prompt)
 
     async def close(self) -> None:
         pass
@@ -89,19 +100,19 @@ class ChatCompletions:
         await self._session.close()
 
 
-def model_from_env(env: Mapping[str, str] | None = None) -> Model:
+def model_from_env(scripted: Model, env: Mapping[str, str] | None = None) -> Model:
     """
     | variable           | default   | meaning                                          |
     |--------------------|-----------|--------------------------------------------------|
     | TETHER_MODEL_URL   | (empty)   | an OpenAI-compatible base URL, e.g.              |
-    |                    |           | https://api.openai.com/v1; empty: the built-in   |
+    |                    |           | https://api.openai.com/v1; empty: `scripted`     |
     | TETHER_MODEL_NAME  | gpt-4o-mini | the model asked for                            |
     | TETHER_MODEL_KEY   | (empty)   | its API key                                      |
     """
     env = os.environ if env is None else env
     url = env.get("TETHER_MODEL_URL", "")
     if not url:
-        return Scripted()
+        return scripted
     return ChatCompletions(
         url, env.get("TETHER_MODEL_NAME", "gpt-4o-mini"), env.get("TETHER_MODEL_KEY", "")
     )
