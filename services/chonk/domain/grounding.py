@@ -35,7 +35,8 @@ FORBIDDEN: dict[str, re.Pattern[str]] = {
     ),
     "ranking people": re.compile(
         r"\b(weakest|strongest|worst|best|lowest[- ]performing|top[- ]performing|bottom \d+)\b"
-        r"[^.]*\b(engineer|employee|person|people|member|performer|report)s?\b",
+        r"[^.]*\b(engineer|employee|person|people|member|performer|report|reviewer|developer|"
+        r"designer|manager|teammate|colleague)s?\b",
         re.IGNORECASE,
     ),
     "prediction about a person": re.compile(

@@ -27,7 +27,9 @@ Kind = Literal[
 ]  # fmt: skip
 Visibility = Literal["self", "self_mor", "self_owner", "org_public"]
 ANY, EXECUTOR, ANALYST = "any managing Chonk", "executor", "analyst runs"
-CHASERS = frozenset({"build", "ops", "revenue"})
+# Who writes blocker_history: §6.2 names build, ops and revenue; §10's check-in has human
+# write one too.
+CHASERS = frozenset({"build", "ops", "revenue", "human"})
 _DAY = timedelta(days=1)
 
 
@@ -43,9 +45,7 @@ KINDS: Mapping[str, _Rule] = {
     "preference": _Rule(frozenset({"human", "ops"}), "self", None, "immediate"),
     "working_agreement": _Rule(frozenset({"human"}), "self", None, "immediate"),
     "commitment": _Rule(ANY, "self", 90 * _DAY, "immediate"),
-    "blocker_history": _Rule(
-        frozenset({"build", "ops", "revenue"}), "self", 90 * _DAY, "immediate"
-    ),
+    "blocker_history": _Rule(CHASERS, "self", 90 * _DAY, "immediate"),
     "signal": _Rule(ANALYST, "self", 90 * _DAY, "immediate"),
     "feedback_given": _Rule(frozenset({"human"}), "self_mor", 730 * _DAY, "annotate"),
     "feedback_received": _Rule(frozenset({"human"}), "self", 730 * _DAY, "annotate"),

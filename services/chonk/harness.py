@@ -1,0 +1,137 @@
+"""One run of a Chonk (§1, §3): the planner, each analyst and chaser step, the writer, each
+through the one model interface and each handed back to the executor, which checks it;
+nothing is kept between runs. The model is asked; everything else is the harness's."""
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+import msgspec
+
+from libs.model import Model
+from libs.model import Prompt as ModelPrompt
+from services.chonk.domain import executor, grounding, prompt
+from services.chonk.domain.run import RunConfig
+from services.chonk.domain.types import (
+    Draft,
+    Finding,
+    ProposedAction,
+    Receipt,
+    RoleCharter,
+    StepPlan,
+)
+
+__all__ = ["ModelOutputInvalid", "Outcome", "Run", "run"]
+
+T = TypeVar("T")
+
+
+class ModelOutputInvalid(Exception):
+    """MODEL_OUTPUT_INVALID: a sub-agent's output that does not decode, or a draft that
+    failed the grounding check twice."""
+
+
+class Run(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    tenant: str
+    objective: str
+    surface: str
+    tone: float
+    recipient: str  # whom the draft is written to, by name
+    managed: frozenset[str]  # the people this Chonk manages in this run
+    names: frozenset[str] = frozenset()  # people and things a sentence may not name uncited
+    budget_steps: int = 8
+
+
+class Outcome(msgspec.Struct, frozen=True):
+    plan: StepPlan
+    findings: tuple[Finding, ...]
+    receipt: Receipt
+    draft: Draft
+    actions: tuple[ProposedAction, ...]
+    prompts: tuple[str, ...]  # the hash of every prompt the model was shown, in order
+
+
+async def run(
+    r: Run,
+    *,
+    charter: RoleCharter,
+    config: RunConfig,
+    model: Model,
+    direction: prompt.TenantDirection,
+    bundle: dict[str, Any],
+    now: datetime,
+) -> Outcome:
+    shown: list[str] = []
+
+    async def ask(
+        subagent: str, step: str, task: str, kind: type[T], errors: Sequence[str] = ()
+    ) -> T:
+        text = f"sub-agent: {subagent}; step: {step}\n{task}"
+        if errors:
+            text += "\nThe last draft was rejected: " + "; ".join(errors)
+        p = prompt.build(
+            charter,
+            tone=r.tone,
+            direction=direction,
+            config=config,
+            state={"run": r.id, "surface": r.surface},
+            bundle=bundle,
+            task=text,
+            contract=f"Answer with one JSON object: {kind.__name__}.",
+        )
+        shown.append(p.hash)
+        raw = await model.reply(ModelPrompt(system=p.text))
+        try:
+            return msgspec.json.decode(raw, type=kind)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise ModelOutputInvalid(f"{subagent} {step}: {exc}") from exc
+
+    plan = executor.checked_plan(
+        await ask("planner", "plan", r.objective, StepPlan), config, budget_steps=r.budget_steps
+    )
+    receipt = Receipt(id=f"rcp_{r.id}", run_id=r.id, tenant_id=r.tenant, created_at=now)
+    findings: list[Finding] = []
+    actions: list[ProposedAction] = []
+    draft: Draft | None = None
+    for step in plan.steps:
+        match step.kind:
+            case "analyst":
+                finding = await ask("analyst", step.id, step.goal, Finding)
+                receipt, finding = executor.merged(receipt, finding)
+                findings.append(finding)
+            case "chaser":
+                proposed = await ask("chaser", step.id, step.goal, _Proposed)
+                actions += executor.checked_chaser(proposed.actions, config, managed=r.managed)
+            case "writer":
+                draft = await _grounded(
+                    lambda errors, step=step: ask("writer", step.id, step.goal, Draft, errors),
+                    receipt,
+                    names=r.names - {r.recipient},
+                )
+    if draft is None:
+        raise ModelOutputInvalid("the plan has no writer step")
+    message = ProposedAction(
+        kind="SEND_MESSAGE:ic_thread", to=r.recipient, text=draft.body, receipt_id=receipt.id
+    )
+    out = [msgspec.structs.replace(a, receipt_id=a.receipt_id or receipt.id) for a in actions]
+    leaving = tuple(a for a in (message, *out) if executor.leaves(a, [receipt]))
+    return Outcome(plan, tuple(findings), receipt, draft, leaving, tuple(shown))
+
+
+class _Proposed(msgspec.Struct, frozen=True, rename="camel"):
+    actions: tuple[ProposedAction, ...]
+
+
+async def _grounded(
+    write: Callable[[Sequence[str]], Any], receipt: Receipt, *, names: frozenset[str]
+) -> Draft:
+    """§3.4: one regeneration with the errors; a second failure fails the step."""
+    draft = await write(())
+    errors = grounding.faults(draft, receipt, names=names)
+    if not errors:
+        return draft
+    draft = await write(errors)
+    if again := grounding.faults(draft, receipt, names=names):
+        raise ModelOutputInvalid("the draft failed the grounding check twice: " + "; ".join(again))
+    return draft

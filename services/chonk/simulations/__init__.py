@@ -1,0 +1,35 @@
+"""Simulation tenants as data: each run's script for the deterministic model (what each
+sub-agent answers), and what the run must end with."""
+
+import re
+from collections.abc import Callable
+from importlib.resources import files
+from typing import Any
+
+import msgspec
+
+from libs.model import Prompt
+
+__all__ = ["script", "tenant"]
+
+_ASKED = re.compile(r"^sub-agent: (\w+); step: ([\w-]+)", re.MULTILINE)
+
+
+def tenant(name: str) -> dict[str, Any]:
+    return msgspec.json.decode(files(__package__).joinpath(f"{name}.json").read_bytes())
+
+
+def script(answers: dict[str, Any]) -> Callable[[Prompt], str]:
+    """The model's answer to each sub-agent's prompt, found by the sub-agent and step the
+    prompt's TASK names; a writer's regeneration takes its second draft."""
+
+    def answer(prompt: Prompt) -> str:
+        asked = _ASKED.search(prompt.system)
+        if asked is None:
+            raise LookupError("a prompt that names no sub-agent and step")
+        found = answers[f"{asked[1]}:{asked[2]}"]
+        if isinstance(found, list):
+            found = found[min(len(found) - 1, int("was rejected" in prompt.system))]
+        return msgspec.json.encode(found).decode()
+
+    return answer
