@@ -1,0 +1,91 @@
+"""manager-agents.md §8's handoffs (EC-MGR-007), §3.3's ladder in business hours, and the
+classification of every ProposedAction."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from services.chonk.domain import classes, handoffs, ladder
+from services.chonk.domain.types import ProposedAction
+
+
+def handoff(**over) -> handoffs.HandoffRequest:
+    fields = dict(
+        id="hof_1",
+        tenant_id="sim-lanternfish",
+        from_chonk="build",
+        to_chonk="human",
+        reason="people_problem",
+        subject_refs=("person:ben",),
+        requested_action="Check in with Ben about his review load",
+        receipt_id="rcp_1",
+        correlation_id="cor_412",
+        created_by_run_id="run_chase_412",
+    )
+    return handoffs.HandoffRequest(**(fields | over))
+
+
+def test_ec_mgr_007_a_people_problem_after_two_stalls_only_is_declined_with_a_reason():
+    decision = handoffs.admitted(handoff(), ladder_stage=2, stalls_30d=2)
+    assert not decision.accepted and "2 stalls in 30 days" in decision.reason
+    assert handoffs.admitted(handoff(), ladder_stage=2, stalls_30d=3).accepted
+    assert handoffs.admitted(handoff(), ladder_stage=2, stalls_30d=0, said=True).accepted
+    assert not handoffs.admitted(handoff(), ladder_stage=1, stalls_30d=5).accepted
+
+
+def test_a_handoff_takes_only_the_routes_of_the_table():
+    assert handoffs.admitted(
+        handoff(from_chonk="ops", to_chonk="marketing", reason="recognition")
+    ).accepted
+    refused = handoffs.admitted(handoff(from_chonk="marketing", to_chonk="fin", reason="quiet_hr"))
+    assert not refused.accepted and "no handoff from marketing to fin" in refused.reason
+
+
+def test_two_disagreements_between_the_same_chonks_go_to_chonksworth_s_triage():
+    one = handoff()
+    back = handoff(id="hof_2", from_chonk="human", to_chonk="build", reason="other")
+    assert handoffs.to_triage([one]) == []
+    assert handoffs.to_triage([one, back]) == [("build", "human")]
+
+
+STOCKHOLM = ladder.BusinessHours(zone="Europe/Stockholm")
+
+
+@pytest.mark.parametrize(
+    ("after", "hours", "expected"),
+    [
+        # Tuesday 10:00 Stockholm (08:00Z) + 4 business hours: 14:00 the same day
+        (datetime(2026, 9, 8, 8, 0, tzinfo=UTC), 4, datetime(2026, 9, 8, 12, 0, tzinfo=UTC)),
+        # Tuesday 15:00 Stockholm + 4: two hours left today, two tomorrow from 09:00
+        (datetime(2026, 9, 8, 13, 0, tzinfo=UTC), 4, datetime(2026, 9, 9, 9, 0, tzinfo=UTC)),
+        # Friday 16:00 Stockholm + 1 business day: Monday 16:00
+        (datetime(2026, 9, 11, 14, 0, tzinfo=UTC), 8, datetime(2026, 9, 14, 14, 0, tzinfo=UTC)),
+        # Saturday: the clock starts Monday 09:00
+        (datetime(2026, 9, 12, 10, 0, tzinfo=UTC), 1, datetime(2026, 9, 14, 8, 0, tzinfo=UTC)),
+    ],
+)
+def test_a_stage_s_wait_is_counted_in_the_tenant_s_business_hours(after, hours, expected):
+    assert ladder.due(after, hours, STOCKHOLM) == expected
+
+
+def test_the_ladder_is_four_stages_and_the_last_goes_to_the_mor():
+    assert [s.wait_hours for s in ladder.STAGES] == [0, 4, 8, 0]
+    assert ladder.STAGES[-1].recipient == "mor"
+
+
+NEVER = frozenset({"COMPENSATION", "PROMOTION"})
+
+
+@pytest.mark.parametrize(
+    ("kind", "modes", "expected"),
+    [
+        ("PACKET", {}, "HUMAN_ONLY"),
+        ("COMPENSATION", {}, "HUMAN_ONLY"),
+        ("HANDOFF", {"HANDOFF": "PROPOSE"}, "AUTONOMOUS"),
+        ("ORG_CHANGE:plan", {"ORG_CHANGE": "PROPOSE"}, "PROPOSE_CONFIRM"),
+        ("SEND_MESSAGE:ic_thread", {}, "AUTONOMOUS"),
+    ],
+)
+def test_every_proposed_action_is_classified(kind, modes, expected):
+    action = ProposedAction(kind=kind, to="x", receipt_id="rcp_1")
+    assert classes.classified(action, never=NEVER, modes=modes) == expected
