@@ -12,13 +12,14 @@ import pytest
 import pytest_asyncio
 from aiohttp.test_utils import TestClient, TestServer
 
-from libs.contracts import SERVICES, audit, ladder, mod, scheduler
+from libs.contracts import SERVICES, audit, chonk, ladder, mod, scheduler
 from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
 from libs.runtime.settings import Settings
 from libs.stack.home import Home
 from libs.stack.local import start_local
 from libs.stack.processes import stop_all
 from services.audit.main import serve as serve_audit
+from services.chonk.main import serve as serve_chonk
 from services.gateway.app import init_app
 from services.gateway.routes import ROUTES
 from services.gateway.settings import GatewaySettings
@@ -199,4 +200,10 @@ async def mod_service(settings_for, audit_service, mod_clock, draft_ttl, reviewe
         settings_for("mod"),
         lambda svc: serve_mod(svc, mod_clock, draft_ttl=draft_ttl, review=reviewer),
     ) as svc:
+        yield svc
+
+
+@pytest.fixture
+async def chonk_service(settings_for, audit_service):
+    async with serving(chonk.CONTRACT, settings_for("chonk"), serve_chonk) as svc:
         yield svc

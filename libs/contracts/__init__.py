@@ -1,6 +1,6 @@
 """Every subject on the bus and the msgspec types that cross it."""
 
-from libs.contracts import agents, audit, ladder, mod, poa, rooms, scheduler
+from libs.contracts import agents, audit, chonk, ladder, mod, poa, rooms, scheduler
 from libs.contracts.accounts import ACCOUNT_CREATED
 from libs.contracts.registry import Event, ServiceContract
 
@@ -15,6 +15,7 @@ SERVICES: tuple[ServiceContract, ...] = (
     rooms.CONTRACT,
     ladder.CONTRACT,
     mod.CONTRACT,
+    chonk.CONTRACT,
 )
 
 # Events published from outside tether's services (an identity provider's hook).

@@ -5,7 +5,7 @@ from typing import Literal
 
 import msgspec
 
-from libs.contracts import agents, ladder, mod, poa, rooms
+from libs.contracts import agents, chonk, ladder, mod, poa, rooms
 from libs.contracts.registry import Subject
 
 __all__ = ["ROUTES", "Route"]
@@ -177,6 +177,21 @@ ROUTES: tuple[Route, ...] = (
         mod.SURFACE,
         "New versions of my layers and changes to my drafts, as server-sent events",
         kind="watch",
+    ),
+    Route(
+        "POST",
+        "/v1/chonk/runs",
+        chonk.START,
+        "Run a Chonk on a simulation tenant (admin)",
+        status=201,
+    ),
+    Route("GET", "/v1/chonk/runs/{id}", chonk.REPORT, "A run's receipt and actions (admin)"),
+    Route("GET", "/v1/chonk/knows", chonk.KNOWS, "What my manager knows about me, and who read it"),
+    Route(
+        "POST",
+        "/v1/chonk/memory/{id}",
+        chonk.ANSWER,
+        "Redact a fact about me, or answer it where it may not be deleted",
     ),
     Route(
         "POST",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from libs.audit.trail import Trail
-from libs.contracts import mod, poa
+from libs.contracts import chonk, mod, poa
 from services.poa.handlers import Handlers
 from services.poa.store import open_stores
 from tests.personal.conftest import SERVED
@@ -33,9 +33,10 @@ async def poa_service(settings_for, audit_service):
 @pytest.fixture
 async def gateway(
     client_for, gateway_settings, agents_service, rooms_service, ladder_service,
-    scheduler_service, poa_service, mod_service,
+    scheduler_service, poa_service, mod_service, chonk_service,
 ):  # fmt: skip
-    return await client_for(gateway_settings, services=(*SERVED, poa.CONTRACT, mod.CONTRACT))
+    services = (*SERVED, poa.CONTRACT, mod.CONTRACT, chonk.CONTRACT)
+    return await client_for(gateway_settings, services=services)
 
 
 @pytest.mark.parametrize("who", ["ada", "root", "ada_agent"], ids=["person", "admin", "agent"])

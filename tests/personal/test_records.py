@@ -67,6 +67,8 @@ RECORDED = {
     ("POST", "/v1/mod/layers/{layer}/revert"): "mod.layer.revert",
     ("POST", "/v1/mod/drafts/{id}/commit"): "mod.draft.keep / mod.draft.kept",
     ("DELETE", "/v1/mod/drafts/{id}"): "mod.draft.discard",
+    ("POST", "/v1/chonk/runs"): "chonk.run / chonk.memory.read / chonk.memory.write",
+    ("POST", "/v1/chonk/memory/{id}"): "chonk.memory.redact",
 }
 # Writes whose record is the stored thing itself: a room's history is its own append-only
 # record (author, kind, on-behalf person, time), kept on the ROOMS stream.

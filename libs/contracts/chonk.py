@@ -1,0 +1,108 @@
+"""`tether.chonk.*`: the manager agents (manager-agents.md).
+
+A run is one Chonk's planner, analysts, chaser and writer over the run's context, each
+handoff checked by the executor; it ends with a receipt and ProposedActions. Memory about a
+person is theirs to read on their knows page, with every read of it, and theirs to redact
+or answer.
+"""
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import msgspec
+
+from libs.contracts.base import Contract
+from libs.contracts.registry import Subject, request_subject, service_contract
+
+__all__ = [
+    "CONTRACT",
+    "GetKnows",
+    "KnownFact",
+    "Knows",
+    "MemoryAnswer",
+    "MemoryRead",
+    "RunRef",
+    "RunReport",
+    "StartRun",
+]
+
+Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
+
+
+class StartRun(Contract):
+    """Run `run` of a simulation tenant's data (its org model, mirrors and memory are
+    fixtures; the scripted model supplies the sub-agents' prose)."""
+
+    tenant: Name
+    run: Name
+
+
+class RunRef(Contract):
+    id: Annotated[str, msgspec.Meta(pattern=r"^run_[A-Za-z0-9_]{1,64}$")]
+
+
+class RunReport(Contract):
+    """A run's receipt (§5.3), its message as delivered in chat, and what it proposed, each
+    with its class."""
+
+    id: str
+    chonk: str
+    receipt: dict[str, Any]
+    message: str
+    actions: list[dict[str, Any]]
+    prompts: list[str]
+    memory: list[str]
+
+
+class GetKnows(Contract):
+    pass
+
+
+class KnownFact(Contract, omit_defaults=True):
+    id: str
+    kind: str
+    content: str
+    visibility: str
+    written_by: str
+    used_for: list[str] = []
+    expires_at: datetime | None = None
+    response: str | None = None
+    redacted: bool = False
+
+
+class MemoryRead(Contract):
+    at: datetime
+    chonk: str
+    run: str
+    purpose: str
+    facts: list[str]
+
+
+class Knows(Contract):
+    """What my manager knows: the facts about me, and who read them for what."""
+
+    facts: list[KnownFact]
+    reads: list[MemoryRead]
+
+
+class MemoryAnswer(Contract):
+    """Redact a fact about me, or, where it may not be deleted, answer it in my words."""
+
+    id: Annotated[str, msgspec.Meta(pattern=r"^mem_[A-Za-z0-9_]{1,80}$")]
+    response: Annotated[str, msgspec.Meta(max_length=2000)] = ""
+
+
+def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:
+    return request_subject("chonk", verb, request, reply, summary)
+
+
+START = _subject("start", StartRun, RunReport, "run a Chonk on a simulation tenant (admin)")
+REPORT = _subject("report", RunRef, RunReport, "a run's receipt and actions (admin)")
+KNOWS = _subject("knows", GetKnows, Knows, "what my manager knows about me")
+ANSWER = _subject("answer", MemoryAnswer, KnownFact, "redact a fact about me, or answer it")
+
+CONTRACT = service_contract(
+    "chonk",
+    [START, REPORT, KNOWS, ANSWER],
+    buckets=("chonk-runs", "chonk-memory"),
+)

@@ -1,0 +1,265 @@
+"""One handler per `tether.chonk.*` subject: a run on a simulation tenant, its report, and a
+person's knows page with what they may do to a fact about them. Every memory read and write
+is recorded before it happens (§6.4, §6.5)."""
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from libs.audit.trail import Trail
+from libs.contracts import chonk
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.contracts.registry import Subject
+from libs.model import Scripted
+from libs.runtime.service import Handler
+from services.chonk.domain import classes, memory, receipts
+from services.chonk.domain.prompt import TenantDirection
+from services.chonk.domain.run import configure
+from services.chonk.domain.types import RoleCharter, SourceRef
+from services.chonk.harness import ModelOutputInvalid, Run, run
+from services.chonk.simulations import script, tenant
+from services.chonk.store import ChonkStore
+
+__all__ = ["Handlers"]
+
+Clock = Callable[[], datetime]
+
+
+class Handlers:
+    def __init__(
+        self,
+        store: ChonkStore,
+        trail: Trail,
+        charters: Mapping[str, RoleCharter],
+        never: frozenset[str],
+        clock: Clock,
+    ) -> None:
+        self._store, self._trail, self._clock = store, trail, clock
+        self._charters, self._never = charters, never
+
+    async def start(self, req: chonk.StartRun, p: Principal) -> chonk.RunReport:
+        if p.is_agent or "admin" not in p.roles:
+            raise Refused("admin-only", 403, f"only an admin of {p.org} starts a Chonk's run")
+        if req.tenant != p.org:
+            raise Refused("tenant-not-found", 404, f"{p.org} has no simulation {req.tenant}")
+        try:
+            data = tenant(req.tenant)
+        except FileNotFoundError:
+            raise Refused("tenant-not-found", 404, f"no simulation tenant {req.tenant}") from None
+        spec = data["runs"].get(req.run)
+        if spec is None:
+            raise Refused("run-not-found", 404, f"{req.tenant} has no run {req.run}")
+        r = spec["run"]
+        charter = self._charters[r["chonk"]]
+        await self._fixtures(p, data.get("memory", []))
+        bundle = await self._context(p, r)
+        now = self._clock()
+        try:
+            outcome = await run(
+                Run(
+                    id=r["id"],
+                    tenant=p.org,
+                    objective=r["objective"],
+                    surface=r["surface"],
+                    tone=r["tone"],
+                    recipient=r["recipient"],
+                    managed=frozenset(r["managed"]),
+                    names=frozenset(r["names"]),
+                ),
+                charter=charter,
+                config=configure(charter),
+                model=Scripted(script(spec["script"])),
+                direction=TenantDirection(),
+                bundle=bundle,
+                now=now,
+            )
+        except ModelOutputInvalid as exc:
+            raise Refused("model-output-invalid", 422, str(exc)) from exc
+        written = [
+            await self._write(p, r, w, charter.chonk_id, outcome.receipt.id)
+            for w in spec.get("memory", [])
+        ]
+        report = chonk.RunReport(
+            id=r["id"],
+            chonk=charter.chonk_id,
+            receipt=msgspec.to_builtins(outcome.receipt),
+            message=receipts.chat(outcome.draft, outcome.receipt),
+            actions=[
+                {
+                    **msgspec.to_builtins(a),
+                    "class": classes.classified(a, never=self._never, modes={}),
+                }
+                for a in outcome.actions
+            ],
+            prompts=list(outcome.prompts),
+            memory=written,
+        )
+        async with self._trail.change(
+            p.org, actor=p, action="chonk.run", target=report.id, data={"chonk": report.chonk}
+        ):
+            await self._store.put_report(p.org, report)
+        return report
+
+    async def report(self, req: chonk.RunRef, p: Principal) -> chonk.RunReport:
+        found = await self._store.report(p.org, req.id) if "admin" in p.roles else None
+        if found is None:
+            raise Refused("run-not-found", 404, f"no run {req.id}")
+        return found
+
+    async def knows(self, _: chonk.GetKnows, p: Principal) -> chonk.Knows:
+        """§6.4: what the Chonks know about me, and every read of it."""
+        facts = await self._store.facts(p.org, p.sub)
+        return chonk.Knows(
+            facts=[_known(f) for f in sorted(facts, key=lambda f: f.id)],
+            reads=await self._store.reads(p.org, p.sub),
+        )
+
+    async def answer(self, req: chonk.MemoryAnswer, p: Principal) -> chonk.KnownFact:
+        """Redaction by the subject (§6.2's last column): gone at once where it may be;
+        feedback keeps the person's answer and its deletion becomes the MoR's decision."""
+        if p.is_agent:
+            raise Refused("agent-may-not", 403, "a fact about a person is theirs to redact")
+        now = self._clock()
+        outcome: dict[str, memory.Redacted] = {}
+
+        def redact(fact: memory.MemoryFact | None) -> memory.MemoryFact | None:
+            if fact is None:
+                raise Refused("fact-not-found", 404, f"there is no fact {req.id} about you")
+            outcome["done"] = memory.redacted(fact, req.response, now)
+            return outcome["done"].fact
+
+        async with self._trail.change(p.org, actor=p, action="chonk.memory.redact", target=req.id):
+            after = await self._store.change_fact(p.org, p.sub, req.id, redact)
+        assert after is not None
+        if (decision := outcome["done"].decision) is not None:
+            await self._trail.append(
+                p.org,
+                actor=p,
+                action="chonk.decision.open",
+                target=req.id,
+                data={"decision": decision, "for": "mor"},
+            )
+        return _known(after)
+
+    def table(self) -> Mapping[Subject, Handler]:
+        return {
+            chonk.START: self.start,
+            chonk.REPORT: self.report,
+            chonk.KNOWS: self.knows,
+            chonk.ANSWER: self.answer,
+        }
+
+    async def _fixtures(self, p: Principal, fixtures: list[dict[str, Any]]) -> None:
+        """A simulation tenant's memory, stored once."""
+        for f in fixtures:
+            fact = memory.MemoryFact(
+                id=f["id"],
+                tenant_id=p.org,
+                subject_id=f["subject"],
+                kind=f["kind"],
+                content=f["content"],
+                source=SourceRef(
+                    n=0,
+                    kind="memory",
+                    ref=f"fixture:{f['id']}",
+                    label="simulation fixture",
+                    as_of=self._clock(),
+                ),
+                shared_by="chonk",
+                written_by_run_id="fixture",
+                written_by_chonk_id=f["writer"],
+                used_for=tuple(f.get("usedFor", ())),
+                evidence=(
+                    SourceRef(
+                        n=0, kind="message", ref="fixture", label="fixture", as_of=self._clock()
+                    ),
+                ),
+            )
+            stored = memory.committed(
+                fact, writer=f["writer"], manages=True, consent=True, now=self._clock()
+            )
+            await self._store.change_fact(
+                p.org, fact.subject_id, fact.id, lambda old, s=stored: old or s
+            )
+
+    async def _context(self, p: Principal, r: dict[str, Any]) -> dict[str, Any]:
+        """§5.2, for a run about one person: their facts, read through here only, each
+        read recorded before it is made and shown on their knows page."""
+        subject, chonk_id = r["subject"], r["chonk"]
+        facts = await self._store.facts(p.org, subject)
+        readable = [
+            f
+            for f in facts
+            if f.redacted_at is None
+            and (chonk_id == "human" or not f.kind.startswith(("feedback_", "growth_plan")))
+            and f.kind != "owner_report"
+        ]
+        read = chonk.MemoryRead(
+            at=self._clock(),
+            chonk=chonk_id,
+            run=r["id"],
+            purpose=r.get("purpose", ""),
+            facts=[f.id for f in readable],
+        )
+        await self._trail.append(
+            p.org,
+            actor=p,
+            action="chonk.memory.read",
+            target=subject,
+            data={"run": r["id"], "facts": read.facts},
+        )
+        await self._store.read_by(p.org, subject, read)
+        return {
+            "subject": subject,
+            "memory": [{"id": f.id, "kind": f.kind, "content": f.content} for f in readable],
+        }
+
+    async def _write(
+        self, p: Principal, r: dict[str, Any], w: dict[str, Any], chonk_id: str, receipt: str
+    ) -> str:
+        """§6.5: at memory.commit, filtered through the table, recorded before it is stored."""
+        fact = memory.MemoryFact(
+            id=f"mem_{r['id']}_{w['kind']}",
+            tenant_id=p.org,
+            subject_id=r["subject"],
+            kind=w["kind"],
+            content=w["content"],
+            source=SourceRef(
+                n=0, kind="message", ref=receipt, label="this run", as_of=self._clock()
+            ),
+            shared_by="chonk",
+            written_by_run_id=r["id"],
+            written_by_chonk_id=chonk_id,
+        )
+        try:
+            stored = memory.committed(
+                fact, writer=w["writer"], manages=True, consent=False, now=self._clock()
+            )
+        except memory.MemoryRefused as exc:
+            raise Refused("memory-refused", 422, str(exc)) from exc
+        async with self._trail.change(
+            p.org,
+            actor=p,
+            action="chonk.memory.write",
+            target=fact.subject_id,
+            data={"fact": fact.id, "kind": fact.kind},
+        ):
+            await self._store.change_fact(p.org, fact.subject_id, fact.id, lambda _: stored)
+        return fact.id
+
+
+def _known(f: memory.MemoryFact) -> chonk.KnownFact:
+    return chonk.KnownFact(
+        id=f.id,
+        kind=f.kind,
+        content="" if f.redacted_at else f.content,
+        visibility=f.visibility,
+        written_by=f.written_by_chonk_id,
+        used_for=list(f.used_for),
+        expires_at=f.expires_at,
+        response=f.subject_response,
+        redacted=f.redacted_at is not None,
+    )

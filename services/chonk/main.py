@@ -1,0 +1,38 @@
+"""`python -m services.chonk.main`: the manager agents, until SIGTERM."""
+
+from datetime import UTC, datetime
+from importlib.resources import files
+
+from libs.audit.trail import Trail
+from libs.contracts.chonk import CONTRACT
+from libs.runtime.service import Service, run
+from libs.runtime.settings import Settings
+from services.chonk.domain import charters
+from services.chonk.handlers import Handlers
+from services.chonk.store import open_store
+
+
+def clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def shipped() -> tuple[dict, frozenset[str]]:
+    """The charters and the never list; data that does not check stops the service."""
+    return charters.load(files("services.chonk").joinpath("charters.json").read_bytes())
+
+
+async def serve(svc: Service) -> None:
+    roster, never = shipped()
+    store = await open_store(svc.js, replicas=svc.settings.js_replicas)
+    handlers = Handlers(store, Trail(svc.nc, service=CONTRACT.name), roster, never, clock)
+    await svc.serve(handlers.table())
+
+
+async def main(settings: Settings) -> None:
+    shipped()
+    async with Service(CONTRACT, settings) as svc:
+        await serve(svc)
+
+
+if __name__ == "__main__":
+    run(main, CONTRACT.name)

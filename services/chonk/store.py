@@ -1,0 +1,87 @@
+"""The chonk service's buckets:
+
+    chonk-runs     <org>.<run id>                       a run's report
+    chonk-memory   facts.<org>.<person>.<fact id>      a fact about a person
+                   reads.<org>.<person>                 who read that person's facts, for what
+
+Every key names the org, and a person's the person.
+"""
+
+from collections.abc import Callable
+
+import msgspec
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig
+from nats.js.errors import KeyNotFoundError
+from nats.js.kv import KeyValue
+
+from libs.contracts import codec
+from libs.contracts.base import key_token
+from libs.contracts.chonk import MemoryRead, RunReport
+from libs.runtime.kv import current, open_bucket, swap
+from services.chonk.domain.memory import MemoryFact
+
+__all__ = ["ChonkStore", "open_store"]
+
+_fact = codec.decoder(MemoryFact)
+_report = codec.decoder(RunReport)
+_reads = msgspec.json.Decoder(list[MemoryRead])
+
+
+class ChonkStore:
+    def __init__(self, runs: KeyValue, memory: KeyValue) -> None:
+        self._runs, self._memory = runs, memory
+
+    async def put_report(self, org: str, report: RunReport) -> None:
+        await self._runs.put(f"{org}.{report.id}", codec.encode(report))
+
+    async def report(self, org: str, run_id: str) -> RunReport | None:
+        try:
+            entry = await self._runs.get(f"{org}.{run_id}")
+        except KeyNotFoundError:
+            return None
+        return _report.decode(entry.value)
+
+    async def facts(self, org: str, person: str) -> list[MemoryFact]:
+        entries = await current(self._memory, f"facts.{org}.{key_token(person)}.*")
+        return [_fact.decode(e.value) for e in entries]
+
+    async def change_fact(
+        self,
+        org: str,
+        person: str,
+        fact_id: str,
+        change: Callable[[MemoryFact | None], MemoryFact | None],
+    ) -> MemoryFact | None:
+        _, after = await swap(
+            self._memory,
+            f"facts.{org}.{key_token(person)}.{fact_id}",
+            change,
+            decode=_fact.decode,
+            default=None,
+        )
+        return after
+
+    async def reads(self, org: str, person: str) -> list[MemoryRead]:
+        try:
+            entry = await self._memory.get(f"reads.{org}.{key_token(person)}")
+        except KeyNotFoundError:
+            return []
+        return _reads.decode(entry.value)
+
+    async def read_by(self, org: str, person: str, read: MemoryRead) -> None:
+        await swap(
+            self._memory,
+            f"reads.{org}.{key_token(person)}",
+            lambda reads: [*reads, read][-200:],
+            decode=_reads.decode,
+            default=[],
+        )
+
+
+async def open_store(js: JetStreamContext, *, replicas: int = 1) -> ChonkStore:
+    runs = await open_bucket(js, KeyValueConfig(bucket="chonk-runs", history=1, replicas=replicas))
+    memory = await open_bucket(
+        js, KeyValueConfig(bucket="chonk-memory", history=4, replicas=replicas)
+    )
+    return ChonkStore(runs, memory)

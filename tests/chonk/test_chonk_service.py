@@ -1,0 +1,77 @@
+"""The chonk service through the gateway: a run on sim-lanternfish (§10's check-in), its
+report, and Ana's knows page (§6.4): the facts about her, who read them for what, and what
+she may do to each (§6.2's last column, EC-MGR-006)."""
+
+import pytest
+
+from libs.audit.reading import records
+from libs.contracts import chonk
+from tests.support import bearer, token
+
+ORG = "sim-lanternfish"
+
+
+@pytest.fixture
+async def api(client_for, gateway_settings, chonk_service):
+    return await client_for(gateway_settings, services=(chonk.CONTRACT,))
+
+
+def person(name: str, **claims) -> dict[str, str]:
+    return bearer(token(org=ORG, user=f"{ORG}/{name}", **claims))
+
+
+ROOT, ANA, BEN = person("priya", roles=("admin",)), person("ana"), person("ben")
+
+
+async def test_a_run_reports_its_receipt_and_the_person_reads_what_it_knows_and_who_read_it(
+    api, operator
+):
+    r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "checkin_ana"}, headers=ROOT)
+    assert r.status == 201, await r.text()
+    report = await r.json()
+    assert len(report["receipt"]["sources"]) == 5
+    assert report["message"].startswith("Hey Ana") and "\nReceipts\n[1] GitHub" in report["message"]
+    assert [(a["kind"], a["class"]) for a in report["actions"]] == [
+        ("SEND_MESSAGE:ic_thread", "AUTONOMOUS")
+    ]
+    again = await api.get(f"/v1/chonk/runs/{report['id']}", headers=ROOT)
+    assert (await again.json()) == report
+
+    knows = await (await api.get("/v1/chonk/knows", headers=ANA)).json()
+    facts = {f["id"]: f for f in knows["facts"]}
+    assert {"mem_ana_pref_brief", "mem_ana_feedback_1", *report["memory"]} <= set(facts)
+    read = next(x for x in knows["reads"] if x["run"] == report["id"])
+    assert (read["chonk"], read["purpose"]) == ("human", "a check-in")
+    assert "mem_ana_pref_brief" in read["facts"]
+    bens = await (await api.get("/v1/chonk/knows", headers=BEN)).json()
+    assert bens["facts"] == []
+
+    actions = [x.action for x in await records(operator.jetstream(), ORG)]
+    at = actions.index("chonk.memory.read")
+    assert actions[at:].count("chonk.memory.write") == 2 and "chonk.run" in actions[at:]
+
+
+async def test_a_person_redacts_a_preference_at_once_and_answers_feedback(api, operator):
+    await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "checkin_ana"}, headers=ROOT)
+    gone = await api.post("/v1/chonk/memory/mem_ana_pref_brief", json={}, headers=ANA)
+    assert gone.status == 200, await gone.text()
+    assert (await gone.json())["redacted"] is True and (await gone.json())["content"] == ""
+    answer = {"response": "That was a release-week exception."}
+    kept = await api.post("/v1/chonk/memory/mem_ana_feedback_1", json=answer, headers=ANA)
+    body = await kept.json()
+    assert not body.get("redacted") and body["response"] == answer["response"]
+    decisions = [
+        x for x in await records(operator.jetstream(), ORG) if x.action == "chonk.decision.open"
+    ]
+    assert decisions and decisions[-1].target == "mem_ana_feedback_1"
+    not_his = await api.post("/v1/chonk/memory/mem_ana_feedback_1", json={}, headers=BEN)
+    assert not_his.status == 404
+
+
+async def test_only_an_admin_of_the_tenant_starts_a_run(api):
+    body = {"tenant": ORG, "run": "checkin_ana"}
+    assert (await api.post("/v1/chonk/runs", json=body, headers=ANA)).status == 403
+    elsewhere = bearer(token(org="acme", user="acme/root", roles=("admin",)))
+    assert (await api.post("/v1/chonk/runs", json=body, headers=elsewhere)).status == 404
+    unknown = {"tenant": ORG, "run": "nothing"}
+    assert (await api.post("/v1/chonk/runs", json=unknown, headers=ROOT)).status == 404
