@@ -66,6 +66,7 @@ class Handlers:
                     surface=r["surface"],
                     tone=r["tone"],
                     recipient=r["recipient"],
+                    channel=r.get("channel", "ic_thread"),
                     managed=frozenset(r["managed"]),
                     names=frozenset(r["names"]),
                 ),
@@ -82,6 +83,8 @@ class Handlers:
             await self._write(p, r, w, charter.chonk_id, outcome.receipt.id)
             for w in spec.get("memory", [])
         ]
+        if r.get("channel") == "owner":  # symmetry: the owner's words about a person are theirs
+            written += await self._owner_reports(p, r, spec.get("people", {}), outcome)
         report = chonk.RunReport(
             id=r["id"],
             chonk=charter.chonk_id,
@@ -217,6 +220,34 @@ class Handlers:
             "memory": [{"id": f.id, "kind": f.kind, "content": f.content} for f in readable],
         }
 
+    async def _owner_reports(
+        self, p: Principal, r: dict[str, Any], people: dict[str, str], outcome: Any
+    ) -> list[str]:
+        """§6.5: anything written to the owner about a person is that person's owner_report,
+        in the same commit, recorded like any other write."""
+        reports = memory.owner_reports(
+            outcome.draft.body,
+            people,
+            source=_source(outcome.receipt.id, self._clock()),
+            run=r["id"],
+            tenant=p.org,
+        )
+        for fact in reports:
+            stored = memory.committed(
+                fact, writer="executor", manages=True, consent=False, now=self._clock()
+            )
+            async with self._trail.change(
+                p.org,
+                actor=p,
+                action="chonk.memory.write",
+                target=fact.subject_id,
+                data={"fact": fact.id, "kind": fact.kind},
+            ):
+                await self._store.change_fact(
+                    p.org, fact.subject_id, fact.id, lambda _, s=stored: s
+                )
+        return [f.id for f in reports]
+
     async def _write(
         self, p: Principal, r: dict[str, Any], w: dict[str, Any], chonk_id: str, receipt: str
     ) -> str:
@@ -249,6 +280,10 @@ class Handlers:
         ):
             await self._store.change_fact(p.org, fact.subject_id, fact.id, lambda _: stored)
         return fact.id
+
+
+def _source(receipt: str, now: datetime) -> SourceRef:
+    return SourceRef(n=0, kind="message", ref=receipt, label="this run", as_of=now)
 
 
 def _known(f: memory.MemoryFact) -> chonk.KnownFact:

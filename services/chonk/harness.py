@@ -38,6 +38,7 @@ class Run(msgspec.Struct, frozen=True, kw_only=True):
     surface: str
     tone: float
     recipient: str  # whom the draft is written to, by name
+    channel: str = "ic_thread"  # where it goes: SEND_MESSAGE:<channel>
     managed: frozenset[str]  # the people this Chonk manages in this run
     names: frozenset[str] = frozenset()  # people and things a sentence may not name uncited
     budget_steps: int = 8
@@ -112,7 +113,7 @@ async def run(
     if draft is None:
         raise ModelOutputInvalid("the plan has no writer step")
     message = ProposedAction(
-        kind="SEND_MESSAGE:ic_thread", to=r.recipient, text=draft.body, receipt_id=receipt.id
+        kind=f"SEND_MESSAGE:{r.channel}", to=r.recipient, text=draft.body, receipt_id=receipt.id
     )
     out = [msgspec.structs.replace(a, receipt_id=a.receipt_id or receipt.id) for a in actions]
     leaving = tuple(a for a in (message, *out) if executor.leaves(a, [receipt]))

@@ -1,7 +1,9 @@
 """The grounding check (§3.4, §5.4): a draft is rejected if it uses an [n] not in the
 receipt, states a number, date, name or status without a citation, exceeds its surface's
-limit, or holds forbidden content. The patterns are the project's reading of §5.4, named so
-a rejection says which rule it broke."""
+limit, or holds forbidden content. A statement is a paragraph or an item of a list in it,
+cited where any of its sentences is (the reading under which both worked examples, §9 and
+§10, are grounded). The patterns are the project's reading of §5.4, named so a rejection says
+which rule it broke."""
 
 import re
 from collections.abc import Iterable
@@ -12,7 +14,9 @@ __all__ = ["FORBIDDEN", "LIMITS", "STATUS_WORDS", "faults"]
 
 LIMITS = {"sms": 480, "chat": 4000, "app": 4000, "console": 8000, "email": 8000}
 _MARKER = re.compile(r"\[(\d+)\]")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# A statement: a paragraph, or an item of a list in it (" - " bullets, " 2. " numbers).
+_STATEMENT = re.compile(r"\n+|\s+-\s+|\s+(?=\d{1,2}\.\s)")
+_ENUMERATION = re.compile(r"^\d{1,2}\.\s")
 _NUMBER = re.compile(r"\d")
 STATUS_WORDS = re.compile(
     r"\b(blocked|merged|shipped|late|slipped|overdue|on track|at risk|green|yellow|red|"
@@ -56,6 +60,12 @@ FORBIDDEN: dict[str, re.Pattern[str]] = {
 }
 
 
+def _heading(statement: str) -> bool:
+    """A few words with no sentence's end ("What's at risk") head what follows; they state
+    nothing of their own."""
+    return statement[-1] not in ".!?:;)" and len(statement.split()) <= 5
+
+
 def faults(draft: Draft, receipt: Receipt, *, names: Iterable[str] = ()) -> list[str]:
     """Every reason `draft` may not leave; none means it is grounded. `names` are the
     people and things of the context bundle a sentence may not name uncited."""
@@ -64,15 +74,16 @@ def faults(draft: Draft, receipt: Receipt, *, names: Iterable[str] = ()) -> list
     used = {int(n) for n in _MARKER.findall(draft.body)}
     found += [f"[{n}] is not in the receipt" for n in sorted(used - known)]
     names = [n for n in names if n]
-    for sentence in (s.strip() for s in _SENTENCE.split(draft.body)):
-        if not sentence or _MARKER.search(sentence):
+    for statement in (s.strip() for s in _STATEMENT.split(draft.body)):
+        if not statement or _MARKER.search(statement) or _heading(statement):
             continue
-        if _NUMBER.search(sentence):
-            found.append(f"a number or date without a citation: {sentence!r}")
-        elif STATUS_WORDS.search(sentence):
-            found.append(f"a status without a citation: {sentence!r}")
-        elif named := next((n for n in names if n in sentence), None):
-            found.append(f"{named} named without a citation: {sentence!r}")
+        bare = _ENUMERATION.sub("", statement)
+        if _NUMBER.search(bare):
+            found.append(f"a number or date without a citation: {statement!r}")
+        elif STATUS_WORDS.search(bare):
+            found.append(f"a status without a citation: {statement!r}")
+        elif named := next((n for n in names if n in bare), None):
+            found.append(f"{named} named without a citation: {statement!r}")
     limit = LIMITS[draft.surface]
     if len(draft.body) > limit:
         found.append(f"{len(draft.body)} characters; {draft.surface} allows {limit}")

@@ -1,6 +1,7 @@
 """Memory (§6): the fact schema, who may write which kind, its visibility and retention,
 what may never be stored, and what a person may do with a fact about them."""
 
+import re
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Literal
@@ -121,7 +122,7 @@ def owner_reports(
     owner_report fact, verbatim, in the same commit. `people`: name -> person id."""
     return [
         MemoryFact(
-            id=f"mem_{run}_{person.replace('/', '_')}",
+            id="mem_" + re.sub(r"[^A-Za-z0-9]", "_", f"{run}_{person}"),
             tenant_id=tenant,
             subject_id=person,
             kind="owner_report",

@@ -1,0 +1,53 @@
+"""manager-agents.md §9, Chonksworth's weekly owner update to Priya on sim-lanternfish, run
+end to end: the same fifteen numbered sources, rules and confidence line, the message to the
+owner, and, by symmetry, an owner_report fact on the knows page of each person it names."""
+
+import pytest
+
+from libs.contracts import chonk
+from tests.support import bearer, token
+
+ORG = "sim-lanternfish"
+
+
+@pytest.fixture
+async def api(client_for, gateway_settings, chonk_service):
+    return await client_for(gateway_settings, services=(chonk.CONTRACT,))
+
+
+def person(name: str, **claims) -> dict[str, str]:
+    return bearer(token(org=ORG, user=f"{ORG}/{name}", **claims))
+
+
+async def test_the_owner_update_runs_end_to_end_and_ana_and_lena_can_read_what_priya_was_told(
+    api,
+):
+    priya = person("priya", roles=("admin",))
+    r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "owner_update"}, headers=priya)
+    assert r.status == 201, await r.text()
+    report = await r.json()
+    sources = report["receipt"]["sources"]
+    assert len(sources) == 15
+    assert sources[0]["label"].startswith(
+        "GitHub lanternfish/core#412 — merged 2026-09-03 16:10 PT"
+    )
+    assert sources[14]["label"].startswith("HUMAN_ONLY packet pkt_01J6LENA")
+    message = report["message"]
+    assert message.startswith("Morning, Priya. Walk with me.")
+    assert (
+        "Rules: PS-CRIT-PATH pass · STALL-REVIEW-20H fired · CAP-GAP-0.5 threshold_exceeded · "
+        "SANDBAG-TRAIL-20 fired · pol_tooling_3k n/a"
+    ) in message
+    assert message.endswith(
+        "Confidence 0.86 · gaps: HubSpot mirror last synced 2026-09-06 22:00Z (9h stale)"
+    )
+    assert [(a["kind"], a["to"]) for a in report["actions"]] == [("SEND_MESSAGE:owner", "Priya")]
+    for name in ("ana", "lena"):
+        knows = await (await api.get("/v1/chonk/knows", headers=person(name))).json()
+        [fact] = [f for f in knows["facts"] if f["kind"] == "owner_report"]
+        assert fact["content"].startswith("Morning, Priya.") and fact["visibility"] == "self_owner"
+    # Ben is named too, in what happened: he reads that as well; a person not named does not.
+    ben = await (await api.get("/v1/chonk/knows", headers=person("ben"))).json()
+    assert [f["kind"] for f in ben["facts"]] == ["owner_report"]
+    nobody = await (await api.get("/v1/chonk/knows", headers=person("sam"))).json()
+    assert nobody["facts"] == []
