@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.rooms
 	$(BIN)/python -m bench.ladder
 	$(BIN)/python -m bench.mod
+	$(BIN)/python -m bench.chonk
 
 clean:
 	rm -rf $(VENV) .tether .pytest_cache .ruff_cache
