@@ -56,7 +56,7 @@ def init_app(
 
     pages = {
         name: files("services.gateway").joinpath(f"{name}.html").read_bytes()
-        for name in ("console", "layout")
+        for name in ("console", "layout", "knows")
     }
 
     def page(name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -91,6 +91,7 @@ def init_app(
     app.router.add_get("/v1/openapi.json", openapi_json)
     app.router.add_get("/console", page("console"))
     app.router.add_get("/console/layout", page("layout"))
+    app.router.add_get("/console/knows", page("knows"))
     app.router.add_post(
         "/v1/mcp",
         mcp_endpoint(key=settings.jwt_key, limiter=limiter, timeout=settings.request_timeout),

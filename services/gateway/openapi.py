@@ -84,6 +84,13 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
                 "text/html",
             )
         },
+        "/console/knows": {
+            "get": _plain(
+                "The console's knows page: the facts the manager agents keep about me, who read "
+                "each for what, and redact or answer.",
+                "text/html",
+            )
+        },
         "/console/layout": {
             "get": _plain(
                 "The console's page for a person's own layer: the composed rail and settings, "

@@ -1,0 +1,41 @@
+"""The console's knows page, in headless Chromium: Ana reads what the manager agents keep
+about her and who read it for what, redacts a preference and answers her feedback."""
+
+import pytest
+from playwright.async_api import expect
+
+from libs.contracts import chonk
+from tests.support import bearer, browser_page, token
+
+ORG = "sim-lanternfish"
+
+
+@pytest.fixture
+async def api(client_for, gateway_settings, chonk_service):
+    return await client_for(gateway_settings, services=(chonk.CONTRACT,))
+
+
+@pytest.fixture
+async def page(api):
+    async with browser_page(str(api.make_url("/console/knows"))) as page:
+        yield page
+
+
+async def test_a_person_reads_what_is_kept_about_them_redacts_and_answers(api, page):
+    root = bearer(token(org=ORG, user=f"{ORG}/priya", roles=("admin",)))
+    r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "checkin_ana"}, headers=root)
+    assert r.status == 201, await r.text()
+    await page.fill("#token", token(org=ORG, user=f"{ORG}/ana"))
+    await page.click("#use")
+    await expect(page.locator("#reads li").first).to_contain_text("Read by human")
+    await expect(page.locator("#reads li").first).to_contain_text("for a check-in")
+    feedback = page.locator("#facts li[data-fact=mem_ana_feedback_1]")
+    await feedback.locator("textarea").fill("Those PRs were a hotfix week.")
+    await feedback.get_by_role("button", name="Answer it").click()
+    await expect(page.locator("#status")).to_have_text("Your answer is kept with it.")
+    await expect(feedback.locator(".how")).to_contain_text("Those PRs were a hotfix week.")
+    signal = page.locator("#facts li[data-fact=mem_run_checkin_ana_0908_signal]")
+    await expect(signal.locator(".what")).to_contain_text("Wednesday meeting hours 6.0")
+    await signal.get_by_role("button", name="Redact").click()
+    await expect(page.locator("#status")).to_have_text("Redacted.")
+    await expect(signal.locator(".what")).to_have_text("signal: redacted")
