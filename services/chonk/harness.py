@@ -7,10 +7,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 import msgspec
+from prometheus_client import Counter
 
 from libs.model import Model
 from libs.model import Prompt as ModelPrompt
-from services.chonk.domain import executor, grounding, prompt
+from libs.runtime.metrics import child
+from services.chonk.domain import executor, grounding, prompt, receipts
 from services.chonk.domain.run import RunConfig
 from services.chonk.domain.types import (
     Draft,
@@ -24,6 +26,24 @@ from services.chonk.domain.types import (
 __all__ = ["ModelOutputInvalid", "Outcome", "Run", "run"]
 
 T = TypeVar("T")
+
+# §11's risk controls, as metrics.
+OUTSIDE = Counter(
+    "tether_chonk_outside_allowlist",
+    "ProposedActions outside the emitting Chonk's action allowlist, dropped (RC-MGR-01).",
+    ["chonk"],
+)
+DRAFTS = Counter("tether_chonk_drafts", "Writers' first drafts checked for grounding.", ["chonk"])
+REJECTED = Counter(
+    "tether_chonk_grounding_rejections",
+    "First drafts the grounding check rejected (RC-MGR-02; over tether_chonk_drafts: the rate).",
+    ["chonk"],
+)
+TONE = Counter(
+    "tether_chonk_tone_above_ceiling",
+    "Drafts whose tone was above the context's ceiling (RC-MGR-03).",
+    ["chonk"],
+)
 
 
 class ModelOutputInvalid(Exception):
@@ -103,13 +123,23 @@ async def run(
                 findings.append(finding)
             case "chaser":
                 proposed = await ask("chaser", step.id, step.goal, _Proposed)
-                actions += executor.checked_chaser(proposed.actions, config, managed=r.managed)
+                kept, dropped = executor.checked_chaser(proposed.actions, config, managed=r.managed)
+                child(OUTSIDE, config.chonk_id).inc(len(dropped))
+                actions += kept
             case "writer":
+
+                def write(errors: Sequence[str], step: Any = step) -> Any:
+                    return ask("writer", step.id, step.goal, Draft, errors)
+
                 draft = await _grounded(
-                    lambda errors, step=step: ask("writer", step.id, step.goal, Draft, errors),
-                    receipt,
-                    names=r.names - {r.recipient},
+                    write, receipt, names=r.names - {r.recipient}, chonk=config.chonk_id
                 )
+                if draft.tone_used > r.tone:  # RC-MGR-03: again at the ceiling, then plain
+                    child(TONE, config.chonk_id).inc()
+                    draft = await write([f"toneUsed {draft.tone_used} is above {r.tone}"])
+                    again = grounding.faults(draft, receipt, names=r.names - {r.recipient})
+                    if draft.tone_used > r.tone or again:
+                        draft = receipts.template(findings, step_id=step.id, surface=r.surface)
     if draft is None:
         raise ModelOutputInvalid("the plan has no writer step")
     message = ProposedAction(
@@ -125,13 +155,15 @@ class _Proposed(msgspec.Struct, frozen=True, rename="camel"):
 
 
 async def _grounded(
-    write: Callable[[Sequence[str]], Any], receipt: Receipt, *, names: frozenset[str]
+    write: Callable[[Sequence[str]], Any], receipt: Receipt, *, names: frozenset[str], chonk: str
 ) -> Draft:
     """§3.4: one regeneration with the errors; a second failure fails the step."""
     draft = await write(())
+    child(DRAFTS, chonk).inc()
     errors = grounding.faults(draft, receipt, names=names)
     if not errors:
         return draft
+    child(REJECTED, chonk).inc()
     draft = await write(errors)
     if again := grounding.faults(draft, receipt, names=names):
         raise ModelOutputInvalid("the draft failed the grounding check twice: " + "; ".join(again))

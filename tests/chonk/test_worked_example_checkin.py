@@ -147,3 +147,21 @@ async def test_a_plan_off_the_charter_never_reaches_an_analyst():
             now=NOW,
         )
     assert len(model.shown) == 1
+
+
+async def test_rc_mgr_03_a_tone_above_the_ceiling_is_regenerated_then_sent_as_the_template():
+    from services.chonk.harness import TONE
+
+    loud = msgspec.json.decode(msgspec.json.encode(CHECKIN["script"]))
+    good = loud["writer:msg"][0]
+    loud["writer:msg"] = [dict(good, toneUsed=0.95), dict(good, toneUsed=0.9)]
+    before = TONE.labels("human")._value.get()
+    outcome, model = await run_checkin(loud)
+    assert TONE.labels("human")._value.get() == before + 1
+    assert "toneUsed 0.95 is above 0.7" in model.shown[-1].system
+    body = outcome.draft.body
+    assert body.startswith("Here is what I found:\n- #412 merged Thursday") and "[5]" in body
+    assert outcome.draft.tone_used == 0.0
+    loud["writer:msg"] = [dict(good, toneUsed=0.95), good]  # at the ceiling the second time
+    outcome, _ = await run_checkin(loud)
+    assert outcome.draft.body == good["body"]

@@ -3,11 +3,12 @@ rules and the confidence line; SMS with no markers, ending "Reply WHY", which is
 the numbered list in at most three segments; the owner console's panel as data."""
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
-from services.chonk.domain.types import Draft, Receipt
+from services.chonk.domain.types import Draft, Finding, Receipt
 
-__all__ = ["SEGMENT", "chat", "panel", "sms", "why"]
+__all__ = ["SEGMENT", "chat", "panel", "sms", "template", "why"]
 
 SEGMENT = 160
 _MARKER = re.compile(r"\s*\[\d+\]")
@@ -65,3 +66,14 @@ def panel(draft: Draft, receipt: Receipt) -> dict[str, Any]:
         "confidence": receipt.confidence,
         "gaps": list(receipt.gaps),
     }
+
+
+def template(findings: Sequence[Finding], *, step_id: str, surface: str) -> Draft:
+    """The deterministic draft sent when a writer's tone stays above the ceiling (§11,
+    RC-MGR-03): what was found, item by item, each with its citations, and no voice."""
+    lines = ["Here is what I found:"] + [
+        f"- {item.text} {''.join(f'[{n}]' for n in item.sources)}"
+        for finding in findings
+        for item in finding.items
+    ]
+    return Draft(step_id=step_id, surface=surface, body="\n".join(lines), tone_used=0.0)  # type: ignore[arg-type]
