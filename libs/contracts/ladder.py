@@ -19,6 +19,7 @@ __all__ = [
     "CONTRACT",
     "SEND_MEANS",
     "WINDOW_SECONDS",
+    "Applies",
     "Ceiling",
     "ChangeLevel",
     "ChangeWindow",
@@ -40,6 +41,7 @@ __all__ = [
     "Reply",
     "Routed",
     "SetCeiling",
+    "WhatApplies",
     "Window",
     "WindowEdit",
     "WindowList",
@@ -146,6 +148,22 @@ class LevelOf(Contract):
     person: UserId
 
 
+class WhatApplies(Contract):
+    """What applies to my agent's replies in `room` (one of mine), by `transport`."""
+
+    room: RoomId | None = None
+    transport: Transport | None = None
+
+
+class Applies(Contract):
+    """The effective level there, my window, and the setting that decided the level: my
+    default, the transport's override, the room's, or my org's ceiling lowering it."""
+
+    level: Level
+    window: Window
+    decided_by: Literal["default", "transport", "room", "ceiling"]
+
+
 class Effective(Contract):
     level: Level
     window: Window
@@ -228,13 +246,15 @@ class WindowEdit(Contract):
 
 
 class PendingConfirmation(Contract):
-    """A confirmation asked of me: question `question_seq` in `room`, still open."""
+    """A confirmation asked of me: question `question_seq` in `room`, still open. `actions`
+    are what my answer may be, decline always among them, so no client need know it."""
 
     id: str
     room: str
     question_seq: Seq
     reply_to: Seq
     candidates: tuple[str, ...]
+    actions: tuple[Literal["pick", "edit", "decline"], ...] = ("pick", "edit", "decline")
 
 
 class ListConfirmations(Contract):
@@ -270,6 +290,7 @@ CONFIRMATIONS = _subject(
 CONFIRM = _subject("confirm", ConfirmationAnswer, Routed, "answer a confirmation")
 DECIDE = _subject("decide", DecideRequest, Decided, "the decision for one reply", **_AGENTS)
 ROUTE = _subject("route", Reply, Routed, "decide a reply and carry it out", **_AGENTS)
+APPLIES = _subject("applies", WhatApplies, Applies, "what applies in a room, by a transport")
 LEVEL = _subject(
     "level",
     LevelOf,
@@ -295,6 +316,7 @@ CONTRACT = service_contract(
         DECIDE,
         ROUTE,
         LEVEL,
+        APPLIES,
     ],
     buckets=("ladder",),
     shared_streams=("EVENTS", "TIMERS", "DEAD"),

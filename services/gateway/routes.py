@@ -136,6 +136,13 @@ ROUTES: tuple[Route, ...] = (
     Route("PUT", "/v1/ladder", ladder.CHANGE, "Change my level at one scope"),
     Route("PUT", "/v1/ladder/window", ladder.WINDOW, "Choose my window"),
     Route("PUT", "/v1/ladder/ceiling", ladder.CEILING, "Set or lift my org's ceiling (admin)"),
+    Route(
+        "GET",
+        "/v1/ladder/effective",
+        ladder.APPLIES,
+        "The level and window that apply in a room of mine, and which setting decided it",
+        query=("room", "transport"),
+    ),
     Route("GET", "/v1/windows", ladder.WINDOWS, "My pending sends, with the time left"),
     Route("POST", "/v1/windows/{id}/edit", ladder.EDIT, "Send my edit instead", status=201),
     Route("POST", "/v1/windows/{id}/replace", ladder.REPLACE, "Send my text instead", status=201),

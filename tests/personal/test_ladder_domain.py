@@ -120,3 +120,19 @@ def test_a_change_that_means_nothing_is_refused(bad):
 def test_the_decision_for_one_reply(level, first_contact, synchronous, action, window):
     decided = decide(level, "15m", first_contact=first_contact, synchronous=synchronous)
     assert (decided.level, decided.action, decided.window) == (level, action, window)
+
+
+@given(settings_, st.none() | LEVELS, st.none() | st.just(ROOM), st.none() | st.just("sms"))
+def test_what_decided_the_level_is_the_most_specific_setting_or_the_ceiling(
+    settings, ceiling, room, transport
+):
+    from services.ladder.domain.levels import decided_by
+
+    level, source = decided_by(settings, ceiling, room, transport)
+    assert level == effective(settings, ceiling, room, transport)
+    if source == "ceiling":
+        assert RANK[ceiling] < RANK[resolved(settings, room, transport)]
+    elif source == "room":
+        assert room in settings.rooms
+    elif source == "transport":
+        assert room not in settings.rooms and transport in settings.transports

@@ -225,4 +225,5 @@ async def _confirmation_id(api, people, room, question) -> str:
     listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
     [found] = [c for c in listed["confirmations"] if c["question_seq"] == question["seq"]]
     assert (found["room"], found["candidates"]) == (room["id"], question["question"]["options"])
+    assert found["actions"] == ["pick", "edit", "decline"]  # issue 14.6: decline is listed
     return found["id"]

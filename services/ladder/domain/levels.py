@@ -1,7 +1,7 @@
 """Levels, where each applies, and who may change them (hip-0524 §4, §8, §9)."""
 
 import re
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import msgspec
 
@@ -9,12 +9,22 @@ from libs.contracts.ladder import SEND_MEANS, ChangeLevel, LadderSettings, Level
 from libs.contracts.problem import Refused
 from libs.contracts.rooms import Transport
 
-__all__ = ["RANK", "TRANSPORTS", "change", "effective", "lower_of", "resolved", "salvage"]
+__all__ = [
+    "RANK",
+    "TRANSPORTS",
+    "change",
+    "decided_by",
+    "effective",
+    "lower_of",
+    "resolved",
+    "salvage",
+]
 
 TRANSPORTS: tuple[str, ...] = get_args(Transport)
 _ROOM_ID = re.compile(r"^[a-z]+-[0-9a-f]{16}$")
 
 RANK: dict[str, int] = {"draft": 0, "confirm": 1, "send": 2}
+Setting = Literal["default", "transport", "room", "ceiling"]
 
 
 def lower_of(a: Level, b: Level) -> Level:
@@ -37,6 +47,22 @@ def effective(
     """The resolved level, then the org's ceiling, which can only lower it."""
     level = resolved(settings, room, transport)
     return level if ceiling is None else lower_of(level, ceiling)
+
+
+def decided_by(
+    settings: LadderSettings, ceiling: Level | None, room: str | None, transport: str | None
+) -> tuple[Level, Setting]:
+    """The effective level and the setting that decided it: the room's override, the
+    transport's, the default, or the org's ceiling where it lowered that."""
+    if room is not None and room in settings.rooms:
+        level, source = settings.rooms[room], "room"
+    elif transport is not None and transport in settings.transports:
+        level, source = settings.transports[transport], "transport"  # type: ignore[index]
+    else:
+        level, source = settings.default, "default"
+    if ceiling is not None and RANK[ceiling] < RANK[level]:
+        return ceiling, "ceiling"
+    return level, source  # type: ignore[return-value]
 
 
 def change(settings: LadderSettings, request: ChangeLevel) -> LadderSettings:

@@ -34,4 +34,5 @@ class Handlers(Settings, Windows, Confirmations):
             ladder.DECIDE: self.decide,
             ladder.ROUTE: self.route,
             ladder.LEVEL: self.level_of,
+            ladder.APPLIES: self.applies,
         }

@@ -9,7 +9,7 @@ from libs.contracts.problem import Refused
 from libs.runtime.kv import Record
 from services.ladder.domain import windows
 from services.ladder.domain.decide import decide
-from services.ladder.domain.levels import change, effective
+from services.ladder.domain.levels import change, decided_by, effective
 from services.ladder.handlers.common import Ladder
 
 __all__ = ["Settings"]
@@ -85,6 +85,16 @@ class Settings(Ladder):
         found = await self._store.open_in(p.org) if req.level not in (None, "send") else []
         canceled = await self._cancel_all_below_send(found)
         return ladder.Ceiling(org=p.org, level=req.level, canceled_windows=canceled)
+
+    async def applies(self, req: ladder.WhatApplies, p: Principal) -> ladder.Applies:
+        """hip-0524 §4's resolution, said: which setting decided the level here."""
+        person = await self._person(p, "read the ladder")
+        if req.room is not None:
+            await self._member(p.org, person, req.room)
+        settings = await self._store.settings(person)
+        ceiling = await self._store.ceiling(p.org)
+        level, source = decided_by(settings, ceiling, req.room, req.transport)
+        return ladder.Applies(level=level, window=settings.window, decided_by=source)
 
     async def level_of(self, req: ladder.LevelOf, _: Principal) -> ladder.Effective:
         settings = await self._store.settings(req.person)
