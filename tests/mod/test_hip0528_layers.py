@@ -18,6 +18,10 @@ async def test_hip0528_09_1_an_agent_is_answered_a_surface_without_what_governs_
     r = await write(api, people.agent, "user", [op])
     assert await refusal(r) == (422, "patch-invalid")
     assert (await r.json())["index"] == 0
+    # the person sees it, and sets it where the one level is kept: the ladder
+    r = await write(api, people.ada, "user", [op])
+    assert await refusal(r) == (422, "kept-by-ladder")
+    assert (await r.json())["index"] == 0 and await version(api, people.ada, "user") == 0
 
 
 async def test_hip0528_09_2_rule_1_a_refused_op_is_named_by_index_and_nothing_is_written(

@@ -22,11 +22,12 @@ KEPT_BY_LADDER = {
 
 class Layers(Mod):
     async def surface(self, _: mod.GetSurface, p: Principal) -> mod.Surface:
-        loaded, missing = await self._loaded(p)
+        found = await self._installs(p)
+        loaded, missing = self._activated(found)
         return mod.Surface(
             versions=await self._versions(p),
             order=[f"{m.publisher}/{m.id}" for m, _ in loaded],
-            entries=surface.entries(loaded, for_agent=p.is_agent),
+            entries=self._entries(found, p.is_agent),
             missing=missing,
         )
 
@@ -60,7 +61,8 @@ class Layers(Mod):
         after = patches.checked(
             req.layer, stored.ops, req.ops, req.note, index, org_hides=org_hides
         )
-        if fault := next((i for i, op in enumerate(req.ops) if op.id in KEPT_BY_LADDER), None):
+        fault = next((i for i, op in enumerate(req.ops) if op.id in KEPT_BY_LADDER), None)
+        if fault is not None:
             raise Refused(
                 "kept-by-ladder",
                 422,
