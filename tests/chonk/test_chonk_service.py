@@ -2,23 +2,9 @@
 report, and Ana's knows page (§6.4): the facts about her, who read them for what, and what
 she may do to each (§6.2's last column, EC-MGR-006)."""
 
-import pytest
-
 from libs.audit.reading import records
-from libs.contracts import chonk
+from tests.chonk.conftest import ORG, person
 from tests.support import bearer, token
-
-ORG = "sim-lanternfish"
-
-
-@pytest.fixture
-async def api(client_for, gateway_settings, chonk_service):
-    return await client_for(gateway_settings, services=(chonk.CONTRACT,))
-
-
-def person(name: str, **claims) -> dict[str, str]:
-    return bearer(token(org=ORG, user=f"{ORG}/{name}", **claims))
-
 
 ROOT, ANA, BEN = person("priya", roles=("admin",)), person("ana"), person("ben")
 

@@ -4,15 +4,8 @@ about her and who read it for what, redacts a preference and answers her feedbac
 import pytest
 from playwright.async_api import expect
 
-from libs.contracts import chonk
+from tests.chonk.conftest import ORG
 from tests.support import bearer, browser_page, token
-
-ORG = "sim-lanternfish"
-
-
-@pytest.fixture
-async def api(client_for, gateway_settings, chonk_service):
-    return await client_for(gateway_settings, services=(chonk.CONTRACT,))
 
 
 @pytest.fixture

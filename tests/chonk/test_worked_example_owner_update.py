@@ -2,21 +2,7 @@
 end to end: the same fifteen numbered sources, rules and confidence line, the message to the
 owner, and, by symmetry, an owner_report fact on the knows page of each person it names."""
 
-import pytest
-
-from libs.contracts import chonk
-from tests.support import bearer, token
-
-ORG = "sim-lanternfish"
-
-
-@pytest.fixture
-async def api(client_for, gateway_settings, chonk_service):
-    return await client_for(gateway_settings, services=(chonk.CONTRACT,))
-
-
-def person(name: str, **claims) -> dict[str, str]:
-    return bearer(token(org=ORG, user=f"{ORG}/{name}", **claims))
+from tests.chonk.conftest import ORG, person
 
 
 async def test_the_owner_update_runs_end_to_end_and_ana_and_lena_can_read_what_priya_was_told(
