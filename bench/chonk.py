@@ -20,9 +20,9 @@ from services.chonk.domain import grounding
 from services.chonk.domain.prompt import TenantDirection
 from services.chonk.domain.run import configure
 from services.chonk.domain.types import Draft, Receipt, SourceRef
-from services.chonk.harness import Run, run
+from services.chonk.harness import run
 from services.chonk.main import shipped
-from services.chonk.simulations import script, tenant
+from services.chonk.simulations import run_of, script, tenant
 
 RUNS, CHECKS = 2000, 5000
 
@@ -34,16 +34,7 @@ async def overhead() -> dict[str, list[float]]:
     r = spec["run"]
     model = Scripted(script(spec["script"]))
     asked = [f"sub-agent: {k.split(':')[0]}; step: {k.split(':')[1]}" for k in spec["script"]]
-    the_run = Run(
-        id=r["id"],
-        tenant=r["tenant"],
-        objective=r["objective"],
-        surface=r["surface"],
-        tone=r["tone"],
-        recipient=r["recipient"],
-        managed=frozenset(r["managed"]),
-        names=frozenset(r["names"]),
-    )
+    the_run = run_of(r)
     now = datetime.now(UTC)
     out: dict[str, list[float]] = {"one run through the harness": [], "floor: the four answers": []}
     for _ in range(RUNS):

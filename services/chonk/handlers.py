@@ -19,8 +19,8 @@ from services.chonk.domain import classes, memory, receipts
 from services.chonk.domain.prompt import TenantDirection
 from services.chonk.domain.run import configure
 from services.chonk.domain.types import RoleCharter, SourceRef
-from services.chonk.harness import ModelOutputInvalid, Run, run
-from services.chonk.simulations import script, tenant
+from services.chonk.harness import ModelOutputInvalid, run
+from services.chonk.simulations import run_of, script, tenant
 from services.chonk.store import ChonkStore
 
 __all__ = ["Handlers"]
@@ -59,17 +59,7 @@ class Handlers:
         now = self._clock()
         try:
             outcome = await run(
-                Run(
-                    id=r["id"],
-                    tenant=p.org,
-                    objective=r["objective"],
-                    surface=r["surface"],
-                    tone=r["tone"],
-                    recipient=r["recipient"],
-                    channel=r.get("channel", "ic_thread"),
-                    managed=frozenset(r["managed"]),
-                    names=frozenset(r["names"]),
-                ),
+                msgspec.structs.replace(run_of(r), tenant=p.org),
                 charter=charter,
                 config=configure(charter),
                 model=Scripted(script(spec["script"])),

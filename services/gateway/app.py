@@ -92,6 +92,12 @@ def init_app(
     app.router.add_get("/console", page("console"))
     app.router.add_get("/console/layout", page("layout"))
     app.router.add_get("/console/knows", page("knows"))
+    script = files("services.gateway").joinpath("console.js").read_bytes()
+
+    async def console_js(_: web.Request) -> web.Response:
+        return web.Response(body=script, content_type="text/javascript", charset="utf-8")
+
+    app.router.add_get("/console/console.js", console_js)
     app.router.add_post(
         "/v1/mcp",
         mcp_endpoint(key=settings.jwt_key, limiter=limiter, timeout=settings.request_timeout),

@@ -91,6 +91,9 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
                 "text/html",
             )
         },
+        "/console/console.js": {
+            "get": _plain("What the console's pages share.", "text/javascript")
+        },
         "/console/layout": {
             "get": _plain(
                 "The console's page for a person's own layer: the composed rail and settings, "

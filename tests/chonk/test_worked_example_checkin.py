@@ -16,7 +16,7 @@ from services.chonk.domain.prompt import TenantDirection
 from services.chonk.domain.run import configure
 from services.chonk.domain.types import SourceRef
 from services.chonk.harness import ModelOutputInvalid, Run, run
-from services.chonk.simulations import script, tenant
+from services.chonk.simulations import run_of, script, tenant
 
 CHARTERS, _ = load((Path(__file__).parents[2] / "services/chonk/charters.json").read_bytes())
 LANTERNFISH = tenant("sim-lanternfish")
@@ -35,17 +35,7 @@ class Recording(Scripted):
 
 
 def the_run() -> Run:
-    r = CHECKIN["run"]
-    return Run(
-        id=r["id"],
-        tenant=r["tenant"],
-        objective=r["objective"],
-        surface=r["surface"],
-        tone=r["tone"],
-        recipient=r["recipient"],
-        managed=frozenset(r["managed"]),
-        names=frozenset(r["names"]),
-    )
+    return run_of(CHECKIN["run"])
 
 
 async def run_checkin(answers: dict):

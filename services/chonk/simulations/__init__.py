@@ -9,8 +9,9 @@ from typing import Any
 import msgspec
 
 from libs.model import Prompt
+from services.chonk.harness import Run
 
-__all__ = ["script", "tenant"]
+__all__ = ["run_of", "script", "tenant"]
 
 _ASKED = re.compile(r"^sub-agent: (\w+); step: ([\w-]+)", re.MULTILINE)
 
@@ -33,3 +34,18 @@ def script(answers: dict[str, Any]) -> Callable[[Prompt], str]:
         return msgspec.json.encode(found).decode()
 
     return answer
+
+
+def run_of(spec: dict[str, Any]) -> Run:
+    """A simulation's run, as the harness takes it."""
+    return Run(
+        id=spec["id"],
+        tenant=spec["tenant"],
+        objective=spec["objective"],
+        surface=spec["surface"],
+        tone=spec["tone"],
+        recipient=spec["recipient"],
+        channel=spec.get("channel", "ic_thread"),
+        managed=frozenset(spec["managed"]),
+        names=frozenset(spec["names"]),
+    )
