@@ -223,19 +223,7 @@ class Handlers:
             tenant=p.org,
         )
         for fact in reports:
-            stored = memory.committed(
-                fact, writer="executor", manages=True, consent=False, now=self._clock()
-            )
-            async with self._trail.change(
-                p.org,
-                actor=p,
-                action="chonk.memory.write",
-                target=fact.subject_id,
-                data={"fact": fact.id, "kind": fact.kind},
-            ):
-                await self._store.change_fact(
-                    p.org, fact.subject_id, fact.id, lambda _, s=stored: s
-                )
+            await self._commit(p, fact, writer="executor")
         return [f.id for f in reports]
 
     async def _write(
@@ -248,16 +236,19 @@ class Handlers:
             subject_id=r["subject"],
             kind=w["kind"],
             content=w["content"],
-            source=SourceRef(
-                n=0, kind="message", ref=receipt, label="this run", as_of=self._clock()
-            ),
+            source=_source(receipt, self._clock()),
             shared_by="chonk",
             written_by_run_id=r["id"],
             written_by_chonk_id=chonk_id,
         )
+        await self._commit(p, fact, writer=w["writer"])
+        return fact.id
+
+    async def _commit(self, p: Principal, fact: memory.MemoryFact, *, writer: str) -> None:
+        """A fact through §6.2's table, recorded, then stored."""
         try:
             stored = memory.committed(
-                fact, writer=w["writer"], manages=True, consent=False, now=self._clock()
+                fact, writer=writer, manages=True, consent=False, now=self._clock()
             )
         except memory.MemoryRefused as exc:
             raise Refused("memory-refused", 422, str(exc)) from exc
@@ -269,7 +260,6 @@ class Handlers:
             data={"fact": fact.id, "kind": fact.kind},
         ):
             await self._store.change_fact(p.org, fact.subject_id, fact.id, lambda _: stored)
-        return fact.id
 
 
 def _source(receipt: str, now: datetime) -> SourceRef:
