@@ -88,3 +88,20 @@ async def test_lowering_in_the_console_needs_no_confirmation(api, page, people):
     await expect(page.locator("#send-warning")).to_be_hidden()
     await page.click("#save-level")
     await expect(page.locator("#status")).to_have_text("Saved: draft.")
+
+
+async def test_the_console_shows_what_applies_in_each_room_and_which_setting_decided_it(
+    api, page, people
+):
+    team = await room_with(api, people, people.bob_id, title="team")
+    await room_with(api, people, people.bob_id, title="lunch")
+    mine = {"level": "confirm", "scope": "room", "target": team["id"]}
+    assert (await api.put("/v1/ladder", json=mine, headers=people.ada)).status == 200
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    rooms = page.locator("#rooms li")
+    await expect(rooms).to_have_count(2)
+    await expect(page.locator(f"#rooms li[data-room={team['id']}]")).to_have_text(
+        "team: confirm (set for this room)"
+    )
+    await expect(rooms.filter(has_text="lunch")).to_have_text("lunch: draft (my level everywhere)")
