@@ -79,8 +79,16 @@ class Handlers:
         revoked = record.revoked or any(r.revoked for r in lineage)
         now = self._clock()
 
+        # The decision on each ledger read, made once: the change, its record and the answer
+        # all ask it of the same books (kept here, so an identity is never reused).
+        made: list[tuple[ledger.RootLedger, poa.Decision]] = []
+
         def decided(books: ledger.RootLedger) -> poa.Decision:
-            return ledger.decided(chain, req.envelope, books, now, revoked=revoked)
+            found = next((d for b, d in made if b is books), None)
+            if found is None:
+                found = ledger.decided(chain, req.envelope, books, now, revoked=revoked)
+                made.append((books, found))
+            return found
 
         def recorded(
             before: ledger.RootLedger, _: ledger.RootLedger
