@@ -14,7 +14,7 @@ from datetime import timedelta
 import msgspec
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
-from nats.js.errors import KeyNotFoundError, NoKeysError
+from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
@@ -106,12 +106,18 @@ class ModStore:
         return None if entry.value is None else _stored.decode(entry.value)
 
     async def versions(self, key: str) -> list[tuple[int, Stored]]:
-        """Every retained version, newest first."""
-        try:
-            entries = await self._layers.history(key)
-        except NoKeysError:
-            return []
-        return [(e.revision, _stored.decode(e.value)) for e in reversed(entries) if e.value]
+        """Every retained version, newest first: one batched direct get of the key's
+        messages (nats-py's `history` watches, and a watch begun as a write lands can end
+        before it sees anything)."""
+        kv = self._layers
+        found, _ = await batch_get(
+            kv._js._nc, kv._stream, {"seq": 1, "next_by_subj": f"{kv._pre}{key}", "batch": 64}
+        )
+        return [
+            (int(m.headers["Nats-Sequence"]), _stored.decode(m.data))
+            for m in reversed(found)
+            if m.data and m.headers.get("KV-Operation") not in ("DEL", "PURGE")
+        ]
 
     async def drafts(self, key: str) -> HeldDrafts:
         try:
