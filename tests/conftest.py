@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 from aiohttp.test_utils import TestClient, TestServer
 
-from libs.contracts import SERVICES, audit, chonk, ladder, mod, scheduler
+from libs.contracts import SERVICES, audit, chonk, ladder, mod, poa, rooms, scheduler
 from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
 from libs.runtime.settings import Settings
 from libs.stack.home import Home
@@ -25,8 +25,11 @@ from services.gateway.routes import ROUTES
 from services.gateway.settings import GatewaySettings
 from services.ladder.main import serve as serve_ladder
 from services.mod.main import serve as serve_mod
+from services.poa.main import serve as serve_poa
+from services.rooms.main import serve as serve_rooms
+from services.rooms.sealing import Sealer
 from services.scheduler.main import serve as serve_scheduler
-from tests.support import KEY, TEST_SERVICES, serving
+from tests.support import KEY, LINES_KEY, TEST_SERVICES, serving
 
 
 class Stack(msgspec.Struct):
@@ -162,6 +165,29 @@ def ladder_clock() -> Callable[[], datetime]:
 async def ladder_service(settings_for, ladder_clock, audit_service):
     async with serving(
         ladder.CONTRACT, settings_for("ladder"), lambda svc: serve_ladder(svc, ladder_clock)
+    ) as svc:
+        yield svc
+
+
+@pytest.fixture
+async def rooms_service(settings_for, audit_service):
+    sealer = Sealer.from_hex(LINES_KEY)
+    async with serving(
+        rooms.CONTRACT, settings_for("rooms"), lambda svc: serve_rooms(svc, sealer)
+    ) as svc:
+        yield svc
+
+
+@pytest.fixture
+def poa_clock() -> Callable[[], datetime]:
+    return lambda: datetime.now(UTC)
+
+
+@pytest.fixture
+async def poa_service(settings_for, poa_clock, audit_service, rooms_service, scheduler_service):
+    """PoA with what its asks need: the rooms to ask in and the scheduler to time them."""
+    async with serving(
+        poa.CONTRACT, settings_for("poa"), lambda svc: serve_poa(svc, poa_clock)
     ) as svc:
         yield svc
 

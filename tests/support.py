@@ -47,6 +47,8 @@ OTHER = service_contract(
     buckets=("other-things",),
 )
 TEST_SERVICES = (ECHO, OTHER)
+# The rooms service's key for the lines' sealed credentials, in every test of the session.
+LINES_KEY = secrets.token_hex(32)
 
 
 class Echo:

@@ -6,17 +6,22 @@ numbers in them are read as exact decimals.
 """
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from libs.contracts.base import Contract, OrgId
-from libs.contracts.registry import Subject, request_subject, service_contract
+from libs.contracts.registry import Event, Subject, request_subject, service_contract
 
 __all__ = [
+    "ASK_ANSWERED",
     "CONTRACT",
     "ActOutcome",
     "ActRequest",
+    "AskAnswer",
+    "AskList",
+    "AskRecord",
+    "AskRef",
     "ContainRequest",
     "Containment",
     "Decision",
@@ -26,11 +31,16 @@ __all__ = [
     "GrantRecord",
     "GrantRef",
     "IssueGrant",
+    "ListAsks",
     "ListGrants",
     "VerifyRequest",
 ]
 
 GrantId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+AskId = Annotated[str, msgspec.Meta(pattern=r"^ask_[0-9a-f]{24}$")]
+# How long an ask waits for its person before it is denied: a minute to thirty days.
+AskExpiry = Annotated[int, msgspec.Meta(ge=60, le=30 * 24 * 3600)]
+DEFAULT_ASK_EXPIRY_S = 24 * 3600
 
 
 class Decision(Contract, omit_defaults=True):
@@ -68,9 +78,11 @@ class ContainRequest(Contract):
 
 
 class IssueGrant(Contract):
-    """A root grant; its `principal.sub` must be the person issuing it."""
+    """A root grant; its `principal.sub` must be the person issuing it. An act on it that
+    asks its person is denied if unanswered after `ask_expires_s`."""
 
     grant: dict[str, Any]
+    ask_expires_s: AskExpiry = DEFAULT_ASK_EXPIRY_S
 
 
 class DelegateGrant(Contract):
@@ -78,6 +90,7 @@ class DelegateGrant(Contract):
 
     id: GrantId
     child: dict[str, Any]
+    ask_expires_s: AskExpiry = DEFAULT_ASK_EXPIRY_S
 
 
 class GrantRef(Contract):
@@ -100,6 +113,7 @@ class GrantRecord(Contract):
     issued_at: datetime
     revoked_at: datetime | None = None
     grant: dict[str, Any] = {}
+    ask_expires_s: int = DEFAULT_ASK_EXPIRY_S
 
 
 class GrantList(Contract):
@@ -113,17 +127,68 @@ class ActRequest(Contract):
     envelope: dict[str, Any]
 
 
-class ActOutcome(Contract):
+class ActOutcome(Contract, omit_defaults=True):
     """The decision; `recorded` when the act was reserved in the ledger.
 
     `spent_month_usd` (a decimal string) and `binding_acts_today` are the ledger after it.
-    Days and months are UTC.
+    Days and months are UTC. An ASK_USER names the `ask` put to the person (answered 202):
+    its outcome is at `GET /v1/poa/asks/{ask}` and on `tether.evt.poa.ask.answered`.
     """
 
     decision: Decision
     recorded: bool
     spent_month_usd: str
     binding_acts_today: int
+    ask: str | None = None
+
+
+class AskRecord(Contract, kw_only=True):
+    """An act that decided ASK_USER, put to its person in their own room (`room`, question
+    `question_seq`): what the agent wants to do and which rule asked. `open` until the person
+    answers or it expires; then `allowed` (charged to the ledger when approved, `decision`
+    ALLOW `principal_approved`) or `denied` (`principal_declined`, `ask_expired`, or the
+    rule that denies the act on the ledger as it was when approved)."""
+
+    id: AskId
+    org: OrgId
+    person: str
+    agent: str
+    grant_id: GrantId
+    act_id: str | None
+    rule_id: str
+    act: str
+    amount: str | None = None
+    currency: str | None = None
+    counterparty: str | None = None
+    purpose: str | None = None
+    envelope: dict[str, Any]
+    official: bool
+    state: Literal["open", "allowed", "denied"] = "open"
+    asked_at: datetime
+    expires_at: datetime
+    answered_at: datetime | None = None
+    decision: Decision | None = None
+    room: str | None = None
+    question_seq: int | None = None
+
+
+class AskRef(Contract):
+    id: AskId
+
+
+class ListAsks(Contract):
+    """The caller's asks still waiting on them."""
+
+
+class AskList(Contract):
+    asks: list[AskRecord]
+
+
+class AskAnswer(Contract):
+    """The person's answer to ask `id`: only they may give it, once."""
+
+    id: AskId
+    answer: Literal["approve", "decline"]
 
 
 def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:
@@ -138,9 +203,21 @@ GET = _subject("get", GrantRef, GrantRecord, "one of my grants")
 REVOKE = _subject("revoke", GrantRef, GrantRecord, "revoke one of my grants and its descendants")
 DELEGATE = _subject("delegate", DelegateGrant, GrantRecord, "delegate a contained child grant")
 ACT = _subject("act", ActRequest, ActOutcome, "verify an act on a stored grant; record it")
+ASKS = _subject("asks", ListAsks, AskList, "the asks waiting on me")
+ASK = _subject("ask", AskRef, AskRecord, "one ask of mine, or of my person")
+ANSWER = _subject("answer", AskAnswer, AskRecord, "approve or decline an ask of mine")
+
+ASK_ANSWERED = Event(
+    "tether.evt.poa.ask.answered",
+    AskRecord,
+    "an ask was approved, declined or expired: its `decision` is final",
+)
 
 CONTRACT = service_contract(
     "poa",
-    [VERIFY, CONTAIN, ISSUE, LIST, GET, REVOKE, DELEGATE, ACT],
-    buckets=("poa-grants", "poa-ledger"),
+    [VERIFY, CONTAIN, ISSUE, LIST, GET, REVOKE, DELEGATE, ACT, ASKS, ASK, ANSWER],
+    events=(ASK_ANSWERED,),
+    buckets=("poa-grants", "poa-ledger", "poa-asks"),
+    shared_streams=("EVENTS", "TIMERS", "DEAD"),
+    timer_targets=("ask_expiry",),
 )

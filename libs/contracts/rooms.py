@@ -27,6 +27,7 @@ __all__ = [
     "ORG",
     "AnswerQuestion",
     "Ask",
+    "AskPerson",
     "ConnectLine",
     "CreateRoom",
     "Decline",
@@ -356,6 +357,17 @@ class Deliver(Contract):
     edited: bool = False
 
 
+class AskPerson(Contract):
+    """A question from a person's own agent to them alone, in their own room (the person and
+    their agent; made the first time). `key` stores it once."""
+
+    org: OrgId
+    person: UserId
+    text: Text
+    options: Annotated[tuple[Text, ...], msgspec.Meta(min_length=2, max_length=10)]
+    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$")]
+
+
 class MessageStored(Contract):
     """A message was stored. `answerer` is the one agent that answers it, if any: the
     person's agent for a message to that person, the org's for one to the org."""
@@ -401,7 +413,7 @@ ANSWER = _subject(
     AnswerQuestion,
     Message,
     "answer a confirmation question",
-    callers=frozenset({"gateway", "ladder"}),
+    callers=frozenset({"gateway", "ladder", "poa"}),
 )
 DRAFTS = _subject("drafts", ListDrafts, DraftList, "my agent's open drafts in a room")
 SEND_DRAFT = _subject("send_draft", SendDraft, Message, "send a draft as my message")
@@ -421,6 +433,14 @@ POST_DRAFT = _subject(
     by_caller=True,
 )
 DELIVER = _subject("deliver", Deliver, Message, "what a person's ladder decided", **_LADDER)
+ASK_PERSON = _subject(
+    "ask_person",
+    AskPerson,
+    Message,
+    "ask a person alone, in their own room",
+    callers=frozenset({"poa"}),
+    by_caller=True,
+)
 
 MESSAGE_STORED = Event(
     "tether.evt.rooms.message.stored",
@@ -432,7 +452,7 @@ ANSWER_STORED = Event(
     "tether.evt.rooms.answer.stored",
     MessageStored,
     "a confirmation question's answer was stored in a room (`answers`, `choice`)",
-    readers=frozenset({"ladder"}),
+    readers=frozenset({"ladder", "poa"}),
 )
 
 # Each room's history on `rooms.msg.<org>.<room>`, and what left through a transport on
@@ -466,6 +486,7 @@ CONTRACT = service_contract(
         HISTORY,
         POST_DRAFT,
         DELIVER,
+        ASK_PERSON,
     ],
     events=(MESSAGE_STORED, ANSWER_STORED),
     buckets=("rooms", "rooms-lines"),

@@ -11,7 +11,8 @@ from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler
-from services.poa.domain import ALLOW, contain, grants, ledger, verify
+from services.poa.asking import Asking
+from services.poa.domain import ALLOW, ASK_USER, contain, grants, ledger, verify
 from services.poa.domain.reading import identity, obj
 from services.poa.store import GrantStore, LedgerStore
 
@@ -21,8 +22,11 @@ Clock = Callable[[], datetime]
 
 
 class Handlers:
-    def __init__(self, grants_: GrantStore, ledger_: LedgerStore, trail: Trail, clock: Clock):
+    def __init__(
+        self, grants_: GrantStore, ledger_: LedgerStore, asking: Asking, trail: Trail, clock: Clock
+    ):
         self._grants, self._ledger, self._trail, self._clock = grants_, ledger_, trail, clock
+        self.asking = asking
 
     async def verify(self, req: poa.VerifyRequest, _: Principal) -> poa.Decision:
         return verify(req.grant, req.parents, req.envelope, req.state)
@@ -31,13 +35,13 @@ class Handlers:
         return contain(req.parent, req.child)
 
     async def issue(self, req: poa.IssueGrant, p: Principal) -> poa.GrantRecord:
-        record = grants.root(req.grant, p, self._clock())
+        record = grants.root(req.grant, p, self._clock(), ask_expires_s=req.ask_expires_s)
         await self._create(record, p, "poa.grant.issue")
         return record
 
     async def delegate(self, req: poa.DelegateGrant, p: Principal) -> poa.GrantRecord:
         parent = await self._mine(p, req.id)
-        record = grants.child(parent, req.child, p, self._clock())
+        record = grants.child(parent, req.child, p, self._clock(), ask_expires_s=req.ask_expires_s)
         await self._create(record, p, "poa.grant.delegate")
         return record
 
@@ -68,12 +72,12 @@ class Handlers:
 
     async def act(self, req: poa.ActRequest, p: Principal) -> poa.ActOutcome:
         """Decided on the grant's own ledger and every ancestor's, then charged to the whole
-        chain in one compare-and-set on the root's ledger."""
+        chain in one compare-and-set on the root's ledger. An ASK_USER is put to the person."""
         record = await self._mine(p, req.id)
         actor = identity(obj(req.envelope.get("invocation")).get("actor"))
         if p.act is None or actor != p.act:
             raise Refused("actor-not-caller", 403, "invocation.actor must be the agent calling")
-        lineage = await self._lineage(p, record)
+        lineage = await self._grants.lineage(record)
         chain = [(r.id, r.grant) for r in (*lineage, record)]
         ids = [id_ for id_, _ in chain]
         revoked = record.revoked or any(r.revoked for r in lineage)
@@ -115,7 +119,10 @@ class Handlers:
         await self._trail.append(
             p.org, actor=p, action="poa.act.decide", target=record.id, data=_data(decision)
         )
-        return _outcome(decision, before.of(record.id), now, recorded=False)
+        asked = None
+        if decision.decision == ASK_USER:
+            asked = (await self.asking.put(record, decision, req.envelope, p.act)).id
+        return _outcome(decision, before.of(record.id), now, recorded=False, ask=asked)
 
     def table(self) -> Mapping[Subject, Handler]:
         return {
@@ -127,6 +134,9 @@ class Handlers:
             poa.GET: self.get,
             poa.REVOKE: self.revoke,
             poa.ACT: self.act,
+            poa.ASKS: self.asking.asks,
+            poa.ASK: self.asking.ask,
+            poa.ANSWER: self.asking.answer,
         }
 
     async def _mine(self, p: Principal, grant_id: str) -> poa.GrantRecord:
@@ -142,27 +152,21 @@ class Handlers:
             except Conflict as exc:
                 raise Refused("grant-exists", 409, f"grant {record.id} exists") from exc
 
-    async def _lineage(self, p: Principal, record: poa.GrantRecord) -> list[poa.GrantRecord]:
-        """Ancestors, root first, read from the store, never from the request."""
-        lineage: list[poa.GrantRecord] = []
-        parent_id = record.parent_id
-        while parent_id is not None:
-            found = await self._grants.get(p.org, p.sub, parent_id)
-            if found is None:
-                break  # the verifier denies a chain link with no parent (V7)
-            lineage.insert(0, found)
-            parent_id = found.parent_id
-        return lineage
-
 
 def _outcome(
-    decision: poa.Decision, month: ledger.Ledger, now: datetime, *, recorded: bool
+    decision: poa.Decision,
+    month: ledger.Ledger,
+    now: datetime,
+    *,
+    recorded: bool,
+    ask: str | None = None,
 ) -> poa.ActOutcome:
     return poa.ActOutcome(
         decision=decision,
         recorded=recorded,
         spent_month_usd=str(month.spent_usd),
         binding_acts_today=month.binding_on(now),
+        ask=ask,
     )
 
 

@@ -1,20 +1,63 @@
 """`python -m services.poa.main`: the poa service, until SIGTERM."""
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from libs.audit.trail import Trail
 from libs.contracts.poa import CONTRACT
+from libs.contracts.rooms import ANSWER_STORED, MessageStored
+from libs.contracts.scheduler import Fired
+from libs.contracts.streams import EVENTS, TIMERS, timer_subject
+from libs.runtime.consumer import Consumer, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
+from services.poa.asking import ASK_EXPIRY, Asking
 from services.poa.handlers import Handlers
 from services.poa.store import open_stores
 
 
+def clock() -> datetime:
+    return datetime.now(UTC)
+
+
+async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
+    """Serve the subjects, the asks' expiries and their answers in rooms until stopped."""
+    grants, ledger, asks = await open_stores(svc.js, replicas=svc.settings.js_replicas)
+    trail = Trail(svc.nc, service=CONTRACT.name)
+    asking = Asking(svc.nc, grants, ledger, asks, trail, clock)
+    expiry = timer_subject(CONTRACT.name, ASK_EXPIRY)
+
+    async def answered(event: MessageStored) -> None:
+        match event:
+            case MessageStored(room=room, answers=int(seq), choice=choice) if choice is not None:
+                await asking.answered_in_room(room, seq, choice)
+
+    readers = [
+        Consumer(
+            svc.js,
+            stream=TIMERS.name,
+            durable=CONTRACT.name,
+            subjects=[expiry],
+            read=events({expiry: Fired}),
+            handle=asking.expired,
+            trail=trail,
+        ),
+        Consumer(
+            svc.js,
+            stream=EVENTS.name,
+            durable=CONTRACT.name,
+            subjects=[ANSWER_STORED.name],
+            read=events({ANSWER_STORED.name: MessageStored}),
+            handle=answered,
+            trail=trail,
+        ),
+    ]
+    await svc.serve(Handlers(grants, ledger, asking, trail, clock).table(), readers)
+
+
 async def main(settings: Settings) -> None:
     async with Service(CONTRACT, settings) as svc:
-        grants, ledger = await open_stores(svc.js, replicas=settings.js_replicas)
-        trail = Trail(svc.nc, service=CONTRACT.name)
-        await svc.serve(Handlers(grants, ledger, trail, clock=lambda: datetime.now(UTC)).table())
+        await serve(svc)
 
 
 if __name__ == "__main__":

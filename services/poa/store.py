@@ -1,11 +1,14 @@
-"""The poa service's own buckets: grants (poa-grants) and the spend ledger (poa-ledger).
+"""The poa service's own buckets: grants (poa-grants), the spend ledger (poa-ledger) and
+the asks put to people (poa-asks).
 
-Keys are `<org>.<owner>.<grant id>[.<month>]`, so every read names the person: a lookup
-without the owner cannot even be written.
+Keys are `<org>.<owner>.<grant id>[.<month>]` and `<org>.<person>.<ask id>`, so every read
+names the person: a lookup without the owner cannot even be written. An ask's question is
+found again from its room's answer by `_question.<room>.<seq>`, which holds the ask's key.
 """
 
 from collections.abc import Callable
 
+import msgspec
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
 from nats.js.errors import KeyNotFoundError
@@ -13,26 +16,29 @@ from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.base import key_token
-from libs.contracts.poa import GrantRecord
-from libs.runtime.kv import Record, current, open_bucket, swap, write_at
+from libs.contracts.poa import AskRecord, GrantRecord
+from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
 from services.poa.domain.ledger import RootLedger
 
-__all__ = ["GrantStore", "LedgerStore", "open_stores"]
+__all__ = ["AskStore", "GrantStore", "LedgerStore", "open_stores"]
 
 _grant = codec.decoder(GrantRecord)
 _ledger = codec.decoder(RootLedger)
+_ask = codec.decoder(AskRecord)
+_where = msgspec.json.Decoder(tuple[str, str, str]).decode
 
 
 async def open_stores(
     js: JetStreamContext, *, replicas: int = 1
-) -> tuple["GrantStore", "LedgerStore"]:
+) -> tuple["GrantStore", "LedgerStore", "AskStore"]:
     grants = await open_bucket(
         js, KeyValueConfig(bucket="poa-grants", history=8, replicas=replicas)
     )
     ledger = await open_bucket(
         js, KeyValueConfig(bucket="poa-ledger", history=1, replicas=replicas)
     )
-    return GrantStore(grants), LedgerStore(ledger)
+    asks = await open_bucket(js, KeyValueConfig(bucket="poa-asks", history=1, replicas=replicas))
+    return GrantStore(grants), LedgerStore(ledger), AskStore(asks)
 
 
 class GrantStore:
@@ -61,10 +67,29 @@ class GrantStore:
         entries = await current(self._kv, _key(org, owner, "*"))
         return [_grant.decode(e.value) for e in entries]
 
+    async def lineage(self, record: GrantRecord) -> list[GrantRecord]:
+        """Its ancestors, root first, read from the store, never from a request."""
+        lineage: list[GrantRecord] = []
+        parent_id = record.parent_id
+        while parent_id is not None:
+            found = await self.get(record.org, record.owner, parent_id)
+            if found is None:
+                break  # the verifier denies a chain link with no parent (V7)
+            lineage.insert(0, found)
+            parent_id = found.parent_id
+        return lineage
+
 
 class LedgerStore:
     def __init__(self, kv: KeyValue) -> None:
         self._kv = kv
+
+    async def read(self, org: str, owner: str, root_id: str, month: str) -> RootLedger:
+        try:
+            entry = await self._kv.get(_key(org, owner, root_id, month))
+        except KeyNotFoundError:
+            return RootLedger(month=month)
+        return RootLedger(month=month) if entry.value is None else _ledger.decode(entry.value)
 
     async def change(
         self,
@@ -86,6 +111,68 @@ class LedgerStore:
             default=RootLedger(month=month),
             record=record,
         )
+
+
+class AskStore:
+    def __init__(self, kv: KeyValue) -> None:
+        self._kv = kv
+
+    async def get(self, org: str, person: str, ask_id: str) -> AskRecord | None:
+        try:
+            entry = await self._kv.get(_key(org, person, ask_id))
+        except KeyNotFoundError:
+            return None
+        return None if entry.value is None else _ask.decode(entry.value)
+
+    async def create(self, ask: AskRecord, *, record: Record) -> AskRecord:
+        """The ask as stored: this one, or the same act's ask stored before it."""
+        try:
+            async with record(None, ask):
+                await write_at(self._kv, _key(ask.org, ask.person, ask.id), codec.encode(ask), 0)
+        except Conflict:
+            found = await self.get(ask.org, ask.person, ask.id)
+            assert found is not None
+            return found
+        return ask
+
+    async def change(
+        self,
+        org: str,
+        person: str,
+        ask_id: str,
+        change: Callable[[AskRecord], AskRecord],
+        *,
+        record: Record | None = None,
+    ) -> tuple[AskRecord, AskRecord] | None:
+        """The ask before and after `change`, by compare-and-set; None if there is none."""
+        if (found := await self.get(org, person, ask_id)) is None:
+            return None
+        return await swap(
+            self._kv,
+            _key(org, person, ask_id),
+            change,
+            decode=_ask.decode,
+            default=found,
+            record=record,
+        )
+
+    async def of_person(self, org: str, person: str) -> list[AskRecord]:
+        entries = await current(self._kv, _key(org, person, "*"))
+        return [_ask.decode(e.value) for e in entries]
+
+    async def put_question(self, ask: AskRecord, room: str, seq: int) -> None:
+        where = msgspec.json.encode([ask.org, ask.person, ask.id])
+        await self._kv.put(f"_question.{room}.{seq}", where)
+
+    async def asked(self, room: str, seq: int) -> tuple[str, str, str] | None:
+        """Which ask question `seq` of `room` puts: (org, person, ask id)."""
+        try:
+            entry = await self._kv.get(f"_question.{room}.{seq}")
+        except KeyNotFoundError:
+            return None
+        if entry.value is None:
+            return None
+        return _where(entry.value)
 
 
 def _key(org: str, owner: str, *rest: str) -> str:

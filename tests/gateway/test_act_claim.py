@@ -62,6 +62,7 @@ async def test_a_grants_delegate_reaches_only_the_routes_of_the_grants_that_name
         else:
             assert (status, rule) == (403, "delegate-not-admitted"), (route.method, route.path)
     assert {r.path for r in TOKEN_ROUTES if r.delegates} == {
+        "/v1/poa/asks/{id}",
         "/v1/poa/grants/{id}/acts",
         "/v1/poa/grants/{id}/children",
     }

@@ -20,11 +20,7 @@ from libs.contracts.ladder import SEND_MEANS
 from libs.model import Prompt, Scripted
 from services.agents.domain.prompt import acknowledged
 from services.agents.main import serve as serve_agents
-from services.rooms.main import serve as serve_rooms
-from services.rooms.sealing import Sealer
 from tests.support import bearer, serving, token
-
-LINES_KEY = secrets.token_hex(32)
 
 
 class Recorder(Scripted):
@@ -48,15 +44,6 @@ def model() -> Recorder:
 async def agents_service(settings_for, model, audit_service):
     async with serving(
         agents.CONTRACT, settings_for("agents"), lambda svc: serve_agents(svc, model)
-    ) as svc:
-        yield svc
-
-
-@pytest.fixture
-async def rooms_service(settings_for, audit_service):
-    sealer = Sealer.from_hex(LINES_KEY)
-    async with serving(
-        rooms.CONTRACT, settings_for("rooms"), lambda svc: serve_rooms(svc, sealer)
     ) as svc:
         yield svc
 

@@ -44,6 +44,7 @@ RECORDED = {
     ("POST", "/v1/poa/grants/{id}/revoke"): "poa.grant.revoke",
     ("POST", "/v1/poa/grants/{id}/children"): "poa.grant.delegate",
     ("POST", "/v1/poa/grants/{id}/acts"): "poa.act.record / poa.act.decide",
+    ("POST", "/v1/poa/asks/{id}/answer"): "poa.ask.answer / poa.act.record",
     ("POST", "/v1/agents/me"): "agents.personal.create",
     ("POST", "/v1/agents/personas"): "agents.persona.put",
     ("POST", "/v1/agents"): "agents.org.create",
@@ -109,12 +110,16 @@ READERS = {
     "tether.evt.accounts.account.created": ("agents.personal.create",),
     "tether.timer.mod.draft_end": ("mod.draft.self_commit", "mod.draft.kept", "mod.draft.wait"),
     "tether.timer.mod.draft_expiry": ("mod.draft.expire",),
+    "tether.timer.poa.ask_expiry": ("poa.ask.answer", "poa.act.record"),
+    "tether.evt.rooms.answer.stored (poa)": ("poa.ask.answer", "poa.act.record"),
 }
 
 
 def test_every_readers_write_is_a_recorded_action():
     source = "".join(
-        p.read_text() for s in ("ladder", "agents", "mod") for p in (SERVICES / s).rglob("*.py")
+        p.read_text()
+        for s in ("ladder", "agents", "mod", "poa")
+        for p in (SERVICES / s).rglob("*.py")
     )
     for actions in READERS.values():
         for action in actions:

@@ -14,7 +14,9 @@ from services.poa.domain.reading import SUPPORTED_VERSION, items, obj, text
 __all__ = ["child", "descendants", "revoked", "root"]
 
 
-def root(grant: dict[str, Any], principal: Principal, now: datetime) -> GrantRecord:
+def root(
+    grant: dict[str, Any], principal: Principal, now: datetime, *, ask_expires_s: int
+) -> GrantRecord:
     """A person issues a root grant, in their own name only; an agent issues none."""
     if principal.is_agent:
         raise Refused("agent-cannot-issue", 403, "an agent cannot grant itself power")
@@ -26,11 +28,16 @@ def root(grant: dict[str, Any], principal: Principal, now: datetime) -> GrantRec
         )  # fmt: skip
     if items(obj(grant.get("delegation")).get("chain")):
         raise Refused("not-a-root", 422, "a grant with a delegation chain is made by delegating")
-    return _record(grant, principal, parent_id=None, now=now)
+    return _record(grant, principal, parent_id=None, now=now, ask_expires_s=ask_expires_s)
 
 
 def child(
-    parent: GrantRecord, grant: dict[str, Any], principal: Principal, now: datetime
+    parent: GrantRecord,
+    grant: dict[str, Any],
+    principal: Principal,
+    now: datetime,
+    *,
+    ask_expires_s: int,
 ) -> GrantRecord:
     """Only the parent's delegate delegates, and only a child contained in the parent."""
     if principal.act is None or principal.act != parent.delegate:
@@ -44,7 +51,7 @@ def child(
             "not-contained", 422, f"the child carries more than {parent.id}",
             errors=contained.violations,
         )  # fmt: skip
-    return _record(grant, principal, parent_id=parent.id, now=now)
+    return _record(grant, principal, parent_id=parent.id, now=now, ask_expires_s=ask_expires_s)
 
 
 def descendants(of: str, grants: list[GrantRecord]) -> list[GrantRecord]:
@@ -73,7 +80,12 @@ def _readable(grant: dict[str, Any]) -> None:
 
 
 def _record(
-    grant: dict[str, Any], principal: Principal, *, parent_id: str | None, now: datetime
+    grant: dict[str, Any],
+    principal: Principal,
+    *,
+    parent_id: str | None,
+    now: datetime,
+    ask_expires_s: int,
 ) -> GrantRecord:
     return GrantRecord(
         id=grant["grant_id"],
@@ -84,4 +96,5 @@ def _record(
         revoked=False,
         issued_at=now,
         grant=grant,
+        ask_expires_s=ask_expires_s,
     )

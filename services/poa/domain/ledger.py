@@ -21,6 +21,7 @@ __all__ = [
     "Ledger",
     "RootLedger",
     "acted",
+    "approved",
     "charge",
     "decided",
     "month_of",
@@ -42,10 +43,12 @@ class Ledger(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RootLedger(msgspec.Struct, frozen=True, kw_only=True):
-    """The month's ledgers of a root grant's whole tree, by grant id."""
+    """The month's ledgers of a root grant's whole tree, by grant id, and the asks whose
+    approved acts were charged to it (so an approval carried out twice charges once)."""
 
     month: str
     grants: dict[str, Ledger] = {}
+    approved: tuple[str, ...] = ()
 
     def of(self, grant_id: str) -> Ledger:
         return self.grants.get(grant_id) or Ledger(month=self.month)
@@ -90,7 +93,7 @@ def charge(
             acts=before.acts + 1,
             binding_by_day=binding,
         )
-    return RootLedger(month=books.month, grants=grants)
+    return msgspec.structs.replace(books, grants=grants)
 
 
 def decided(
@@ -139,3 +142,21 @@ def acted(
         return books
     official = decision.rule_id == "standing_within_limits"
     return charge(books, chain, envelope, now, official=official)
+
+
+def approved(
+    books: RootLedger,
+    ask_id: str,
+    decision: Decision,
+    chain: list[str],
+    envelope: dict[str, Any],
+    now: datetime,
+    *,
+    official: bool,
+) -> RootLedger:
+    """The books after the person approved ask `ask_id` and the act was decided `decision`
+    on them: charged once if allowed."""
+    if ask_id in books.approved or decision.decision != ALLOW:
+        return books
+    after = charge(books, chain, envelope, now, official=official)
+    return msgspec.structs.replace(after, approved=(*books.approved, ask_id))

@@ -1,5 +1,6 @@
 """Who is in a room, who may read it, and which agent answers a message (hip-0524 §10)."""
 
+import hashlib
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -14,6 +15,7 @@ __all__ = [
     "caller",
     "is_member",
     "new_room",
+    "own_room",
     "personal_agent_id",
     "readable_in",
 ]
@@ -21,6 +23,24 @@ __all__ = [
 
 def personal_agent_id(user: str) -> str:
     return f"agent:{user}"
+
+
+def own_room(org: str, person: str, now: datetime) -> Room:
+    """A person and their own agent, alone: where the agent asks what only they may answer
+    (a PoA ask). The same person always has the same one."""
+    digest = hashlib.sha256(f"{org}\0{person}".encode()).hexdigest()[:16]
+    return Room(
+        id=f"own-{digest}",
+        org=org,
+        scope="personal",
+        title="My agent",
+        members=(
+            Member(kind="human", id=person),
+            Member(kind="agent", id=personal_agent_id(person)),
+        ),
+        created_at=now,
+        owner=person,
+    )
 
 
 def ambient_id(org: str) -> str:

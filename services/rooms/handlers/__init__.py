@@ -34,4 +34,5 @@ class Handlers(Messages, Drafts, Lines):
             rooms.HISTORY: self.history,
             rooms.POST_DRAFT: self.post_draft,
             rooms.DELIVER: self.deliver,
+            rooms.ASK_PERSON: self.ask_person,
         }

@@ -127,6 +127,19 @@ class Messages(Rooms):
                 )
         return await self._store_message(room, message, msg_id=req.key)
 
+    async def ask_person(self, req: rooms.AskPerson, _: Principal) -> rooms.Message:
+        """From the poa service: the person's own agent asks them alone, in their own room."""
+        room = members.own_room(req.org, req.person, self._clock())
+        if await self._store.room(room.id) is None:
+            await self._store.create_room(room)
+        agent = members.personal_agent_id(req.person)
+        as_agent = Principal(org=room.org, sub=req.person, act=agent)
+        question = rooms.Question(options=req.options)
+        message = messages.authored(
+            room, as_agent, req.text, self._clock(), to=req.person, question=question
+        )
+        return await self._store_message(room, message, msg_id=req.key)
+
     # from the agents service
 
     async def history(self, req: rooms.History, _: Principal) -> rooms.MessagePage:

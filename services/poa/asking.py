@@ -1,0 +1,246 @@
+"""An act that decided ASK_USER, put to its person (issue 14.2): stored, asked in their own
+room, and denied by a scheduler timer if no one answers. The person answers here or in the
+room; either way the first answer stands, and only their yes turns the ask into ALLOW.
+"""
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from nats.aio.client import Client
+
+from libs.audit.trail import Trail
+from libs.contracts import codec, pending, poa, rooms, scheduler
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.runtime.calls import call
+from services.poa.domain import approvals, ledger
+from services.poa.store import AskStore, GrantStore, LedgerStore
+
+__all__ = ["ASK_EXPIRY", "Asking"]
+
+ME = poa.CONTRACT.name
+ASK_EXPIRY = "ask_expiry"
+
+Clock = Callable[[], datetime]
+
+
+class Expiry(msgspec.Struct, frozen=True):
+    org: str
+    person: str
+    id: str
+
+
+class Asking:
+    def __init__(
+        self,
+        nc: Client,
+        grants: GrantStore,
+        books: LedgerStore,
+        asks: AskStore,
+        trail: Trail,
+        clock: Clock,
+    ) -> None:
+        self._nc, self._js = nc, nc.jetstream()
+        self._grants, self._books, self._asks = grants, books, asks
+        self._trail, self._clock = trail, clock
+
+    async def put(
+        self, record: poa.GrantRecord, decision: poa.Decision, envelope: dict[str, Any], agent: str
+    ) -> poa.AskRecord:
+        """Stored, asked in the person's room, its expiry timed: each step safe to repeat,
+        so an agent sending the act again finishes whatever a failure left undone."""
+        ask = approvals.opened(record, decision, envelope, agent, self._clock())
+        ask = await self._asks.create(
+            ask,
+            record=lambda _, a: self._trail.change(
+                a.org,
+                actor=Principal(org=a.org, sub=a.person, act=a.agent),
+                action="poa.ask.open",
+                target=a.id,
+                data={"grant": a.grant_id, "rule_id": a.rule_id, "act_id": a.act_id},
+            ),
+        )
+        if ask.state != "open":
+            return ask
+        if ask.question_seq is None:
+            question = rooms.AskPerson(
+                org=ask.org,
+                person=ask.person,
+                text=approvals.question(ask),
+                options=approvals.OPTIONS,
+                key=ask.id,
+            )
+            asked: rooms.Message = await call(self._nc, rooms.ASK_PERSON, question, caller=ME)
+            await self._asks.put_question(ask, asked.room, asked.seq)
+            changed = await self._asks.change(
+                ask.org, ask.person, ask.id, lambda a: approvals.placed(a, asked.room, asked.seq)
+            )
+            assert changed is not None
+            _, ask = changed
+        timer = scheduler.Schedule(
+            key=f"ask.{ask.id}",
+            due_at=ask.expires_at,
+            target=ASK_EXPIRY,
+            payload=Expiry(ask.org, ask.person, ask.id),
+        )
+        try:
+            await call(self._nc, scheduler.SCHEDULE, timer, caller=ME)
+        except Refused as exc:
+            if exc.problem.type != "urn:tether:problem:due-in-past":
+                raise
+            return await self._settle(ask, lambda a: approvals.expired(a, self._clock()))
+        await self._nudge(ask)
+        return ask
+
+    async def asks(self, _: poa.ListAsks, p: Principal) -> poa.AskList:
+        found = await self._asks.of_person(p.org, p.sub)
+        open_ = [a for a in found if a.state == "open" and _for(a, p)]
+        return poa.AskList(asks=sorted(open_, key=lambda a: a.asked_at))
+
+    async def ask(self, req: poa.AskRef, p: Principal) -> poa.AskRecord:
+        """The person's, or their agent's that asked it; anyone else finds nothing."""
+        found = await self._asks.get(p.org, p.sub, req.id)
+        if found is None or not _for(found, p):
+            raise Refused("ask-not-found", 404, f"you have no ask {req.id}")
+        return found
+
+    async def answer(self, req: poa.AskAnswer, p: Principal) -> poa.AskRecord:
+        """Answered in the room too (as if given there), so the question shows its answer."""
+        if p.is_agent:
+            raise Refused("agent-may-not", 403, "only the person answers what their agent asks")
+        found = await self._asks.get(p.org, p.sub, req.id)
+        if found is None:
+            raise Refused("ask-not-found", 404, f"you have no ask {req.id}")
+        ours = found.state == "open" and found.room is not None
+        if ours and found.room is not None and found.question_seq is not None:
+            choice: rooms.Choice = (
+                rooms.Pick(option=0) if req.answer == "approve" else rooms.Decline()
+            )
+            question = rooms.AnswerQuestion(id=found.room, seq=found.question_seq, choice=choice)
+            try:
+                await call(self._nc, rooms.ANSWER, question, caller=ME, principal=p)
+            except Refused as exc:
+                if exc.problem.status != 409:
+                    raise
+                ours = False  # answered there first: that answer decides
+        try:
+            return await self.answered(found, req.answer)
+        except Refused as exc:
+            if not ours or exc.problem.status != 409:
+                raise
+            # Ours, carried out first by the room's own event of it.
+            return await self.ask(poa.AskRef(id=req.id), p)
+
+    async def answered(self, ask: poa.AskRecord, answer: str) -> poa.AskRecord:
+        """The person's answer, however it came: the first stands. A yes is decided again
+        on the ledger as it is now, stored, then charged (once, by the ask's id)."""
+        now = self._clock()
+        if answer == "decline":
+            return await self._settle(ask, lambda a: approvals.declined(a, now))
+        chain = await self._chain(ask)
+        books = await self._books.read(ask.org, ask.person, chain[0].id, ledger.month_of(now))
+        revoked = any(r.revoked for r in chain)
+        pairs = [(r.id, r.grant) for r in chain]
+        decision = approvals.outcome(
+            ledger.decided(pairs, ask.envelope, books, now, revoked=revoked), ask.act_id
+        )
+        after = await self._settle(ask, lambda a: approvals.approved(a, decision, now))
+        await self._charge(after, chain)
+        return after
+
+    async def expired(self, fired: scheduler.Fired) -> None:
+        """Denied if still open; an approval whose charge a crash cut short is charged."""
+        due = msgspec.convert(fired.payload, Expiry)
+        found = await self._asks.get(due.org, due.person, due.id)
+        if found is None:
+            return
+        if found.state == "open":
+            await self._settle(found, lambda a: approvals.expired(a, self._clock()))
+        elif found.state == "allowed":
+            await self._charge(found, await self._chain(found))
+
+    async def _chain(self, ask: poa.AskRecord) -> list[poa.GrantRecord]:
+        """The ask's grant and its ancestors, root first, as stored now."""
+        record = await self._grants.get(ask.org, ask.person, ask.grant_id)
+        if record is None:
+            raise Refused("grant-not-found", 404, f"grant {ask.grant_id} is gone")
+        return [*await self._grants.lineage(record), record]
+
+    async def _charge(self, ask: poa.AskRecord, chain: list[poa.GrantRecord]) -> None:
+        """An allowed ask's act charged to its whole chain, recorded with the person's
+        approval as its evidence; charged already, nothing is written or recorded."""
+        if ask.state != "allowed" or ask.answered_at is None:
+            return
+        ids = [r.id for r in chain]
+        assert ask.decision is not None
+        decision, at = ask.decision, ask.answered_at
+        await self._books.change(
+            ask.org,
+            ask.person,
+            ids[0],
+            ledger.month_of(at),
+            lambda books: ledger.approved(
+                books, ask.id, decision, ids, ask.envelope, at, official=ask.official
+            ),
+            record=lambda _, __: self._trail.change(
+                ask.org,
+                actor=Principal(org=ask.org, sub=ask.person, act=ask.agent),
+                action="poa.act.record",
+                target=ask.grant_id,
+                data={**_data(decision), "ask": ask.id, "approved_by": ask.person},
+            ),
+        )
+
+    async def answered_in_room(self, room: str, seq: int, choice: rooms.Choice) -> None:
+        where = await self._asks.asked(room, seq)
+        if where is None:
+            return  # a question that is not an ask
+        found = await self._asks.get(*where)
+        if found is None or found.state != "open":
+            return
+        approve = isinstance(choice, rooms.Pick) and choice.option == 0
+        await self.answered(found, "approve" if approve else "decline")
+
+    async def _settle(
+        self, ask: poa.AskRecord, change: Callable[[poa.AskRecord], poa.AskRecord]
+    ) -> poa.AskRecord:
+        """The ask's outcome, recorded before it is stored, then told: on the event for the
+        agent, and as a nudge for the person's pending list."""
+        changed = await self._asks.change(
+            ask.org,
+            ask.person,
+            ask.id,
+            change,
+            record=lambda _, after: self._trail.change(
+                after.org,
+                actor=Principal(org=after.org, sub=after.person),
+                action="poa.ask.answer",
+                target=after.id,
+                data={"state": after.state, **_data(after.decision)},
+            ),
+        )
+        assert changed is not None
+        before, after = changed
+        if before.state == "open" and after.state != "open":
+            await self._js.publish(
+                poa.ASK_ANSWERED.name,
+                codec.encode(after),
+                headers={"Nats-Msg-Id": f"answered-{after.id}"},
+            )
+            await self._nudge(after)
+        return after
+
+    async def _nudge(self, ask: poa.AskRecord) -> None:
+        await self._nc.publish(pending.changed(ME, ask.org, ask.person), b"")
+
+
+def _for(ask: poa.AskRecord, p: Principal) -> bool:
+    return p.act is None or p.act == ask.agent
+
+
+def _data(decision: poa.Decision | None) -> dict[str, object]:
+    if decision is None:
+        return {}
+    return {"decision": decision.decision, "rule_id": decision.rule_id, "act_id": decision.act_id}

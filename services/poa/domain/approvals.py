@@ -1,0 +1,145 @@
+"""An act that decided ASK_USER, put to its person: the only way an ask becomes ALLOW is
+their yes, and even then the act is decided again on the ledger as it is at that moment,
+so whatever denies it now (a revocation, an expiry, a limit another act has since reached)
+still denies it.
+"""
+
+import hashlib
+from datetime import datetime, timedelta
+from typing import Any
+
+import msgspec
+
+from libs.contracts.poa import AskRecord, Decision, GrantRecord
+from libs.contracts.problem import Refused
+from services.poa.domain import resolve
+from services.poa.domain.decisions import DENY, allow, deny
+from services.poa.domain.reading import is_official, money, obj, text
+
+__all__ = [
+    "APPROVED",
+    "DECLINED",
+    "EXPIRED",
+    "approved",
+    "ask_id",
+    "declined",
+    "expired",
+    "opened",
+    "outcome",
+    "placed",
+    "question",
+]
+
+# The project's rules for an ask's outcome, beside the verifier's.
+APPROVED, DECLINED, EXPIRED = "principal_approved", "principal_declined", "ask_expired"
+OPTIONS = ("Approve", "Decline")
+
+
+def ask_id(record: GrantRecord, envelope: dict[str, Any]) -> str:
+    """The same act on the same grant asks once, however often the agent sends it; the
+    person's, nobody else's (it keys their question and its timer, which are not theirs)."""
+    named = "\0".join((record.org, record.owner, record.id)).encode()
+    digest = hashlib.sha256(named + b"\0" + msgspec.json.encode(envelope, order="sorted"))
+    return f"ask_{digest.hexdigest()[:24]}"
+
+
+def opened(
+    record: GrantRecord, decision: Decision, envelope: dict[str, Any], agent: str, now: datetime
+) -> AskRecord:
+    """What the agent wants to do, in the envelope's own words, and which rule asked."""
+    invocation = obj(envelope.get("invocation"))
+    arguments = obj(invocation.get("arguments"))
+    amount = money(arguments.get("amount"))
+    counterparty = obj(arguments.get("counterparty")) or obj(invocation.get("target"))
+    purpose = arguments.get("purpose") or obj(envelope.get("context")).get("purpose")
+    act = decision.act_id or text(invocation.get("act_id")) or text(invocation.get("effect"))
+    return AskRecord(
+        id=ask_id(record, envelope),
+        org=record.org,
+        person=record.owner,
+        agent=agent,
+        grant_id=record.id,
+        act_id=decision.act_id,
+        rule_id=decision.rule_id,
+        act=act or "an act",
+        amount=None if amount is None else str(amount),
+        currency=text(arguments.get("currency")),
+        counterparty=_named(counterparty),
+        purpose=purpose if isinstance(purpose, str) else None,
+        envelope=envelope,
+        official=_official(record.grant, envelope),
+        asked_at=now,
+        expires_at=now + timedelta(seconds=record.ask_expires_s),
+    )
+
+
+def question(ask: AskRecord) -> str:
+    """The question in the person's room: the act, its money, with whom, why, who asked."""
+    parts = [f"Your agent {ask.agent} wants to {ask.act}"]
+    if ask.amount is not None:
+        parts.append(f"for {ask.amount} {ask.currency or ''}".rstrip())
+    if ask.counterparty:
+        parts.append(f"with {ask.counterparty}")
+    if ask.purpose:
+        parts.append(f"to {ask.purpose}")
+    expires = ask.expires_at.strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        " ".join(parts)
+        + f". Grant {ask.grant_id} asks you first (rule {ask.rule_id})."
+        + f" Unanswered, it is declined at {expires}."
+    )
+
+
+def placed(ask: AskRecord, room: str, seq: int) -> AskRecord:
+    return msgspec.structs.replace(ask, room=room, question_seq=seq)
+
+
+def outcome(now_decided: Decision, act_id: str | None) -> Decision:
+    """The person's yes against the act decided again now: a DENY stands; an ask (the
+    same or another) is what the person has just answered."""
+    return now_decided if now_decided.decision == DENY else allow(APPROVED, act_id)
+
+
+def approved(ask: AskRecord, decision: Decision, now: datetime) -> AskRecord:
+    """The ask with its `outcome`."""
+    _still_open(ask)
+    state = "denied" if decision.decision == DENY else "allowed"
+    return msgspec.structs.replace(ask, state=state, decision=decision, answered_at=now)
+
+
+def declined(ask: AskRecord, now: datetime) -> AskRecord:
+    _still_open(ask)
+    return _denied(ask, DECLINED, now)
+
+
+def expired(ask: AskRecord, now: datetime) -> AskRecord:
+    """An ask no one answered in time; one already answered is as it was."""
+    return ask if ask.state != "open" else _denied(ask, EXPIRED, now)
+
+
+def _denied(ask: AskRecord, rule: str, now: datetime) -> AskRecord:
+    return msgspec.structs.replace(
+        ask, state="denied", decision=deny(rule, ask.act_id), answered_at=now
+    )
+
+
+def _still_open(ask: AskRecord) -> None:
+    if ask.state != "open":
+        assert ask.decision is not None
+        raise Refused(
+            "ask-answered",
+            409,
+            f"ask {ask.id} is {ask.state} already ({ask.decision.rule_id})",
+        )
+
+
+def _named(counterparty: dict[str, Any]) -> str | None:
+    """`{type, id}` as the person reads it: "merchant amazon"."""
+    named = [text(counterparty.get(k)) for k in ("type", "id")]
+    return " ".join(n for n in named if n) or None
+
+
+def _official(grant: dict[str, Any], envelope: dict[str, Any]) -> bool:
+    """Whether the act counts toward the day's binding acts once allowed (V34, V36)."""
+    act = resolve.act(grant, envelope)
+    return not isinstance(act, Decision) and is_official(act.authority)

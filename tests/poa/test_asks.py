@@ -1,0 +1,189 @@
+"""An act that decides ASK_USER asks the person (issue 14.2): a question in their own room,
+202 and an ask id for the agent, the outcome on `/v1/poa/asks/{id}` and on an event, and a
+timer that denies it unanswered. Through the gateway, on the running poa, rooms and
+scheduler services."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from libs.audit.reading import records as audit_records
+from libs.contracts import poa, rooms
+from tests.poa.conftest import purchase, root_grant
+from tests.personal.conftest import eventually
+from tests.support import bearer, token
+
+AGENT = "urn:example:agent:a_456"
+BEHIND = timedelta(seconds=57)  # a one-minute ask expires three real seconds after it opens
+
+
+@pytest.fixture
+def poa_clock():
+    """Running behind the scheduler's, so an ask of a minute lapses in seconds."""
+    return lambda: datetime.now(UTC) - BEHIND
+
+
+@pytest.fixture
+async def api(client_for, gateway_settings, poa_service):
+    return await client_for(gateway_settings, services=(poa.CONTRACT, rooms.CONTRACT))
+
+
+@pytest.fixture
+def ada(org):
+    user = f"{org}/ada"
+    return {
+        "user": user,
+        "me": bearer(token(org=org, user=user)),
+        "agent": bearer(token(org=org, user=user, act=AGENT)),
+    }
+
+
+async def _issue(api, ada, *, ask_expires_s: int | None = None) -> None:
+    """The official grant, valid around today."""
+    grant = root_grant(ada["user"])
+    today = datetime.now(UTC).date()
+    grant["validity"] = {
+        "not_before": (today - timedelta(days=2)).isoformat(),
+        "expires": (today + timedelta(days=5)).isoformat(),
+    }
+    body: dict = {"grant": grant}
+    if ask_expires_s is not None:
+        body["ask_expires_s"] = ask_expires_s
+    response = await api.post("/v1/poa/grants", json=body, headers=ada["me"])
+    assert response.status == 201, await response.text()
+
+
+async def _act(api, ada, amount: int) -> tuple[int, dict]:
+    response = await api.post(
+        "/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase(amount)}, headers=ada["agent"]
+    )
+    return response.status, await response.json()
+
+
+async def _asked(api, ada, amount: int = 140, **issue: int) -> dict:
+    await _issue(api, ada, **issue)
+    status, outcome = await _act(api, ada, amount)
+    assert status == 202, outcome
+    assert outcome["decision"]["decision"] == "ASK_USER" and outcome["recorded"] is False
+    return await (await api.get(f"/v1/poa/asks/{outcome['ask']}", headers=ada["agent"])).json()
+
+
+async def test_an_ask_is_a_question_to_the_person_alone_saying_what_and_which_rule(api, ada, org):
+    ask = await _asked(api, ada)
+    assert (ask["state"], ask["rule_id"], ask["act"], ask["amount"], ask["currency"]) == (
+        "open", "over_per_act_limit", "shop.buy", "140", "USD"
+    )  # fmt: skip
+    assert ask["counterparty"] == "merchant amazon"
+    page = await api.get(f"/v1/rooms/{ask['room']}/messages", headers=ada["me"])
+    (question,) = (await page.json())["messages"]
+    assert question["private"] is True and question["to"] == ada["user"]
+    assert question["question"]["options"] == ["Approve", "Decline"]
+    for said in ("shop.buy", "140 USD", "merchant amazon", "over_per_act_limit"):
+        assert said in question["text"]
+    listed = await (await api.get("/v1/poa/asks", headers=ada["me"])).json()
+    assert [a["id"] for a in listed["asks"]] == [ask["id"]]
+    # Nobody else finds it, nor the room it was asked in.
+    others = {
+        "another member": bearer(token(org=org, user=f"{org}/bob")),
+        "an org admin": bearer(token(org=org, user=f"{org}/root", roles=["admin"])),
+        "another person's agent": bearer(token(org=org, user=f"{org}/bob", act=AGENT)),
+    }
+    for who, headers in others.items():
+        found = await api.get(f"/v1/poa/asks/{ask['id']}", headers=headers)
+        assert found.status == 404, who
+        room = await api.get(f"/v1/rooms/{ask['room']}/messages", headers=headers)
+        # 403: the gateway admits no agent but the person's own to rooms at all
+        assert room.status == (403 if "agent" in who else 404), who
+        listed = await api.get("/v1/poa/asks", headers=headers)
+        assert listed.status == 403 if "agent" in who else await listed.json() == {"asks": []}
+
+
+async def test_approved_the_act_is_decided_again_charged_and_recorded_with_the_approval(
+    api, ada, org, operator
+):
+    ask = await _asked(api, ada)
+    js = operator.jetstream()
+    events = await js.subscribe(poa.ASK_ANSWERED.name, ordered_consumer=True)
+    response = await api.post(
+        f"/v1/poa/asks/{ask['id']}/answer", json={"answer": "approve"}, headers=ada["me"]
+    )
+    answered = await response.json()
+    assert response.status == 200, answered
+    assert (answered["state"], answered["decision"]["decision"]) == ("allowed", "ALLOW")
+    assert answered["decision"]["rule_id"] == "principal_approved"
+    seen = await eventually(lambda: _read(api, ada, ask["id"]))
+    assert seen["state"] == "allowed"
+    event = await events.next_msg(timeout=10)
+    assert b'"state":"allowed"' in event.data
+    # Charged to the ledger then: 140 of 800, so the next 40 leaves 180 spent.
+    _, after = await _act(api, ada, 40)
+    assert after["spent_month_usd"] == "180"
+    actions = [(r.action, r.data.get("rule_id"), r.data.get("approved_by"))
+               for r in await audit_records(js, org)]  # fmt: skip
+    assert ("poa.act.record", "principal_approved", ada["user"]) in actions
+    # The room's question shows its answer; a second answer is refused.
+    page = await (await api.get(f"/v1/rooms/{ask['room']}/messages", headers=ada["me"])).json()
+    assert [m.get("answers") for m in page["messages"]] == [None, ask["question_seq"]]
+    again = await api.post(
+        f"/v1/poa/asks/{ask['id']}/answer", json={"answer": "decline"}, headers=ada["me"]
+    )
+    assert again.status == 409
+
+
+async def test_declined_in_the_room_the_act_is_denied_and_nothing_is_charged(api, ada):
+    ask = await _asked(api, ada)
+    answer = await api.post(
+        f"/v1/rooms/{ask['room']}/questions/{ask['question_seq']}/answer",
+        json={"choice": {"type": "decline"}},
+        headers=ada["me"],
+    )
+    assert answer.status == 201, await answer.text()
+
+    async def denied() -> dict | None:
+        found = await _read(api, ada, ask["id"])
+        return found if found["state"] != "open" else None
+
+    found = await eventually(denied)
+    assert (found["state"], found["decision"]["rule_id"]) == ("denied", "principal_declined")
+    _, after = await _act(api, ada, 40)
+    assert after["spent_month_usd"] == "40"
+
+
+async def test_only_the_person_answers_and_an_agent_s_repeat_never_allows(api, ada):
+    ask = await _asked(api, ada)
+    by_agent = await api.post(
+        f"/v1/poa/asks/{ask['id']}/answer", json={"answer": "approve"}, headers=ada["agent"]
+    )
+    assert by_agent.status == 403
+    status, again = await _act(api, ada, 140)
+    assert (status, again["ask"], again["decision"]["decision"]) == (202, ask["id"], "ASK_USER")
+    assert (await _read(api, ada, ask["id"]))["state"] == "open"
+
+
+async def test_an_approval_after_the_grant_is_revoked_is_denied(api, ada):
+    ask = await _asked(api, ada)
+    await api.post("/v1/poa/grants/poa_8c21/revoke", json={}, headers=ada["me"])
+    response = await api.post(
+        f"/v1/poa/asks/{ask['id']}/answer", json={"answer": "approve"}, headers=ada["me"]
+    )
+    answered = await response.json()
+    assert (answered["state"], answered["decision"]["rule_id"]) == ("denied", "revoked")
+
+
+async def test_an_unanswered_ask_is_denied_when_its_timer_fires(api, ada):
+    ask = await _asked(api, ada, ask_expires_s=60)
+
+    async def lapsed() -> dict | None:
+        found = await _read(api, ada, ask["id"])
+        return found if found["state"] != "open" else None
+
+    found = await eventually(lapsed, timeout=30)
+    assert (found["state"], found["decision"]["rule_id"]) == ("denied", "ask_expired")
+    late = await api.post(
+        f"/v1/poa/asks/{ask['id']}/answer", json={"answer": "approve"}, headers=ada["me"]
+    )
+    assert late.status == 409
+
+
+async def _read(api, ada, ask_id: str) -> dict:
+    return await (await api.get(f"/v1/poa/asks/{ask_id}", headers=ada["agent"])).json()
