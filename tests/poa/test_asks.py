@@ -9,8 +9,8 @@ import pytest
 
 from libs.audit.reading import records as audit_records
 from libs.contracts import poa, rooms
-from tests.poa.conftest import purchase, root_grant
 from tests.personal.conftest import eventually
+from tests.poa.conftest import purchase, root_grant
 from tests.support import bearer, token
 
 AGENT = "urn:example:agent:a_456"
