@@ -1,18 +1,22 @@
 """What waits on a person, gathered across the services that hold it: `GET /v1/pending`
 and its stream, each item with what it admits.
 
-A service that changes something waiting on a person says so on that person's
-`tether.live.<service>.pending.<org>.<person>` (core NATS, an empty body: a nudge, never
-the data), and the gateway's stream reads the list again, as the person.
+A service that changes something waiting on a person says so on
+`tether.live.<service>.pending.<org>.<token>` (core NATS, an empty body: a nudge, never
+the data), `token` the person's key token, or `admins` for what waits on every admin of the
+org; the gateway's stream reads the list again, as the person.
 """
 
 from datetime import datetime
 from typing import Any, Literal
 
-from libs.contracts.base import Contract, key_token
-from libs.contracts.registry import live_subject
+from libs.contracts.base import Contract
+from libs.contracts.registry import Subject, live_subject
 
-__all__ = ["Action", "Pending", "PendingItem", "changed"]
+__all__ = ["ADMINS", "PENDING", "Action", "ListPending", "Pending", "PendingItem", "changed"]
+
+# Never a person's token: a person's id, and so their token, always holds a `/`.
+ADMINS = "admins"
 
 Kind = Literal["draft", "confirmation", "window", "ask", "layer_draft", "delivery"]
 
@@ -40,11 +44,26 @@ class PendingItem(Contract, omit_defaults=True):
     detail: dict[str, Any] = {}
 
 
+class ListPending(Contract):
+    pass
+
+
 class Pending(Contract):
-    """Everything waiting on the caller, soonest deadline first, then oldest."""
+    """Everything waiting on the caller, soonest deadline first."""
 
     items: list[PendingItem]
 
 
-def changed(service: str, org: str, person: str) -> str:
-    return live_subject(service, "pending", org, key_token(person))
+# The gateway's own vocabulary for the list it gathers: no service serves it on the bus.
+PENDING = Subject(
+    name="tether.gateway.pending",
+    request=ListPending,
+    reply=Pending,
+    summary="what waits on me, gathered by the gateway",
+    callers=frozenset(),
+)
+
+
+def changed(service: str, org: str, token: str) -> str:
+    """The nudge subject for `token`: `key_token(person)`, or ADMINS."""
+    return live_subject(service, "pending", org, token)

@@ -45,6 +45,7 @@ __all__ = [
     "ListDrafts",
     "ListLines",
     "ListMessages",
+    "ListMyDrafts",
     "ListRooms",
     "Member",
     "Message",
@@ -247,6 +248,10 @@ class DraftList(Contract):
     drafts: list[Draft]
 
 
+class ListMyDrafts(Contract):
+    """My agent's open drafts in every room of mine."""
+
+
 class DraftRef(Contract):
     id: RoomId
     draft: DraftId
@@ -416,6 +421,7 @@ ANSWER = _subject(
     callers=frozenset({"gateway", "ladder", "poa"}),
 )
 DRAFTS = _subject("drafts", ListDrafts, DraftList, "my agent's open drafts in a room")
+MY_DRAFTS = _subject("my_drafts", ListMyDrafts, DraftList, "my agent's open drafts, every room")
 SEND_DRAFT = _subject("send_draft", SendDraft, Message, "send a draft as my message")
 DISCARD_DRAFT = _subject("discard_draft", DraftRef, Draft, "discard a draft")
 CONNECT = _subject("connect", ConnectLine, Line, "claim my own line; a code is sent to it")
@@ -476,6 +482,7 @@ CONTRACT = service_contract(
         ASK,
         ANSWER,
         DRAFTS,
+        MY_DRAFTS,
         SEND_DRAFT,
         DISCARD_DRAFT,
         CONNECT,

@@ -19,6 +19,7 @@ from services.gateway.limits import IdempotencyKeys, RateLimiter
 from services.gateway.mcp import mcp_endpoint
 from services.gateway.middlewares import problems
 from services.gateway.openapi import openapi
+from services.gateway.pending import pending_list, pending_stream
 from services.gateway.readiness import readiness
 from services.gateway.routes import ROUTES, Route
 from services.gateway.settings import GatewaySettings
@@ -110,6 +111,10 @@ def init_app(
             handler = room_stream(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
         elif route.kind == "watch":
             handler = mod_watch(route, key=settings.jwt_key, limiter=limiter)
+        elif route.kind == "pending":
+            handler = pending_list(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
+        elif route.kind == "pending_stream":
+            handler = pending_stream(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
         else:
             handler = forwarding(
                 route,

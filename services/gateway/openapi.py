@@ -151,6 +151,18 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
             "events {layer, id, state}",
             "content": {"text/event-stream": {"schema": {"type": "object"}}},
         }
+    if route.accepted is not None:
+        op["responses"]["202"] = {
+            "description": f"{reply} with `{route.accepted}` set: held, not done",
+            "content": {"application/json": {"schema": {"$ref": _REF.format(name=reply)}}},
+        }
+    if route.kind == "pending_stream":
+        op["responses"][str(route.status)] = {
+            "description": "text/event-stream: a `pending` event holding the whole list (as "
+            "GET /v1/pending answers it) at once and each time it changes; `unavailable` while "
+            "a service holding part of it cannot be asked",
+            "content": {"text/event-stream": {"schema": {"$ref": _REF.format(name=reply)}}},
+        }
     if route.kind == "webhook":
         op["security"] = []
         op["requestBody"] = {

@@ -5,7 +5,7 @@ from typing import Literal
 
 import msgspec
 
-from libs.contracts import agents, chonk, ladder, mod, poa, rooms
+from libs.contracts import agents, chonk, ladder, mod, pending, poa, rooms
 from libs.contracts.registry import Subject
 
 __all__ = ["ROUTES", "Route"]
@@ -17,7 +17,9 @@ class Route(msgspec.Struct, frozen=True):
     `kind` json forwards a JSON request with the caller's token; `webhook` forwards a
     carrier's signed request as it arrived, with no token; `stream` sends a room's messages
     as server-sent events, once `subject` says the caller is a member; `watch` streams the
-    changes to the caller's own layers and drafts (of which `subject` is the vocabulary).
+    changes to the caller's own layers and drafts (of which `subject` is the vocabulary);
+    `pending` gathers what waits on the caller from several services, and `pending_stream`
+    sends it again whenever it changes.
     `delegates` admits a grant's delegate (an agent that is not the person's own), which
     the service then holds to the grants that name it. A reply whose field `accepted` is
     set is answered 202 (a write held as a draft); a 204 answers no body.
@@ -29,7 +31,7 @@ class Route(msgspec.Struct, frozen=True):
     summary: str
     status: int = 200
     query: tuple[str, ...] = ()
-    kind: Literal["json", "webhook", "stream", "watch"] = "json"
+    kind: Literal["json", "webhook", "stream", "watch", "pending", "pending_stream"] = "json"
     delegates: bool = False
     accepted: str | None = None
 
@@ -43,6 +45,20 @@ class Route(msgspec.Struct, frozen=True):
 
 
 ROUTES: tuple[Route, ...] = (
+    Route(
+        "GET",
+        "/v1/pending",
+        pending.PENDING,
+        "Everything waiting on me, across rooms and services, with what each admits",
+        kind="pending",
+    ),
+    Route(
+        "GET",
+        "/v1/pending/stream",
+        pending.PENDING,
+        "What waits on me, as server-sent events: the whole list each time it changes",
+        kind="pending_stream",
+    ),
     Route("POST", "/v1/poa/verify", poa.VERIFY, "Verify an act against grants given whole"),
     Route("POST", "/v1/poa/contain", poa.CONTAIN, "Is a child grant contained in its parent"),
     Route("POST", "/v1/poa/grants", poa.ISSUE, "Issue a root grant in my name", status=201),

@@ -23,7 +23,7 @@ async def serve(
     svc: Service, clock: Callable[[], datetime] = clock, *, retry: Retry = RETRY
 ) -> None:
     """Serve the subjects, the windows' ends and the answers until `svc` is stopped."""
-    store = await open_store(svc.js, replicas=svc.settings.js_replicas)
+    store = await open_store(svc.nc, replicas=svc.settings.js_replicas)
     trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(svc.nc, store, trail, clock)
     window_end = timer_subject(CONTRACT.name, WINDOW_END)

@@ -1,4 +1,5 @@
-"""The ladder's bucket. Everything of a person's is keyed by the person:
+"""The ladder's bucket, and the nudge for a person's pending list whenever a window or a
+confirmation of theirs changes. Everything of a person's is keyed by the person:
 
     settings.<person>            their ladder
     window.<person>.<id>         a send waiting out its window
@@ -13,12 +14,12 @@ import logging
 from collections.abc import Callable
 
 import msgspec
-from nats.js import JetStreamContext
+from nats.aio.client import Client
 from nats.js.api import KeyValueConfig
 from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
-from libs.contracts import codec
+from libs.contracts import codec, pending
 from libs.contracts.base import key_token
 from libs.contracts.ladder import LadderSettings, Level, PendingWindow
 from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
@@ -63,8 +64,8 @@ _confirmation = codec.decoder(Confirmation)
 
 
 class LadderStore:
-    def __init__(self, kv: KeyValue) -> None:
-        self._kv = kv
+    def __init__(self, nc: Client, kv: KeyValue) -> None:
+        self._nc, self._kv = nc, kv
 
     async def settings(self, person: str) -> LadderSettings:
         found = await self._get(f"settings.{key_token(person)}")
@@ -107,6 +108,7 @@ class LadderStore:
         except Conflict:
             return False
         await self._kv.put(_open_key(window.org, held.person, window.id), held.person.encode())
+        await self._nudge(window.org, held.person)
         return True
 
     async def held(self, person: str, window_id: str) -> Held | None:
@@ -142,6 +144,8 @@ class LadderStore:
         )
         if before is not None and after is not None and after.window.state != "open":
             await self._kv.delete(_open_key(after.window.org, person, window_id))
+        if after is not None and before != after:
+            await self._nudge(after.window.org, person)
         return before, after
 
     async def ask(self, confirmation: Confirmation) -> None:
@@ -151,6 +155,7 @@ class LadderStore:
             await write_at(self._kv, _confirm_key(c.person, c.id), codec.encode(c), 0)
         except Conflict:
             pass  # asked before: the question's key stored it once too
+        await self._nudge(c.org, c.person)
 
     async def asked(self, room: str, seq: int) -> tuple[str, str] | None:
         """(person, confirmation id) of a room's question, if the ladder asked it."""
@@ -177,7 +182,7 @@ class LadderStore:
         record: Record | None = None,
     ) -> Confirmation | None:
         """The confirmation after `change`, by compare-and-set; None if there is none."""
-        _, after = await swap(
+        before, after = await swap(
             self._kv,
             _confirm_key(person, id_),
             lambda c: None if c is None else change(c),
@@ -185,7 +190,12 @@ class LadderStore:
             default=None,
             record=record,
         )
+        if after is not None and before != after:
+            await self._nudge(after.org, person)
         return after
+
+    async def _nudge(self, org: str, person: str) -> None:
+        await self._nc.publish(pending.changed("ladder", org, key_token(person)), b"")
 
     async def _get(self, key: str) -> bytes | None:
         try:
@@ -195,9 +205,9 @@ class LadderStore:
         return entry.value or b""
 
 
-async def open_store(js: JetStreamContext, *, replicas: int = 1) -> LadderStore:
-    kv = await open_bucket(js, KeyValueConfig(bucket="ladder", history=4, replicas=replicas))
-    return LadderStore(kv)
+async def open_store(nc: Client, *, replicas: int = 1) -> LadderStore:
+    config = KeyValueConfig(bucket="ladder", history=4, replicas=replicas)
+    return LadderStore(nc, await open_bucket(nc.jetstream(), config))
 
 
 def _window_key(person: str, window_id: str) -> str:

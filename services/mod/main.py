@@ -49,7 +49,7 @@ async def serve(
     review: str = "",
     hanzo: Sequence[Manifest] | None = None,
 ) -> None:
-    store = await open_store(svc.js, draft_ttl=draft_ttl, replicas=svc.settings.js_replicas)
+    store = await open_store(svc.nc, draft_ttl=draft_ttl, replicas=svc.settings.js_replicas)
     trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(
         svc.nc,

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import msgspec
-from nats.js import JetStreamContext
+from nats.aio.client import Client
 from nats.js.api import KeyValueConfig
 from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
-from libs.contracts import codec
+from libs.contracts import codec, pending
 from libs.contracts.base import key_token
 from libs.contracts.mod import (
     DRAFTS_BUCKET,
@@ -62,7 +62,8 @@ def layer_key(org: str, layer: LayerName, person: str) -> str:
 
 
 class ModStore:
-    def __init__(self, layers: KeyValue, drafts: KeyValue, installs: KeyValue) -> None:
+    def __init__(self, nc: Client, layers: KeyValue, drafts: KeyValue, installs: KeyValue) -> None:
+        self._nc = nc
         self._layers, self._drafts, self._installs = layers, drafts, installs
 
     async def layers(self, *keys: str) -> list[tuple[Stored, int]]:
@@ -129,7 +130,9 @@ class ModStore:
     async def change_drafts(
         self, key: str, change: Callable[[HeldDrafts], HeldDrafts], *, record: Record | None
     ) -> tuple[HeldDrafts, HeldDrafts]:
-        return await swap(
+        """The layer's drafts before and after `change`; a change nudges whoever they wait
+        on: the person for their own layer, every admin for the org's."""
+        before, after = await swap(
             self._drafts,
             key,
             change,
@@ -137,6 +140,11 @@ class ModStore:
             default=HeldDrafts(),
             record=record,
         )
+        if before != after:
+            org, layer = key.split(".", 1)
+            token = pending.ADMINS if layer == "org" else layer.removeprefix("user.")
+            await self._nc.publish(pending.changed("mod", org, token), b"")
+        return before, after
 
     async def install(self, key: str, record: InstallRecord) -> None:
         await self._installs.put(key, codec.encode(record))
@@ -157,7 +165,8 @@ class ModStore:
         return True
 
 
-async def open_store(js: JetStreamContext, *, draft_ttl: timedelta, replicas: int = 1) -> ModStore:
+async def open_store(nc: Client, *, draft_ttl: timedelta, replicas: int = 1) -> ModStore:
+    js = nc.jetstream()
     layers = await open_bucket(
         js, KeyValueConfig(bucket=LAYERS_BUCKET, history=64, replicas=replicas)
     )
@@ -172,4 +181,4 @@ async def open_store(js: JetStreamContext, *, draft_ttl: timedelta, replicas: in
     installs = await open_bucket(
         js, KeyValueConfig(bucket=INSTALLS_BUCKET, history=1, replicas=replicas)
     )
-    return ModStore(layers, drafts, installs)
+    return ModStore(nc, layers, drafts, installs)

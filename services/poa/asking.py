@@ -12,6 +12,7 @@ from nats.aio.client import Client
 
 from libs.audit.trail import Trail
 from libs.contracts import codec, pending, poa, rooms, scheduler
+from libs.contracts.base import key_token
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.calls import call
@@ -233,7 +234,7 @@ class Asking:
         return after
 
     async def _nudge(self, ask: poa.AskRecord) -> None:
-        await self._nc.publish(pending.changed(ME, ask.org, ask.person), b"")
+        await self._nc.publish(pending.changed(ME, ask.org, key_token(ask.person)), b"")
 
 
 def _for(ask: poa.AskRecord, p: Principal) -> bool:

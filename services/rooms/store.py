@@ -21,11 +21,12 @@ from nats.js.api import KeyValueConfig
 from nats.js.errors import KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 
-from libs.contracts import codec
+from libs.contracts import codec, pending
 from libs.contracts.base import key_token
 from libs.contracts.rooms import (
     ANSWER_STORED,
     MESSAGE_STORED,
+    ORG,
     ROOMS,
     Draft,
     Message,
@@ -184,11 +185,12 @@ class RoomStore:
         key = _draft_key(draft.person, draft.room, draft.id)
         try:
             await write_at(self._rooms, key, codec.encode(draft), 0)
-            return draft
         except Conflict:
             found = await self.draft(draft.person, draft.room, draft.id)
             assert found is not None
             return found
+        await self._nudge(draft)
+        return draft
 
     async def draft(self, person: str, room_id: str, draft_id: str) -> Draft | None:
         found = await _get(self._rooms, _draft_key(person, room_id, draft_id))
@@ -198,15 +200,29 @@ class RoomStore:
         entries = await current(self._rooms, _draft_key(person, room_id, "*"))
         return [_draft.decode(e.value) for e in entries]
 
+    async def drafts_of(self, person: str) -> list[Draft]:
+        """The person's drafts in every room."""
+        entries = await current(self._rooms, _draft_key(person, "*", "*"))
+        return [_draft.decode(e.value) for e in entries]
+
     async def change_draft(
         self, draft: Draft, change: Callable[[Draft], Draft], *, record: Record | None = None
     ) -> Draft:
         """The draft as stored after `change`, by compare-and-set."""
         key = _draft_key(draft.person, draft.room, draft.id)
-        _, after = await swap(
+        before, after = await swap(
             self._rooms, key, change, decode=_draft.decode, default=draft, record=record
         )
+        if before != after:
+            await self._nudge(after)
         return after
+
+    async def _nudge(self, draft: Draft) -> None:
+        """The person's pending list changed (the ambient agent's drafts are per room)."""
+        if draft.person != ORG:
+            await self._nc.publish(
+                pending.changed("rooms", draft.org, key_token(draft.person)), b""
+            )
 
     async def claim_answer(self, room_id: str, seq: int) -> bool:
         try:

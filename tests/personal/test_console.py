@@ -1,13 +1,38 @@
-"""The console, in headless Chromium (Debian's, driven by Playwright): a person sets their
-level and window, reads what send means before choosing it, and watches, edits and stops
-pending sends."""
+"""The console, in headless Chromium (Debian's, driven by Playwright): its first page is
+everything waiting on the person, live, each item done from it (a draft sent, a
+confirmation picked, a window stopped, an ask approved); and a person sets their level and
+window, reads what send means before choosing it, and watches, edits and stops pending sends."""
 
 import pytest
 from playwright.async_api import expect
 
 from libs.contracts.ladder import SEND_MEANS
-from tests.personal.conftest import announce, behind, eventually, history, room_with, say
+from tests.personal.conftest import (
+    announce,
+    behind,
+    eventually,
+    history,
+    room_with,
+    say,
+    set_level,
+)
+from tests.personal.test_pending import SERVED, ask_over_the_limit, pending
 from tests.support import browser_page, token
+
+
+@pytest.fixture
+async def api(
+    client_for,
+    gateway_settings,
+    agents_service,
+    rooms_service,
+    ladder_service,
+    scheduler_service,
+    poa_service,
+    mod_service,
+):
+    """Every service the first page's list is gathered from."""
+    return await client_for(gateway_settings, services=SERVED)
 
 
 @pytest.fixture
@@ -23,6 +48,57 @@ async def page(api):
 
 async def _pending(api, people) -> list[dict]:
     return (await (await api.get("/v1/windows", headers=people.ada)).json())["windows"]
+
+
+async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
+    api, operator, people, page
+):
+    await announce(operator, people.ada_id)
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    await expect(page.locator("#none")).to_be_visible()
+    items = page.locator("#pending > li")
+    room = await room_with(api, people, people.bob_id)
+
+    # A draft arrives while the page is open, and is sent from it.
+    await say(api, room, people.bob, "Can you send the deck?", to=people.ada_id)
+    draft = page.locator("#pending > li[data-kind=draft]")
+    await expect(draft).to_have_count(1, timeout=10_000)
+    await draft.get_by_role("button", name="Send", exact=True).click()
+    await expect(page.locator("#status")).to_have_text("Sent.")
+
+    # A confirmation, answered by picking its first candidate.
+    await set_level(api, people.ada, "confirm", "room", room["id"])
+    await say(api, room, people.bob, "And the notes?", to=people.ada_id)
+    confirmation = page.locator("#pending > li[data-kind=confirmation]")
+    await expect(confirmation).to_have_count(1, timeout=10_000)
+    await expect(confirmation.get_by_role("button", name="Decline")).to_be_visible()
+    await confirmation.get_by_role("button", name="Send: 1").click()
+    await expect(page.locator("#status")).to_have_text("Sent.")
+
+    # A window, stopped.
+    await api.put("/v1/ladder/window", json={"window": "1h"}, headers=people.ada)
+    await set_level(api, people.ada, "send", "room", room["id"])
+    await say(api, room, people.bob, "Thanks!", to=people.ada_id)
+    window = page.locator("#pending > li[data-kind=window]")
+    await expect(window).to_have_count(1, timeout=10_000)
+    await expect(window.locator(".left")).to_contain_text("Sends in")
+    await window.get_by_role("button", name="Stop").click()
+    await expect(page.locator("#status")).to_have_text("Stopped: nothing was sent.")
+
+    # An ask, approved.
+    await ask_over_the_limit(api, people)
+    ask = page.locator("#pending > li[data-kind=ask]")
+    await expect(ask).to_have_count(1, timeout=10_000)
+    await expect(ask.locator(".text")).to_contain_text("shop.buy 140 USD")
+    await ask.get_by_role("button", name="Approve").click()
+    await expect(page.locator("#status")).to_have_text("Approved: your agent may go ahead.")
+
+    await expect(items).to_have_count(0, timeout=10_000)
+    await expect(page.locator("#none")).to_be_visible()
+    assert await pending(api, people.ada) == []
+    sent = [m for m in await history(api, room, people.bob) if m["author"] == people.ada_id]
+    assert len(sent) == 1 and sent[0]["drafted_by"] == f"agent:{people.ada_id}"
 
 
 async def test_a_person_sets_their_level_and_window_and_stops_and_edits_pending_sends(
@@ -50,7 +126,7 @@ async def test_a_person_sets_their_level_and_window_and_stops_and_edits_pending_
 
     room = await room_with(api, people, people.bob_id)
     await say(api, room, people.bob, "Can you resend the invoice?", to=people.ada_id)
-    item = page.locator("#pending li")
+    item = page.locator("#pending > li[data-kind=window]")
     await expect(item).to_have_count(1, timeout=10_000)
     await expect(item.locator(".left")).to_contain_text("Sends in")
     await item.get_by_role("button", name="Stop").click()

@@ -14,7 +14,6 @@ from services.ladder.main import serve as serve_ladder
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
 from tests.personal.conftest import (
-    LINES_KEY,
     SERVED,
     announce,
     behind,
@@ -23,7 +22,7 @@ from tests.personal.conftest import (
     say,
     set_level,
 )
-from tests.support import serving
+from tests.support import LINES_KEY, serving
 
 FAST = Retry(first_s=0.2, most_s=0.5, attempts=4)
 

@@ -1,7 +1,7 @@
 """The poa service on the test stack, with a clock fixed inside the vectors' validity."""
 
 import copy
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -27,3 +27,13 @@ def purchase(amount: object = 40, actor: str = "urn:example:agent:a_456") -> dic
     envelope["invocation"]["arguments"]["amount"] = amount
     envelope["invocation"]["actor"]["sub"] = actor
     return envelope
+
+
+def valid_now(grant: dict) -> dict:
+    """`grant`, valid from two days ago to five days on, for a service on the real clock."""
+    today = datetime.now(UTC).date()
+    grant["validity"] = {
+        "not_before": (today - timedelta(days=2)).isoformat(),
+        "expires": (today + timedelta(days=5)).isoformat(),
+    }
+    return grant

@@ -10,7 +10,7 @@ import pytest
 from libs.audit.reading import records as audit_records
 from libs.contracts import poa, rooms
 from tests.personal.conftest import eventually
-from tests.poa.conftest import purchase, root_grant
+from tests.poa.conftest import purchase, root_grant, valid_now
 from tests.support import bearer, token
 
 AGENT = "urn:example:agent:a_456"
@@ -40,13 +40,7 @@ def ada(org):
 
 async def _issue(api, ada, *, ask_expires_s: int | None = None) -> None:
     """The official grant, valid around today."""
-    grant = root_grant(ada["user"])
-    today = datetime.now(UTC).date()
-    grant["validity"] = {
-        "not_before": (today - timedelta(days=2)).isoformat(),
-        "expires": (today + timedelta(days=5)).isoformat(),
-    }
-    body: dict = {"grant": grant}
+    body: dict = {"grant": valid_now(root_grant(ada["user"]))}
     if ask_expires_s is not None:
         body["ask_expires_s"] = ask_expires_s
     response = await api.post("/v1/poa/grants", json=body, headers=ada["me"])

@@ -24,6 +24,7 @@ class Handlers(Messages, Drafts, Lines):
             rooms.ASK: self.ask,
             rooms.ANSWER: self.answer,
             rooms.DRAFTS: self.drafts,
+            rooms.MY_DRAFTS: self.my_drafts,
             rooms.SEND_DRAFT: self.send_draft,
             rooms.DISCARD_DRAFT: self.discard_draft,
             rooms.CONNECT: self.connect,

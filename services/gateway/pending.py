@@ -1,0 +1,238 @@
+"""`GET /v1/pending` and `GET /v1/pending/stream`: everything waiting on the person.
+
+What waits lives where it is decided: drafts in rooms, windows and confirmations in the
+ladder, asks in poa, layer drafts in mod. Each is asked, as the person, for theirs alone;
+the gateway only puts the answers side by side, each with the actions it admits. Any of
+them unavailable, the whole list is (503): a list missing a kind would say nothing waits.
+
+The stream subscribes to the person's nudges (`tether.live.*.pending.<org>.<person>`, and
+the org's `admins` for an admin) before it reads the list, so no change is missed between;
+each nudge reads the list again, and a list that changed is sent as one `pending` event.
+"""
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import datetime
+
+from aiohttp import web
+from nats.aio.client import Client
+
+from libs.contracts import codec, ladder, mod, poa, rooms
+from libs.contracts.base import key_token
+from libs.contracts.pending import ADMINS, Action, Pending, PendingItem
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.contracts.registry import live_subject
+from services.gateway.events import KEEPALIVE_S, STREAMS
+from services.gateway.forward import NATS, ask, caller
+from services.gateway.limits import RateLimiter
+from services.gateway.routes import Route
+
+__all__ = ["pending_list", "pending_stream"]
+
+_END = b""
+_SETTLE_S = 0.05  # nudges that come together are read as one
+_RETRY_S = 1.0
+_drafts = codec.decoder(rooms.DraftList).decode
+_windows = codec.decoder(ladder.WindowList).decode
+_confirmations = codec.decoder(ladder.ConfirmationList).decode
+_asks = codec.decoder(poa.AskList).decode
+_layer_drafts = codec.decoder(mod.LayerDraftList).decode
+
+
+def pending_list(
+    route: Route, *, key: str, limiter: RateLimiter, timeout: float
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def handler(http: web.Request) -> web.Response:
+        p = _person(await caller(route, http, key=key, limiter=limiter))
+        found = await gathered(http.app[NATS], p, timeout=timeout)
+        return web.Response(body=codec.encode(found), content_type="application/json")
+
+    return handler
+
+
+def pending_stream(
+    route: Route, *, key: str, limiter: RateLimiter, timeout: float
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def handler(http: web.Request) -> web.StreamResponse:
+        p = _person(await caller(route, http, key=key, limiter=limiter))
+        nc = http.app[NATS]
+        nudges: asyncio.Queue[bytes] = asyncio.Queue(1000)
+
+        async def on_nudge(_: object) -> None:
+            with contextlib.suppress(asyncio.QueueFull):  # one waiting is as good as many
+                nudges.put_nowait(b"nudge")
+
+        tokens = [key_token(p.sub), *((ADMINS,) if "admin" in p.roles else ())]
+        subs = [
+            await nc.subscribe(live_subject("*", "pending", p.org, token), cb=on_nudge)
+            for token in tokens
+        ]
+        http.app[STREAMS].add(nudges)
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        try:
+            await response.prepare(http)
+            last = b""
+            while True:
+                try:
+                    body = codec.encode(await gathered(nc, p, timeout=timeout))
+                except Refused:  # a source is away: say so, and read again shortly
+                    await response.write(b"event: unavailable\ndata: {}\n\n")
+                    await asyncio.sleep(_RETRY_S)
+                    continue
+                if body != last:
+                    await response.write(b"event: pending\ndata: %s\n\n" % body)
+                    last = body
+                try:
+                    nudge = await asyncio.wait_for(nudges.get(), KEEPALIVE_S)
+                except TimeoutError:
+                    await response.write(b": keepalive\n\n")
+                    continue
+                if nudge == _END:
+                    break
+                await asyncio.sleep(_SETTLE_S)
+                while not nudges.empty():
+                    if nudges.get_nowait() == _END:
+                        return response
+        except ConnectionResetError:
+            pass  # the client went away
+        finally:
+            http.app[STREAMS].discard(nudges)
+            for sub in subs:
+                with contextlib.suppress(Exception):
+                    await sub.unsubscribe()
+        return response
+
+    return handler
+
+
+async def gathered(nc: Client, p: Principal, *, timeout: float) -> Pending:
+    """Each source asked at once, as the person."""
+    sources = (rooms.MY_DRAFTS, ladder.WINDOWS, ladder.CONFIRMATIONS, poa.ASKS, mod.DRAFTS)
+    replies = await asyncio.gather(*(ask(nc, s, b"{}", p, timeout=timeout) for s in sources))
+    for subject, (status, body) in zip(sources, replies, strict=True):
+        if status is not None:
+            raise Refused(
+                "pending-unavailable",
+                503 if status >= 500 else status,
+                f"{subject.name} could not say what waits on you: {body.decode()[:200]}",
+            )
+    drafts, windows, confirmations, asks, layer_drafts = (body for _, body in replies)
+    items = [
+        *map(_draft, _drafts(drafts).drafts),
+        *map(_window, (w for w in _windows(windows).windows if w.state == "open")),
+        *map(_confirmation, _confirmations(confirmations).confirmations),
+        *map(_ask, _asks(asks).asks),
+        *map(_layer_draft, (d for d in _layer_drafts(layer_drafts).drafts if d.state == "open")),
+    ]
+    return Pending(items=sorted(items, key=_soonest))
+
+
+def _person(p: Principal) -> Principal:
+    if p.is_agent:
+        raise Refused("agent-may-not", 403, "what waits on a person is theirs to see")
+    return p
+
+
+def _soonest(item: PendingItem) -> tuple[bool, datetime | str, str]:
+    return (item.deadline is None, item.deadline or "", item.id)
+
+
+def _actions(*named: tuple[str, str, str, dict | None]) -> list[Action]:
+    return [Action(name=n, method=m, path=path, body=body) for n, m, path, body in named]  # type: ignore[arg-type]
+
+
+def _draft(d: rooms.Draft) -> PendingItem:
+    path = f"/v1/rooms/{d.room}/drafts/{d.id}"
+    return PendingItem(
+        kind="draft",
+        id=d.id,
+        room=d.room,
+        text=d.text,
+        actions=_actions(
+            ("send", "POST", f"{path}/send", {}),
+            ("edit", "POST", f"{path}/send", {"text": d.text}),
+            ("discard", "POST", f"{path}/discard", {}),
+        ),
+        detail={"reply_to": d.reply_to, "first_contact": d.first_contact},
+    )
+
+
+def _window(w: ladder.PendingWindow) -> PendingItem:
+    path = f"/v1/windows/{w.id}"
+    return PendingItem(
+        kind="window",
+        id=w.id,
+        room=w.room,
+        text=w.text,
+        deadline=w.due_at,
+        actions=_actions(
+            ("stop", "POST", f"{path}/stop", {}),
+            ("edit", "POST", f"{path}/edit", {"text": w.text}),
+            ("replace", "POST", f"{path}/replace", {"text": w.text}),
+        ),
+        detail={"window": w.window, "seconds_left": w.seconds_left},
+    )
+
+
+def _confirmation(c: ladder.PendingConfirmation) -> PendingItem:
+    path = f"/v1/confirmations/{c.id}"
+    choices: Iterable[tuple[str, dict]] = (
+        *((f"pick {i}", {"type": "pick", "option": i}) for i in range(len(c.candidates))),
+        *(
+            (("edit", {"type": "edit", "text": c.candidates[0]}),)
+            if "edit" in c.actions and c.candidates
+            else ()
+        ),
+        *((("decline", {"type": "decline"}),) if "decline" in c.actions else ()),
+    )
+    return PendingItem(
+        kind="confirmation",
+        id=c.id,
+        room=c.room,
+        text=c.candidates[0] if c.candidates else "",
+        candidates=list(c.candidates),
+        actions=_actions(*((n, "POST", path, {"choice": body}) for n, body in choices)),
+        detail={"question_seq": c.question_seq, "reply_to": c.reply_to},
+    )
+
+
+def _ask(a: poa.AskRecord) -> PendingItem:
+    money = f" {a.amount} {a.currency or ''}".rstrip() if a.amount is not None else ""
+    party = f" with {a.counterparty}" if a.counterparty else ""
+    path = f"/v1/poa/asks/{a.id}/answer"
+    return PendingItem(
+        kind="ask",
+        id=a.id,
+        room=a.room,
+        text=f"{a.agent} asks to {a.act}{money}{party} ({a.rule_id})",
+        deadline=a.expires_at,
+        actions=_actions(
+            ("approve", "POST", path, {"answer": "approve"}),
+            ("decline", "POST", path, {"answer": "decline"}),
+        ),
+        detail={
+            "grant": a.grant_id,
+            "rule_id": a.rule_id,
+            "act": a.act,
+            "amount": a.amount,
+            "currency": a.currency,
+            "counterparty": a.counterparty,
+            "purpose": a.purpose,
+        },
+    )
+
+
+def _layer_draft(d: mod.LayerDraft) -> PendingItem:
+    path = f"/v1/mod/drafts/{d.id}"
+    return PendingItem(
+        kind="layer_draft",
+        id=d.id,
+        text=d.note or f"{len(d.ops)} changes to your {d.layer} layer",
+        deadline=d.commits_at or d.expires_at,
+        actions=_actions(("keep", "POST", f"{path}/commit", {}), ("discard", "DELETE", path, None)),
+        detail={"layer": d.layer, "base": d.base, "writer": d.writer, "ops": len(d.ops)},
+    )

@@ -1,0 +1,185 @@
+"""Issue 14.1: one list of everything waiting on a person, across rooms and services, each
+item with the actions it admits; and the same list as server-sent events, sent again when
+it changes. Through the gateway, on the running agents, rooms, ladder, scheduler, poa and
+mod services."""
+
+import asyncio
+import contextlib
+import json
+
+import pytest
+
+from libs.contracts import agents, ladder, mod, poa, rooms, scheduler
+from tests.personal.conftest import announce, eventually, problem, room_with, say, set_level
+from tests.poa.conftest import purchase, root_grant, valid_now
+from tests.support import bearer, token
+
+SHOPPER = "urn:example:agent:a_456"
+HIDE_BOARD = {"op": "hide", "kind": "apps", "id": "hanzo/board/board"}
+SERVED = (agents.CONTRACT, rooms.CONTRACT, ladder.CONTRACT, scheduler.CONTRACT, poa.CONTRACT,
+          mod.CONTRACT)  # fmt: skip
+
+
+@pytest.fixture
+async def api(
+    client_for,
+    gateway_settings,
+    agents_service,
+    rooms_service,
+    ladder_service,
+    scheduler_service,
+    poa_service,
+    mod_service,
+):
+    return await client_for(gateway_settings, services=SERVED)
+
+
+async def pending(api, headers: dict) -> list[dict]:
+    response = await api.get("/v1/pending", headers=headers)
+    assert response.status == 200, await response.text()
+    return (await response.json())["items"]
+
+
+async def _of_kind(api, headers: dict, kind: str, count: int = 1) -> list[dict]:
+    async def found() -> list[dict] | None:
+        items = [i for i in await pending(api, headers) if i["kind"] == kind]
+        return items if len(items) == count else None
+
+    items = await eventually(found)
+    assert items, f"no {count} {kind} in {await pending(api, headers)}"
+    return items
+
+
+async def _do(api, headers: dict, item: dict, name: str, **body: object) -> dict:
+    (action,) = [a for a in item["actions"] if a["name"] == name]
+    sent = {**(action.get("body") or {}), **body}
+    response = await api.request(
+        action["method"], action["path"], json=sent if action.get("body") is not None else None,
+        headers=headers,
+    )  # fmt: skip
+    assert response.status < 300, await response.text()
+    return await response.json(content_type=None) if response.status != 204 else {}
+
+
+async def ask_over_the_limit(api, people) -> None:
+    """Ada's shopping agent asks to spend over the grant's per-act limit."""
+    grant = valid_now(root_grant(people.ada_id))
+    issued = await api.post("/v1/poa/grants", json={"grant": grant}, headers=people.ada)
+    assert issued.status == 201, await issued.text()
+    shopper = bearer(token(org=people.org, user=people.ada_id, act=SHOPPER))
+    acted = await api.post("/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase(140)},
+                           headers=shopper)  # fmt: skip
+    assert acted.status == 202, await acted.text()
+
+
+async def test_everything_waiting_on_a_person_is_one_list_and_each_item_is_done_from_it(
+    api, operator, people
+):
+    await announce(operator, people.ada_id)
+    room = await room_with(api, people, people.bob_id)
+    assert await pending(api, people.ada) == []
+
+    # A draft (level draft, the default).
+    await say(api, room, people.bob, "Can you send the deck?", to=people.ada_id)
+    (draft,) = await _of_kind(api, people.ada, "draft")
+    assert draft["room"] == room["id"] and draft["text"]
+    assert [a["name"] for a in draft["actions"]] == ["send", "edit", "discard"]
+
+    # A confirmation (level confirm): decline is among its actions, named.
+    await set_level(api, people.ada, "confirm", "room", room["id"])
+    await say(api, room, people.bob, "And the notes?", to=people.ada_id)
+    (confirmation,) = await _of_kind(api, people.ada, "confirmation")
+    names = [a["name"] for a in confirmation["actions"]]
+    assert names[0] == "pick 0" and names[-1] == "decline" and "edit" in names
+    assert confirmation["candidates"] and confirmation["text"] == confirmation["candidates"][0]
+
+    # A window (level send, 1h): its deadline is when it goes.
+    await api.put("/v1/ladder/window", json={"window": "1h"}, headers=people.ada)
+    await set_level(api, people.ada, "send", "room", room["id"])
+    await say(api, room, people.bob, "Thanks!", to=people.ada_id)
+    (window,) = await _of_kind(api, people.ada, "window")
+    assert window["deadline"] and window["detail"]["window"] == "1h"
+
+    # A PoA ask, and a draft over Ada's own layer.
+    await ask_over_the_limit(api, people)
+    (ask,) = await _of_kind(api, people.ada, "ask")
+    assert "shop.buy" in ask["text"] and [a["name"] for a in ask["actions"]] == [
+        "approve", "decline"
+    ]  # fmt: skip
+    await set_level(api, people.ada, "draft")
+    agent = bearer(token(org=people.org, user=people.ada_id, act=f"agent:{people.ada_id}",
+                         roles=("mod:write",)))  # fmt: skip
+    wrote = await api.post("/v1/mod/layers/user", json={"base": 0, "ops": [HIDE_BOARD]},
+                           headers=agent)  # fmt: skip
+    assert wrote.status == 202, await wrote.text()
+    (layer_draft,) = await _of_kind(api, people.ada, "layer_draft")
+
+    items = await pending(api, people.ada)
+    assert sorted(i["kind"] for i in items) == [
+        "ask", "confirmation", "draft", "layer_draft", "window"
+    ]  # fmt: skip
+    # Soonest first: the window (an hour) before the ask (a day); no deadline last.
+    kinds = [i["kind"] for i in items]
+    assert kinds.index("window") < kinds.index("ask") < kinds.index("draft")
+
+    # Each done from the list, by the action it names.
+    sent = await _do(api, people.ada, draft, "send")
+    assert sent["drafted_by"] == f"agent:{people.ada_id}"
+    await _do(api, people.ada, confirmation, "decline")
+    await _do(api, people.ada, window, "stop")
+    approved = await _do(api, people.ada, ask, "approve")
+    assert approved["state"] == "allowed"
+    await _do(api, people.ada, layer_draft, "keep")
+    assert await eventually(lambda: _empty(api, people.ada))
+
+
+async def _empty(api, headers: dict) -> bool:
+    return await pending(api, headers) == []
+
+
+async def test_the_list_is_the_caller_s_own_and_no_agent_reads_it(api, operator, people):
+    await announce(operator, people.ada_id)
+    room = await room_with(api, people, people.bob_id)
+    await say(api, room, people.bob, "Lunch?", to=people.ada_id)
+    await _of_kind(api, people.ada, "draft")
+    await ask_over_the_limit(api, people)
+    await _of_kind(api, people.ada, "ask")
+    for who in (people.bob, people.root, people.eve):
+        assert await pending(api, who) == [], who
+    assert await problem(await api.get("/v1/pending", headers=people.ada_agent)) == (
+        403, "agent-may-not"
+    )  # fmt: skip
+
+
+async def test_the_stream_sends_the_list_at_once_and_again_when_it_changes(api, operator, people):
+    await announce(operator, people.ada_id)
+    room = await room_with(api, people, people.bob_id)
+    events: asyncio.Queue[list[dict]] = asyncio.Queue()
+
+    async def listen() -> None:
+        response = await api.get("/v1/pending/stream", headers=people.ada)
+        assert response.headers["Content-Type"].startswith("text/event-stream")
+        event = None
+        async for raw in response.content:
+            line = raw.decode().rstrip("\n")
+            if line.startswith("event: "):
+                event = line.removeprefix("event: ")
+            elif line.startswith("data: ") and event == "pending":
+                await events.put(json.loads(line.removeprefix("data: "))["items"])
+
+    task = asyncio.create_task(listen())
+    try:
+        assert await asyncio.wait_for(events.get(), 10) == []
+        await say(api, room, people.bob, "Are you in on Friday?", to=people.ada_id)
+        (draft,) = await asyncio.wait_for(events.get(), 10)
+        assert draft["kind"] == "draft"
+        await ask_over_the_limit(api, people)
+        items = await asyncio.wait_for(events.get(), 10)
+        assert sorted(i["kind"] for i in items) == ["ask", "draft"]
+        await _do(api, people.ada, draft, "discard")
+        (left,) = await asyncio.wait_for(events.get(), 10)
+        assert left["kind"] == "ask"
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
