@@ -22,7 +22,7 @@ from libs.contracts.base import home_org
 from libs.model import Model
 from libs.runtime.calls import call
 from services.agents.domain import personas
-from services.agents.domain.prompt import compose
+from services.agents.domain.prompt import candidates, compose
 from services.agents.handlers import Handlers
 from services.agents.store import AgentStore
 
@@ -91,10 +91,14 @@ class Answering:
         if agent.user is not None:  # read now, never kept
             preferences = await self._store.preferences(agent.org, agent.user)
         prompt = compose(persona, preferences, page.messages, speaker=agent.user or rooms.ORG)
-        text = await self._model.reply(prompt)
+        replies = candidates(await self._model.reply(prompt))
         if agent.user is None:  # the org's agent answers under org policy: a draft
             draft = rooms.PostDraft(
-                org=stored.org, room=stored.room, reply_to=stored.seq, agent=agent.id, text=text
+                org=stored.org,
+                room=stored.room,
+                reply_to=stored.seq,
+                agent=agent.id,
+                text=replies[0],
             )
             await call(self._nc, rooms.POST_DRAFT, draft, caller="agents")
             return
@@ -105,7 +109,7 @@ class Answering:
             transport=stored.transport,
             first_contact=stored.first_contact,
             reply_to=stored.seq,
-            candidates=(text,),
+            candidates=replies,
         )
         await call(self._nc, ladder.ROUTE, reply, caller="agents")
 

@@ -1,13 +1,26 @@
 """What the model is given to draft a reply: the persona, the person's preferences as read
-now, and the recent history of the one room it answers in — nothing else."""
+now, and the recent history of the one room it answers in — nothing else; and what its
+answer holds: one reply, or up to three candidates for the person to pick from."""
 
 from collections.abc import Sequence
+
+import msgspec
 
 from libs.contracts.agents import Persona, Preferences
 from libs.contracts.rooms import Message
 from libs.model import Prompt, Turn
 
-__all__ = ["acknowledged", "compose"]
+__all__ = ["CANDIDATES", "acknowledged", "candidates", "compose"]
+
+MAX_CANDIDATES = 3
+CANDIDATES = (
+    "Answer with the reply alone. If two or three replies would each serve and the person "
+    'should choose, answer instead with JSON: {"candidates": ["...", "..."]}, best first.'
+)
+
+
+class _Candidates(msgspec.Struct):
+    candidates: list[str]
 
 
 def compose(
@@ -15,7 +28,7 @@ def compose(
 ) -> Prompt:
     """`speaker` is whom the agent writes as: the person (their own messages and their
     agent's are the assistant's turns) or, for the ambient agent, the org."""
-    system = [persona.instructions]
+    system = [persona.instructions, CANDIDATES]
     if preferences is not None:
         if preferences.display_name:
             system.append(f"You write as {preferences.display_name}.")
@@ -34,6 +47,17 @@ def compose(
         for m in history
     )
     return Prompt(system="\n".join(system), turns=turns)
+
+
+def candidates(answer: str) -> tuple[str, ...]:
+    """The model's candidates, best first, at most three, each once; an answer that is not
+    the candidates' JSON is the one reply."""
+    try:
+        found = msgspec.json.decode(answer.strip(), type=_Candidates).candidates
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return (answer,)
+    kept = tuple(dict.fromkeys(c.strip() for c in found if c.strip()))[:MAX_CANDIDATES]
+    return kept or (answer,)
 
 
 def acknowledged(prompt: Prompt) -> str:
