@@ -33,16 +33,21 @@ __all__ = [
     "Decline",
     "Deliver",
     "Delivered",
+    "Delivery",
     "DisconnectLine",
+    "DismissFailed",
     "Draft",
     "DraftList",
     "DraftRef",
     "Edit",
+    "FailedDelivery",
+    "FailedList",
     "History",
     "Inbound",
     "Line",
     "LineList",
     "ListDrafts",
+    "ListFailed",
     "ListLines",
     "ListMessages",
     "ListMyDrafts",
@@ -60,8 +65,10 @@ __all__ = [
     "RoomRef",
     "Send",
     "SendDraft",
+    "StatusReport",
     "Transport",
     "VerifyLine",
+    "delivery_subject",
     "live_subjects",
 ]
 
@@ -151,6 +158,18 @@ class Question(Contract):
     options: tuple[str, ...]
 
 
+class Delivery(Contract, omit_defaults=True):
+    """How a message that left by a line is faring: the carrier's id for it and the last
+    status its signed status callback gave (`queued` when it was handed over); `error` is
+    the carrier's reason for a failure."""
+
+    transport: Transport
+    carrier_id: str
+    status: Literal["queued", "sent", "delivered", "failed"]
+    at: datetime
+    error: str | None = None
+
+
 class Message(Contract, omit_defaults=True):
     """A stored message. `seq` orders the room's history and is its cursor.
 
@@ -177,6 +196,7 @@ class Message(Contract, omit_defaults=True):
     transport: Transport | None = None
     notice: bool = False
     private: bool = False
+    delivery: Delivery | None = None  # read with it, for a message that left by a line
 
 
 class Send(Contract):
@@ -314,6 +334,36 @@ class Inbound(Contract):
     body: str = ""
 
 
+class StatusReport(Contract):
+    """What a carrier's status callback changed: message `seq` of `room`, now `status`."""
+
+    room: str
+    seq: Seq
+    status: Literal["queued", "sent", "delivered", "failed"]
+
+
+class FailedDelivery(Contract):
+    """A message of mine that left by my line and did not arrive: it waits on me."""
+
+    room: str
+    seq: Seq
+    text: str
+    delivery: Delivery
+
+
+class ListFailed(Contract):
+    """My messages whose delivery failed, not yet dismissed."""
+
+
+class FailedList(Contract):
+    failed: list[FailedDelivery]
+
+
+class DismissFailed(Contract):
+    id: RoomId
+    seq: Seq
+
+
 class Delivered(Contract):
     room: str
     seq: Seq
@@ -389,6 +439,13 @@ class MessageStored(Contract):
     choice: Choice | None = None
 
 
+def delivery_subject(room: str) -> str:
+    """Where a room's delivery updates are heard live, `{seq, delivery}`. Its last token is
+    never a reader's: a reader's always holds a `/` (a person, their agent) or an escaped
+    `:` (a bot)."""
+    return live_subject("rooms", room, "delivery")
+
+
 def live_subjects(room: str, reader: str) -> tuple[str, str]:
     """What a reader of `room` hears live: what its members hear, and what is for them alone."""
     return live_subject("rooms", room), live_subject("rooms", room, key_token(reader))
@@ -429,6 +486,11 @@ VERIFY_LINE = _subject("verify_line", VerifyLine, Line, "prove my line with the 
 LINES = _subject("lines", ListLines, LineList, "my lines")
 DISCONNECT = _subject("disconnect", DisconnectLine, Line, "disconnect my line")
 INBOUND = _subject("inbound", Inbound, Delivered, "a carrier's signed webhook", public=True)
+STATUS = _subject(
+    "status", Inbound, StatusReport, "a carrier's signed status callback", public=True
+)
+FAILED = _subject("failed", ListFailed, FailedList, "my messages whose delivery failed")
+DISMISS = _subject("dismiss", DismissFailed, FailedDelivery, "dismiss a failed delivery")
 HISTORY = _subject("history", History, MessagePage, "one room's recent history", **_AGENTS)
 POST_DRAFT = _subject(
     "post_draft",
@@ -490,6 +552,9 @@ CONTRACT = service_contract(
         LINES,
         DISCONNECT,
         INBOUND,
+        STATUS,
+        FAILED,
+        DISMISS,
         HISTORY,
         POST_DRAFT,
         DELIVER,

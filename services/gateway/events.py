@@ -2,7 +2,9 @@
 
 The rooms service says whether the caller is a member (the route's subject); the live
 subject is subscribed before the history is read, so nothing stored in between is missed,
-and each message is sent once, in seq order. `Last-Event-ID` (or `?after=`) resumes.
+and each message is sent once, in seq order. `Last-Event-ID` (or `?after=`) resumes. How a
+message that left by a line fares comes as `delivery` events `{seq, delivery}` (no id: the
+history read on resuming carries each message's delivery as it is then).
 """
 
 import asyncio
@@ -23,6 +25,7 @@ __all__ = ["STREAMS", "close_streams", "room_stream"]
 # Each open stream's queue, so a stopping gateway can end them at once (an empty item).
 STREAMS = web.AppKey("streams", set)
 _END = b""
+_DELIVERY = b"\x00delivery"  # marks a delivery update among the live messages
 
 KEEPALIVE_S = 15.0
 _BACKLOG = 1000  # messages a slow client may fall behind before it is closed (and resumes)
@@ -46,17 +49,24 @@ def room_stream(
         live: asyncio.Queue[bytes] = asyncio.Queue(_BACKLOG)
         overflowed = asyncio.Event()
 
-        async def on_live(msg) -> None:
+        def put(data: bytes) -> None:
             try:
-                live.put_nowait(msg.data)
+                live.put_nowait(data)
             except asyncio.QueueFull:
                 overflowed.set()
+
+        async def on_live(msg) -> None:
+            put(msg.data)
+
+        async def on_delivery(msg) -> None:
+            put(_DELIVERY + msg.data)
 
         # The members' messages, and the caller's own (their agent's notices and questions).
         subs = [
             await nc.subscribe(subject, cb=on_live)
             for subject in rooms.live_subjects(room_id, principal.sub)
         ]
+        subs.append(await nc.subscribe(rooms.delivery_subject(room_id), cb=on_delivery))
         http.app[STREAMS].add(live)
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
@@ -85,6 +95,9 @@ def room_stream(
                     continue
                 if data == _END:
                     break
+                if data.startswith(_DELIVERY):
+                    await response.write(b"event: delivery\ndata: %s\n\n" % data[len(_DELIVERY) :])
+                    continue
                 seq = int(_seq(data)["seq"])
                 if seq > last:
                     await _send(response, seq, data)

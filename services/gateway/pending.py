@@ -1,9 +1,10 @@
 """`GET /v1/pending` and `GET /v1/pending/stream`: everything waiting on the person.
 
-What waits lives where it is decided: drafts in rooms, windows and confirmations in the
-ladder, asks in poa, layer drafts in mod. Each is asked, as the person, for theirs alone;
-the gateway only puts the answers side by side, each with the actions it admits. Any of
-them unavailable, the whole list is (503): a list missing a kind would say nothing waits.
+What waits lives where it is decided: drafts and failed deliveries in rooms, windows and
+confirmations in the ladder, asks in poa, layer drafts in mod. Each is asked, as the
+person, for theirs alone; the gateway only puts the answers side by side, each with the
+actions it admits. Any of them unavailable, the whole list is (503): a list missing a kind
+would say nothing waits.
 
 The stream subscribes to the person's nudges (`tether.live.*.pending.<org>.<person>`, and
 the org's `admins` for an admin) before it reads the list, so no change is missed between;
@@ -39,6 +40,7 @@ _windows = codec.decoder(ladder.WindowList).decode
 _confirmations = codec.decoder(ladder.ConfirmationList).decode
 _asks = codec.decoder(poa.AskList).decode
 _layer_drafts = codec.decoder(mod.LayerDraftList).decode
+_failed = codec.decoder(rooms.FailedList).decode
 
 
 def pending_list(
@@ -111,7 +113,14 @@ def pending_stream(
 
 async def gathered(nc: Client, p: Principal, *, timeout: float) -> Pending:
     """Each source asked at once, as the person."""
-    sources = (rooms.MY_DRAFTS, ladder.WINDOWS, ladder.CONFIRMATIONS, poa.ASKS, mod.DRAFTS)
+    sources = (
+        rooms.MY_DRAFTS,
+        ladder.WINDOWS,
+        ladder.CONFIRMATIONS,
+        poa.ASKS,
+        mod.DRAFTS,
+        rooms.FAILED,
+    )
     replies = await asyncio.gather(*(ask(nc, s, b"{}", p, timeout=timeout) for s in sources))
     for subject, (status, body) in zip(sources, replies, strict=True):
         if status is not None:
@@ -120,13 +129,14 @@ async def gathered(nc: Client, p: Principal, *, timeout: float) -> Pending:
                 503 if status >= 500 else status,
                 f"{subject.name} could not say what waits on you: {body.decode()[:200]}",
             )
-    drafts, windows, confirmations, asks, layer_drafts = (body for _, body in replies)
+    drafts, windows, confirmations, asks, layer_drafts, failed = (body for _, body in replies)
     items = [
         *map(_draft, _drafts(drafts).drafts),
         *map(_window, (w for w in _windows(windows).windows if w.state == "open")),
         *map(_confirmation, _confirmations(confirmations).confirmations),
         *map(_ask, _asks(asks).asks),
         *map(_layer_draft, (d for d in _layer_drafts(layer_drafts).drafts if d.state == "open")),
+        *map(_delivery, _failed(failed).failed),
     ]
     return Pending(items=sorted(items, key=_soonest))
 
@@ -235,4 +245,23 @@ def _layer_draft(d: mod.LayerDraft) -> PendingItem:
         deadline=d.commits_at or d.expires_at,
         actions=_actions(("keep", "POST", f"{path}/commit", {}), ("discard", "DELETE", path, None)),
         detail={"layer": d.layer, "base": d.base, "writer": d.writer, "ops": len(d.ops)},
+    )
+
+
+def _delivery(f: rooms.FailedDelivery) -> PendingItem:
+    return PendingItem(
+        kind="delivery",
+        id=f"{f.room}:{f.seq}",
+        room=f.room,
+        text=f.text,
+        actions=_actions(
+            ("dismiss", "POST", f"/v1/rooms/{f.room}/messages/{f.seq}/dismiss", {}),
+        ),
+        detail={
+            "seq": f.seq,
+            "transport": f.delivery.transport,
+            "carrier_id": f.delivery.carrier_id,
+            "error": f.delivery.error,
+            "at": f.delivery.at.isoformat(),
+        },
     )

@@ -124,6 +124,12 @@ ROUTES: tuple[Route, ...] = (
         "New messages as server-sent events (Last-Event-ID resumes)",
         kind="stream",
     ),
+    Route(
+        "POST",
+        "/v1/rooms/{id}/messages/{seq}/dismiss",
+        rooms.DISMISS,
+        "Dismiss the failed delivery of a message of mine from what waits on me",
+    ),
     Route("POST", "/v1/rooms/{id}/questions", rooms.ASK, "Ask a confirmation question", status=201),
     Route(
         "POST",
@@ -225,6 +231,13 @@ ROUTES: tuple[Route, ...] = (
         "/v1/lines/{transport}/inbound",
         rooms.INBOUND,
         "A carrier's webhook, verified by the line's own signing secret",
+        kind="webhook",
+    ),
+    Route(
+        "POST",
+        "/v1/lines/{transport}/status",
+        rooms.STATUS,
+        "A carrier's status callback for a message that left by a line, verified the same way",
         kind="webhook",
     ),
 )

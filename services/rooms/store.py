@@ -6,6 +6,9 @@ Keys in `rooms`:
     member.<member>.<room>           the member's way in: every read starts from it
     draft.<person>.<room>.<draft>    an agent's draft, held for its person
     answered.<room>.<seq>            the one answer a question gets
+    delivery.<room>.<seq>            how a message that left by a line fares
+    carrier.<transport>.<id>         which message a carrier's id is: "<room> <seq>"
+    failed.<person>.<room>.<seq>     a failed delivery waiting on its person
 Keys in `rooms-lines`:
     claim.<person>.<transport>       a line waiting for its code
     line.<person>.<transport>        a person's connected line, its credential sealed
@@ -28,11 +31,14 @@ from libs.contracts.rooms import (
     MESSAGE_STORED,
     ORG,
     ROOMS,
+    Delivery,
     Draft,
+    FailedDelivery,
     Message,
     MessageStored,
     Room,
     Transport,
+    delivery_subject,
 )
 from libs.runtime.direct import batch_get
 from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
@@ -54,6 +60,8 @@ class StoredLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 _room = codec.decoder(Room)
 _message = codec.decoder(Message)
 _draft = codec.decoder(Draft)
+_delivery = codec.decoder(Delivery)
+_failed = codec.decoder(FailedDelivery)
 _line = codec.decoder(StoredLine)
 _claim = codec.decoder(Claim)
 
@@ -220,9 +228,75 @@ class RoomStore:
     async def _nudge(self, draft: Draft) -> None:
         """The person's pending list changed (the ambient agent's drafts are per room)."""
         if draft.person != ORG:
-            await self._nc.publish(
-                pending.changed("rooms", draft.org, key_token(draft.person)), b""
-            )
+            await self._nudge_person(draft.org, draft.person)
+
+    async def _nudge_person(self, org: str, person: str) -> None:
+        await self._nc.publish(pending.changed("rooms", org, key_token(person)), b"")
+
+    # deliveries: how a message that left by a line fares
+
+    async def put_delivery(self, room: Room, seq: int, delivery: Delivery) -> Delivery:
+        """Handed over: stored once (a repeat keeps the first), found again by the carrier's
+        id, and told to the room's stream."""
+        try:
+            await write_at(self._rooms, _delivery_key(room.id, seq), codec.encode(delivery), 0)
+        except Conflict:
+            found = await _get(self._rooms, _delivery_key(room.id, seq))
+            assert found is not None
+            return _delivery.decode(found[0])
+        where = _carrier_key(delivery.transport, delivery.carrier_id)
+        await self._rooms.put(where, f"{room.id} {seq}".encode())
+        await self._tell(room.id, seq, delivery)
+        return delivery
+
+    async def delivered_as(self, transport: str, carrier_id: str) -> tuple[str, int] | None:
+        """(room, seq) of what left by `transport` under the carrier's id."""
+        found = await _get(self._rooms, _carrier_key(transport, carrier_id))
+        if found is None:
+            return None
+        room, _, seq = found[0].decode().partition(" ")
+        return room, int(seq)
+
+    async def deliveries(self, room_id: str) -> dict[int, Delivery]:
+        entries = await current(self._rooms, _delivery_key(room_id, "*"))
+        return {int(e.key.rsplit(".", 1)[1]): _delivery.decode(e.value) for e in entries}
+
+    async def change_delivery(
+        self, room_id: str, seq: int, change: Callable[[Delivery], Delivery]
+    ) -> tuple[Delivery, Delivery] | None:
+        found = await _get(self._rooms, _delivery_key(room_id, seq))
+        if found is None:
+            return None
+        before, after = await swap(
+            self._rooms,
+            _delivery_key(room_id, seq),
+            change,
+            decode=_delivery.decode,
+            default=_delivery.decode(found[0]),
+        )
+        if before != after:
+            await self._tell(room_id, seq, after)
+        return before, after
+
+    async def put_failed(self, org: str, person: str, failed: FailedDelivery) -> None:
+        await self._rooms.put(_failed_key(person, failed.room, failed.seq), codec.encode(failed))
+        await self._nudge_person(org, person)
+
+    async def failed(self, person: str) -> list[FailedDelivery]:
+        entries = await current(self._rooms, _failed_key(person, "*", "*"))
+        return [_failed.decode(e.value) for e in entries]
+
+    async def dismiss_failed(self, org: str, person: str, room_id: str, seq: int) -> bool:
+        key = _failed_key(person, room_id, seq)
+        if await _get(self._rooms, key) is None:
+            return False
+        await self._rooms.delete(key)
+        await self._nudge_person(org, person)
+        return True
+
+    async def _tell(self, room_id: str, seq: int, delivery: Delivery) -> None:
+        body = msgspec.json.encode({"seq": seq, "delivery": delivery})
+        await self._nc.publish(delivery_subject(room_id), body)
 
     async def claim_answer(self, room_id: str, seq: int) -> bool:
         try:
@@ -309,6 +383,18 @@ def _private(org: str, room_id: str, person: str) -> str:
 
 def _claim_key(person: str, transport: str) -> str:
     return f"claim.{key_token(person)}.{transport}"
+
+
+def _delivery_key(room_id: str, seq: int | str) -> str:
+    return f"delivery.{room_id}.{seq}"
+
+
+def _carrier_key(transport: str, carrier_id: str) -> str:
+    return f"carrier.{transport}.{key_token(carrier_id)}"
+
+
+def _failed_key(person: str, room_id: str, seq: int | str) -> str:
+    return f"failed.{key_token(person)}.{room_id}.{seq}"
 
 
 def _draft_key(person: str, room_id: str, draft_id: str) -> str:

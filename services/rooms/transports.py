@@ -1,12 +1,14 @@
 """How a reply leaves by a person's line. `Recording` is the adapter for development and
 tests: it records each outbound message on the ROOMS stream (`rooms.outbound.<transport>.
-<org>`) exactly once per stored message, where a real adapter would call the carrier."""
+<org>`) exactly once per stored message, where a real adapter would call the carrier, and
+answers an id for it as a carrier would, which the carrier's status callbacks then name."""
 
 from typing import Protocol
 
 import msgspec
 
 from libs.contracts import codec
+from services.rooms.domain.deliveries import carrier_id
 from services.rooms.store import RoomStore
 
 __all__ = ["Outbound", "Recording", "Transport"]
@@ -30,17 +32,18 @@ class Outbound(msgspec.Struct, frozen=True):
 
 
 class Transport(Protocol):
-    async def send(self, message: Outbound) -> None: ...
+    async def send(self, message: Outbound) -> str:
+        """Hand `message` to the carrier; its id for it."""
+        ...
 
 
 class Recording:
     def __init__(self, store: RoomStore) -> None:
         self._store = store
 
-    async def send(self, message: Outbound) -> None:
+    async def send(self, message: Outbound) -> str:
+        key = message.key or f"{message.room}-{message.seq}"
         await self._store.record_outbound(
-            message.transport,
-            message.org,
-            codec.encode(message),
-            msg_id=message.key or f"{message.room}-{message.seq}",
+            message.transport, message.org, codec.encode(message), msg_id=key
         )
+        return carrier_id(message.transport, key)

@@ -45,6 +45,7 @@ RECORDED = {
     ("POST", "/v1/poa/grants/{id}/children"): "poa.grant.delegate",
     ("POST", "/v1/poa/grants/{id}/acts"): "poa.act.record / poa.act.decide",
     ("POST", "/v1/poa/asks/{id}/answer"): "poa.ask.answer / poa.act.record",
+    ("POST", "/v1/rooms/{id}/messages/{seq}/dismiss"): "rooms.delivery.dismiss",
     ("POST", "/v1/agents/me"): "agents.personal.create",
     ("POST", "/v1/agents/personas"): "agents.persona.put",
     ("POST", "/v1/agents"): "agents.org.create",
@@ -78,6 +79,7 @@ SELF_RECORDING = {
     ("POST", "/v1/rooms/{id}/questions"): "the question, in the room's history",
     ("POST", "/v1/rooms/{id}/questions/{seq}/answer"): "the answer, in the room's history",
     ("POST", "/v1/lines/{transport}/inbound"): "the message, in the line's room",
+    ("POST", "/v1/lines/{transport}/status"): "the carrier's word, on the message it is about",
 }
 READS = {("POST", "/v1/poa/verify"), ("POST", "/v1/poa/contain")}  # judged, nothing stored
 

@@ -32,6 +32,9 @@ class Handlers(Messages, Drafts, Lines):
             rooms.LINES: self.lines,
             rooms.DISCONNECT: self.disconnect,
             rooms.INBOUND: self.inbound,  # type: ignore[dict-item]
+            rooms.STATUS: self.status,  # type: ignore[dict-item]
+            rooms.FAILED: self.failed,
+            rooms.DISMISS: self.dismiss,
             rooms.HISTORY: self.history,
             rooms.POST_DRAFT: self.post_draft,
             rooms.DELIVER: self.deliver,

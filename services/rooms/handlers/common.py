@@ -5,6 +5,7 @@ draft, each starting from the caller."""
 from collections.abc import Callable
 from datetime import datetime
 
+import msgspec
 from nats.aio.client import Client
 
 from libs.audit.trail import Trail
@@ -12,7 +13,7 @@ from libs.contracts import rooms
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from services.rooms.domain import members, messages
+from services.rooms.domain import deliveries, members, messages
 from services.rooms.sealing import Sealer
 from services.rooms.store import RoomStore
 from services.rooms.transports import Outbound, Transport
@@ -52,15 +53,17 @@ class Rooms:
             messages.stored(room, stored, first_contact=first_contact),
         )
         if room.transport is not None and _leaves(room, stored):
-            await self._send_out(room, stored)
+            delivery = await self._send_out(room, stored)
+            return msgspec.structs.replace(stored, delivery=delivery)
         return stored
 
-    async def _send_out(self, room: rooms.Room, message: rooms.Message) -> None:
+    async def _send_out(self, room: rooms.Room, message: rooms.Message) -> rooms.Delivery | None:
+        """Handed to the carrier, and its delivery kept to be followed."""
         assert room.transport is not None and room.owner is not None
         line = await self._store.line(room.owner, room.transport)
         if line is None or room.correspondent is None:
-            return  # the line was disconnected: the message is stored, nothing leaves
-        await self._transport.send(
+            return None  # the line was disconnected: the message is stored, nothing leaves
+        carrier = await self._transport.send(
             Outbound(
                 transport=room.transport,
                 org=room.org,
@@ -73,6 +76,8 @@ class Rooms:
                 on_behalf_of=message.on_behalf_of,
             )
         )
+        delivery = deliveries.handed_over(room.transport, carrier, self._clock())
+        return await self._store.put_delivery(room, message.seq, delivery)
 
     async def _room(self, room_id: str, p: Principal) -> rooms.Room:
         room = await self._store.room_of(members.caller(p).id, room_id)

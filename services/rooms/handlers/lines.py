@@ -2,13 +2,14 @@
 webhooks into the person's rooms, one per correspondent, announced in the line's hub."""
 
 import secrets
+from collections.abc import Callable
 from datetime import datetime
 
 from libs.contracts import rooms
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.kv import Conflict
-from services.rooms.domain import claims, lines, messages
+from services.rooms.domain import claims, deliveries, lines, messages
 from services.rooms.handlers.common import Rooms, person_of
 from services.rooms.store import StoredLine
 from services.rooms.transports import Outbound
@@ -111,33 +112,14 @@ class Lines(Rooms):
 
     async def inbound(self, req: rooms.Inbound, _: None) -> rooms.Delivered:
         """A carrier's webhook: found by the address it was sent to, verified with that
-        line's own secret, stored in the person's room for the correspondent. An address
-        that is no connected line's is checked against a throwaway secret and refused in
-        the same words as a bad signature, so the answer says nothing of who has a line."""
+        line's own secret, stored in the person's room for the correspondent."""
         arrived = lines.arrival(req)
         try:
             to = lines.normalize(req.transport, arrived.to)
             sender = lines.normalize(req.transport, arrived.sender)
         except Refused as exc:
             raise Refused("invalid-webhook", 422, exc.problem.detail) from exc
-        person = await self._store.owner_of(req.transport, to)
-        line = None if person is None else await self._store.line(person, req.transport)
-        secret = (
-            secrets.token_hex(16)
-            if line is None
-            else self._sealer.open(line.sealed, owner=line.person, transport=line.transport)
-        )
-        try:
-            lines.verify(req, secret, self._clock())
-        except Refused:
-            line = None
-        if line is None:
-            raise Refused(
-                "webhook-unverified",
-                403,
-                f"the webhook is not signed by the secret of a connected {req.transport} "
-                f"line at {to}",
-            )
+        line = await self._verified(req, to, lines.verify)
         room = await self._line_room(line, sender)
         first = await self._store.is_empty(room.org, room.id)
         message = messages.inbound(
@@ -152,6 +134,86 @@ class Lines(Rooms):
             room, message, msg_id=f"{req.transport}-{arrived.carrier_id}", first_contact=first
         )
         return rooms.Delivered(room=room.id, seq=stored.seq, first_contact=first)
+
+    async def status(self, req: rooms.Inbound, _: None) -> rooms.StatusReport:
+        """A carrier's status callback for a message that left by a line: verified with the
+        line's own secret, and only for a message of that line's person."""
+        report = deliveries.report(req)
+        try:
+            address = lines.normalize(req.transport, report.line)
+        except Refused as exc:
+            raise Refused("invalid-webhook", 422, exc.problem.detail) from exc
+        line = await self._verified(req, address, deliveries.verify_report)
+        where = await self._store.delivered_as(req.transport, report.carrier_id)
+        room = None if where is None else await self._store.room(where[0])
+        if where is None or room is None or room.owner != line.person:
+            raise Refused(
+                "message-not-found", 404, f"no message left by this line as {report.carrier_id}"
+            )
+        now = self._clock()
+        changed = await self._store.change_delivery(
+            room.id, where[1], lambda d: deliveries.moved(d, report, now)
+        )
+        assert changed is not None
+        before, after = changed
+        if after.status == "failed" and before.status != "failed":
+            message = await self._message(room, where[1])
+            failed = rooms.FailedDelivery(
+                room=room.id, seq=where[1], text=message.text, delivery=after
+            )
+            await self._store.put_failed(room.org, line.person, failed)
+        return rooms.StatusReport(room=room.id, seq=where[1], status=after.status)
+
+    async def failed(self, _: rooms.ListFailed, p: Principal) -> rooms.FailedList:
+        _, person = person_of(p, "read what failed to arrive")
+        found = await self._store.failed(person)
+        return rooms.FailedList(failed=sorted(found, key=lambda f: f.delivery.at))
+
+    async def dismiss(self, req: rooms.DismissFailed, p: Principal) -> rooms.FailedDelivery:
+        org, person = person_of(p, "dismiss what failed to arrive")
+        found = next(
+            (f for f in await self._store.failed(person) if (f.room, f.seq) == (req.id, req.seq)),
+            None,
+        )
+        if found is None:
+            raise Refused(
+                "failure-not-found", 404, f"no failed delivery of message {req.seq} in {req.id}"
+            )
+        async with self._trail.change(
+            org, actor=p, action="rooms.delivery.dismiss", target=f"{req.id}:{req.seq}"
+        ):
+            await self._store.dismiss_failed(org, person, req.id, req.seq)
+        return found
+
+    async def _verified(
+        self,
+        req: rooms.Inbound,
+        address: str,
+        check: Callable[[rooms.Inbound, str, datetime], None],
+    ) -> StoredLine:
+        """The connected line at `address`, if the webhook is signed with its own secret. An
+        address that is no connected line's is checked against a throwaway secret and
+        refused in the same words as a bad signature, so the answer says nothing of who has
+        a line."""
+        person = await self._store.owner_of(req.transport, address)
+        line = None if person is None else await self._store.line(person, req.transport)
+        secret = (
+            secrets.token_hex(16)
+            if line is None
+            else self._sealer.open(line.sealed, owner=line.person, transport=line.transport)
+        )
+        try:
+            check(req, secret, self._clock())
+        except Refused:
+            line = None
+        if line is None:
+            raise Refused(
+                "webhook-unverified",
+                403,
+                f"the webhook is not signed by the secret of a connected {req.transport} "
+                f"line at {address}",
+            )
+        return line
 
     async def _line_room(self, line: StoredLine, correspondent: str) -> rooms.Room:
         """The room for this correspondent, made on first contact, and announced in the

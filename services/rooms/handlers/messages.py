@@ -40,6 +40,9 @@ class Messages(Rooms):
     async def messages(self, req: rooms.ListMessages, p: Principal) -> rooms.MessagePage:
         room = await self._room(req.id, p)
         found, more = await self._store.page(room.org, room.id, req.after, req.limit, reader=p.sub)
+        if room.transport is not None:  # what left by the line, with how it fares
+            fares = await self._store.deliveries(room.id)
+            found = [msgspec.structs.replace(m, delivery=fares.get(m.seq)) for m in found]
         return rooms.MessagePage(messages=found, next=found[-1].seq if more else None)
 
     async def send(self, req: rooms.Send, p: Principal) -> rooms.Message:

@@ -1,0 +1,131 @@
+"""A message that left by a line, and how it fares: each carrier's signed status callback,
+read in that carrier's style, moves it forward only (queued, sent, delivered), and a
+failure is final.
+
+    sms       Twilio: form fields MessageSid, MessageStatus, From (the line), ErrorCode;
+              signed as its message webhook.
+    whatsapp  Meta's Cloud API: `statuses` in a change's value, `metadata.
+              display_phone_number` the line; signed as its message webhook.
+    email     Mailgun's events: JSON with `event-data` (event, message.headers.message-id,
+              envelope.sender the line, delivery-status.message) and `signature`
+              {timestamp, token, signature}, refused five minutes from now.
+"""
+
+import hashlib
+import hmac
+from datetime import datetime
+from typing import Any, Literal
+from urllib.parse import parse_qsl
+
+import msgspec
+
+from libs.contracts.problem import Refused
+from libs.contracts.rooms import Delivery, Inbound, Transport
+from services.rooms.domain.lines import MAX_SKEW_S, sign_mailgun, verify
+
+__all__ = ["Report", "carrier_id", "handed_over", "moved", "report", "verify_report"]
+
+Status = Literal["queued", "sent", "delivered", "failed"]
+_ORDER: dict[str, int] = {"queued": 0, "sent": 1, "delivered": 2, "failed": 3}
+_TWILIO: dict[str, Status] = {
+    **dict.fromkeys(("accepted", "scheduled", "queued", "sending"), "queued"),
+    "sent": "sent",
+    **dict.fromkeys(("delivered", "read"), "delivered"),
+    **dict.fromkeys(("undelivered", "failed", "canceled"), "failed"),
+}
+_META: dict[str, Status] = {"sent": "sent", "delivered": "delivered", "read": "delivered",
+                            "failed": "failed"}  # fmt: skip
+_MAILGUN: dict[str, Status] = {"accepted": "queued", "delivered": "delivered",
+                               "failed": "failed", "rejected": "failed"}  # fmt: skip
+
+
+class Report(msgspec.Struct, frozen=True):
+    """One status callback: which of our addresses sent the message, the carrier's id for
+    it, and what it says now."""
+
+    line: str
+    carrier_id: str
+    status: Status
+    error: str | None = None
+
+
+def carrier_id(transport: Transport, key: str) -> str:
+    """The recording adapter's id for what it handed over (a carrier would give its own)."""
+    return f"rec-{transport}-{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+
+
+def handed_over(transport: Transport, carrier_id: str, now: datetime) -> Delivery:
+    return Delivery(transport=transport, carrier_id=carrier_id, status="queued", at=now)
+
+
+def moved(delivery: Delivery, report: Report, now: datetime) -> Delivery:
+    """Forward only: a report behind what is known (callbacks arrive out of order), or after
+    a final status, changes nothing."""
+    final = delivery.status in ("delivered", "failed")
+    if final or _ORDER[report.status] <= _ORDER[delivery.status]:
+        return delivery
+    error = report.error if report.status == "failed" else None
+    return msgspec.structs.replace(delivery, status=report.status, at=now, error=error)
+
+
+def report(inbound: Inbound) -> Report:
+    try:
+        match inbound.transport:
+            case "sms":
+                return _twilio(dict(parse_qsl(inbound.body, keep_blank_values=True)))
+            case "whatsapp":
+                return _meta(msgspec.json.decode(inbound.body))
+            case "email":
+                return _mailgun(msgspec.json.decode(inbound.body))
+    except (msgspec.DecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise Refused(
+            "invalid-webhook", 422, f"not a {inbound.transport} status callback: {exc!r}"
+        ) from exc
+    raise AssertionError(inbound.transport)
+
+
+def verify_report(inbound: Inbound, secret: str, now: datetime) -> None:
+    """Signed as the carrier signs its message webhooks; Mailgun's events carry their
+    signature inside the JSON."""
+    if inbound.transport != "email":
+        verify(inbound, secret, now)
+        return
+    signed = msgspec.json.decode(inbound.body).get("signature") or {}
+    stamp = str(signed.get("timestamp", ""))
+    if not stamp.isdigit() or abs(now.timestamp() - int(stamp)) > MAX_SKEW_S:
+        raise Refused("signature-stale", 403, "the callback's timestamp is not within 5 min")
+    expected = sign_mailgun(secret, stamp, str(signed.get("token", "")))
+    if not _same(str(signed.get("signature", "")), expected):
+        raise Refused("signature-invalid", 403, "the email callback is not signed by this line")
+
+
+def _twilio(fields: dict[str, str]) -> Report:
+    status = _known(_TWILIO, fields["MessageStatus"])
+    error = fields.get("ErrorCode") or None
+    return Report(fields["From"], fields["MessageSid"], status, error and f"error {error}")
+
+
+def _meta(body: Any) -> Report:
+    value = body["entry"][0]["changes"][0]["value"]
+    status = value["statuses"][0]
+    errors = status.get("errors") or [{}]
+    error = errors[0].get("title") or errors[0].get("message")
+    line = "+" + str(value["metadata"]["display_phone_number"]).lstrip("+")
+    return Report(line, str(status["id"]), _known(_META, status["status"]), error)
+
+
+def _mailgun(body: Any) -> Report:
+    event = body["event-data"]
+    message_id = str(event["message"]["headers"]["message-id"])
+    error = (event.get("delivery-status") or {}).get("message") or None
+    return Report(event["envelope"]["sender"], message_id, _known(_MAILGUN, event["event"]), error)
+
+
+def _known(statuses: dict[str, Status], given: str) -> Status:
+    if given not in statuses:
+        raise Refused("invalid-webhook", 422, f"{given!r} is no status this line reports")
+    return statuses[given]
+
+
+def _same(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode(), expected.encode())
