@@ -40,6 +40,8 @@ __all__ = [
     "RunEnded",
     "RunStarted",
     "SetPlan",
+    "Speak",
+    "Spoken",
 ]
 
 PersonaName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
@@ -229,6 +231,20 @@ class RunEnded(Contract):
     ended_at: datetime
 
 
+class Speak(Contract):
+    """The rooms service, on a live call the ladder lets the agent take: `person`'s agent's
+    reply in `room`, to the history up to `upto`, now."""
+
+    org: OrgId
+    person: UserId
+    room: str
+    upto: Annotated[int, msgspec.Meta(ge=1)]
+
+
+class Spoken(Contract):
+    text: str
+
+
 def _subject(verb: str, request: type, reply: type, summary: str, **fields: object) -> Subject:
     return request_subject("agents", verb, request, reply, summary, **fields)
 
@@ -251,6 +267,15 @@ LIMITS = _subject(
     by_caller=True,
 )
 
+SPEAK = _subject(
+    "speak",
+    Speak,
+    Spoken,
+    "what a person's agent says now, on a live call in one of their rooms",
+    callers=frozenset({"rooms"}),
+    by_caller=True,
+)
+
 # Run starts and ends, one subject per org; the meter reads them in order.
 METER = StreamSpec("METER", ("agents.run.>",), "agent runs agents.run.<started|ended>.<org>")
 
@@ -267,6 +292,7 @@ CONTRACT = service_contract(
         BILLING,
         PLAN,
         LIMITS,
+        SPEAK,
     ],
     buckets=("agents", "agents-personas", "agents-preferences", "agents-meter"),
     streams=(METER,),

@@ -288,7 +288,14 @@ CONFIRMATIONS = _subject(
     "confirmations", ListConfirmations, ConfirmationList, "my open confirmations"
 )
 CONFIRM = _subject("confirm", ConfirmationAnswer, Routed, "answer a confirmation")
-DECIDE = _subject("decide", DecideRequest, Decided, "the decision for one reply", **_AGENTS)
+DECIDE = _subject(
+    "decide",
+    DecideRequest,
+    Decided,
+    "the decision for one reply",
+    callers=frozenset({"agents", "rooms"}),
+    by_caller=True,
+)
 ROUTE = _subject("route", Reply, Routed, "decide a reply and carry it out", **_AGENTS)
 APPLIES = _subject("applies", WhatApplies, Applies, "what applies in a room, by a transport")
 LEVEL = _subject(

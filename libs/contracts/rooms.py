@@ -26,6 +26,7 @@ __all__ = [
     "MESSAGE_STORED",
     "ORG",
     "AnswerQuestion",
+    "Answered",
     "Ask",
     "AskPerson",
     "ConnectLine",
@@ -76,7 +77,9 @@ RoomId = Annotated[str, msgspec.Meta(pattern=r"^[a-z]+-[0-9a-f]{16}$")]
 DraftId = Annotated[str, msgspec.Meta(pattern=r"^d-[0-9a-f]{16}-[0-9]{1,19}$")]
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=16000)]
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-Transport = Literal["sms", "email", "whatsapp"]
+Transport = Literal["sms", "email", "whatsapp", "voice"]
+# A number as carriers write it: E.164.
+E164 = Annotated[str, msgspec.Meta(pattern=r"^\+[1-9]\d{6,14}$")]
 MemberKind = Literal["human", "agent", "bot"]
 AuthorKind = MemberKind
 # Addressed to the org (its ambient agent answers), rather than to a person.
@@ -292,6 +295,7 @@ class ConnectLine(Contract):
     transport: Transport
     address: Annotated[str, msgspec.Meta(min_length=3, max_length=254)]
     credential: Annotated[str, msgspec.Meta(min_length=8, max_length=512)]
+    forward_to: E164 | None = None  # voice: where a call the agent does not take rings
 
 
 class Line(Contract):
@@ -332,6 +336,16 @@ class Inbound(Contract):
     signature: str = ""
     content_type: str = ""
     body: str = ""
+
+
+class Answered(Contract):
+    """A live call, in the person's room as `seq`: what the carrier is told to do with it
+    (TwiML), and whether the agent spoke (`spoken_seq`, its message)."""
+
+    room: str
+    seq: Seq
+    twiml: str
+    spoken_seq: Seq | None = None
 
 
 class StatusReport(Contract):
@@ -486,6 +500,10 @@ VERIFY_LINE = _subject("verify_line", VerifyLine, Line, "prove my line with the 
 LINES = _subject("lines", ListLines, LineList, "my lines")
 DISCONNECT = _subject("disconnect", DisconnectLine, Line, "disconnect my line")
 INBOUND = _subject("inbound", Inbound, Delivered, "a carrier's signed webhook", public=True)
+CALL = _subject("call", Inbound, Answered, "a carrier's signed inbound call", public=True)
+VOICEMAIL = _subject(
+    "voicemail", Inbound, Delivered, "a call's recorded voicemail, signed", public=True
+)
 STATUS = _subject(
     "status", Inbound, StatusReport, "a carrier's signed status callback", public=True
 )
@@ -552,6 +570,8 @@ CONTRACT = service_contract(
         LINES,
         DISCONNECT,
         INBOUND,
+        CALL,
+        VOICEMAIL,
         STATUS,
         FAILED,
         DISMISS,

@@ -17,8 +17,10 @@ from nats.aio.client import Client
 
 from libs.contracts import codec, ladder, rooms
 from libs.contracts.accounts import AccountCreated
-from libs.contracts.agents import Agent, Persona, RunEnded, RunStarted
+from libs.contracts.agents import Agent, Persona, RunEnded, RunStarted, Speak, Spoken
 from libs.contracts.base import home_org
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
 from libs.model import Model
 from libs.runtime.calls import call
 from services.agents.domain import personas
@@ -57,41 +59,9 @@ class Answering:
         agent = await self._agent(stored.answerer or "", stored.org)
         if agent is None:
             return  # a person without an agent yet, or an org without an ambient agent
-        run_id, started_at, started = uuid.uuid4().hex, self._clock(), time.perf_counter()
-        start = RunStarted(run=run_id, org=stored.org, agent=agent.id, started_at=started_at)
-        await self._js.publish(f"agents.run.started.{stored.org}", codec.encode(start))
-        try:
-            await self._draft(agent, stored)
-        finally:  # the time ran whether or not the reply got through: it is billed
-            run = RunEnded(
-                run=run_id,
-                org=stored.org,
-                agent=agent.id,
-                kind=agent.kind,
-                user=agent.user,
-                started_at=started_at,
-                ended_at=started_at + _elapsed(started),
-            )
-            await self._js.publish(f"agents.run.ended.{stored.org}", codec.encode(run))
-
-    async def _draft(self, agent: Agent, stored: rooms.MessageStored) -> None:
-        page: rooms.MessagePage = await call(
-            self._nc,
-            rooms.HISTORY,
-            rooms.History(org=stored.org, room=stored.room, upto=stored.seq, limit=_HISTORY),
-            caller="agents",
-        )
-        persona = personas.resolve(
-            agent.persona, self._presets, await self._store.personas(agent.org)
-        )
-        if persona is None:
-            _log.warning("agent's persona is gone; no reply", extra={"agent": agent.id})
+        replies = await self._run(agent, stored.org, stored.room, stored.seq)
+        if not replies:
             return
-        preferences = None
-        if agent.user is not None:  # read now, never kept
-            preferences = await self._store.preferences(agent.org, agent.user)
-        prompt = compose(persona, preferences, page.messages, speaker=agent.user or rooms.ORG)
-        replies = candidates(await self._model.reply(prompt))
         if agent.user is None:  # the org's agent answers under org policy: a draft
             draft = rooms.PostDraft(
                 org=stored.org,
@@ -112,6 +82,56 @@ class Answering:
             candidates=replies,
         )
         await call(self._nc, ladder.ROUTE, reply, caller="agents")
+
+    async def speak(self, req: Speak, _: Principal) -> Spoken:
+        """On a live call the ladder let the agent take (the rooms service asked it): the
+        reply to say now, its best candidate. One run, metered as any other."""
+        home = home_org(req.person)
+        agent = None if home is None else await self._store.personal(home, req.person)
+        if agent is None:
+            raise Refused("agent-not-found", 404, f"{req.person} has no agent to speak")
+        replies = await self._run(agent, req.org, req.room, req.upto)
+        if not replies:
+            raise Refused("persona-gone", 409, f"{agent.id}'s persona is gone; it cannot speak")
+        return Spoken(text=replies[0])
+
+    async def _run(self, agent: Agent, org: str, room: str, upto: int) -> tuple[str, ...]:
+        """One metered run: the model's candidates for the room's history up to `upto`."""
+        run_id, started_at, started = uuid.uuid4().hex, self._clock(), time.perf_counter()
+        start = RunStarted(run=run_id, org=org, agent=agent.id, started_at=started_at)
+        await self._js.publish(f"agents.run.started.{org}", codec.encode(start))
+        try:
+            return await self._draft(agent, org, room, upto)
+        finally:  # the time ran whether or not the reply got through: it is billed
+            run = RunEnded(
+                run=run_id,
+                org=org,
+                agent=agent.id,
+                kind=agent.kind,
+                user=agent.user,
+                started_at=started_at,
+                ended_at=started_at + _elapsed(started),
+            )
+            await self._js.publish(f"agents.run.ended.{org}", codec.encode(run))
+
+    async def _draft(self, agent: Agent, org: str, room: str, upto: int) -> tuple[str, ...]:
+        page: rooms.MessagePage = await call(
+            self._nc,
+            rooms.HISTORY,
+            rooms.History(org=org, room=room, upto=upto, limit=_HISTORY),
+            caller="agents",
+        )
+        persona = personas.resolve(
+            agent.persona, self._presets, await self._store.personas(agent.org)
+        )
+        if persona is None:
+            _log.warning("agent's persona is gone; no reply", extra={"agent": agent.id})
+            return ()
+        preferences = None
+        if agent.user is not None:  # read now, never kept
+            preferences = await self._store.preferences(agent.org, agent.user)
+        prompt = compose(persona, preferences, page.messages, speaker=agent.user or rooms.ORG)
+        return candidates(await self._model.reply(prompt))
 
     async def _agent(self, member: str, org: str) -> Agent | None:
         """The agent rooms know as `member`: a person's own (kept in their home org, answering

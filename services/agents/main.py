@@ -6,7 +6,7 @@ from importlib.resources import files
 
 from libs.audit.trail import Trail
 from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
-from libs.contracts.agents import CONTRACT, METER, Persona
+from libs.contracts.agents import CONTRACT, METER, SPEAK, Persona
 from libs.contracts.rooms import MESSAGE_STORED, MessageStored
 from libs.contracts.streams import EVENTS
 from libs.model import Model, Scripted, model_from_env
@@ -64,7 +64,7 @@ async def serve(svc: Service, model: Model, clock: Callable[[], datetime] = cloc
             trail=trail,
         ),
     ]
-    await svc.serve(handlers.table(), readers)
+    await svc.serve({**handlers.table(), SPEAK: answering.speak}, readers)
 
 
 async def main(settings: Settings) -> None:

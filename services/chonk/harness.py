@@ -12,7 +12,7 @@ from prometheus_client import Counter
 from libs.model import Model
 from libs.model import Prompt as ModelPrompt
 from libs.runtime.metrics import child
-from services.chonk.domain import executor, grounding, prompt, receipts
+from services.chonk.domain import executor, grounding, mirror, prompt, receipts
 from services.chonk.domain.run import RunConfig
 from services.chonk.domain.types import (
     Draft,
@@ -84,6 +84,7 @@ async def run(
     now: datetime,
 ) -> Outcome:
     shown: list[str] = []
+    bundle = mirror.redacted(bundle)  # before any prompt: what may never reach a model
 
     async def ask(
         subagent: str, step: str, task: str, kind: type[T], errors: Sequence[str] = ()

@@ -163,6 +163,11 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
             "a service holding part of it cannot be asked",
             "content": {"text/event-stream": {"schema": {"$ref": _REF.format(name=reply)}}},
         }
+    if route.twiml:
+        op["responses"][str(route.status)] = {
+            "description": "TwiML: what the carrier does with the call",
+            "content": {"text/xml": {"schema": {"type": "string"}}},
+        }
     if route.kind == "webhook":
         op["security"] = []
         op["requestBody"] = {

@@ -22,7 +22,8 @@ class Route(msgspec.Struct, frozen=True):
     sends it again whenever it changes.
     `delegates` admits a grant's delegate (an agent that is not the person's own), which
     the service then holds to the grants that name it. A reply whose field `accepted` is
-    set is answered 202 (a write held as a draft); a 204 answers no body.
+    set is answered 202 (a write held as a draft); a 204 answers no body. A `twiml` webhook
+    answers the reply's `twiml` as text/xml: what a carrier does with a live call.
     """
 
     method: str
@@ -34,6 +35,7 @@ class Route(msgspec.Struct, frozen=True):
     kind: Literal["json", "webhook", "stream", "watch", "pending", "pending_stream"] = "json"
     delegates: bool = False
     accepted: str | None = None
+    twiml: bool = False
 
     @property
     def path_params(self) -> tuple[str, ...]:
@@ -231,6 +233,21 @@ ROUTES: tuple[Route, ...] = (
         "/v1/lines/{transport}/inbound",
         rooms.INBOUND,
         "A carrier's webhook, verified by the line's own signing secret",
+        kind="webhook",
+    ),
+    Route(
+        "POST",
+        "/v1/lines/{transport}/call",
+        rooms.CALL,
+        "A carrier's inbound call on a voice line: TwiML, the agent speaking only at send",
+        kind="webhook",
+        twiml=True,
+    ),
+    Route(
+        "POST",
+        "/v1/lines/{transport}/voicemail",
+        rooms.VOICEMAIL,
+        "The voicemail a call the agent did not take left, into the person's room",
         kind="webhook",
     ),
     Route(

@@ -15,7 +15,11 @@ from services.gateway.routes import Route
 __all__ = ["webhook"]
 
 # Where each carrier puts its signature (Mailgun signs inside the form body).
-SIGNATURE_HEADERS = {"sms": "X-Twilio-Signature", "whatsapp": "X-Hub-Signature-256"}
+SIGNATURE_HEADERS = {
+    "sms": "X-Twilio-Signature",
+    "voice": "X-Twilio-Signature",
+    "whatsapp": "X-Hub-Signature-256",
+}
 
 
 def webhook(
@@ -24,12 +28,16 @@ def webhook(
     async def handler(http: web.Request) -> web.Response:
         transport = http.match_info["transport"]
         base = public_url.rstrip("/") if public_url else f"{http.scheme}://{http.host}"
+        try:
+            body = (await http.read()).decode()
+        except UnicodeDecodeError as exc:
+            raise Refused("invalid-request", 422, f"the body is not UTF-8: {exc}") from exc
         fields = {
             "transport": transport,
             "url": base + http.path_qs,
             "signature": http.headers.get(SIGNATURE_HEADERS.get(transport, ""), ""),
             "content_type": http.content_type,
-            "body": await http.text(),
+            "body": body,
         }
         try:
             inbound = msgspec.convert(fields, Inbound)
@@ -38,7 +46,14 @@ def webhook(
         problem, body = await ask(
             http.app[NATS], route.subject, codec.encode(inbound), None, timeout=timeout
         )
-        content_type = "application/problem+json" if problem else "application/json"
-        return web.Response(body=body, status=problem or 200, content_type=content_type)
+        if problem:
+            return web.Response(body=body, status=problem, content_type="application/problem+json")
+        if route.twiml:
+            return web.Response(text=_twiml(body), content_type="text/xml")
+        return web.Response(body=body, status=200, content_type="application/json")
 
     return handler
+
+
+def _twiml(reply: bytes) -> str:
+    return '<?xml version="1.0" encoding="UTF-8"?>' + msgspec.json.decode(reply)["twiml"]

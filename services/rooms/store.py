@@ -55,6 +55,7 @@ class StoredLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     address: str
     sealed: bytes
     connected_at: str
+    forward_to: str | None = None  # voice: where a call the agent does not take rings
 
 
 _room = codec.decoder(Room)

@@ -80,6 +80,8 @@ SELF_RECORDING = {
     ("POST", "/v1/rooms/{id}/questions/{seq}/answer"): "the answer, in the room's history",
     ("POST", "/v1/lines/{transport}/inbound"): "the message, in the line's room",
     ("POST", "/v1/lines/{transport}/status"): "the carrier's word, on the message it is about",
+    ("POST", "/v1/lines/{transport}/call"): "the call, and what the agent said, in the room",
+    ("POST", "/v1/lines/{transport}/voicemail"): "the voicemail, in the line's room",
 }
 READS = {("POST", "/v1/poa/verify"), ("POST", "/v1/poa/contain")}  # judged, nothing stored
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from services.chonk.domain.types import Draft, Receipt
 
-__all__ = ["FORBIDDEN", "LIMITS", "STATUS_WORDS", "faults"]
+__all__ = ["FORBIDDEN", "INSTEAD", "LIMITS", "STATUS_WORDS", "faults"]
 
 LIMITS = {"sms": 480, "chat": 4000, "app": 4000, "console": 8000, "email": 8000}
 _MARKER = re.compile(r"\[(\d+)\]")
@@ -60,6 +60,13 @@ FORBIDDEN: dict[str, re.Pattern[str]] = {
 }
 
 
+# What the regeneration is told instead, where the rule has a way to say the same thing.
+INSTEAD: dict[str, str] = {
+    "health": 'say only when they are out until ("out until the 14th"), never why',
+    "ranking people": "speak of goals and projects, never of people against each other",
+}
+
+
 def _heading(statement: str) -> bool:
     """A few words with no sentence's end ("What's at risk") head what follows; they state
     nothing of their own."""
@@ -89,6 +96,7 @@ def faults(draft: Draft, receipt: Receipt, *, names: Iterable[str] = ()) -> list
         found.append(f"{len(draft.body)} characters; {draft.surface} allows {limit}")
     found += [
         f"forbidden content ({rule}): {m.group(0)!r}"
+        + (f"; {INSTEAD[rule]}" if rule in INSTEAD else "")
         for rule, pattern in FORBIDDEN.items()
         if (m := pattern.search(draft.body))
     ]

@@ -8,7 +8,14 @@ import msgspec
 
 from services.chonk.domain.types import ProposedAction
 
-__all__ = ["HUMAN_DECISIONS", "Answer", "human_decision", "never_answer"]
+__all__ = [
+    "HUMAN_DECISIONS",
+    "RANKING",
+    "Answer",
+    "human_decision",
+    "never_answer",
+    "ranking_declined",
+]
 
 # The never list's decisions, as a person would ask about them.
 HUMAN_DECISIONS: dict[str, re.Pattern[str]] = {
@@ -18,6 +25,19 @@ HUMAN_DECISIONS: dict[str, re.Pattern[str]] = {
     "hiring": re.compile(r"\b(hire|hiring decision|offer letter)\b", re.I),
     "discipline": re.compile(r"\b(disciplin\w*|written warning|PIP)\b", re.I),
 }
+
+
+# A question that asks a Chonk to rank people against each other (§5.4, EC-MGR-004).
+_PEOPLE = (
+    r"(engineer|employee|person|people|member|performer|report|reviewer|developer|designer|"
+    r"manager|teammate|colleague)s?"
+)
+RANKING = re.compile(
+    rf"\b(weakest|strongest|worst|best|lowest[- ]performing|top[- ]performing)\b[^?.]*\b{_PEOPLE}\b"
+    rf"|\b(top|bottom)( \d+)? {_PEOPLE}\b"
+    r"|\b(rank|stack[- ]rank|compare)\b[^?.]*\b(team|people|engineers|reports)\b",
+    re.IGNORECASE,
+)
 
 
 class Answer(msgspec.Struct, frozen=True):
@@ -46,3 +66,18 @@ def never_answer(decision: str, *, chonk: str, mor: str, person: str, receipt: s
         receipt_id=receipt,
     )
     return Answer(text=text, actions=() if chonk == "human" else (handoff,))
+
+
+def ranking_declined(projects: list[str], org: str) -> Answer:
+    """EC-MGR-004: declined plainly, with what can be said without naming anyone: goal
+    health per project and the org's calibration summary (AUTONOMOUS, nothing proposed)."""
+    offered = ", ".join(projects) if projects else "each project"
+    return Answer(
+        text=(
+            "I don't rank people against each other, so I won't say who is weakest or "
+            "strongest. What I can show you instead: goal health per project "
+            f"({offered}), and the calibration summary for {org}, both without names. "
+            "Which would help?"
+        ),
+        actions=(),
+    )

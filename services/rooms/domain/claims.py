@@ -9,6 +9,7 @@ from typing import Literal
 
 import msgspec
 
+from libs.contracts.problem import Refused
 from libs.contracts.rooms import Transport
 
 __all__ = ["CODE_TTL", "TRIES", "Attempt", "Claim", "attempt", "claim", "code_text"]
@@ -30,6 +31,7 @@ class Claim(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     digest: str
     expires_at: datetime
     tries_left: int = TRIES
+    forward_to: str | None = None
 
 
 def claim(
@@ -42,8 +44,12 @@ def claim(
     code: str,
     salt: str,
     now: datetime,
+    forward_to: str | None = None,
 ) -> Claim:
+    if forward_to is not None and transport != "voice":
+        raise Refused("invalid-request", 422, "forward_to is a voice line's alone")
     return Claim(
+        forward_to=forward_to,
         org=org,
         person=person,
         transport=transport,

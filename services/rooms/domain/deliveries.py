@@ -77,6 +77,8 @@ def report(inbound: Inbound) -> Report:
                 return _meta(msgspec.json.decode(inbound.body))
             case "email":
                 return _mailgun(msgspec.json.decode(inbound.body))
+            case "voice":
+                raise Refused("invalid-webhook", 422, "a call leaves nothing to deliver")
     except (msgspec.DecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
         raise Refused(
             "invalid-webhook", 422, f"not a {inbound.transport} status callback: {exc!r}"

@@ -3,6 +3,8 @@ webhook, read and verified in the style of the carrier it models.
 
     sms       Twilio: form fields From, To, Body, MessageSid; X-Twilio-Signature is
               base64(HMAC-SHA1(auth token, URL + each field name and value, by name)).
+    voice     Twilio Programmable Voice: form fields From, To, CallSid (and, for a
+              recording, RecordingUrl and RecordingDuration), signed as its SMS.
     email     Mailgun: form fields sender, recipient, subject, body-plain, Message-Id,
               timestamp, token, signature = hex(HMAC-SHA256(signing key, timestamp+token)),
               refused when the timestamp is more than five minutes from now.
@@ -127,6 +129,8 @@ def arrival(inbound: Inbound) -> Arrival:
     fields = dict(parse_qsl(inbound.body, keep_blank_values=True))
     if inbound.transport == "sms":
         names = ("From", "To", "Body", "MessageSid")
+    elif inbound.transport == "voice":
+        names = ("From", "To", "RecordingUrl", "CallSid")
     else:
         names = ("sender", "recipient", "body-plain", "Message-Id")
     missing = [n for n in names if not fields.get(n) and n != names[2]]
@@ -140,7 +144,7 @@ def arrival(inbound: Inbound) -> Arrival:
 
 def verify(inbound: Inbound, secret: str, now: datetime) -> None:
     """Refused unless the webhook was signed with the line's own secret."""
-    if inbound.transport == "sms":
+    if inbound.transport in ("sms", "voice"):
         fields = parse_qsl(inbound.body, keep_blank_values=True)
         ok = _same(inbound.signature, sign_twilio(secret, inbound.url, fields))
     elif inbound.transport == "email":

@@ -6,14 +6,14 @@ from collections.abc import Mapping
 from libs.contracts import rooms
 from libs.contracts.registry import Subject
 from libs.runtime.service import Handler
+from services.rooms.handlers.calls import Calls
 from services.rooms.handlers.drafts import Drafts
-from services.rooms.handlers.lines import Lines
 from services.rooms.handlers.messages import Messages
 
 __all__ = ["Handlers"]
 
 
-class Handlers(Messages, Drafts, Lines):
+class Handlers(Messages, Drafts, Calls):
     def table(self) -> Mapping[Subject, Handler]:
         return {
             rooms.CREATE: self.create,
@@ -33,6 +33,8 @@ class Handlers(Messages, Drafts, Lines):
             rooms.DISCONNECT: self.disconnect,
             rooms.INBOUND: self.inbound,  # type: ignore[dict-item]
             rooms.STATUS: self.status,  # type: ignore[dict-item]
+            rooms.CALL: self.call,  # type: ignore[dict-item]
+            rooms.VOICEMAIL: self.voicemail,  # type: ignore[dict-item]
             rooms.FAILED: self.failed,
             rooms.DISMISS: self.dismiss,
             rooms.HISTORY: self.history,

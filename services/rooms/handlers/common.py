@@ -45,14 +45,15 @@ class Rooms:
         first_contact: bool = False,
     ) -> rooms.Message:
         """Stored first; then streamed to members, announced for its answerer, and, in a
-        line's room, sent out by the person's line when the person (or their agent) wrote."""
+        line's room, sent out by the person's line when the person (or their agent) wrote
+        (a voice line sends nothing: what it says, it says on the call)."""
         stored = await self._store.append(room.org, messages.alone(message), msg_id=msg_id)
         await self._store.announce(
             stored,
             messages.heard_on(stored),
             messages.stored(room, stored, first_contact=first_contact),
         )
-        if room.transport is not None and _leaves(room, stored):
+        if room.transport not in (None, "voice") and _leaves(room, stored):
             delivery = await self._send_out(room, stored)
             return msgspec.structs.replace(stored, delivery=delivery)
         return stored

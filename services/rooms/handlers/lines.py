@@ -10,6 +10,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.kv import Conflict
 from services.rooms.domain import claims, deliveries, lines, messages
+from services.rooms.domain.lines import Arrival
 from services.rooms.handlers.common import Rooms, person_of
 from services.rooms.store import StoredLine
 from services.rooms.transports import Outbound
@@ -27,7 +28,15 @@ class Lines(Rooms):
         code, salt = f"{secrets.randbelow(10**6):06d}", secrets.token_hex(8)
         sealed = self._sealer.seal(req.credential, owner=person, transport=req.transport)
         claim = claims.claim(
-            org, person, req.transport, address, sealed, code=code, salt=salt, now=self._clock()
+            org,
+            person,
+            req.transport,
+            address,
+            sealed,
+            code=code,
+            salt=salt,
+            now=self._clock(),
+            forward_to=req.forward_to,
         )
         target = f"{person}:{req.transport}"
         async with self._trail.change(org, actor=p, action="rooms.line.claim", target=target):
@@ -77,6 +86,7 @@ class Lines(Rooms):
             address=claim.address,
             sealed=claim.sealed,
             connected_at=now.isoformat(),
+            forward_to=claim.forward_to,
         )
         async with self._trail.change(
             org, actor=p, action="rooms.line.connect", target=f"{person}:{req.transport}"
@@ -114,11 +124,7 @@ class Lines(Rooms):
         """A carrier's webhook: found by the address it was sent to, verified with that
         line's own secret, stored in the person's room for the correspondent."""
         arrived = lines.arrival(req)
-        try:
-            to = lines.normalize(req.transport, arrived.to)
-            sender = lines.normalize(req.transport, arrived.sender)
-        except Refused as exc:
-            raise Refused("invalid-webhook", 422, exc.problem.detail) from exc
+        to, sender = self._addresses(req, arrived)
         line = await self._verified(req, to, lines.verify)
         room = await self._line_room(line, sender)
         first = await self._store.is_empty(room.org, room.id)
@@ -184,6 +190,16 @@ class Lines(Rooms):
         ):
             await self._store.dismiss_failed(org, person, req.id, req.seq)
         return found
+
+    def _addresses(self, req: rooms.Inbound, arrived: Arrival) -> tuple[str, str]:
+        """(our line's address, the other party's), as the line's transport writes them."""
+        try:
+            return (
+                lines.normalize(req.transport, arrived.to),
+                lines.normalize(req.transport, arrived.sender),
+            )
+        except Refused as exc:
+            raise Refused("invalid-webhook", 422, exc.problem.detail) from exc
 
     async def _verified(
         self,

@@ -1,0 +1,80 @@
+"""Live calls on a person's voice line: the ladder, asked while the call rings, says whether
+the agent takes it (`send` only); then it speaks its reply, recorded as its message on the
+person's behalf, or the call rings the person's forwarding number or takes a voicemail."""
+
+from urllib.parse import parse_qsl
+
+from libs.contracts import agents, ladder, rooms
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.runtime.calls import call
+from services.rooms.domain import calls, lines, members, messages
+from services.rooms.handlers.lines import Lines
+
+__all__ = ["Calls"]
+
+ME = "rooms"
+
+
+class Calls(Lines):
+    async def call(self, req: rooms.Inbound, _: None) -> rooms.Answered:
+        if req.transport != "voice":
+            raise Refused("invalid-webhook", 422, "only a voice line takes calls")
+        arrived = lines.arrival(req)
+        to, caller = self._addresses(req, arrived)
+        line = await self._verified(req, to, lines.verify)
+        room = await self._line_room(line, caller)
+        first = await self._store.is_empty(room.org, room.id)
+        stored = await self._store_message(
+            room,
+            calls.arrived(room, caller, self._clock()),
+            msg_id=f"voice-{arrived.carrier_id}",
+        )
+        decided: ladder.Decided = await call(
+            self._nc,
+            ladder.DECIDE,
+            ladder.DecideRequest(
+                org=room.org,
+                person=line.person,
+                room=room.id,
+                transport="voice",
+                first_contact=first,
+                synchronous=True,
+            ),
+            caller=ME,
+        )
+        if decided.action != "send":
+            twiml = (
+                calls.forwarded(line.forward_to)
+                if line.forward_to
+                else calls.voicemail(calls.voicemail_url(req.url))
+            )
+            return rooms.Answered(room=room.id, seq=stored.seq, twiml=twiml)
+        speak = agents.Speak(org=room.org, person=line.person, room=room.id, upto=stored.seq)
+        said: agents.Spoken = await call(self._nc, agents.SPEAK, speak, caller=ME)
+        agent = members.personal_agent_id(line.person)
+        as_agent = Principal(org=room.org, sub=line.person, act=agent)
+        reply = messages.authored(
+            room, as_agent, said.text, self._clock(), to=f"voice:{caller}", reply_to=stored.seq
+        )
+        spoken = await self._store_message(room, reply, msg_id=f"spoken-{arrived.carrier_id}")
+        return rooms.Answered(
+            room=room.id, seq=stored.seq, twiml=calls.spoken(said.text), spoken_seq=spoken.seq
+        )
+
+    async def voicemail(self, req: rooms.Inbound, _: None) -> rooms.Delivered:
+        if req.transport != "voice":
+            raise Refused("invalid-webhook", 422, "only a voice line takes voicemail")
+        arrived = lines.arrival(req)
+        to, caller = self._addresses(req, arrived)
+        line = await self._verified(req, to, lines.verify)
+        room = await self._line_room(line, caller)
+        left = calls.left_voicemail(
+            room, caller, arrived.text, _field(req, "RecordingDuration"), self._clock()
+        )
+        stored = await self._store_message(room, left, msg_id=f"voicemail-{arrived.carrier_id}")
+        return rooms.Delivered(room=room.id, seq=stored.seq, first_contact=False)
+
+
+def _field(req: rooms.Inbound, name: str) -> str:
+    return dict(parse_qsl(req.body)).get(name, "")
