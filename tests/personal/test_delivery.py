@@ -9,11 +9,13 @@ import json
 from urllib.parse import urlencode
 
 import pytest
+from playwright.async_api import expect
 
 from services.rooms.domain.lines import sign_meta, sign_twilio
 from tests.personal.conftest import announce, drafts, eventually, history
 from tests.personal.test_hip0524_09_personal_line import TOKEN, connect, sms
 from tests.personal.test_pending import SERVED, pending
+from tests.support import browser_page, token
 
 CORRESPONDENT = "+14155550100"
 
@@ -170,3 +172,22 @@ async def _meta(api, path: str, secret: str, body: dict):
     raw = json.dumps(body).encode()
     headers = {"Content-Type": "application/json", "X-Hub-Signature-256": sign_meta(secret, raw)}
     return await api.post(path, data=raw, headers=headers)
+
+
+@pytest.fixture
+async def page(api):
+    async with browser_page(str(api.make_url("/console"))) as page:
+        yield page
+
+
+async def test_the_console_shows_what_left_by_my_line_and_how_it_fares(api, operator, people, page):
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    await expect(page.locator("#none-sent")).to_be_visible()
+    line, room, sent = await _sent_by_line(api, operator, people)
+    mine = page.locator(f"#sent li[data-room={room['id']}][data-seq='{sent['seq']}']")
+    await expect(mine).to_have_attribute("data-status", "queued", timeout=10_000)
+    await expect(mine).to_contain_text("handed to the carrier")
+    await status(api, line, sent["delivery"]["carrier_id"], "delivered")
+    await expect(mine).to_have_attribute("data-status", "delivered", timeout=10_000)
+    await expect(mine).to_contain_text(f'"{sent["text"]}": delivered')
