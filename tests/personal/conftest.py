@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from libs.contracts import agents, ladder, rooms, scheduler
+from libs.contracts import agents, ladder, mod, poa, rooms, scheduler
 from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
 from libs.contracts.ladder import SEND_MEANS
 from libs.model import Prompt, Scripted
@@ -49,6 +49,8 @@ async def agents_service(settings_for, model, audit_service):
 
 
 SERVED = (agents.CONTRACT, rooms.CONTRACT, ladder.CONTRACT, scheduler.CONTRACT)
+# And every service a person's pending list is gathered from.
+WHOLE = (*SERVED, poa.CONTRACT, mod.CONTRACT)
 
 
 @pytest.fixture
@@ -56,6 +58,21 @@ async def api(
     client_for, gateway_settings, agents_service, rooms_service, ladder_service, scheduler_service
 ):
     return await client_for(gateway_settings, services=SERVED)
+
+
+@pytest.fixture
+async def whole_api(
+    client_for,
+    gateway_settings,
+    agents_service,
+    rooms_service,
+    ladder_service,
+    scheduler_service,
+    poa_service,
+    mod_service,
+):
+    """The gateway before every service a person's pending list is gathered from."""
+    return await client_for(gateway_settings, services=WHOLE)
 
 
 class People(msgspec.Struct):

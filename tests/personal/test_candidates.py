@@ -6,7 +6,7 @@ import pytest
 from libs.model import Scripted
 from services.agents.domain.prompt import CANDIDATES, candidates
 from tests.personal.conftest import announce, eventually, history, room_with, say, set_level
-from tests.personal.test_pending import SERVED, pending
+from tests.personal.test_pending import pending
 
 OFFERED = ["Friday works.", "Can we do Monday?", "Let me check and come back.", "A fourth."]
 
@@ -24,17 +24,8 @@ def model():
 
 
 @pytest.fixture
-async def api(
-    client_for,
-    gateway_settings,
-    agents_service,
-    rooms_service,
-    ladder_service,
-    scheduler_service,
-    poa_service,
-    mod_service,
-):
-    return await client_for(gateway_settings, services=SERVED)
+def api(whole_api):
+    return whole_api
 
 
 def test_the_model_s_answer_is_one_reply_or_at_most_three_candidates():

@@ -16,23 +16,13 @@ from tests.personal.conftest import (
     say,
     set_level,
 )
-from tests.personal.test_pending import SERVED, ask_over_the_limit, pending
+from tests.personal.test_pending import ask_over_the_limit, pending
 from tests.support import browser_page, token
 
 
 @pytest.fixture
-async def api(
-    client_for,
-    gateway_settings,
-    agents_service,
-    rooms_service,
-    ladder_service,
-    scheduler_service,
-    poa_service,
-    mod_service,
-):
-    """Every service the first page's list is gathered from."""
-    return await client_for(gateway_settings, services=SERVED)
+def api(whole_api):
+    return whole_api
 
 
 @pytest.fixture

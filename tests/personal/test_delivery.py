@@ -14,24 +14,15 @@ from playwright.async_api import expect
 from services.rooms.domain.lines import sign_meta, sign_twilio
 from tests.personal.conftest import announce, drafts, eventually, history
 from tests.personal.test_hip0524_09_personal_line import TOKEN, connect, sms
-from tests.personal.test_pending import SERVED, pending
+from tests.personal.test_pending import pending
 from tests.support import browser_page, token
 
 CORRESPONDENT = "+14155550100"
 
 
 @pytest.fixture
-async def api(
-    client_for,
-    gateway_settings,
-    agents_service,
-    rooms_service,
-    ladder_service,
-    scheduler_service,
-    poa_service,
-    mod_service,
-):
-    return await client_for(gateway_settings, services=SERVED)
+def api(whole_api):
+    return whole_api
 
 
 async def status(api, line: dict, sid: str, state: str, *, token: str = TOKEN, **extra: str):

@@ -9,29 +9,17 @@ import json
 
 import pytest
 
-from libs.contracts import agents, ladder, mod, poa, rooms, scheduler
 from tests.personal.conftest import announce, eventually, problem, room_with, say, set_level
 from tests.poa.conftest import purchase, root_grant, valid_now
 from tests.support import bearer, token
 
 SHOPPER = "urn:example:agent:a_456"
 HIDE_BOARD = {"op": "hide", "kind": "apps", "id": "hanzo/board/board"}
-SERVED = (agents.CONTRACT, rooms.CONTRACT, ladder.CONTRACT, scheduler.CONTRACT, poa.CONTRACT,
-          mod.CONTRACT)  # fmt: skip
 
 
 @pytest.fixture
-async def api(
-    client_for,
-    gateway_settings,
-    agents_service,
-    rooms_service,
-    ladder_service,
-    scheduler_service,
-    poa_service,
-    mod_service,
-):
-    return await client_for(gateway_settings, services=SERVED)
+def api(whole_api):
+    return whole_api
 
 
 async def pending(api, headers: dict) -> list[dict]:
