@@ -21,25 +21,21 @@ MAX_VOICEMAIL_S = 120
 def arrived(room: Room, caller: str, now: datetime) -> Message:
     """The call, in the person's room for the caller. Addressed to no one, so no agent
     drafts a text reply to it later: what answers a call is decided while it rings."""
-    return Message(
-        seq=0,
-        room=room.id,
-        at=now,
-        author=f"voice:{caller}",
-        author_kind="human",
-        text=f"Call from {caller}",
-        transport="voice",
-    )
+    return _from(room, caller, f"Call from {caller}", now)
 
 
 def left_voicemail(room: Room, caller: str, url: str, seconds: str, now: datetime) -> Message:
+    return _from(room, caller, f"Voicemail ({seconds or '?'} s): {url}", now)
+
+
+def _from(room: Room, caller: str, text: str, now: datetime) -> Message:
     return Message(
         seq=0,
         room=room.id,
         at=now,
         author=f"voice:{caller}",
         author_kind="human",
-        text=f"Voicemail ({seconds or '?'} s): {url}",
+        text=text,
         transport="voice",
     )
 

@@ -10,6 +10,7 @@ from libs.contracts.problem import Refused
 from libs.runtime.calls import call
 from services.rooms.domain import calls, lines, members, messages
 from services.rooms.handlers.lines import Lines
+from services.rooms.store import StoredLine
 
 __all__ = ["Calls"]
 
@@ -18,12 +19,7 @@ ME = "rooms"
 
 class Calls(Lines):
     async def call(self, req: rooms.Inbound, _: None) -> rooms.Answered:
-        if req.transport != "voice":
-            raise Refused("invalid-webhook", 422, "only a voice line takes calls")
-        arrived = lines.arrival(req)
-        to, caller = self._addresses(req, arrived)
-        line = await self._verified(req, to, lines.verify)
-        room = await self._line_room(line, caller)
+        arrived, caller, line, room = await self._on_the_line(req)
         first = await self._store.is_empty(room.org, room.id)
         stored = await self._store_message(
             room,
@@ -63,17 +59,24 @@ class Calls(Lines):
         )
 
     async def voicemail(self, req: rooms.Inbound, _: None) -> rooms.Delivered:
-        if req.transport != "voice":
-            raise Refused("invalid-webhook", 422, "only a voice line takes voicemail")
-        arrived = lines.arrival(req)
-        to, caller = self._addresses(req, arrived)
-        line = await self._verified(req, to, lines.verify)
-        room = await self._line_room(line, caller)
+        arrived, caller, _, room = await self._on_the_line(req)
         left = calls.left_voicemail(
             room, caller, arrived.text, _field(req, "RecordingDuration"), self._clock()
         )
         stored = await self._store_message(room, left, msg_id=f"voicemail-{arrived.carrier_id}")
         return rooms.Delivered(room=room.id, seq=stored.seq, first_contact=False)
+
+    async def _on_the_line(
+        self, req: rooms.Inbound
+    ) -> tuple[lines.Arrival, str, StoredLine, rooms.Room]:
+        """A voice webhook verified with its line's own secret: what arrived, who called,
+        the line, and the person's room for the caller."""
+        if req.transport != "voice":
+            raise Refused("invalid-webhook", 422, "only a voice line takes calls")
+        arrived = lines.arrival(req)
+        to, caller = self._addresses(req, arrived)
+        line = await self._verified(req, to, lines.verify)
+        return arrived, caller, line, await self._line_room(line, caller)
 
 
 def _field(req: rooms.Inbound, name: str) -> str:
