@@ -43,7 +43,7 @@ class RunRef(Contract):
 
 class RunReport(Contract):
     """A run's receipt (§5.3), its message as delivered in chat, and what it proposed, each
-    with its class."""
+    with its class; `delivered` the messages carried out: where each is (`room`, `seq`)."""
 
     id: str
     chonk: str
@@ -52,6 +52,7 @@ class RunReport(Contract):
     actions: list[dict[str, Any]]
     prompts: list[str]
     memory: list[str]
+    delivered: list[dict[str, Any]] = []
 
 
 class GetKnows(Contract):

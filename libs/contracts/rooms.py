@@ -67,6 +67,7 @@ __all__ = [
     "Send",
     "SendDraft",
     "StatusReport",
+    "Tell",
     "Transport",
     "VerifyLine",
     "delivery_subject",
@@ -437,6 +438,18 @@ class AskPerson(Contract):
     key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$")]
 
 
+class Tell(Contract):
+    """A service's bot (`bot`, one token: `chonk-human`) tells `person` `text` in the room
+    it shares with them alone (made the first time, titled `title`). `key` stores it once."""
+
+    org: OrgId
+    person: UserId
+    bot: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
+    title: Title
+    text: Text
+    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$")]
+
+
 class MessageStored(Contract):
     """A message was stored. `answerer` is the one agent that answers it, if any: the
     person's agent for a message to that person, the org's for one to the org."""
@@ -519,6 +532,14 @@ POST_DRAFT = _subject(
     by_caller=True,
 )
 DELIVER = _subject("deliver", Deliver, Message, "what a person's ladder decided", **_LADDER)
+TELL = _subject(
+    "tell",
+    Tell,
+    Message,
+    "a service's bot tells a person, in the room it shares with them",
+    callers=frozenset({"chonk"}),
+    by_caller=True,
+)
 ASK_PERSON = _subject(
     "ask_person",
     AskPerson,
@@ -579,6 +600,7 @@ CONTRACT = service_contract(
         POST_DRAFT,
         DELIVER,
         ASK_PERSON,
+        TELL,
     ],
     events=(MESSAGE_STORED, ANSWER_STORED),
     buckets=("rooms", "rooms-lines"),

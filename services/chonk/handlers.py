@@ -7,18 +7,21 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
+from nats.aio.client import Client
 
 from libs.audit.trail import Trail
-from libs.contracts import chonk
+from libs.contracts import chonk, rooms
+from libs.contracts.chonk import CONTRACT
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.model import Scripted
+from libs.runtime.calls import call
 from libs.runtime.service import Handler
 from services.chonk.domain import classes, memory, receipts
 from services.chonk.domain.prompt import TenantDirection
 from services.chonk.domain.run import configure
-from services.chonk.domain.types import RoleCharter, SourceRef
+from services.chonk.domain.types import ProposedAction, RoleCharter, SourceRef
 from services.chonk.harness import ModelOutputInvalid, run
 from services.chonk.simulations import run_of, script, tenant
 from services.chonk.store import ChonkStore
@@ -31,13 +34,14 @@ Clock = Callable[[], datetime]
 class Handlers:
     def __init__(
         self,
+        nc: Client,
         store: ChonkStore,
         trail: Trail,
         charters: Mapping[str, RoleCharter],
         never: frozenset[str],
         clock: Clock,
     ) -> None:
-        self._store, self._trail, self._clock = store, trail, clock
+        self._nc, self._store, self._trail, self._clock = nc, store, trail, clock
         self._charters, self._never = charters, never
 
     async def start(self, req: chonk.StartRun, p: Principal) -> chonk.RunReport:
@@ -73,28 +77,63 @@ class Handlers:
             await self._write(p, r, w, charter.chonk_id, outcome.receipt.id)
             for w in spec.get("memory", [])
         ]
+        message = receipts.chat(outcome.draft, outcome.receipt)
+        classes_ = [classes.classified(a, never=self._never, modes={}) for a in outcome.actions]
+        delivered = [
+            await self._tell(p, r, spec.get("people", {}), charter, a, message, i)
+            for i, (a, class_) in enumerate(zip(outcome.actions, classes_, strict=True))
+            if class_ == "AUTONOMOUS" and a.kind.startswith("SEND_MESSAGE:")
+        ]
         if r.get("channel") == "owner":  # symmetry: the owner's words about a person are theirs
             written += await self._owner_reports(p, r, spec.get("people", {}), outcome)
         report = chonk.RunReport(
             id=r["id"],
             chonk=charter.chonk_id,
             receipt=msgspec.to_builtins(outcome.receipt),
-            message=receipts.chat(outcome.draft, outcome.receipt),
+            message=message,
             actions=[
-                {
-                    **msgspec.to_builtins(a),
-                    "class": classes.classified(a, never=self._never, modes={}),
-                }
-                for a in outcome.actions
+                {**msgspec.to_builtins(a), "class": class_}
+                for a, class_ in zip(outcome.actions, classes_, strict=True)
             ],
             prompts=list(outcome.prompts),
             memory=written,
+            delivered=[d for d in delivered if d],
         )
         async with self._trail.change(
             p.org, actor=p, action="chonk.run", target=report.id, data={"chonk": report.chonk}
         ):
             await self._store.put_report(p.org, report)
         return report
+
+    async def _tell(
+        self,
+        p: Principal,
+        r: dict[str, Any],
+        people: Mapping[str, str],
+        charter: RoleCharter,
+        action: ProposedAction,
+        text: str,
+        index: int,
+    ) -> dict[str, Any]:
+        """An AUTONOMOUS message carried out: the Chonk, a bot of the tenant, tells its
+        recipient in the room the two share (the run's message, with its receipts)."""
+        person = people.get(action.to) or (r["subject"] if action.to == r["recipient"] else None)
+        if person is None:
+            return {}
+        told: rooms.Message = await call(
+            self._nc,
+            rooms.TELL,
+            rooms.Tell(
+                org=p.org,
+                person=person,
+                bot=f"chonk-{charter.chonk_id}",
+                title=charter.title,
+                text=text,
+                key=f"{r['id']}-{index}",
+            ),
+            caller=CONTRACT.name,
+        )
+        return {"kind": action.kind, "to": person, "room": told.room, "seq": told.seq}
 
     async def report(self, req: chonk.RunRef, p: Principal) -> chonk.RunReport:
         found = await self._store.report(p.org, req.id) if "admin" in p.roles else None

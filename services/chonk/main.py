@@ -24,7 +24,7 @@ def shipped() -> tuple[dict, frozenset[str]]:
 async def serve(svc: Service) -> None:
     roster, never = shipped()
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
-    handlers = Handlers(store, Trail(svc.nc, service=CONTRACT.name), roster, never, clock)
+    handlers = Handlers(svc.nc, store, Trail(svc.nc, service=CONTRACT.name), roster, never, clock)
     await svc.serve(handlers.table())
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from libs.contracts import chonk
+from libs.contracts import chonk, rooms
 from tests.support import bearer, token
 
 ORG = "sim-lanternfish"
@@ -10,7 +10,7 @@ ORG = "sim-lanternfish"
 
 @pytest.fixture
 async def api(client_for, gateway_settings, chonk_service):
-    return await client_for(gateway_settings, services=(chonk.CONTRACT,))
+    return await client_for(gateway_settings, services=(chonk.CONTRACT, rooms.CONTRACT))
 
 
 def person(name: str, **claims) -> dict[str, str]:

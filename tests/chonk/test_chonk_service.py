@@ -23,6 +23,19 @@ async def test_a_run_reports_its_receipt_and_the_person_reads_what_it_knows_and_
     again = await api.get(f"/v1/chonk/runs/{report['id']}", headers=ROOT)
     assert (await again.json()) == report
 
+    # The message is carried out: the Chief Human Officer, a bot of the tenant, tells Ana
+    # in the room the two share, with its receipts; nobody else finds that room.
+    (told,) = report["delivered"]
+    assert (told["kind"], told["to"]) == ("SEND_MESSAGE:ic_thread", f"{ORG}/ana")
+    room = await (await api.get(f"/v1/rooms/{told['room']}", headers=ANA)).json()
+    assert room["title"] == "Chief Human Officer"
+    page = await (await api.get(f"/v1/rooms/{told['room']}/messages", headers=ANA)).json()
+    (said,) = page["messages"]
+    assert (said["seq"], said["author"], said["author_kind"], said["text"]) == (
+        told["seq"], f"bot:{ORG}:chonk-human", "bot", report["message"]
+    )  # fmt: skip
+    assert (await api.get(f"/v1/rooms/{told['room']}", headers=BEN)).status == 404
+
     knows = await (await api.get("/v1/chonk/knows", headers=ANA)).json()
     facts = {f["id"]: f for f in knows["facts"]}
     assert {"mem_ana_pref_brief", "mem_ana_feedback_1", *report["memory"]} <= set(facts)

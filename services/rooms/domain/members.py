@@ -12,6 +12,7 @@ from libs.contracts.rooms import ORG, CreateRoom, Member, Message, Room
 __all__ = [
     "ambient_id",
     "answerer",
+    "bot_room",
     "caller",
     "is_member",
     "new_room",
@@ -38,6 +39,21 @@ def own_room(org: str, person: str, now: datetime) -> Room:
             Member(kind="human", id=person),
             Member(kind="agent", id=personal_agent_id(person)),
         ),
+        created_at=now,
+        owner=person,
+    )
+
+
+def bot_room(org: str, person: str, bot: str, title: str, now: datetime) -> Room:
+    """A person and one bot of their org (a manager agent), alone: the same pair always
+    has the same one."""
+    digest = hashlib.sha256(f"{org}\0{person}\0{bot}".encode()).hexdigest()[:16]
+    return Room(
+        id=f"bot-{digest}",
+        org=org,
+        scope="personal",
+        title=title,
+        members=(Member(kind="human", id=person), Member(kind="bot", id=bot)),
         created_at=now,
         owner=person,
     )

@@ -41,4 +41,5 @@ class Handlers(Messages, Drafts, Calls):
             rooms.POST_DRAFT: self.post_draft,
             rooms.DELIVER: self.deliver,
             rooms.ASK_PERSON: self.ask_person,
+            rooms.TELL: self.tell,
         }

@@ -143,6 +143,19 @@ class Messages(Rooms):
         )
         return await self._store_message(room, message, msg_id=req.key)
 
+    async def tell(self, req: rooms.Tell, _: Principal) -> rooms.Message:
+        """From a service that runs a bot of the org (the manager agents): the bot tells the
+        person, in the room the two share alone."""
+        bot = f"bot:{req.org}:{req.bot}"
+        room = members.bot_room(req.org, req.person, bot, req.title, self._clock())
+        if await self._store.room(room.id) is None:
+            await self._store.create_room(room)
+        said = messages.authored(
+            room, Principal(org=req.org, sub=req.person, act=bot), req.text, self._clock(),
+            to=req.person,
+        )  # fmt: skip
+        return await self._store_message(room, said, msg_id=req.key)
+
     # from the agents service
 
     async def history(self, req: rooms.History, _: Principal) -> rooms.MessagePage:
