@@ -230,7 +230,8 @@ async def mod_service(settings_for, audit_service, mod_clock, draft_ttl, reviewe
 
 
 @pytest.fixture
-async def chonk_service(settings_for, audit_service, rooms_service):
-    """The manager agents, with the rooms their messages are carried into."""
+async def chonk_service(settings_for, audit_service, rooms_service, scheduler_service):
+    """The manager agents, with the rooms their messages are carried into and the
+    scheduler their follow-ups wait on."""
     async with serving(chonk.CONTRACT, settings_for("chonk"), serve_chonk) as svc:
         yield svc

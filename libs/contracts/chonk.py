@@ -106,4 +106,7 @@ CONTRACT = service_contract(
     "chonk",
     [START, REPORT, KNOWS, ANSWER],
     buckets=("chonk-runs", "chonk-memory"),
+    shared_streams=("EVENTS", "TIMERS", "DEAD"),
+    # The chaser's follow-ups (§3.3), each a timer on the one engine.
+    timer_targets=("followup",),
 )

@@ -47,6 +47,7 @@ class Service:
         self.settings = settings or Settings.from_env(contract.name)
         self._signals = signals
         self._stop = asyncio.Event()
+        self._broken: BaseException | None = None
         self.serving = asyncio.Event()
         self._started = time.monotonic()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -92,6 +93,8 @@ class Service:
         for subject, handler in table.items():
             subs.append(await self._subscribe(subject, handler))
         reading = [asyncio.create_task(c.run()) for c in consumers]
+        for task in reading:
+            task.add_done_callback(self._reader_ended)
         await self.nc.flush()
         self.serving.set()
         try:
@@ -103,6 +106,17 @@ class Service:
             for sub in subs:
                 await sub.drain()
             await asyncio.gather(*self._tasks, *reading, return_exceptions=True)
+        if self._broken is not None:
+            raise self._broken
+
+    def _reader_ended(self, task: asyncio.Task[None]) -> None:
+        """A reader that stops by itself (its consumer could not be made, say) stops the
+        service with it, loudly, rather than leave it serving with nothing read."""
+        if task.cancelled() or task.exception() is None:
+            return
+        _log.error("a reader stopped; the service stops with it", exc_info=task.exception())
+        self._broken = task.exception()
+        self._stop.set()
 
     async def _subscribe(self, subject: Subject, handler: Handler) -> Any:
         decode = codec.decoder(subject.request).decode

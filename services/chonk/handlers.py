@@ -10,7 +10,7 @@ import msgspec
 from nats.aio.client import Client
 
 from libs.audit.trail import Trail
-from libs.contracts import chonk, rooms
+from libs.contracts import chonk, rooms, scheduler
 from libs.contracts.chonk import CONTRACT
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
@@ -18,15 +18,17 @@ from libs.contracts.registry import Subject
 from libs.model import Scripted
 from libs.runtime.calls import call
 from libs.runtime.service import Handler
-from services.chonk.domain import classes, memory, receipts
+from services.chonk.domain import classes, ladder, memory, receipts
 from services.chonk.domain.prompt import TenantDirection
 from services.chonk.domain.run import configure
-from services.chonk.domain.types import ProposedAction, RoleCharter, SourceRef
+from services.chonk.domain.types import Draft, ProposedAction, RoleCharter, SourceRef
 from services.chonk.harness import ModelOutputInvalid, run
 from services.chonk.simulations import run_of, script, tenant
 from services.chonk.store import ChonkStore
 
-__all__ = ["Handlers"]
+__all__ = ["FOLLOWUP", "FollowUp", "Handlers"]
+
+FOLLOWUP = "followup"
 
 Clock = Callable[[], datetime]
 
@@ -79,11 +81,17 @@ class Handlers:
         ]
         message = receipts.chat(outcome.draft, outcome.receipt)
         classes_ = [classes.classified(a, never=self._never, modes={}) for a in outcome.actions]
-        delivered = [
-            await self._tell(p, r, spec.get("people", {}), charter, a, message, i)
-            for i, (a, class_) in enumerate(zip(outcome.actions, classes_, strict=True))
-            if class_ == "AUTONOMOUS" and a.kind.startswith("SEND_MESSAGE:")
-        ]
+        people = spec.get("people", {})
+        hours = msgspec.convert(data["businessHours"], ladder.BusinessHours)
+        delivered = []
+        for i, (a, class_) in enumerate(zip(outcome.actions, classes_, strict=True)):
+            if class_ != "AUTONOMOUS":
+                continue
+            if a.kind.startswith("SEND_MESSAGE:"):
+                delivered.append(await self._tell(p, r, people, charter, a, message, i))
+            elif a.kind == "SCHEDULE_FOLLOWUP":
+                follow = receipts.chat(_said(a.text), outcome.receipt)
+                delivered.append(await self._follow_up(p, r, people, charter, a, follow, i, hours))
         if r.get("channel") == "owner":  # symmetry: the owner's words about a person are theirs
             written += await self._owner_reports(p, r, spec.get("people", {}), outcome)
         report = chonk.RunReport(
@@ -134,6 +142,47 @@ class Handlers:
             caller=CONTRACT.name,
         )
         return {"kind": action.kind, "to": person, "room": told.room, "seq": told.seq}
+
+    async def _follow_up(
+        self,
+        p: Principal,
+        r: dict[str, Any],
+        people: Mapping[str, str],
+        charter: RoleCharter,
+        action: ProposedAction,
+        text: str,
+        index: int,
+        hours: ladder.BusinessHours,
+    ) -> dict[str, Any]:
+        """§3.3's next stage: a timer on the scheduler, due after the stage's wait counted in
+        the tenant's business hours; when it fires, the Chonk tells the person."""
+        person = people.get(action.to) or (r["subject"] if action.to == r["recipient"] else None)
+        if person is None:
+            return {}
+        stage = ladder.STAGES[1]
+        due = ladder.due(self._clock(), stage.wait_hours, hours)
+        key = f"followup.{r['id']}.{index}"
+        told = FollowUp(
+            org=p.org,
+            person=person,
+            bot=f"chonk-{charter.chonk_id}",
+            title=charter.title,
+            text=text,
+            key=f"followup-{r['id']}-{index}",
+        )
+        timer = scheduler.Schedule(key=key, due_at=due, target=FOLLOWUP, payload=told)
+        await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
+        return {"kind": action.kind, "to": person, "timer": key, "due_at": due.isoformat()}
+
+    async def followed_up(self, fired: scheduler.Fired) -> None:
+        """A follow-up's timer fired: the Chonk tells the person, once, recorded first."""
+        f = msgspec.convert(fired.payload, FollowUp)
+        bot = Principal(org=f.org, sub=f.person, act=f"bot:{f.org}:{f.bot}")
+        async with self._trail.change(f.org, actor=bot, action="chonk.followup.send", target=f.key):
+            tell = rooms.Tell(
+                org=f.org, person=f.person, bot=f.bot, title=f.title, text=f.text, key=f.key
+            )
+            await call(self._nc, rooms.TELL, tell, caller=CONTRACT.name)
 
     async def report(self, req: chonk.RunRef, p: Principal) -> chonk.RunReport:
         found = await self._store.report(p.org, req.id) if "admin" in p.roles else None
@@ -299,6 +348,21 @@ class Handlers:
             data={"fact": fact.id, "kind": fact.kind},
         ):
             await self._store.change_fact(p.org, fact.subject_id, fact.id, lambda _: stored)
+
+
+class FollowUp(msgspec.Struct, frozen=True, kw_only=True):
+    """A follow-up's timer payload: who is told what, by which Chonk, stored once by `key`."""
+
+    org: str
+    person: str
+    bot: str
+    title: str
+    text: str
+    key: str
+
+
+def _said(text: str) -> Draft:
+    return Draft(step_id="followup", surface="chat", body=text)
 
 
 def _source(receipt: str, now: datetime) -> SourceRef:

@@ -5,10 +5,13 @@ from importlib.resources import files
 
 from libs.audit.trail import Trail
 from libs.contracts.chonk import CONTRACT
+from libs.contracts.scheduler import Fired
+from libs.contracts.streams import TIMERS, timer_subject
+from libs.runtime.consumer import Consumer, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.chonk.domain import charters
-from services.chonk.handlers import Handlers
+from services.chonk.handlers import FOLLOWUP, Handlers
 from services.chonk.store import open_store
 
 
@@ -22,10 +25,22 @@ def shipped() -> tuple[dict, frozenset[str]]:
 
 
 async def serve(svc: Service) -> None:
+    """Serve the subjects and the chaser's follow-ups until `svc` is stopped."""
     roster, never = shipped()
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
-    handlers = Handlers(svc.nc, store, Trail(svc.nc, service=CONTRACT.name), roster, never, clock)
-    await svc.serve(handlers.table())
+    trail = Trail(svc.nc, service=CONTRACT.name)
+    handlers = Handlers(svc.nc, store, trail, roster, never, clock)
+    followup = timer_subject(CONTRACT.name, FOLLOWUP)
+    follow_ups = Consumer(
+        svc.js,
+        stream=TIMERS.name,
+        durable=CONTRACT.name,
+        subjects=[followup],
+        read=events({followup: Fired}),
+        handle=handlers.followed_up,
+        trail=trail,
+    )
+    await svc.serve(handlers.table(), [follow_ups])
 
 
 async def main(settings: Settings) -> None:
