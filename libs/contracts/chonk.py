@@ -7,16 +7,22 @@ or answer.
 """
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from libs.contracts.base import Contract
-from libs.contracts.registry import Subject, request_subject, service_contract
+from libs.contracts.registry import Event, Subject, request_subject, service_contract
 
 __all__ = [
     "CONTRACT",
+    "HANDOFF_ACCEPTED",
+    "HANDOFF_DECLINED",
+    "HANDOFF_REQUESTED",
+    "TRIAGE_OPENED",
     "GetKnows",
+    "HandoffDecided",
+    "HandoffRequest",
     "KnownFact",
     "Knows",
     "MemoryAnswer",
@@ -24,6 +30,7 @@ __all__ = [
     "RunRef",
     "RunReport",
     "StartRun",
+    "Triage",
 ]
 
 Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
@@ -98,6 +105,70 @@ def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:
 
 
 START = _subject("start", StartRun, RunReport, "run a Chonk on a simulation tenant (admin)")
+HandoffReason = Literal[
+    "people_problem",
+    "budget_impact",
+    "scope_change",
+    "security_or_safety",
+    "owner_escalation",
+    "cross_org_dependency",
+    "recognition",
+    "quiet_hr",
+    "deal_desk",
+    "other",
+]
+
+
+class HandoffRequest(Contract, rename="camel", kw_only=True):
+    """§8: work one Chonk hands another, on the sending run's correlation id."""
+
+    id: str
+    tenant_id: str
+    from_chonk: str
+    to_chonk: str
+    reason: HandoffReason
+    subject_refs: tuple[str, ...] = ()
+    requested_action: str
+    urgency: Literal["now", "today", "this_week"] = "today"
+    context_bundle_ref: str = ""
+    receipt_id: str
+    correlation_id: str
+    created_by_run_id: str
+
+
+class HandoffDecided(Contract):
+    """The receiver's answer to a handoff: admitted, or declined with its reason (which
+    goes back to the sender's next run)."""
+
+    request: HandoffRequest
+    accepted: bool
+    reason: str
+
+
+class Triage(Contract):
+    """Two Chonks that disagreed twice: Chonksworth's triage takes the pair (§8)."""
+
+    tenant: str
+    pair: tuple[str, str]
+    handoffs: list[str]
+
+
+HANDOFF_REQUESTED = Event(
+    "tether.evt.chonk.handoff.requested",
+    HandoffRequest,
+    "a run handed work to another Chonk; its receiver decides whether to take it",
+    readers=frozenset({"chonk"}),
+)
+HANDOFF_ACCEPTED = Event(
+    "tether.evt.chonk.handoff.accepted", HandoffDecided, "the receiver took a handoff"
+)
+HANDOFF_DECLINED = Event(
+    "tether.evt.chonk.handoff.declined", HandoffDecided, "the receiver declined, with a reason"
+)
+TRIAGE_OPENED = Event(
+    "tether.evt.chonk.triage.opened", Triage, "two Chonks disagreed twice: to Chonksworth"
+)
+
 REPORT = _subject("report", RunRef, RunReport, "a run's receipt and actions (admin)")
 KNOWS = _subject("knows", GetKnows, Knows, "what my manager knows about me")
 ANSWER = _subject("answer", MemoryAnswer, KnownFact, "redact a fact about me, or answer it")
@@ -105,6 +176,7 @@ ANSWER = _subject("answer", MemoryAnswer, KnownFact, "redact a fact about me, or
 CONTRACT = service_contract(
     "chonk",
     [START, REPORT, KNOWS, ANSWER],
+    events=(HANDOFF_REQUESTED, HANDOFF_ACCEPTED, HANDOFF_DECLINED, TRIAGE_OPENED),
     buckets=("chonk-runs", "chonk-memory"),
     shared_streams=("EVENTS", "TIMERS", "DEAD"),
     # The chaser's follow-ups (§3.3), each a timer on the one engine.

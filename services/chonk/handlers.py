@@ -10,7 +10,7 @@ import msgspec
 from nats.aio.client import Client
 
 from libs.audit.trail import Trail
-from libs.contracts import chonk, rooms, scheduler
+from libs.contracts import chonk, codec, rooms, scheduler
 from libs.contracts.chonk import CONTRACT
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
@@ -18,7 +18,7 @@ from libs.contracts.registry import Subject
 from libs.model import Scripted
 from libs.runtime.calls import call
 from libs.runtime.service import Handler
-from services.chonk.domain import classes, ladder, memory, receipts
+from services.chonk.domain import classes, handoffs, ladder, memory, receipts
 from services.chonk.domain.prompt import TenantDirection
 from services.chonk.domain.run import configure
 from services.chonk.domain.types import Draft, ProposedAction, RoleCharter, SourceRef
@@ -43,7 +43,8 @@ class Handlers:
         never: frozenset[str],
         clock: Clock,
     ) -> None:
-        self._nc, self._store, self._trail, self._clock = nc, store, trail, clock
+        self._nc, self._js, self._store = nc, nc.jetstream(), store
+        self._trail, self._clock = trail, clock
         self._charters, self._never = charters, never
 
     async def start(self, req: chonk.StartRun, p: Principal) -> chonk.RunReport:
@@ -89,6 +90,8 @@ class Handlers:
                 continue
             if a.kind.startswith("SEND_MESSAGE:"):
                 delivered.append(await self._tell(p, r, people, charter, a, message, i))
+            elif a.kind == "HANDOFF":
+                delivered.append(await self._hand_off(p, r, charter, a, outcome.receipt.id, i))
             elif a.kind == "SCHEDULE_FOLLOWUP":
                 follow = receipts.chat(_said(a.text), outcome.receipt)
                 delivered.append(await self._follow_up(p, r, people, charter, a, follow, i, hours))
@@ -173,6 +176,86 @@ class Handlers:
         timer = scheduler.Schedule(key=key, due_at=due, target=FOLLOWUP, payload=told)
         await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
         return {"kind": action.kind, "to": person, "timer": key, "due_at": due.isoformat()}
+
+    async def _hand_off(
+        self,
+        p: Principal,
+        r: dict[str, Any],
+        charter: RoleCharter,
+        action: ProposedAction,
+        receipt: str,
+        index: int,
+    ) -> dict[str, Any]:
+        """§8: a handoff is data on the bus, on the run's correlation id, recorded first;
+        the receiving Chonk decides whether to take it."""
+        try:
+            request = msgspec.convert(
+                {
+                    "id": f"hnd_{r['id']}_{index}",
+                    "tenantId": p.org,
+                    "fromChonk": charter.chonk_id,
+                    "toChonk": action.to,
+                    "reason": action.reason or "other",
+                    "subjectRefs": [r["subject"]],
+                    "requestedAction": action.text,
+                    "receiptId": receipt,
+                    "correlationId": r["id"],
+                    "createdByRunId": r["id"],
+                },
+                chonk.HandoffRequest,
+            )
+        except msgspec.ValidationError as exc:
+            raise Refused("model-output-invalid", 422, f"handoff {index}: {exc}") from exc
+        async with self._trail.change(
+            p.org, actor=p, action="chonk.handoff.request", target=request.id,
+            data={"to": request.to_chonk, "reason": request.reason},
+        ):  # fmt: skip
+            await self._publish(chonk.HANDOFF_REQUESTED.name, request, request.id)
+        return {"kind": action.kind, "to": request.to_chonk, "handoff": request.id}
+
+    async def received(self, request: chonk.HandoffRequest) -> None:
+        """The receiver's first check (§8's table and its conditions, read from what the
+        tenant knows of the subject), then its answer on the bus; a pair that disagreed
+        twice goes to Chonksworth's triage."""
+        try:
+            data = tenant(request.tenant_id)
+        except FileNotFoundError:
+            return  # no tenant of this name to judge it by
+        seen = data.get("signals", {}).get(next(iter(request.subject_refs), ""), {})
+        decision = handoffs.admitted(
+            request,
+            ladder_stage=seen.get("ladderStage", 0),
+            stalls_30d=seen.get("stalls30d", 0),
+            said=seen.get("said", False),
+        )
+        decided = chonk.HandoffDecided(
+            request=request, accepted=decision.accepted, reason=decision.reason
+        )
+        me = Principal(org=request.tenant_id, sub="service:chonk")
+        verb = "accept" if decision.accepted else "decline"
+        async with self._trail.change(
+            request.tenant_id, actor=me, action=f"chonk.handoff.{verb}", target=request.id,
+            data={"reason": decision.reason},
+        ):  # fmt: skip
+            if not decision.accepted:
+                await self._store.put_decline(request)
+        event = chonk.HANDOFF_ACCEPTED if decision.accepted else chonk.HANDOFF_DECLINED
+        await self._publish(event.name, decided, f"decided-{request.id}")
+        if decision.accepted:
+            return
+        declines = await self._store.declines(request.tenant_id)
+        pair = tuple(sorted((request.from_chonk, request.to_chonk)))
+        if pair in handoffs.to_triage(declines):
+            ids = sorted(
+                d.id for d in declines if tuple(sorted((d.from_chonk, d.to_chonk))) == pair
+            )
+            triage = chonk.Triage(tenant=request.tenant_id, pair=pair, handoffs=ids)  # type: ignore[arg-type]
+            await self._publish(
+                chonk.TRIAGE_OPENED.name, triage, f"triage-{request.tenant_id}-{'-'.join(ids)}"
+            )
+
+    async def _publish(self, subject: str, event: msgspec.Struct, msg_id: str) -> None:
+        await self._js.publish(subject, codec.encode(event), headers={"Nats-Msg-Id": msg_id})
 
     async def followed_up(self, fired: scheduler.Fired) -> None:
         """A follow-up's timer fired: the Chonk tells the person, once, recorded first."""

@@ -4,9 +4,9 @@ from datetime import UTC, datetime
 from importlib.resources import files
 
 from libs.audit.trail import Trail
-from libs.contracts.chonk import CONTRACT
+from libs.contracts.chonk import CONTRACT, HANDOFF_REQUESTED, HandoffRequest
 from libs.contracts.scheduler import Fired
-from libs.contracts.streams import TIMERS, timer_subject
+from libs.contracts.streams import EVENTS, TIMERS, timer_subject
 from libs.runtime.consumer import Consumer, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
@@ -25,7 +25,8 @@ def shipped() -> tuple[dict, frozenset[str]]:
 
 
 async def serve(svc: Service) -> None:
-    """Serve the subjects and the chaser's follow-ups until `svc` is stopped."""
+    """Serve the subjects, the chaser's follow-ups and the handoffs other Chonks send, until
+    `svc` is stopped."""
     roster, never = shipped()
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
     trail = Trail(svc.nc, service=CONTRACT.name)
@@ -40,7 +41,16 @@ async def serve(svc: Service) -> None:
         handle=handlers.followed_up,
         trail=trail,
     )
-    await svc.serve(handlers.table(), [follow_ups])
+    handed = Consumer(
+        svc.js,
+        stream=EVENTS.name,
+        durable=CONTRACT.name,
+        subjects=[HANDOFF_REQUESTED.name],
+        read=events({HANDOFF_REQUESTED.name: HandoffRequest}),
+        handle=handlers.received,
+        trail=trail,
+    )
+    await svc.serve(handlers.table(), [follow_ups, handed])
 
 
 async def main(settings: Settings) -> None:

@@ -1,6 +1,7 @@
 """The chonk service's buckets:
 
     chonk-runs     <org>.<run id>                       a run's report
+                   declined.<org>.<handoff id>          a handoff its receiver declined
     chonk-memory   facts.<org>.<person>.<fact id>      a fact about a person
                    reads.<org>.<person>                 who read that person's facts, for what
 
@@ -17,7 +18,7 @@ from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.base import key_token
-from libs.contracts.chonk import MemoryRead, RunReport
+from libs.contracts.chonk import HandoffRequest, MemoryRead, RunReport
 from libs.runtime.kv import current, open_bucket, swap
 from services.chonk.domain.memory import MemoryFact
 
@@ -25,6 +26,7 @@ __all__ = ["ChonkStore", "open_store"]
 
 _fact = codec.decoder(MemoryFact)
 _report = codec.decoder(RunReport)
+_handoff = codec.decoder(HandoffRequest)
 _reads = msgspec.json.Decoder(list[MemoryRead])
 
 
@@ -34,6 +36,15 @@ class ChonkStore:
 
     async def put_report(self, org: str, report: RunReport) -> None:
         await self._runs.put(f"{org}.{report.id}", codec.encode(report))
+
+    async def put_decline(self, request: HandoffRequest) -> None:
+        """A declined handoff, kept to see two Chonks disagree twice."""
+        key = f"declined.{request.tenant_id}.{request.id}"
+        await self._runs.put(key, codec.encode(request))
+
+    async def declines(self, tenant: str) -> list[HandoffRequest]:
+        entries = await current(self._runs, f"declined.{tenant}.*")
+        return [_handoff.decode(e.value) for e in entries]
 
     async def report(self, org: str, run_id: str) -> RunReport | None:
         try:

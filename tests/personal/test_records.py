@@ -116,13 +116,15 @@ READERS = {
     "tether.timer.mod.draft_expiry": ("mod.draft.expire",),
     "tether.timer.poa.ask_expiry": ("poa.ask.answer", "poa.act.record"),
     "tether.evt.rooms.answer.stored (poa)": ("poa.ask.answer", "poa.act.record"),
+    "tether.timer.chonk.followup": ("chonk.followup.send",),
+    "tether.evt.chonk.handoff.requested": ("chonk.handoff.accept", "chonk.handoff.decline"),
 }
 
 
 def test_every_readers_write_is_a_recorded_action():
     source = "".join(
         p.read_text()
-        for s in ("ladder", "agents", "mod", "poa")
+        for s in ("ladder", "agents", "mod", "poa", "chonk")
         for p in (SERVICES / s).rglob("*.py")
     )
     for actions in READERS.values():

@@ -4,24 +4,13 @@ Chonksworth's triage. A handoff whose table row sets a condition is admitted onl
 holds (EC-MGR-007)."""
 
 from collections.abc import Sequence
-from typing import Literal
 
 import msgspec
 
+from libs.contracts.chonk import HandoffRequest
+
 __all__ = ["Decision", "HandoffRequest", "admitted", "to_triage"]
 
-Reason = Literal[
-    "people_problem",
-    "budget_impact",
-    "scope_change",
-    "security_or_safety",
-    "owner_escalation",
-    "cross_org_dependency",
-    "recognition",
-    "quiet_hr",
-    "deal_desk",
-    "other",
-]
 # §8's table: the (from, to, reason) a handoff may take; "*" is any Chonk.
 ROUTES: frozenset[tuple[str, str, str]] = frozenset(
     {
@@ -39,22 +28,6 @@ ROUTES: frozenset[tuple[str, str, str]] = frozenset(
         ("*", "chonksworth", "cross_org_dependency"),
     }
 )
-
-
-class HandoffRequest(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel", kw_only=True
-):
-    id: str
-    tenant_id: str
-    from_chonk: str
-    to_chonk: str
-    reason: Reason
-    subject_refs: tuple[str, ...] = ()
-    requested_action: str
-    urgency: Literal["now", "today", "this_week"] = "today"
-    receipt_id: str
-    correlation_id: str
-    created_by_run_id: str
 
 
 class Decision(msgspec.Struct, frozen=True):

@@ -138,6 +138,7 @@ class ProposedAction(Spec, kw_only=True):
     to: str
     text: str = ""
     receipt_id: str | None = None
+    reason: str | None = None  # a HANDOFF's, from §8's reasons
 
 
 class Receipt(Spec, kw_only=True):
