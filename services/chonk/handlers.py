@@ -232,9 +232,9 @@ class Handlers:
             request=request, accepted=decision.accepted, reason=decision.reason
         )
         me = Principal(org=request.tenant_id, sub="service:chonk")
-        verb = "accept" if decision.accepted else "decline"
+        action = "chonk.handoff.accept" if decision.accepted else "chonk.handoff.decline"
         async with self._trail.change(
-            request.tenant_id, actor=me, action=f"chonk.handoff.{verb}", target=request.id,
+            request.tenant_id, actor=me, action=action, target=request.id,
             data={"reason": decision.reason},
         ):  # fmt: skip
             if not decision.accepted:
