@@ -440,7 +440,8 @@ class AskPerson(Contract):
 
 class Tell(Contract):
     """A service's bot (`bot`, one token: `chonk-human`) tells `person` `text` in the room
-    it shares with them alone (made the first time, titled `title`). `key` stores it once."""
+    it shares with them alone (made the first time, titled `title`); with `options`, it
+    asks them to pick one. `key` stores it once."""
 
     org: OrgId
     person: UserId
@@ -448,6 +449,7 @@ class Tell(Contract):
     title: Title
     text: Text
     key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$")]
+    options: Annotated[tuple[Text, ...], msgspec.Meta(max_length=10)] = ()
 
 
 class MessageStored(Contract):
@@ -559,7 +561,7 @@ ANSWER_STORED = Event(
     "tether.evt.rooms.answer.stored",
     MessageStored,
     "a confirmation question's answer was stored in a room (`answers`, `choice`)",
-    readers=frozenset({"ladder", "poa"}),
+    readers=frozenset({"ladder", "poa", "chonk"}),
 )
 
 # Each room's history on `rooms.msg.<org>.<room>`, and what left through a transport on

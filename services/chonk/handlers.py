@@ -24,7 +24,7 @@ from services.chonk.domain.run import configure
 from services.chonk.domain.types import Draft, ProposedAction, RoleCharter, SourceRef
 from services.chonk.harness import ModelOutputInvalid, run
 from services.chonk.simulations import run_of, script, tenant
-from services.chonk.store import ChonkStore
+from services.chonk.store import ChonkStore, Proposal
 
 __all__ = ["FOLLOWUP", "FollowUp", "Handlers"]
 
@@ -81,11 +81,15 @@ class Handlers:
             for w in spec.get("memory", [])
         ]
         message = receipts.chat(outcome.draft, outcome.receipt)
-        classes_ = [classes.classified(a, never=self._never, modes={}) for a in outcome.actions]
+        modes = spec.get("modes", {})  # the tenant's function modes for this run
+        classes_ = [classes.classified(a, never=self._never, modes=modes) for a in outcome.actions]
         people = spec.get("people", {})
         hours = msgspec.convert(data["businessHours"], ladder.BusinessHours)
         delivered = []
         for i, (a, class_) in enumerate(zip(outcome.actions, classes_, strict=True)):
+            if class_ == "PROPOSE_CONFIRM" and a.kind.startswith("SEND_MESSAGE:"):
+                decider = data["owner"]
+                delivered.append(await self._propose(p, r, people, charter, a, message, i, decider))
             if class_ != "AUTONOMOUS":
                 continue
             if a.kind.startswith("SEND_MESSAGE:"):
@@ -176,6 +180,69 @@ class Handlers:
         timer = scheduler.Schedule(key=key, due_at=due, target=FOLLOWUP, payload=told)
         await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
         return {"kind": action.kind, "to": person, "timer": key, "due_at": due.isoformat()}
+
+    async def _propose(
+        self,
+        p: Principal,
+        r: dict[str, Any],
+        people: Mapping[str, str],
+        charter: RoleCharter,
+        action: ProposedAction,
+        text: str,
+        index: int,
+        decider: str,
+    ) -> dict[str, Any]:
+        """PROPOSE_CONFIRM: the message waits for its decider's yes, asked in the room the
+        decider shares with the Chonk; nothing reaches the recipient until then."""
+        person = people.get(action.to) or (r["subject"] if action.to == r["recipient"] else None)
+        if person is None:
+            return {}
+        bot = f"chonk-{charter.chonk_id}"
+        held = Proposal(
+            org=p.org, person=person, bot=bot, title=charter.title, text=text,
+            key=f"{r['id']}-{index}", kind=action.kind,
+        )  # fmt: skip
+        asked: rooms.Message = await call(
+            self._nc,
+            rooms.TELL,
+            rooms.Tell(
+                org=p.org,
+                person=decider,
+                bot=bot,
+                title=charter.title,
+                text=f"I'd send this to {action.to} ({action.kind}). Send it?\n\n{text}",
+                key=f"propose-{r['id']}-{index}",
+                options=("Send it", "Don't send"),
+            ),
+            caller=CONTRACT.name,
+        )
+        await self._store.put_proposal(asked.room, asked.seq, held)
+        return {
+            "kind": action.kind,
+            "to": person,
+            "class": "PROPOSE_CONFIRM",
+            "decider": decider,
+            "room": asked.room,
+            "seq": asked.seq,
+        }
+
+    async def decided(self, room: str, seq: int, choice: rooms.Choice) -> None:
+        """The decider's answer to a proposal, however it came: yes tells the recipient
+        (once, by the proposal's key), anything else sends nothing; recorded either way."""
+        held = await self._store.proposal(room, seq)
+        if held is None:
+            return  # a question that is not a Chonk's proposal
+        approved = isinstance(choice, rooms.Pick) and choice.option == 0
+        action = "chonk.proposal.approve" if approved else "chonk.proposal.decline"
+        bot = Principal(org=held.org, sub="service:chonk", act=f"bot:{held.org}:{held.bot}")
+        async with self._trail.change(held.org, actor=bot, action=action, target=held.key):
+            if approved:
+                tell = rooms.Tell(
+                    org=held.org, person=held.person, bot=held.bot, title=held.title,
+                    text=held.text, key=held.key,
+                )  # fmt: skip
+                await call(self._nc, rooms.TELL, tell, caller=CONTRACT.name)
+        await self._store.drop_proposal(room, seq)
 
     async def _hand_off(
         self,

@@ -5,6 +5,7 @@ from importlib.resources import files
 
 from libs.audit.trail import Trail
 from libs.contracts.chonk import CONTRACT, HANDOFF_REQUESTED, HandoffRequest
+from libs.contracts.rooms import ANSWER_STORED, MessageStored
 from libs.contracts.scheduler import Fired
 from libs.contracts.streams import EVENTS, TIMERS, timer_subject
 from libs.runtime.consumer import Consumer, events
@@ -25,8 +26,8 @@ def shipped() -> tuple[dict, frozenset[str]]:
 
 
 async def serve(svc: Service) -> None:
-    """Serve the subjects, the chaser's follow-ups and the handoffs other Chonks send, until
-    `svc` is stopped."""
+    """Serve the subjects, the chaser's follow-ups, the handoffs other Chonks send and the
+    answers to proposals, until `svc` is stopped."""
     roster, never = shipped()
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
     trail = Trail(svc.nc, service=CONTRACT.name)
@@ -41,16 +42,24 @@ async def serve(svc: Service) -> None:
         handle=handlers.followed_up,
         trail=trail,
     )
-    handed = Consumer(
+
+    async def heard(event: HandoffRequest | MessageStored) -> None:
+        match event:
+            case HandoffRequest():
+                await handlers.received(event)
+            case MessageStored(room=room, answers=int(seq), choice=choice) if choice is not None:
+                await handlers.decided(room, seq, choice)
+
+    heard_events = Consumer(
         svc.js,
         stream=EVENTS.name,
         durable=CONTRACT.name,
-        subjects=[HANDOFF_REQUESTED.name],
-        read=events({HANDOFF_REQUESTED.name: HandoffRequest}),
-        handle=handlers.received,
+        subjects=[HANDOFF_REQUESTED.name, ANSWER_STORED.name],
+        read=events({HANDOFF_REQUESTED.name: HandoffRequest, ANSWER_STORED.name: MessageStored}),
+        handle=heard,
         trail=trail,
     )
-    await svc.serve(handlers.table(), [follow_ups, handed])
+    await svc.serve(handlers.table(), [follow_ups, heard_events])
 
 
 async def main(settings: Settings) -> None:

@@ -2,6 +2,7 @@
 
     chonk-runs     <org>.<run id>                       a run's report
                    declined.<org>.<handoff id>          a handoff its receiver declined
+                   proposed.<room>.<seq>                a message held for its decider's yes
     chonk-memory   facts.<org>.<person>.<fact id>      a fact about a person
                    reads.<org>.<person>                 who read that person's facts, for what
 
@@ -22,11 +23,26 @@ from libs.contracts.chonk import HandoffRequest, MemoryRead, RunReport
 from libs.runtime.kv import current, open_bucket, swap
 from services.chonk.domain.memory import MemoryFact
 
-__all__ = ["ChonkStore", "open_store"]
+__all__ = ["ChonkStore", "Proposal", "open_store"]
+
+
+class Proposal(msgspec.Struct, frozen=True, kw_only=True):
+    """A message held for its decider's yes: to whom, from which Chonk, stored once by
+    `key`."""
+
+    org: str
+    person: str
+    bot: str
+    title: str
+    text: str
+    key: str
+    kind: str
+
 
 _fact = codec.decoder(MemoryFact)
 _report = codec.decoder(RunReport)
 _handoff = codec.decoder(HandoffRequest)
+_proposal = msgspec.json.Decoder(Proposal).decode
 _reads = msgspec.json.Decoder(list[MemoryRead])
 
 
@@ -45,6 +61,20 @@ class ChonkStore:
     async def declines(self, tenant: str) -> list[HandoffRequest]:
         entries = await current(self._runs, f"declined.{tenant}.*")
         return [_handoff.decode(e.value) for e in entries]
+
+    async def put_proposal(self, room: str, seq: int, proposal: Proposal) -> None:
+        await self._runs.put(f"proposed.{room}.{seq}", codec.encode(proposal))
+
+    async def proposal(self, room: str, seq: int) -> Proposal | None:
+        """The proposal question `seq` of `room` asks, if it is one."""
+        try:
+            entry = await self._runs.get(f"proposed.{room}.{seq}")
+        except KeyNotFoundError:
+            return None
+        return None if not entry.value else _proposal(entry.value)
+
+    async def drop_proposal(self, room: str, seq: int) -> None:
+        await self._runs.delete(f"proposed.{room}.{seq}")
 
     async def report(self, org: str, run_id: str) -> RunReport | None:
         try:

@@ -118,6 +118,7 @@ READERS = {
     "tether.evt.rooms.answer.stored (poa)": ("poa.ask.answer", "poa.act.record"),
     "tether.timer.chonk.followup": ("chonk.followup.send",),
     "tether.evt.chonk.handoff.requested": ("chonk.handoff.accept", "chonk.handoff.decline"),
+    "tether.evt.rooms.answer.stored (chonk)": ("chonk.proposal.approve", "chonk.proposal.decline"),
 }
 
 

@@ -150,9 +150,12 @@ class Messages(Rooms):
         room = members.bot_room(req.org, req.person, bot, req.title, self._clock())
         if await self._store.room(room.id) is None:
             await self._store.create_room(room)
+        if len(req.options) == 1:
+            raise Refused("invalid-request", 422, "a question needs two options or more")
         said = messages.authored(
             room, Principal(org=req.org, sub=req.person, act=bot), req.text, self._clock(),
             to=req.person,
+            question=rooms.Question(options=req.options) if req.options else None,
         )  # fmt: skip
         return await self._store_message(room, said, msg_id=req.key)
 

@@ -1,0 +1,52 @@
+"""PROPOSE_CONFIRM through the running services: with the tenant's function modes putting
+the Chief Build Officer's messages at PROPOSE, its ask to Ben waits for the owner's yes,
+asked in the room Priya shares with the Chonk; nothing reaches Ben until she says yes."""
+
+from libs.audit.reading import records
+from tests.chonk.conftest import ORG, person
+from tests.personal.conftest import eventually
+
+ROOT, BEN = person("priya", roles=("admin",)), person("ben")
+PRIYA = ROOT
+
+
+async def _bens(api) -> list[dict]:
+    """Every message in Ben's rooms (other tests of the session may have written some)."""
+    found = []
+    for room in (await (await api.get("/v1/rooms", headers=BEN)).json())["rooms"]:
+        page = await api.get(f"/v1/rooms/{room['id']}/messages", headers=BEN)
+        found += (await page.json())["messages"]
+    return found
+
+
+async def test_a_proposed_message_waits_for_the_owner_s_yes_asked_in_her_room(api, operator):
+    before = await _bens(api)
+    r = await api.post(
+        "/v1/chonk/runs", json={"tenant": ORG, "run": "chase_ben_proposed"}, headers=ROOT
+    )
+    assert r.status == 201, await r.text()
+    report = await r.json()
+    assert report["actions"][0]["class"] == "PROPOSE_CONFIRM"
+    (proposed,) = [d for d in report["delivered"] if d.get("class") == "PROPOSE_CONFIRM"]
+    assert (proposed["decider"], proposed["to"]) == (f"{ORG}/priya", f"{ORG}/ben")
+    page = await api.get(f"/v1/rooms/{proposed['room']}/messages", headers=PRIYA)
+    (question,) = (await page.json())["messages"]
+    assert question["question"]["options"] == ["Send it", "Don't send"]
+    assert question["to"] == f"{ORG}/priya" and "Hey Ben, #419" in question["text"]
+    assert await _bens(api) == before  # nothing reached Ben
+
+    answer = await api.post(
+        f"/v1/rooms/{proposed['room']}/questions/{proposed['seq']}/answer",
+        json={"choice": {"type": "pick", "option": 0}},
+        headers=PRIYA,
+    )
+    assert answer.status == 201, await answer.text()
+
+    async def told() -> list[dict] | None:
+        now = await _bens(api)
+        return [m for m in now if m not in before] or None
+
+    (message,) = await eventually(told)
+    assert (message["text"], message["author"]) == (report["message"], f"bot:{ORG}:chonk-build")
+    actions = [(x.action, x.target) for x in await records(operator.jetstream(), ORG)]
+    assert ("chonk.proposal.approve", "run_chase_ben_proposed_0929-0") in actions
