@@ -50,7 +50,9 @@ class RunRef(Contract):
 
 class RunReport(Contract):
     """A run's receipt (§5.3), its message as delivered in chat, and what it proposed, each
-    with its class; `delivered` the messages carried out: where each is (`room`, `seq`)."""
+    with its class; `delivered` the messages carried out: where each is (`room`, `seq`);
+    `regressed` when this run made its Chonk's third action outside its allowlist in a week,
+    so its functions are at PROPOSE from now on (RC-MGR-01)."""
 
     id: str
     chonk: str
@@ -60,6 +62,7 @@ class RunReport(Contract):
     prompts: list[str]
     memory: list[str]
     delivered: list[dict[str, Any]] = []
+    regressed: bool = False  # this run's actions outside the allowlist regressed its Chonk
 
 
 class GetKnows(Contract):

@@ -2,7 +2,7 @@
 person's knows page with what they may do to a fact about them. Every memory read and write
 is recorded before it happens (§6.4, §6.5)."""
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +18,7 @@ from libs.contracts.registry import Subject
 from libs.model import Scripted
 from libs.runtime.calls import call
 from libs.runtime.service import Handler
-from services.chonk.domain import classes, handoffs, ladder, memory, receipts
+from services.chonk.domain import classes, handoffs, ladder, memory, receipts, triage
 from services.chonk.domain.prompt import TenantDirection
 from services.chonk.domain.run import configure
 from services.chonk.domain.types import Draft, ProposedAction, RoleCharter, SourceRef
@@ -81,7 +81,9 @@ class Handlers:
             for w in spec.get("memory", [])
         ]
         message = receipts.chat(outcome.draft, outcome.receipt)
-        modes = spec.get("modes", {})  # the tenant's function modes for this run
+        # The tenant's function modes for this run, and what RC-MGR-01 regressed: either can
+        # only take autonomy away.
+        modes = {**spec.get("modes", {}), **await self._store.modes(p.org, charter.chonk_id)}
         classes_ = [classes.classified(a, never=self._never, modes=modes) for a in outcome.actions]
         people = spec.get("people", {})
         hours = msgspec.convert(data["businessHours"], ladder.BusinessHours)
@@ -113,6 +115,7 @@ class Handlers:
             prompts=list(outcome.prompts),
             memory=written,
             delivered=[d for d in delivered if d],
+            regressed=await self._crept(p, charter, outcome.outside, now),
         )
         async with self._trail.change(
             p.org, actor=p, action="chonk.run", target=report.id, data={"chonk": report.chonk}
@@ -180,6 +183,28 @@ class Handlers:
         timer = scheduler.Schedule(key=key, due_at=due, target=FOLLOWUP, payload=told)
         await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
         return {"kind": action.kind, "to": person, "timer": key, "due_at": due.isoformat()}
+
+    async def _crept(
+        self, p: Principal, charter: RoleCharter, outside: Sequence[str], now: datetime
+    ) -> bool:
+        """RC-MGR-01: actions outside the allowlist recorded; a Chonk with three in a week
+        has every function regressed to PROPOSE, stored as the tenant's modes for it."""
+        if not outside:
+            return False
+        chonk_id = charter.chonk_id
+        async with self._trail.change(
+            p.org, actor=p, action="chonk.outside.record", target=chonk_id,
+            data={"kinds": list(outside)},
+        ):  # fmt: skip
+            seen = await self._store.add_outside(p.org, chonk_id, [now] * len(outside), now)
+        if chonk_id not in triage.regressed([(chonk_id, at) for at in seen], now):
+            return False
+        modes = {kind.split(":")[0]: "PROPOSE" for kind in charter.action_allowlist}
+        async with self._trail.change(
+            p.org, actor=p, action="chonk.modes.regress", target=chonk_id, data={"modes": modes}
+        ):
+            await self._store.put_modes(p.org, chonk_id, modes)
+        return True
 
     async def _propose(
         self,

@@ -71,6 +71,7 @@ class Outcome(msgspec.Struct, frozen=True):
     draft: Draft
     actions: tuple[ProposedAction, ...]
     prompts: tuple[str, ...]  # the hash of every prompt the model was shown, in order
+    outside: tuple[str, ...] = ()  # kinds proposed outside the allowlist, dropped (RC-MGR-01)
 
 
 async def run(
@@ -115,6 +116,7 @@ async def run(
     receipt = Receipt(id=f"rcp_{r.id}", run_id=r.id, tenant_id=r.tenant, created_at=now)
     findings: list[Finding] = []
     actions: list[ProposedAction] = []
+    outside: list[str] = []
     draft: Draft | None = None
     for step in plan.steps:
         match step.kind:
@@ -124,8 +126,9 @@ async def run(
                 findings.append(finding)
             case "chaser":
                 proposed = await ask("chaser", step.id, step.goal, _Proposed)
-                kept, dropped = executor.checked_chaser(proposed.actions, config, managed=r.managed)
-                child(OUTSIDE, config.chonk_id).inc(len(dropped))
+                kept, off, _ = executor.checked_chaser(proposed.actions, config, managed=r.managed)
+                child(OUTSIDE, config.chonk_id).inc(len(off))
+                outside += off
                 actions += kept
             case "writer":
 
@@ -148,7 +151,7 @@ async def run(
     )
     out = [msgspec.structs.replace(a, receipt_id=a.receipt_id or receipt.id) for a in actions]
     leaving = tuple(a for a in (message, *out) if executor.leaves(a, [receipt]))
-    return Outcome(plan, tuple(findings), receipt, draft, leaving, tuple(shown))
+    return Outcome(plan, tuple(findings), receipt, draft, leaving, tuple(shown), tuple(outside))
 
 
 class _Proposed(msgspec.Struct, frozen=True, rename="camel"):

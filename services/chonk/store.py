@@ -3,6 +3,8 @@
     chonk-runs     <org>.<run id>                       a run's report
                    declined.<org>.<handoff id>          a handoff its receiver declined
                    proposed.<room>.<seq>                a message held for its decider's yes
+                   outside.<org>.<chonk>                when it proposed outside its allowlist
+                   modes.<org>.<chonk>                  its function modes (RC-MGR-01's PROPOSE)
     chonk-memory   facts.<org>.<person>.<fact id>      a fact about a person
                    reads.<org>.<person>                 who read that person's facts, for what
 
@@ -10,6 +12,7 @@ Every key names the org, and a person's the person.
 """
 
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
 import msgspec
 from nats.js import JetStreamContext
@@ -43,6 +46,8 @@ _fact = codec.decoder(MemoryFact)
 _report = codec.decoder(RunReport)
 _handoff = codec.decoder(HandoffRequest)
 _proposal = msgspec.json.Decoder(Proposal).decode
+_times = msgspec.json.Decoder(list[datetime]).decode
+_modes = msgspec.json.Decoder(dict[str, str]).decode
 _reads = msgspec.json.Decoder(list[MemoryRead])
 
 
@@ -75,6 +80,30 @@ class ChonkStore:
 
     async def drop_proposal(self, room: str, seq: int) -> None:
         await self._runs.delete(f"proposed.{room}.{seq}")
+
+    async def add_outside(
+        self, org: str, chonk_id: str, at: list[datetime], now: datetime
+    ) -> list[datetime]:
+        """Every time `chonk_id` proposed outside its allowlist in the past week, `at` too."""
+        week = now - timedelta(days=7)
+        _, after = await swap(
+            self._runs,
+            f"outside.{org}.{chonk_id}",
+            lambda seen: [t for t in [*seen, *at] if t > week],
+            decode=_times,
+            default=[],
+        )
+        return after
+
+    async def modes(self, org: str, chonk_id: str) -> dict[str, str]:
+        try:
+            entry = await self._runs.get(f"modes.{org}.{chonk_id}")
+        except KeyNotFoundError:
+            return {}
+        return _modes(entry.value) if entry.value else {}
+
+    async def put_modes(self, org: str, chonk_id: str, modes: dict[str, str]) -> None:
+        await self._runs.put(f"modes.{org}.{chonk_id}", msgspec.json.encode(modes))
 
     async def report(self, org: str, run_id: str) -> RunReport | None:
         try:

@@ -168,13 +168,13 @@ def test_the_chaser_proposes_only_its_kinds_and_never_messages_a_person_it_does_
         ProposedAction(kind="SCHEDULE_FOLLOWUP", to="sim-lanternfish/ben"),
         ProposedAction(kind="CONNECTOR_WRITE:work.comment", to="github:pr-412"),
     ]
-    assert executor.checked_chaser(ok, config, managed=managed) == (ok, [])
+    assert executor.checked_chaser(ok, config, managed=managed) == (ok, [], [])
     bad = [
         ProposedAction(kind="SEND_MESSAGE:ic_thread", to="sim-lanternfish/tomas"),
         ProposedAction(kind="ORG_CHANGE:plan", to="prj_v2ga"),
     ]
-    kept, dropped = executor.checked_chaser([*ok[:1], *bad], config, managed=managed)
-    assert kept == ok[:1]
+    kept, outside, dropped = executor.checked_chaser([*ok[:1], *bad], config, managed=managed)
+    assert kept == ok[:1] and outside == ["ORG_CHANGE:plan"]
     assert "that is a HANDOFF" in dropped[0]
     assert "does not propose ORG_CHANGE:plan" in dropped[1]
 

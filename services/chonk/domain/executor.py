@@ -88,23 +88,25 @@ def merged(receipt: Receipt, finding: Finding) -> tuple[Receipt, Finding]:
 
 def checked_chaser(
     actions: Sequence[ProposedAction], config: RunConfig, *, managed: frozenset[str]
-) -> tuple[list[ProposedAction], list[str]]:
+) -> tuple[list[ProposedAction], list[str], list[str]]:
     """§3.3: only its four kinds (and a work comment where the matrix allows it), each
     within the run's actions; never a message to a person this Chonk does not manage (that
-    is a HANDOFF). (kept, why each other was dropped): §11's RC-MGR-01 drops an action
-    outside the allowlist and lets the run go on."""
+    is a HANDOFF). (kept, the kinds dropped as outside the allowlist, why each other was
+    dropped): §11's RC-MGR-01 drops an action outside the allowlist and lets the run go
+    on, and counts it."""
     allowed = {a for a in config.actions if a.startswith("SEND_MESSAGE:")} | CHASER_KINDS
     if _COMMENT in config.actions:
         allowed.add(_COMMENT)
-    kept, dropped = [], []
+    kept, outside, dropped = [], [], []
     for i, action in enumerate(actions):
         if action.kind not in allowed or action.kind not in config.actions:
+            outside.append(action.kind)
             dropped.append(f"action {i}: a chaser does not propose {action.kind}")
         elif action.kind.startswith("SEND_MESSAGE:") and action.to not in managed:
             dropped.append(f"action {i}: {action.to} is not managed here; that is a HANDOFF")
         else:
             kept.append(action)
-    return kept, dropped
+    return kept, outside, dropped
 
 
 def leaves(action: ProposedAction, receipts: Sequence[Receipt]) -> bool:
