@@ -160,7 +160,7 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
         op["responses"][str(route.status)] = {
             "description": "text/event-stream: a `pending` event holding the whole list (as "
             "GET /v1/pending answers it) at once and each time it changes; `unavailable` while "
-            "a service holding part of it cannot be asked",
+            "a service holding part of it cannot be asked; `refused` (a problem) ends it",
             "content": {"text/event-stream": {"schema": {"$ref": _REF.format(name=reply)}}},
         }
     if route.twiml:

@@ -81,24 +81,20 @@ def pending_stream(
             while True:
                 try:
                     body = codec.encode(await gathered(nc, p, timeout=timeout))
-                except Refused:  # a source is away: say so, and read again shortly
-                    await response.write(b"event: unavailable\ndata: {}\n\n")
+                except Refused as exc:
+                    if exc.problem.status < 500:  # asking again would get the same answer
+                        await response.write(
+                            b"event: refused\ndata: %s\n\n" % codec.encode(exc.problem)
+                        )
+                        break
+                    await response.write(b"event: unavailable\ndata: {}\n\n")  # read again soon
                     await asyncio.sleep(_RETRY_S)
                     continue
                 if body != last:
                     await response.write(b"event: pending\ndata: %s\n\n" % body)
                     last = body
-                try:
-                    nudge = await asyncio.wait_for(nudges.get(), KEEPALIVE_S)
-                except TimeoutError:
-                    await response.write(b": keepalive\n\n")
-                    continue
-                if nudge == _END:
+                if not await _nudged(nudges, response):
                     break
-                await asyncio.sleep(_SETTLE_S)
-                while not nudges.empty():
-                    if nudges.get_nowait() == _END:
-                        return response
         except ConnectionResetError:
             pass  # the client went away
         finally:
@@ -109,6 +105,21 @@ def pending_stream(
         return response
 
     return handler
+
+
+async def _nudged(nudges: asyncio.Queue[bytes], response: web.StreamResponse) -> bool:
+    """Until something of the person's changes (the nudges that come with it read as one),
+    with a keepalive now and then; False when the gateway is stopping."""
+    while True:
+        try:
+            nudge = await asyncio.wait_for(nudges.get(), KEEPALIVE_S)
+            break
+        except TimeoutError:
+            await response.write(b": keepalive\n\n")
+    await asyncio.sleep(_SETTLE_S)
+    while nudge != _END and not nudges.empty():
+        nudge = nudges.get_nowait()
+    return nudge != _END
 
 
 async def gathered(nc: Client, p: Principal, *, timeout: float) -> Pending:

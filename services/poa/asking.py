@@ -114,7 +114,7 @@ class Asking:
         found = await self._asks.get(p.org, p.sub, req.id)
         if found is None:
             raise Refused("ask-not-found", 404, f"you have no ask {req.id}")
-        ours = found.state == "open" and found.room is not None
+        ours = found.state == "open" and found.question_seq is not None
         if ours and found.room is not None and found.question_seq is not None:
             choice: rooms.Choice = (
                 rooms.Pick(option=0) if req.answer == "approve" else rooms.Decline()
