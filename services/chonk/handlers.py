@@ -89,20 +89,23 @@ class Handlers:
         hours = msgspec.convert(data["businessHours"], ladder.BusinessHours)
         delivered = []
         for i, (a, class_) in enumerate(zip(outcome.actions, classes_, strict=True)):
-            if class_ == "PROPOSE_CONFIRM" and a.kind.startswith("SEND_MESSAGE:"):
-                decider = data["owner"]
-                delivered.append(await self._propose(p, r, people, charter, a, message, i, decider))
-            if class_ != "AUTONOMOUS":
-                continue
-            if a.kind.startswith("SEND_MESSAGE:"):
-                delivered.append(await self._tell(p, r, people, charter, a, message, i))
-            elif a.kind == "HANDOFF":
+            to = people.get(a.to) or (r["subject"] if a.to == r["recipient"] else None)
+            key = f"{r['id']}-{i}"
+            if a.kind == "HANDOFF":  # always AUTONOMOUS: nothing leaves the system
                 delivered.append(await self._hand_off(p, r, charter, a, outcome.receipt.id, i))
-            elif a.kind == "SCHEDULE_FOLLOWUP":
+            elif to is None:
+                continue  # no one the tenant knows by that name: nothing is carried out
+            elif a.kind.startswith("SEND_MESSAGE:") and class_ == "PROPOSE_CONFIRM":
+                delivered.append(
+                    await self._propose(p, charter, a, to, message, key, decider=data["owner"])
+                )
+            elif a.kind.startswith("SEND_MESSAGE:") and class_ == "AUTONOMOUS":
+                delivered.append(await self._tell(p, charter, a, to, message, key))
+            elif a.kind == "SCHEDULE_FOLLOWUP" and class_ == "AUTONOMOUS":
                 follow = receipts.chat(_said(a.text), outcome.receipt)
-                delivered.append(await self._follow_up(p, r, people, charter, a, follow, i, hours))
+                delivered.append(await self._follow_up(p, charter, a, to, follow, key, hours))
         if r.get("channel") == "owner":  # symmetry: the owner's words about a person are theirs
-            written += await self._owner_reports(p, r, spec.get("people", {}), outcome)
+            written += await self._owner_reports(p, r, people, outcome)
         report = chonk.RunReport(
             id=r["id"],
             chonk=charter.chonk_id,
@@ -114,7 +117,7 @@ class Handlers:
             ],
             prompts=list(outcome.prompts),
             memory=written,
-            delivered=[d for d in delivered if d],
+            delivered=delivered,
             regressed=await self._crept(p, charter, outcome.outside, now),
         )
         async with self._trail.change(
@@ -126,18 +129,14 @@ class Handlers:
     async def _tell(
         self,
         p: Principal,
-        r: dict[str, Any],
-        people: Mapping[str, str],
         charter: RoleCharter,
         action: ProposedAction,
+        person: str,
         text: str,
-        index: int,
+        key: str,
     ) -> dict[str, Any]:
         """An AUTONOMOUS message carried out: the Chonk, a bot of the tenant, tells its
         recipient in the room the two share (the run's message, with its receipts)."""
-        person = people.get(action.to) or (r["subject"] if action.to == r["recipient"] else None)
-        if person is None:
-            return {}
         told: rooms.Message = await call(
             self._nc,
             rooms.TELL,
@@ -147,7 +146,7 @@ class Handlers:
                 bot=f"chonk-{charter.chonk_id}",
                 title=charter.title,
                 text=text,
-                key=f"{r['id']}-{index}",
+                key=key,
             ),
             caller=CONTRACT.name,
         )
@@ -156,33 +155,27 @@ class Handlers:
     async def _follow_up(
         self,
         p: Principal,
-        r: dict[str, Any],
-        people: Mapping[str, str],
         charter: RoleCharter,
         action: ProposedAction,
+        person: str,
         text: str,
-        index: int,
+        key: str,
         hours: ladder.BusinessHours,
     ) -> dict[str, Any]:
         """§3.3's next stage: a timer on the scheduler, due after the stage's wait counted in
         the tenant's business hours; when it fires, the Chonk tells the person."""
-        person = people.get(action.to) or (r["subject"] if action.to == r["recipient"] else None)
-        if person is None:
-            return {}
-        stage = ladder.STAGES[1]
-        due = ladder.due(self._clock(), stage.wait_hours, hours)
-        key = f"followup.{r['id']}.{index}"
+        due = ladder.due(self._clock(), ladder.STAGES[1].wait_hours, hours)
         told = FollowUp(
             org=p.org,
             person=person,
             bot=f"chonk-{charter.chonk_id}",
             title=charter.title,
             text=text,
-            key=f"followup-{r['id']}-{index}",
+            key=f"followup-{key}",
         )
-        timer = scheduler.Schedule(key=key, due_at=due, target=FOLLOWUP, payload=told)
+        timer = scheduler.Schedule(key=f"followup.{key}", due_at=due, target=FOLLOWUP, payload=told)
         await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
-        return {"kind": action.kind, "to": person, "timer": key, "due_at": due.isoformat()}
+        return {"kind": action.kind, "to": person, "timer": timer.key, "due_at": due.isoformat()}
 
     async def _crept(
         self, p: Principal, charter: RoleCharter, outside: Sequence[str], now: datetime
@@ -209,23 +202,20 @@ class Handlers:
     async def _propose(
         self,
         p: Principal,
-        r: dict[str, Any],
-        people: Mapping[str, str],
         charter: RoleCharter,
         action: ProposedAction,
+        person: str,
         text: str,
-        index: int,
+        key: str,
+        *,
         decider: str,
     ) -> dict[str, Any]:
         """PROPOSE_CONFIRM: the message waits for its decider's yes, asked in the room the
         decider shares with the Chonk; nothing reaches the recipient until then."""
-        person = people.get(action.to) or (r["subject"] if action.to == r["recipient"] else None)
-        if person is None:
-            return {}
         bot = f"chonk-{charter.chonk_id}"
         held = Proposal(
-            org=p.org, person=person, bot=bot, title=charter.title, text=text,
-            key=f"{r['id']}-{index}", kind=action.kind,
+            org=p.org, person=person, bot=bot, title=charter.title, text=text, key=key,
+            kind=action.kind,
         )  # fmt: skip
         asked: rooms.Message = await call(
             self._nc,
@@ -236,7 +226,7 @@ class Handlers:
                 bot=bot,
                 title=charter.title,
                 text=f"I'd send this to {action.to} ({action.kind}). Send it?\n\n{text}",
-                key=f"propose-{r['id']}-{index}",
+                key=f"propose-{key}",
                 options=("Send it", "Don't send"),
             ),
             caller=CONTRACT.name,
