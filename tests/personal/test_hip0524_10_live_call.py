@@ -83,10 +83,12 @@ async def voice_line(api, operator, people, forward_to: str | None = None) -> di
     return await proven.json()
 
 
-async def ring(api, line: dict, path: str = "call", token: str = TOKEN, **extra: str):
+async def ring(
+    api, line: dict, path: str = "call", token: str = TOKEN, sid: str | None = None, **extra: str
+):
     """The carrier's signed webhook for a call from CALLER to `line`."""
     url_path = f"/v1/lines/voice/{path}"
-    fields = {"From": CALLER, "To": line["address"], "CallSid": f"CA{secrets.token_hex(16)}",
+    fields = {"From": CALLER, "To": line["address"], "CallSid": sid or f"CA{secrets.token_hex(16)}",
               "CallStatus": "ringing", **extra}  # fmt: skip
     signature = sign_twilio(token, str(api.make_url(url_path)), list(fields.items()))
     return await api.post(url_path, data=urlencode(fields), headers={
@@ -164,3 +166,17 @@ async def test_a_call_not_signed_by_the_line_is_refused_and_stores_nothing(api, 
     assert forged.status == 403
     rooms_ = (await (await api.get("/v1/rooms", headers=people.ada)).json())["rooms"]
     assert [r for r in rooms_ if r.get("correspondent") == CALLER] == []
+
+
+async def test_a_carrier_s_retry_of_a_first_call_is_still_a_first_contact(api, operator, people):
+    await announce(operator, people.ada_id)
+    line = await voice_line(api, operator, people)
+    await set_level(api, people.ada, "send")
+    sid = f"CA{secrets.token_hex(16)}"
+    for _ in range(2):  # the carrier asks again, with the same call
+        answered = await ring(api, line, sid=sid)
+        assert answered.status == 200
+        assert "<Record " in await answered.text()  # a voicemail: the agent does not speak
+    rooms_ = (await (await api.get("/v1/rooms", headers=people.ada)).json())["rooms"]
+    (room,) = [r for r in rooms_ if r.get("correspondent") == CALLER]
+    assert [m["text"] for m in await history(api, room, people.ada)] == [f"Call from {CALLER}"]

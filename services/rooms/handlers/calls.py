@@ -20,12 +20,13 @@ ME = "rooms"
 class Calls(Lines):
     async def call(self, req: rooms.Inbound, _: None) -> rooms.Answered:
         arrived, caller, line, room = await self._on_the_line(req)
-        first = await self._store.is_empty(room.org, room.id)
         stored = await self._store_message(
             room,
             calls.arrived(room, caller, self._clock()),
             msg_id=f"voice-{arrived.carrier_id}",
         )
+        # Read from the room as stored, so the carrier's retry of a first call is one too.
+        first = await self._first_contact(room, stored)
         decided: ladder.Decided = await call(
             self._nc,
             ladder.DECIDE,
