@@ -24,9 +24,9 @@ from services.chonk.domain.run import configure
 from services.chonk.domain.types import Draft, ProposedAction, RoleCharter, SourceRef
 from services.chonk.harness import ModelOutputInvalid, run
 from services.chonk.simulations import run_of, script, tenant
-from services.chonk.store import ChonkStore, Proposal
+from services.chonk.store import ChonkStore
 
-__all__ = ["FOLLOWUP", "FollowUp", "Handlers"]
+__all__ = ["FOLLOWUP", "Handlers"]
 
 FOLLOWUP = "followup"
 
@@ -137,19 +137,7 @@ class Handlers:
     ) -> dict[str, Any]:
         """An AUTONOMOUS message carried out: the Chonk, a bot of the tenant, tells its
         recipient in the room the two share (the run's message, with its receipts)."""
-        told: rooms.Message = await call(
-            self._nc,
-            rooms.TELL,
-            rooms.Tell(
-                org=p.org,
-                person=person,
-                bot=f"chonk-{charter.chonk_id}",
-                title=charter.title,
-                text=text,
-                key=key,
-            ),
-            caller=CONTRACT.name,
-        )
+        told = await self._send(_told(p.org, charter, person, text, key))
         return {"kind": action.kind, "to": person, "room": told.room, "seq": told.seq}
 
     async def _follow_up(
@@ -165,14 +153,7 @@ class Handlers:
         """§3.3's next stage: a timer on the scheduler, due after the stage's wait counted in
         the tenant's business hours; when it fires, the Chonk tells the person."""
         due = ladder.due(self._clock(), ladder.STAGES[1].wait_hours, hours)
-        told = FollowUp(
-            org=p.org,
-            person=person,
-            bot=f"chonk-{charter.chonk_id}",
-            title=charter.title,
-            text=text,
-            key=f"followup-{key}",
-        )
+        told = _told(p.org, charter, person, text, f"followup-{key}")
         timer = scheduler.Schedule(key=f"followup.{key}", due_at=due, target=FOLLOWUP, payload=told)
         await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
         return {"kind": action.kind, "to": person, "timer": timer.key, "due_at": due.isoformat()}
@@ -212,26 +193,13 @@ class Handlers:
     ) -> dict[str, Any]:
         """PROPOSE_CONFIRM: the message waits for its decider's yes, asked in the room the
         decider shares with the Chonk; nothing reaches the recipient until then."""
-        bot = f"chonk-{charter.chonk_id}"
-        held = Proposal(
-            org=p.org, person=person, bot=bot, title=charter.title, text=text, key=key,
-            kind=action.kind,
-        )  # fmt: skip
-        asked: rooms.Message = await call(
-            self._nc,
-            rooms.TELL,
-            rooms.Tell(
-                org=p.org,
-                person=decider,
-                bot=bot,
-                title=charter.title,
-                text=f"I'd send this to {action.to} ({action.kind}). Send it?\n\n{text}",
-                key=f"propose-{key}",
-                options=("Send it", "Don't send"),
-            ),
-            caller=CONTRACT.name,
+        question = f"I'd send this to {action.to} ({action.kind}). Send it?\n\n{text}"
+        asked = await self._send(
+            _told(p.org, charter, decider, question, f"propose-{key}", ("Send it", "Don't send"))
         )
-        await self._store.put_proposal(asked.room, asked.seq, held)
+        await self._store.put_proposal(
+            asked.room, asked.seq, _told(p.org, charter, person, text, key)
+        )
         return {
             "kind": action.kind,
             "to": person,
@@ -252,11 +220,7 @@ class Handlers:
         bot = Principal(org=held.org, sub="service:chonk", act=f"bot:{held.org}:{held.bot}")
         async with self._trail.change(held.org, actor=bot, action=action, target=held.key):
             if approved:
-                tell = rooms.Tell(
-                    org=held.org, person=held.person, bot=held.bot, title=held.title,
-                    text=held.text, key=held.key,
-                )  # fmt: skip
-                await call(self._nc, rooms.TELL, tell, caller=CONTRACT.name)
+                await self._send(held)
         await self._store.drop_proposal(room, seq)
 
     async def _hand_off(
@@ -341,13 +305,15 @@ class Handlers:
 
     async def followed_up(self, fired: scheduler.Fired) -> None:
         """A follow-up's timer fired: the Chonk tells the person, once, recorded first."""
-        f = msgspec.convert(fired.payload, FollowUp)
-        bot = Principal(org=f.org, sub=f.person, act=f"bot:{f.org}:{f.bot}")
-        async with self._trail.change(f.org, actor=bot, action="chonk.followup.send", target=f.key):
-            tell = rooms.Tell(
-                org=f.org, person=f.person, bot=f.bot, title=f.title, text=f.text, key=f.key
-            )
-            await call(self._nc, rooms.TELL, tell, caller=CONTRACT.name)
+        told = msgspec.convert(fired.payload, rooms.Tell)
+        bot = Principal(org=told.org, sub=told.person, act=f"bot:{told.org}:{told.bot}")
+        async with self._trail.change(
+            told.org, actor=bot, action="chonk.followup.send", target=told.key
+        ):
+            await self._send(told)
+
+    async def _send(self, told: rooms.Tell) -> rooms.Message:
+        return await call(self._nc, rooms.TELL, told, caller=CONTRACT.name)
 
     async def report(self, req: chonk.RunRef, p: Principal) -> chonk.RunReport:
         found = await self._store.report(p.org, req.id) if "admin" in p.roles else None
@@ -515,15 +481,25 @@ class Handlers:
             await self._store.change_fact(p.org, fact.subject_id, fact.id, lambda _: stored)
 
 
-class FollowUp(msgspec.Struct, frozen=True, kw_only=True):
-    """A follow-up's timer payload: who is told what, by which Chonk, stored once by `key`."""
-
-    org: str
-    person: str
-    bot: str
-    title: str
-    text: str
-    key: str
+def _told(
+    org: str,
+    charter: RoleCharter,
+    person: str,
+    text: str,
+    key: str,
+    options: tuple[str, ...] = (),
+) -> rooms.Tell:
+    """What the Chonk, a bot of the tenant, tells `person`, stored once by `key`: sent now,
+    held as a follow-up's timer payload, or held for a decider's yes."""
+    return rooms.Tell(
+        org=org,
+        person=person,
+        bot=f"chonk-{charter.chonk_id}",
+        title=charter.title,
+        text=text,
+        key=key,
+        options=options,
+    )
 
 
 def _said(text: str) -> Draft:

@@ -23,29 +23,16 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.chonk import HandoffRequest, MemoryRead, RunReport
+from libs.contracts.rooms import Tell
 from libs.runtime.kv import current, open_bucket, swap
 from services.chonk.domain.memory import MemoryFact
 
-__all__ = ["ChonkStore", "Proposal", "open_store"]
-
-
-class Proposal(msgspec.Struct, frozen=True, kw_only=True):
-    """A message held for its decider's yes: to whom, from which Chonk, stored once by
-    `key`."""
-
-    org: str
-    person: str
-    bot: str
-    title: str
-    text: str
-    key: str
-    kind: str
-
+__all__ = ["ChonkStore", "open_store"]
 
 _fact = codec.decoder(MemoryFact)
 _report = codec.decoder(RunReport)
 _handoff = codec.decoder(HandoffRequest)
-_proposal = msgspec.json.Decoder(Proposal).decode
+_proposal = codec.decoder(Tell).decode
 _times = msgspec.json.Decoder(list[datetime]).decode
 _modes = msgspec.json.Decoder(dict[str, str]).decode
 _reads = msgspec.json.Decoder(list[MemoryRead])
@@ -67,11 +54,11 @@ class ChonkStore:
         entries = await current(self._runs, f"declined.{tenant}.*")
         return [_handoff.decode(e.value) for e in entries]
 
-    async def put_proposal(self, room: str, seq: int, proposal: Proposal) -> None:
+    async def put_proposal(self, room: str, seq: int, proposal: Tell) -> None:
         await self._runs.put(f"proposed.{room}.{seq}", codec.encode(proposal))
 
-    async def proposal(self, room: str, seq: int) -> Proposal | None:
-        """The proposal question `seq` of `room` asks, if it is one."""
+    async def proposal(self, room: str, seq: int) -> Tell | None:
+        """What question `seq` of `room` holds for its decider's yes, if it is a proposal."""
         try:
             entry = await self._runs.get(f"proposed.{room}.{seq}")
         except KeyNotFoundError:
