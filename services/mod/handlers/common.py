@@ -2,6 +2,7 @@
 who the caller is to a layer, the person's level asked of the ladder, and timers on the
 scheduler."""
 
+import asyncio
 import functools
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -69,10 +70,12 @@ class Mod:
         prefixes = [("org", f"{p.org}.org")]
         if home_org(p.sub) == p.org:
             prefixes.append(("user", layer_key(p.org, "user", p.sub)))
-        found: list[tuple[str, int, bytes]] = []
-        for layer, prefix in prefixes:
-            found += [(layer, rev, value) for rev, value in await self._store.installed(prefix)]
-        return tuple(found)
+        read = await asyncio.gather(*(self._store.installed(prefix) for _, prefix in prefixes))
+        return tuple(
+            (layer, rev, value)
+            for (layer, _), installed in zip(prefixes, read, strict=True)
+            for rev, value in installed
+        )
 
     # An install's revision names its value, so a set of them names what activates and the
     # surface it makes: both are computed once per set (measured: 1 ms of 65 mods each time).

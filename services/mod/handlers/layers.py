@@ -1,6 +1,8 @@
 """The surface, the layers and their versions, and what composes from them (§9.1 to §9.3,
 §9.4 rules 1, 2, 5, 6, 9)."""
 
+import asyncio
+
 from libs.contracts import mod
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
@@ -54,8 +56,11 @@ class Layers(Mod):
             raise Refused("mod-write-needed", 403, "an agent without mod:write writes no layer")
         if req.layer == "org" and not p.is_agent and "admin" not in p.roles:
             raise Refused("admin-only", 403, f"only an admin of {p.org} writes its layer")
-        index = surface.index(await self._surface(p))
-        (org, _), (user, _) = await self._store.layers(self._key(p, "org"), self._key(p, "user"))
+        # The two reads are independent: asked together, a write waits for one round trip.
+        entries, ((org, _), (user, _)) = await asyncio.gather(
+            self._surface(p), self._store.layers(self._key(p, "org"), self._key(p, "user"))
+        )
+        index = surface.index(entries)
         stored = org if req.layer == "org" else user
         org_hides = patches.hidden_by(org.ops) if req.layer == "user" else frozenset()
         after = patches.checked(
