@@ -15,20 +15,29 @@ from libs.contracts.base import Contract
 from libs.contracts.registry import Event, Subject, request_subject, service_contract
 
 __all__ = [
+    "ACTION_READY",
+    "CADENCE",
     "CONTRACT",
     "HANDOFF_ACCEPTED",
     "HANDOFF_DECLINED",
     "HANDOFF_REQUESTED",
+    "PACKETS",
     "TRIAGE_OPENED",
+    "ActionReady",
+    "CadenceStarted",
     "GetKnows",
     "HandoffDecided",
     "HandoffRequest",
     "KnownFact",
     "Knows",
+    "ListPackets",
     "MemoryAnswer",
     "MemoryRead",
+    "Packet",
+    "PacketList",
     "RunRef",
     "RunReport",
+    "StartCadence",
     "StartRun",
     "Triage",
 ]
@@ -63,6 +72,59 @@ class RunReport(Contract):
     memory: list[str]
     delivered: list[dict[str, Any]] = []
     regressed: bool = False  # this run's actions outside the allowlist regressed its Chonk
+    trigger: Literal["objective", "cadence", "handoff"] = "objective"
+    correlation: str = ""  # the story this run is part of: a handoff's, or its own id
+
+
+class StartCadence(Contract):
+    """Start cadence `cadence` of a simulation tenant: each time it comes round (in the
+    tenant's time zone), its run runs, and the next time is timed on the scheduler."""
+
+    tenant: Name
+    cadence: Name
+
+
+class CadenceStarted(Contract):
+    cadence: str
+    run: str
+    next_at: datetime
+    timer: str
+
+
+class ListPackets(Contract):
+    pass
+
+
+class Packet(Contract):
+    """A HUMAN_ONLY packet (§2, §6.3): a decision record for the one person who decides,
+    with its own access control; never memory. Nothing happens until they decide."""
+
+    id: str
+    tenant: str
+    chonk: str
+    decider: str
+    subject: str
+    about: str
+    text: str
+    receipt: str
+    correlation: str
+    opened_at: datetime
+
+
+class PacketList(Contract):
+    packets: list[Packet]
+
+
+class ActionReady(Contract):
+    """An action a run carried out that a connector performs (§1): at once when it is
+    AUTONOMOUS, after its decider's yes (`approved_by`) when PROPOSE_CONFIRM."""
+
+    tenant: str
+    chonk: str
+    run: str
+    correlation: str
+    action: dict[str, Any]
+    approved_by: str | None = None
 
 
 class GetKnows(Contract):
@@ -108,6 +170,8 @@ def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:
 
 
 START = _subject("start", StartRun, RunReport, "run a Chonk on a simulation tenant (admin)")
+CADENCE = _subject("cadence", StartCadence, CadenceStarted, "start a tenant's cadence (admin)")
+PACKETS = _subject("packets", ListPackets, PacketList, "the HUMAN_ONLY packets I decide")
 HandoffReason = Literal[
     "people_problem",
     "budget_impact",
@@ -171,6 +235,11 @@ HANDOFF_DECLINED = Event(
 TRIAGE_OPENED = Event(
     "tether.evt.chonk.triage.opened", Triage, "two Chonks disagreed twice: to Chonksworth"
 )
+ACTION_READY = Event(
+    "tether.evt.chonk.action.ready",
+    ActionReady,
+    "an action carried out that a connector performs (none is built here)",
+)
 
 REPORT = _subject("report", RunRef, RunReport, "a run's receipt and actions (admin)")
 KNOWS = _subject("knows", GetKnows, Knows, "what my manager knows about me")
@@ -178,10 +247,11 @@ ANSWER = _subject("answer", MemoryAnswer, KnownFact, "redact a fact about me, or
 
 CONTRACT = service_contract(
     "chonk",
-    [START, REPORT, KNOWS, ANSWER],
-    events=(HANDOFF_REQUESTED, HANDOFF_ACCEPTED, HANDOFF_DECLINED, TRIAGE_OPENED),
+    [START, CADENCE, REPORT, KNOWS, ANSWER, PACKETS],
+    events=(HANDOFF_REQUESTED, HANDOFF_ACCEPTED, HANDOFF_DECLINED, TRIAGE_OPENED, ACTION_READY),
     buckets=("chonk-runs", "chonk-memory"),
     shared_streams=("EVENTS", "TIMERS", "DEAD"),
-    # The chaser's follow-ups (§3.3), each a timer on the one engine.
-    timer_targets=("followup",),
+    # Each stage of the chaser's ladder (§3.3) and each time a cadence comes round, a timer
+    # on the one engine.
+    timer_targets=("chase", "cadence"),
 )

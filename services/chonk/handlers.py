@@ -1,16 +1,17 @@
-"""One handler per `tether.chonk.*` subject: a run on a simulation tenant, its report, and a
-person's knows page with what they may do to a fact about them. Every memory read and write
-is recorded before it happens (§6.4, §6.5)."""
+"""One handler per `tether.chonk.*` subject: a run on a simulation tenant (started by an
+admin, by a cadence's timer, or by an accepted handoff), its report, a person's knows page
+with what they may do to a fact about them, and a decider's packets. Every memory read and
+write is recorded before it happens (§6.4, §6.5)."""
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 from nats.aio.client import Client
 
 from libs.audit.trail import Trail
-from libs.contracts import chonk, codec, rooms, scheduler
+from libs.contracts import chonk, rooms, scheduler
 from libs.contracts.chonk import CONTRACT
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
@@ -18,22 +19,37 @@ from libs.contracts.registry import Subject
 from libs.model import Scripted
 from libs.runtime.calls import call
 from libs.runtime.service import Handler
-from services.chonk.domain import classes, handoffs, ladder, memory, receipts, triage
+from services.chonk.carrying import DONT, SEND, Carrying, bot, told
+from services.chonk.domain import cadences, classes, handoffs, ladder, memory, receipts, triage
 from services.chonk.domain.prompt import TenantDirection
 from services.chonk.domain.run import configure
 from services.chonk.domain.types import Draft, ProposedAction, RoleCharter, SourceRef
-from services.chonk.harness import ModelOutputInvalid, run
+from services.chonk.harness import ModelOutputInvalid, Outcome, run
 from services.chonk.simulations import run_of, script, tenant
-from services.chonk.store import ChonkStore
+from services.chonk.store import ChonkStore, Proposal
 
-__all__ = ["FOLLOWUP", "Handlers"]
+__all__ = ["CADENCE", "Handlers"]
 
-FOLLOWUP = "followup"
+CADENCE = "cadence"
 
 Clock = Callable[[], datetime]
 
 
-class Handlers:
+class _Carried(NamedTuple):
+    """A run's outcome, as its actions are carried out."""
+
+    org: str
+    r: dict[str, Any]
+    spec: dict[str, Any]
+    data: dict[str, Any]
+    charter: RoleCharter
+    outcome: Outcome
+    message: str
+    correlation: str
+    now: datetime
+
+
+class Handlers(Carrying):
     def __init__(
         self,
         nc: Client,
@@ -43,26 +59,93 @@ class Handlers:
         never: frozenset[str],
         clock: Clock,
     ) -> None:
-        self._nc, self._js, self._store = nc, nc.jetstream(), store
-        self._trail, self._clock = trail, clock
+        super().__init__(nc, store, trail, clock)
         self._charters, self._never = charters, never
 
     async def start(self, req: chonk.StartRun, p: Principal) -> chonk.RunReport:
-        if p.is_agent or "admin" not in p.roles:
-            raise Refused("admin-only", 403, f"only an admin of {p.org} starts a Chonk's run")
-        if req.tenant != p.org:
-            raise Refused("tenant-not-found", 404, f"{p.org} has no simulation {req.tenant}")
-        try:
-            data = tenant(req.tenant)
-        except FileNotFoundError:
-            raise Refused("tenant-not-found", 404, f"no simulation tenant {req.tenant}") from None
+        data = _tenant_for(req.tenant, p, "starts a Chonk's run")
         spec = data["runs"].get(req.run)
         if spec is None:
             raise Refused("run-not-found", 404, f"{req.tenant} has no run {req.run}")
-        r = spec["run"]
+        return await self._run(p, data, spec, run_id=spec["run"]["id"], trigger="objective")
+
+    async def cadence(self, req: chonk.StartCadence, p: Principal) -> chonk.CadenceStarted:
+        """A cadence started: its first time timed; each fire runs it and times the next."""
+        data = _tenant_for(req.tenant, p, "starts a cadence")
+        found = data.get("cadences", {}).get(req.cadence)
+        if found is None:
+            raise Refused("cadence-not-found", 404, f"{req.tenant} has no cadence {req.cadence}")
+        cadence = msgspec.convert(found, cadences.Cadence)
+        async with self._trail.change(
+            p.org, actor=p, action="chonk.cadence.start", target=req.cadence,
+            data={"run": cadence.run},
+        ):  # fmt: skip
+            timer = await self._cadence_timer(p.org, req.cadence, cadence, self._clock())
+        return chonk.CadenceStarted(
+            cadence=req.cadence, run=cadence.run, next_at=timer.due_at, timer=timer.key
+        )
+
+    async def _cadence_timer(
+        self, org: str, name: str, cadence: cadences.Cadence, after: datetime
+    ) -> scheduler.Schedule:
+        due = cadences.next_at(cadence, after)
+        timer = scheduler.Schedule(
+            key=f"cadence.{org}.{name}.{due:%Y%m%dT%H%M}",
+            due_at=due,
+            target=CADENCE,
+            payload=_CadenceDue(org=org, cadence=name),
+        )
+        await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
+        return timer
+
+    async def cadence_due(self, fired: scheduler.Fired) -> None:
+        """A cadence came round: its run, once for this time, then the next time timed."""
+        due = msgspec.convert(fired.payload, _CadenceDue)
+        data = tenant(due.org)
+        cadence = msgspec.convert(data["cadences"][due.cadence], cadences.Cadence)
+        spec = data["runs"][cadence.run]
+        run_id = f"{spec['run']['id']}_{fired.due_at:%Y%m%d}"
+        me = Principal(org=due.org, sub=f"service:{CONTRACT.name}")
+        await self._once(me, data, spec, run_id=run_id, trigger="cadence")
+        await self._cadence_timer(due.org, due.cadence, cadence, fired.due_at)
+
+    async def _once(self, p: Principal, data: dict[str, Any], spec: dict[str, Any], *,
+                    run_id: str, **how: Any) -> None:  # fmt: skip
+        """A run a delivered event starts: claimed first, so a redelivery handled at the
+        same time runs nothing; released if it fails, so the next delivery runs it."""
+        if not await self._store.claim_run(p.org, run_id):
+            return
+        try:
+            await self._run(p, data, spec, run_id=run_id, **how)
+        except BaseException:
+            await self._store.release_run(p.org, run_id)
+            raise
+
+    async def _run(
+        self,
+        p: Principal,
+        data: dict[str, Any],
+        spec: dict[str, Any],
+        *,
+        run_id: str,
+        trigger: Literal["objective", "cadence", "handoff"],
+        correlation: str | None = None,
+        handoff: chonk.HandoffRequest | None = None,
+    ) -> chonk.RunReport:
+        """One run of the tenant's: the harness, then its actions carried out by class, its
+        memory written, its report stored, each recorded first."""
+        r = {**spec["run"], "id": run_id}
+        correlation = correlation or run_id
         charter = self._charters[r["chonk"]]
         await self._fixtures(p, data.get("memory", []))
         bundle = await self._context(p, r)
+        if handoff is not None:  # the receiver's planner sees what was asked, and why
+            bundle["handoff"] = {
+                "from": handoff.from_chonk,
+                "reason": handoff.reason,
+                "requestedAction": handoff.requested_action,
+                "receiptId": handoff.receipt_id,
+            }
         now = self._clock()
         try:
             outcome = await run(
@@ -85,27 +168,14 @@ class Handlers:
         # only take autonomy away.
         modes = {**spec.get("modes", {}), **await self._store.modes(p.org, charter.chonk_id)}
         classes_ = [classes.classified(a, never=self._never, modes=modes) for a in outcome.actions]
-        people = spec.get("people", {})
-        hours = msgspec.convert(data["businessHours"], ladder.BusinessHours)
-        delivered = []
-        for i, (a, class_) in enumerate(zip(outcome.actions, classes_, strict=True)):
-            to = people.get(a.to) or (r["subject"] if a.to == r["recipient"] else None)
-            key = f"{r['id']}-{i}"
-            if a.kind == "HANDOFF":  # always AUTONOMOUS: nothing leaves the system
-                delivered.append(await self._hand_off(p, r, charter, a, outcome.receipt.id, i))
-            elif to is None:
-                continue  # no one the tenant knows by that name: nothing is carried out
-            elif a.kind.startswith("SEND_MESSAGE:") and class_ == "PROPOSE_CONFIRM":
-                delivered.append(
-                    await self._propose(p, charter, a, to, message, key, decider=data["owner"])
-                )
-            elif a.kind.startswith("SEND_MESSAGE:") and class_ == "AUTONOMOUS":
-                delivered.append(await self._tell(p, charter, a, to, message, key))
-            elif a.kind == "SCHEDULE_FOLLOWUP" and class_ == "AUTONOMOUS":
-                follow = receipts.chat(_said(a.text), outcome.receipt)
-                delivered.append(await self._follow_up(p, charter, a, to, follow, key, hours))
+        carried = _Carried(p.org, r, spec, data, charter, outcome, message, correlation, now)
+        delivered = [
+            found
+            for i, (a, class_) in enumerate(zip(outcome.actions, classes_, strict=True))
+            if (found := await self._carry(carried, i, a, class_)) is not None
+        ]
         if r.get("channel") == "owner":  # symmetry: the owner's words about a person are theirs
-            written += await self._owner_reports(p, r, people, outcome)
+            written += await self._owner_reports(p, r, spec.get("people", {}), outcome)
         report = chonk.RunReport(
             id=r["id"],
             chonk=charter.chonk_id,
@@ -119,44 +189,121 @@ class Handlers:
             memory=written,
             delivered=delivered,
             regressed=await self._crept(p, charter, outcome.outside, now),
+            trigger=trigger,
+            correlation=correlation,
         )
         async with self._trail.change(
-            p.org, actor=p, action="chonk.run", target=report.id, data={"chonk": report.chonk}
-        ):
+            p.org, actor=p, action="chonk.run", target=report.id,
+            data={"chonk": report.chonk, "trigger": trigger, "correlation": correlation},
+        ):  # fmt: skip
             await self._store.put_report(p.org, report)
         return report
 
-    async def _tell(
-        self,
-        p: Principal,
-        charter: RoleCharter,
-        action: ProposedAction,
-        person: str,
-        text: str,
-        key: str,
-    ) -> dict[str, Any]:
-        """An AUTONOMOUS message carried out: the Chonk, a bot of the tenant, tells its
-        recipient in the room the two share (the run's message, with its receipts)."""
-        told = await self._send(_told(p.org, charter, person, text, key))
-        return {"kind": action.kind, "to": person, "room": told.room, "seq": told.seq}
+    async def _carry(
+        self, run: _Carried, i: int, a: ProposedAction, class_: classes.Class
+    ) -> dict[str, Any] | None:
+        """One action carried out by its class; None when it names no one the tenant knows,
+        so there is nothing to carry out."""
+        r, charter, org = run.r, run.charter, run.org
+        key = f"{r['id']}-{i}"
+        if a.kind == "HANDOFF":  # always AUTONOMOUS: nothing leaves the system
+            return await self._hand_off(run, a, i)
+        to = run.spec.get("people", {}).get(a.to) or (
+            r["subject"] if a.to == r["recipient"] else None
+        )
+        if class_ == "HUMAN_ONLY":
+            if to is None:
+                return None
+            packet = chonk.Packet(
+                id=f"pkt_{r['id']}_{i}",
+                tenant=org,
+                chonk=charter.chonk_id,
+                decider=to,
+                subject=r["subject"],
+                about=r["objective"],
+                text=run.message,
+                receipt=run.outcome.receipt.id,
+                correlation=run.correlation,
+                opened_at=run.now,
+            )
+            return await self._packet(a, packet, charter.title)
+        held = self._held(run, a, to, key)
+        if held is None:
+            return None
+        if class_ == "PROPOSE_CONFIRM":
+            return await self._propose(a, held, self._question(run, a, held), to=to)
+        if held.tell is not None:
+            return await self._tell(a, held.tell)
+        if held.chase is not None:
+            return await self._chase(a, held.chase)
+        assert held.ready is not None
+        return await self._ready(a, held.ready, held.key)
 
-    async def _follow_up(
-        self,
-        p: Principal,
-        charter: RoleCharter,
-        action: ProposedAction,
-        person: str,
-        text: str,
-        key: str,
-        hours: ladder.BusinessHours,
-    ) -> dict[str, Any]:
-        """§3.3's next stage: a timer on the scheduler, due after the stage's wait counted in
-        the tenant's business hours; when it fires, the Chonk tells the person."""
-        due = ladder.due(self._clock(), ladder.STAGES[1].wait_hours, hours)
-        told = _told(p.org, charter, person, text, f"followup-{key}")
-        timer = scheduler.Schedule(key=f"followup.{key}", due_at=due, target=FOLLOWUP, payload=told)
-        await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
-        return {"kind": action.kind, "to": person, "timer": timer.key, "due_at": due.isoformat()}
+    def _held(self, run: _Carried, a: ProposedAction, to: str | None, key: str) -> Proposal | None:
+        """What `a` becomes once it may happen: a message told, a chase started, or an
+        action for its connector."""
+        r, charter, org = run.r, run.charter, run.org
+        decider = run.data["owner"]
+        if a.kind.startswith("SEND_MESSAGE:"):
+            if to is None:
+                return None
+            return Proposal(key=key, decider=decider, tell=told(
+                org, charter.chonk_id, charter.title, to, run.message, key
+            ))  # fmt: skip
+        if a.kind == "SCHEDULE_FOLLOWUP":
+            if to is None:
+                return None
+            return Proposal(key=key, decider=decider, chase=self._chase_of(run, a, to))
+        ready = chonk.ActionReady(
+            tenant=org,
+            chonk=charter.chonk_id,
+            run=r["id"],
+            correlation=run.correlation,
+            action=msgspec.to_builtins(a),
+        )
+        return Proposal(key=key, decider=decider, ready=ready)
+
+    def _chase_of(self, run: _Carried, a: ProposedAction, owner: str) -> ladder.Chase:
+        """§3.3's ladder for `owner`, from what the tenant knows: what waits, for whom, and
+        who is the owner's manager of record."""
+        known = run.spec.get("chase")
+        if known is None:
+            raise Refused(
+                "chase-unknown",
+                422,
+                f"{run.r['id']}: the tenant names no requester and manager for this chase",
+            )
+        people = run.spec.get("people", {})
+        receipt = run.outcome.receipt
+        return ladder.Chase(
+            org=run.org,
+            chonk=run.charter.chonk_id,
+            title=run.charter.title,
+            run=run.r["id"],
+            item=known["item"],
+            owner=owner,
+            owner_name=a.to,
+            requester=people[known["requester"]],
+            requester_name=known["requester"],
+            mor=people[known["mor"]],
+            followup=receipts.chat(_said(a.text), receipt),
+            receipts=receipts.block(receipt),
+            hours=msgspec.convert(run.data["businessHours"], ladder.BusinessHours),
+        )
+
+    def _question(self, run: _Carried, a: ProposedAction, held: Proposal) -> rooms.Tell:
+        """The decider's question for a PROPOSE_CONFIRM: yes first."""
+        if held.tell is not None:
+            text = f"I'd send this to {a.to} ({a.kind}). Send it?\n\n{held.tell.text}"
+            options = (SEND, DONT)
+        else:
+            text = f"I'd like to do this ({a.kind}, {a.to}): {a.text or ''} Go ahead?"
+            options = ("Go ahead", "Don't")
+        charter = run.charter
+        return told(
+            run.org, charter.chonk_id, charter.title, held.decider, text, f"propose-{held.key}",
+            options,
+        )  # fmt: skip
 
     async def _crept(
         self, p: Principal, charter: RoleCharter, outside: Sequence[str], now: datetime
@@ -180,72 +327,22 @@ class Handlers:
             await self._store.put_modes(p.org, chonk_id, modes)
         return True
 
-    async def _propose(
-        self,
-        p: Principal,
-        charter: RoleCharter,
-        action: ProposedAction,
-        person: str,
-        text: str,
-        key: str,
-        *,
-        decider: str,
-    ) -> dict[str, Any]:
-        """PROPOSE_CONFIRM: the message waits for its decider's yes, asked in the room the
-        decider shares with the Chonk; nothing reaches the recipient until then."""
-        question = f"I'd send this to {action.to} ({action.kind}). Send it?\n\n{text}"
-        asked = await self._send(
-            _told(p.org, charter, decider, question, f"propose-{key}", ("Send it", "Don't send"))
-        )
-        await self._store.put_proposal(
-            asked.room, asked.seq, _told(p.org, charter, person, text, key)
-        )
-        return {
-            "kind": action.kind,
-            "to": person,
-            "class": "PROPOSE_CONFIRM",
-            "decider": decider,
-            "room": asked.room,
-            "seq": asked.seq,
-        }
-
-    async def decided(self, room: str, seq: int, choice: rooms.Choice) -> None:
-        """The decider's answer to a proposal, however it came: yes tells the recipient
-        (once, by the proposal's key), anything else sends nothing; recorded either way."""
-        held = await self._store.proposal(room, seq)
-        if held is None:
-            return  # a question that is not a Chonk's proposal
-        approved = isinstance(choice, rooms.Pick) and choice.option == 0
-        action = "chonk.proposal.approve" if approved else "chonk.proposal.decline"
-        bot = Principal(org=held.org, sub="service:chonk", act=f"bot:{held.org}:{held.bot}")
-        async with self._trail.change(held.org, actor=bot, action=action, target=held.key):
-            if approved:
-                await self._send(held)
-        await self._store.drop_proposal(room, seq)
-
-    async def _hand_off(
-        self,
-        p: Principal,
-        r: dict[str, Any],
-        charter: RoleCharter,
-        action: ProposedAction,
-        receipt: str,
-        index: int,
-    ) -> dict[str, Any]:
+    async def _hand_off(self, run: _Carried, action: ProposedAction, index: int) -> dict:
         """§8: a handoff is data on the bus, on the run's correlation id, recorded first;
         the receiving Chonk decides whether to take it."""
+        r = run.r
         try:
             request = msgspec.convert(
                 {
                     "id": f"hnd_{r['id']}_{index}",
-                    "tenantId": p.org,
-                    "fromChonk": charter.chonk_id,
+                    "tenantId": run.org,
+                    "fromChonk": run.charter.chonk_id,
                     "toChonk": action.to,
                     "reason": action.reason or "other",
                     "subjectRefs": [r["subject"]],
                     "requestedAction": action.text,
-                    "receiptId": receipt,
-                    "correlationId": r["id"],
+                    "receiptId": run.outcome.receipt.id,
+                    "correlationId": run.correlation,
                     "createdByRunId": r["id"],
                 },
                 chonk.HandoffRequest,
@@ -253,16 +350,17 @@ class Handlers:
         except msgspec.ValidationError as exc:
             raise Refused("model-output-invalid", 422, f"handoff {index}: {exc}") from exc
         async with self._trail.change(
-            p.org, actor=p, action="chonk.handoff.request", target=request.id,
-            data={"to": request.to_chonk, "reason": request.reason},
+            run.org, actor=bot(run.org, run.charter.chonk_id), action="chonk.handoff.request",
+            target=request.id, data={"to": request.to_chonk, "reason": request.reason},
         ):  # fmt: skip
             await self._publish(chonk.HANDOFF_REQUESTED.name, request, request.id)
         return {"kind": action.kind, "to": request.to_chonk, "handoff": request.id}
 
     async def received(self, request: chonk.HandoffRequest) -> None:
         """The receiver's first check (§8's table and its conditions, read from what the
-        tenant knows of the subject), then its answer on the bus; a pair that disagreed
-        twice goes to Chonksworth's triage."""
+        tenant knows of the subject), then its answer on the bus. An accepted handoff is a
+        run of the receiver's, triggered HANDOFF on the same correlation id; a pair that
+        disagreed twice goes to Chonksworth's triage."""
         try:
             data = tenant(request.tenant_id)
         except FileNotFoundError:
@@ -277,7 +375,7 @@ class Handlers:
         decided = chonk.HandoffDecided(
             request=request, accepted=decision.accepted, reason=decision.reason
         )
-        me = Principal(org=request.tenant_id, sub="service:chonk")
+        me = Principal(org=request.tenant_id, sub=f"service:{CONTRACT.name}")
         action = "chonk.handoff.accept" if decision.accepted else "chonk.handoff.decline"
         async with self._trail.change(
             request.tenant_id, actor=me, action=action, target=request.id,
@@ -288,6 +386,7 @@ class Handlers:
         event = chonk.HANDOFF_ACCEPTED if decision.accepted else chonk.HANDOFF_DECLINED
         await self._publish(event.name, decided, f"decided-{request.id}")
         if decision.accepted:
+            await self._receive(me, data, request)
             return
         declines = await self._store.declines(request.tenant_id)
         pair = tuple(sorted((request.from_chonk, request.to_chonk)))
@@ -300,20 +399,33 @@ class Handlers:
                 chonk.TRIAGE_OPENED.name, triage, f"triage-{request.tenant_id}-{'-'.join(ids)}"
             )
 
-    async def _publish(self, subject: str, event: msgspec.Struct, msg_id: str) -> None:
-        await self._js.publish(subject, codec.encode(event), headers={"Nats-Msg-Id": msg_id})
+    async def _receive(
+        self, me: Principal, data: dict[str, Any], request: chonk.HandoffRequest
+    ) -> None:
+        """The receiver's run for an accepted handoff: the tenant's run that takes this
+        kind of handoff about this person, once."""
+        subject = next(iter(request.subject_refs), "")
+        wanted = {"from": request.from_chonk, "reason": request.reason, "subject": subject}
+        spec = next(
+            (
+                s
+                for s in data["runs"].values()
+                if s["run"]["chonk"] == request.to_chonk and s.get("onHandoff") == wanted
+            ),
+            None,
+        )
+        if spec is None:
+            return  # the tenant has no run for it: the acceptance is the answer
+        await self._once(
+            me, data, spec, run_id=spec["run"]["id"], trigger="handoff",
+            correlation=request.correlation_id, handoff=request,
+        )  # fmt: skip
 
-    async def followed_up(self, fired: scheduler.Fired) -> None:
-        """A follow-up's timer fired: the Chonk tells the person, once, recorded first."""
-        told = msgspec.convert(fired.payload, rooms.Tell)
-        bot = Principal(org=told.org, sub=told.person, act=f"bot:{told.org}:{told.bot}")
-        async with self._trail.change(
-            told.org, actor=bot, action="chonk.followup.send", target=told.key
-        ):
-            await self._send(told)
-
-    async def _send(self, told: rooms.Tell) -> rooms.Message:
-        return await call(self._nc, rooms.TELL, told, caller=CONTRACT.name)
+    async def packets(self, _: chonk.ListPackets, p: Principal) -> chonk.PacketList:
+        """The HUMAN_ONLY packets the caller decides; no one else's are read."""
+        if p.is_agent:
+            raise Refused("agent-may-not", 403, "a packet is for the person who decides it")
+        return chonk.PacketList(packets=await self._store.packets(p.org, p.sub))
 
     async def report(self, req: chonk.RunRef, p: Principal) -> chonk.RunReport:
         found = await self._store.report(p.org, req.id) if "admin" in p.roles else None
@@ -359,9 +471,11 @@ class Handlers:
     def table(self) -> Mapping[Subject, Handler]:
         return {
             chonk.START: self.start,
+            chonk.CADENCE: self.cadence,
             chonk.REPORT: self.report,
             chonk.KNOWS: self.knows,
             chonk.ANSWER: self.answer,
+            chonk.PACKETS: self.packets,
         }
 
     async def _fixtures(self, p: Principal, fixtures: list[dict[str, Any]]) -> None:
@@ -481,25 +595,23 @@ class Handlers:
             await self._store.change_fact(p.org, fact.subject_id, fact.id, lambda _: stored)
 
 
-def _told(
-    org: str,
-    charter: RoleCharter,
-    person: str,
-    text: str,
-    key: str,
-    options: tuple[str, ...] = (),
-) -> rooms.Tell:
-    """What the Chonk, a bot of the tenant, tells `person`, stored once by `key`: sent now,
-    held as a follow-up's timer payload, or held for a decider's yes."""
-    return rooms.Tell(
-        org=org,
-        person=person,
-        bot=f"chonk-{charter.chonk_id}",
-        title=charter.title,
-        text=text,
-        key=key,
-        options=options,
-    )
+class _CadenceDue(msgspec.Struct, frozen=True):
+    """The payload of a cadence's timer."""
+
+    org: str
+    cadence: str
+
+
+def _tenant_for(name: str, p: Principal, what: str) -> dict[str, Any]:
+    """The simulation tenant an admin of the org it is names."""
+    if p.is_agent or "admin" not in p.roles:
+        raise Refused("admin-only", 403, f"only an admin of {p.org} {what}")
+    if name != p.org:
+        raise Refused("tenant-not-found", 404, f"{p.org} has no simulation {name}")
+    try:
+        return tenant(name)
+    except FileNotFoundError:
+        raise Refused("tenant-not-found", 404, f"no simulation tenant {name}") from None
 
 
 def _said(text: str) -> Draft:

@@ -58,7 +58,7 @@ class Run(msgspec.Struct, frozen=True, kw_only=True):
     surface: str
     tone: float
     recipient: str  # whom the draft is written to, by name
-    channel: str = "ic_thread"  # where it goes: SEND_MESSAGE:<channel>
+    channel: str = "ic_thread"  # where it goes: SEND_MESSAGE:<channel>, or "packet"
     managed: frozenset[str]  # the people this Chonk manages in this run
     names: frozenset[str] = frozenset()  # people and things a sentence may not name uncited
     budget_steps: int = 8
@@ -146,9 +146,9 @@ async def run(
                         draft = receipts.template(findings, step_id=step.id, surface=r.surface)
     if draft is None:
         raise ModelOutputInvalid("the plan has no writer step")
-    message = ProposedAction(
-        kind=f"SEND_MESSAGE:{r.channel}", to=r.recipient, text=draft.body, receipt_id=receipt.id
-    )
+    # A run whose channel is a packet writes a HUMAN_ONLY packet for its recipient to decide.
+    kind = "PACKET" if r.channel == "packet" else f"SEND_MESSAGE:{r.channel}"
+    message = ProposedAction(kind=kind, to=r.recipient, text=draft.body, receipt_id=receipt.id)
     out = [msgspec.structs.replace(a, receipt_id=a.receipt_id or receipt.id) for a in actions]
     leaving = tuple(a for a in (message, *out) if executor.leaves(a, [receipt]))
     return Outcome(plan, tuple(findings), receipt, draft, leaving, tuple(shown), tuple(outside))

@@ -11,8 +11,9 @@ from libs.contracts.streams import EVENTS, TIMERS, timer_subject
 from libs.runtime.consumer import Consumer, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
+from services.chonk.carrying import CHASE
 from services.chonk.domain import charters
-from services.chonk.handlers import FOLLOWUP, Handlers
+from services.chonk.handlers import CADENCE, Handlers
 from services.chonk.store import open_store
 
 
@@ -26,20 +27,26 @@ def shipped() -> tuple[dict, frozenset[str]]:
 
 
 async def serve(svc: Service) -> None:
-    """Serve the subjects, the chaser's follow-ups, the handoffs other Chonks send and the
-    answers to proposals, until `svc` is stopped."""
+    """Serve the subjects, the chaser's stages and the cadences as they come due, the
+    handoffs other Chonks send and the answers to the Chonks' questions, until `svc` is
+    stopped."""
     roster, never = shipped()
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
     trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(svc.nc, store, trail, roster, never, clock)
-    followup = timer_subject(CONTRACT.name, FOLLOWUP)
-    follow_ups = Consumer(
+    targets = {CHASE: handlers.stage_due, CADENCE: handlers.cadence_due}
+    subjects = {timer_subject(CONTRACT.name, target): Fired for target in targets}
+
+    async def fired(timer: Fired) -> None:
+        await targets[timer.target](timer)
+
+    timers = Consumer(
         svc.js,
         stream=TIMERS.name,
         durable=CONTRACT.name,
-        subjects=[followup],
-        read=events({followup: Fired}),
-        handle=handlers.followed_up,
+        subjects=list(subjects),
+        read=events(subjects),
+        handle=fired,
         trail=trail,
     )
 
@@ -59,7 +66,7 @@ async def serve(svc: Service) -> None:
         handle=heard,
         trail=trail,
     )
-    await svc.serve(handlers.table(), [follow_ups, heard_events])
+    await svc.serve(handlers.table(), [timers, heard_events])
 
 
 async def main(settings: Settings) -> None:

@@ -1,8 +1,12 @@
 """The chonk service's buckets:
 
     chonk-runs     <org>.<run id>                       a run's report
+                   claimed.<org>.<run id>               a timed or handed-off run, taken once
                    declined.<org>.<handoff id>          a handoff its receiver declined
-                   proposed.<room>.<seq>                a message held for its decider's yes
+                   proposed.<room>.<seq>                an action held for its decider's yes
+                   chase.<org>.<run>                    a chase: the stage taken, who answered
+                   chased.<room>.<seq>                  a chase's question: which chase
+                   packet.<org>.<decider>.<id>          a HUMAN_ONLY packet, for its decider
                    outside.<org>.<chonk>                when it proposed outside its allowlist
                    modes.<org>.<chonk>                  its function modes (RC-MGR-01's PROPOSE)
     chonk-memory   facts.<org>.<person>.<fact id>      a fact about a person
@@ -22,17 +26,47 @@ from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.base import key_token
-from libs.contracts.chonk import HandoffRequest, MemoryRead, RunReport
+from libs.contracts.chonk import ActionReady, HandoffRequest, MemoryRead, Packet, RunReport
 from libs.contracts.rooms import Tell
-from libs.runtime.kv import current, open_bucket, swap
+from libs.runtime.kv import Conflict, current, open_bucket, swap, write_at
+from services.chonk.domain.ladder import Chase
 from services.chonk.domain.memory import MemoryFact
 
-__all__ = ["ChonkStore", "open_store"]
+__all__ = ["ChaseState", "Chased", "ChonkStore", "Proposal", "open_store"]
+
+
+class Proposal(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What a PROPOSE_CONFIRM holds until its decider's yes: a message to tell, a chase to
+    start, or an action for a connector; exactly one."""
+
+    key: str  # the action's, `<run>-<n>`
+    decider: str
+    tell: Tell | None = None
+    chase: Chase | None = None
+    ready: ActionReady | None = None
+
+
+class Chased(msgspec.Struct, frozen=True):
+    """A chase's question: whose chase, and whom it asked (the one who may answer it)."""
+
+    org: str
+    run: str
+    asked: str
+
+
+class ChaseState(msgspec.Struct, frozen=True, omit_defaults=True):
+    taken: int = 0  # the last stage taken
+    answered_by: str | None = None  # whoever answered first: the chase is over
+    ended: bool = False  # a stage came due after the answer, and said so
+
 
 _fact = codec.decoder(MemoryFact)
 _report = codec.decoder(RunReport)
 _handoff = codec.decoder(HandoffRequest)
-_proposal = codec.decoder(Tell).decode
+_proposal = codec.decoder(Proposal).decode
+_chase = codec.decoder(ChaseState)
+_chased = codec.decoder(Chased)
+_packet = codec.decoder(Packet)
 _times = msgspec.json.Decoder(list[datetime]).decode
 _modes = msgspec.json.Decoder(dict[str, str]).decode
 _reads = msgspec.json.Decoder(list[MemoryRead])
@@ -45,6 +79,19 @@ class ChonkStore:
     async def put_report(self, org: str, report: RunReport) -> None:
         await self._runs.put(f"{org}.{report.id}", codec.encode(report))
 
+    async def claim_run(self, org: str, run_id: str) -> bool:
+        """True for the one caller that claims `run_id`, however many ask at once: a run
+        started by a timer or a handoff, each delivered at least once, is made once."""
+        try:
+            await write_at(self._runs, f"claimed.{org}.{run_id}", b"", 0)
+        except Conflict:
+            return False
+        return True
+
+    async def release_run(self, org: str, run_id: str) -> None:
+        """A claimed run that failed: its redelivery may claim it again."""
+        await self._runs.purge(f"claimed.{org}.{run_id}")
+
     async def put_decline(self, request: HandoffRequest) -> None:
         """A declined handoff, kept to see two Chonks disagree twice."""
         key = f"declined.{request.tenant_id}.{request.id}"
@@ -54,10 +101,10 @@ class ChonkStore:
         entries = await current(self._runs, f"declined.{tenant}.*")
         return [_handoff.decode(e.value) for e in entries]
 
-    async def put_proposal(self, room: str, seq: int, proposal: Tell) -> None:
+    async def put_proposal(self, room: str, seq: int, proposal: Proposal) -> None:
         await self._runs.put(f"proposed.{room}.{seq}", codec.encode(proposal))
 
-    async def proposal(self, room: str, seq: int) -> Tell | None:
+    async def proposal(self, room: str, seq: int) -> Proposal | None:
         """What question `seq` of `room` holds for its decider's yes, if it is a proposal."""
         try:
             entry = await self._runs.get(f"proposed.{room}.{seq}")
@@ -67,6 +114,37 @@ class ChonkStore:
 
     async def drop_proposal(self, room: str, seq: int) -> None:
         await self._runs.delete(f"proposed.{room}.{seq}")
+
+    async def change_chase(
+        self, org: str, run: str, change: Callable[[ChaseState], ChaseState]
+    ) -> tuple[ChaseState, ChaseState]:
+        return await swap(
+            self._runs,
+            f"chase.{org}.{run}",
+            change,
+            decode=lambda raw: _chase.decode(raw or b"{}"),
+            default=ChaseState(),
+        )
+
+    async def put_chased(self, room: str, seq: int, chased: Chased) -> None:
+        await self._runs.put(f"chased.{room}.{seq}", codec.encode(chased))
+
+    async def chased(self, room: str, seq: int) -> Chased | None:
+        """The chase whose question `seq` of `room` is, if it is one, and whom it asked."""
+        try:
+            entry = await self._runs.get(f"chased.{room}.{seq}")
+        except KeyNotFoundError:
+            return None
+        return _chased.decode(entry.value) if entry.value else None
+
+    async def put_packet(self, packet: Packet) -> None:
+        key = f"packet.{packet.tenant}.{key_token(packet.decider)}.{packet.id}"
+        await self._runs.put(key, codec.encode(packet))
+
+    async def packets(self, org: str, decider: str) -> list[Packet]:
+        """The packets `decider` decides: the key names them, so no one else's are read."""
+        entries = await current(self._runs, f"packet.{org}.{key_token(decider)}.*")
+        return sorted((_packet.decode(e.value) for e in entries), key=lambda p: p.opened_at)
 
     async def add_outside(
         self, org: str, chonk_id: str, at: list[datetime], now: datetime

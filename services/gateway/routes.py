@@ -220,7 +220,15 @@ ROUTES: tuple[Route, ...] = (
         "Run a Chonk on a simulation tenant (admin)",
         status=201,
     ),
+    Route(
+        "POST",
+        "/v1/chonk/runs/cadences",
+        chonk.CADENCE,
+        "Start a tenant's cadence: its run each time it comes round (admin)",
+        status=201,
+    ),
     Route("GET", "/v1/chonk/runs/{id}", chonk.REPORT, "A run's receipt and actions (admin)"),
+    Route("GET", "/v1/chonk/packets", chonk.PACKETS, "The HUMAN_ONLY packets I decide"),
     Route("GET", "/v1/chonk/knows", chonk.KNOWS, "What my manager knows about me, and who read it"),
     Route(
         "POST",

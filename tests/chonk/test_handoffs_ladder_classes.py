@@ -69,7 +69,7 @@ def test_a_stage_s_wait_is_counted_in_the_tenant_s_business_hours(after, hours, 
 
 
 def test_the_ladder_is_four_stages_and_the_last_goes_to_the_mor():
-    assert [s.wait_hours for s in ladder.STAGES] == [0, 4, 8, 0]
+    assert [s.wait_hours for s in ladder.STAGES] == [0, 4, 8, 4]
     assert ladder.STAGES[-1].recipient == "mor"
 
 

@@ -8,6 +8,7 @@ import msgspec
 from libs.audit.reading import records
 from libs.contracts import chonk
 from tests.chonk.conftest import ORG, person
+from tests.personal.conftest import eventually
 
 ROOT = person("priya", roles=("admin",))
 
@@ -55,3 +56,42 @@ async def test_ec_mgr_007_a_handoff_is_declined_on_the_bus_and_twice_goes_to_tri
     actions = [(x.action, x.target) for x in await records(js, ORG)]
     assert ("chonk.handoff.request", handoff["handoff"]) in actions
     assert ("chonk.handoff.decline", handoff["handoff"]) in actions
+
+
+async def test_an_accepted_handoff_is_the_receivers_run_on_the_same_correlation_id(api, operator):
+    """§8: build hands Jonas (three stalls in 30 days, the ladder through stage 2) to the
+    Chief Human Officer; it takes it, and its check-in about load runs, triggered by the
+    handoff on the sending run's correlation id. The work comment build proposed alongside
+    is published for its connector."""
+    js = operator.jetstream()
+    accepted_sub = await js.subscribe(chonk.HANDOFF_ACCEPTED.name, ordered_consumer=True)
+    ready_sub = await js.subscribe(chonk.ACTION_READY.name, ordered_consumer=True)
+
+    sent = await _run(api, "handoff_jonas")
+    (handoff,) = [d for d in sent["delivered"] if d["kind"] == "HANDOFF"]
+    accepted = await _next(accepted_sub, chonk.HANDOFF_ACCEPTED.name, {handoff["handoff"]})
+    assert (accepted["accepted"], accepted["reason"]) == (True, "admitted")
+
+    ready = {}
+    while ready.get("run") != sent["id"]:
+        ready = msgspec.json.decode((await ready_sub.next_msg(timeout=10)).data)
+    assert ready["action"]["kind"] == "CONNECTOR_WRITE:work.comment"
+    assert (ready["chonk"], ready["correlation"]) == ("build", sent["id"])
+    assert ready.get("approved_by") is None  # AUTONOMOUS: no one was asked
+
+    async def reported() -> dict | None:
+        r = await api.get("/v1/chonk/runs/run_checkin_jonas_load", headers=ROOT)
+        return await r.json() if r.status == 200 else None
+
+    report = await eventually(reported)
+    assert (report["chonk"], report["trigger"]) == ("human", "handoff")
+    assert report["correlation"] == sent["id"] == sent["correlation"]
+    (told,) = report["delivered"]
+    assert told["to"] == f"{ORG}/jonas"
+    page = await api.get(f"/v1/rooms/{told['room']}/messages", headers=person("jonas"))
+    (message,) = (await page.json())["messages"]
+    assert message["text"].startswith("Hi Jonas, a quick one about load, not about any one PR")
+    assert message["author"] == f"bot:{ORG}:chonk-human"
+    runs = [x for x in await records(js, ORG) if x.action == "chonk.run"]
+    (receiver,) = [x for x in runs if x.target == "run_checkin_jonas_load"]
+    assert receiver.data == {"chonk": "human", "trigger": "handoff", "correlation": sent["id"]}

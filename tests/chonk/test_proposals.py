@@ -27,10 +27,14 @@ async def test_a_proposed_message_waits_for_the_owner_s_yes_asked_in_her_room(ap
     assert r.status == 201, await r.text()
     report = await r.json()
     assert report["actions"][0]["class"] == "PROPOSE_CONFIRM"
-    (proposed,) = [d for d in report["delivered"] if d.get("class") == "PROPOSE_CONFIRM"]
+    # The ask and the follow-up each wait for her; this test follows the ask.
+    assert [(d["kind"], d["class"]) for d in report["delivered"]] == [
+        ("SEND_MESSAGE:ic_thread", "PROPOSE_CONFIRM"), ("SCHEDULE_FOLLOWUP", "PROPOSE_CONFIRM")
+    ]  # fmt: skip
+    proposed = report["delivered"][0]
     assert (proposed["decider"], proposed["to"]) == (f"{ORG}/priya", f"{ORG}/ben")
     page = await api.get(f"/v1/rooms/{proposed['room']}/messages", headers=PRIYA)
-    (question,) = (await page.json())["messages"]
+    (question,) = [m for m in (await page.json())["messages"] if m["seq"] == proposed["seq"]]
     assert question["question"]["options"] == ["Send it", "Don't send"]
     assert question["to"] == f"{ORG}/priya" and "Hey Ben, #419" in question["text"]
     assert await _bens(api) == before  # nothing reached Ben

@@ -69,7 +69,9 @@ RECORDED = {
     ("POST", "/v1/mod/layers/{layer}/revert"): "mod.layer.revert",
     ("POST", "/v1/mod/drafts/{id}/commit"): "mod.draft.keep / mod.draft.kept",
     ("DELETE", "/v1/mod/drafts/{id}"): "mod.draft.discard",
-    ("POST", "/v1/chonk/runs"): "chonk.run / chonk.memory.read / chonk.memory.write",
+    ("POST", "/v1/chonk/runs"): "chonk.run / chonk.memory.read / chonk.memory.write"
+    " / chonk.handoff.request / chonk.packet.open / chonk.action.ready",
+    ("POST", "/v1/chonk/runs/cadences"): "chonk.cadence.start",
     ("POST", "/v1/chonk/memory/{id}"): "chonk.memory.redact",
 }
 # Writes whose record is the stored thing itself: a room's history is its own append-only
@@ -116,9 +118,18 @@ READERS = {
     "tether.timer.mod.draft_expiry": ("mod.draft.expire",),
     "tether.timer.poa.ask_expiry": ("poa.ask.answer", "poa.act.record"),
     "tether.evt.rooms.answer.stored (poa)": ("poa.ask.answer", "poa.act.record"),
-    "tether.timer.chonk.followup": ("chonk.followup.send",),
-    "tether.evt.chonk.handoff.requested": ("chonk.handoff.accept", "chonk.handoff.decline"),
-    "tether.evt.rooms.answer.stored (chonk)": ("chonk.proposal.approve", "chonk.proposal.decline"),
+    "tether.timer.chonk.chase": ("chonk.chase.stage", "chonk.chase.end"),
+    "tether.timer.chonk.cadence": ("chonk.run", "chonk.memory.read", "chonk.memory.write"),
+    "tether.evt.chonk.handoff.requested": (
+        "chonk.handoff.accept",
+        "chonk.handoff.decline",
+        "chonk.run",
+    ),
+    "tether.evt.rooms.answer.stored (chonk)": (
+        "chonk.proposal.approve",
+        "chonk.proposal.decline",
+        "chonk.chase.answer",
+    ),
 }
 
 

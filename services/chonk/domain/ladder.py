@@ -1,5 +1,7 @@
 """The chaser's ladder (§3.3): policy, not prompt. Each stage's wait is counted in the
-tenant's business hours, in its time zone; each follow-up is a timer on the scheduler."""
+tenant's business hours, in its time zone; each stage after the first ask is a timer on the
+scheduler, and what it says is fixed here but for stage 1's words, which the chaser
+proposed. An answer from anyone it asked ends the chase."""
 
 from datetime import datetime, time, timedelta
 from typing import Literal
@@ -7,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import msgspec
 
-__all__ = ["STAGES", "BusinessHours", "Stage", "due"]
+__all__ = ["REPLIES", "STAGES", "BusinessHours", "Chase", "Said", "Stage", "due", "said"]
 
 
 class Stage(msgspec.Struct, frozen=True):
@@ -17,19 +19,83 @@ class Stage(msgspec.Struct, frozen=True):
     recipient: Literal["dependency_owner", "requester_and_owner", "mor"]
 
 
-STAGES = (
-    Stage(0, 0, "Ask, with context and the specific request", "dependency_owner"),
-    Stage(1, 4, "Follow up once, shorter; offer to reprioritize", "dependency_owner"),
-    Stage(2, 8, "Inform the requester; propose an alternative", "requester_and_owner"),
-    Stage(3, 0, "Escalate to the owner's MoR with receipts; no more to the owner", "mor"),
-)
-
-
 class BusinessHours(msgspec.Struct, frozen=True):
     zone: str
     opens: time = time(9)
     closes: time = time(17)
     weekdays: frozenset[int] = frozenset(range(5))  # Monday is 0
+
+
+STAGES = (
+    Stage(0, 0, "Ask, with context and the specific request", "dependency_owner"),
+    Stage(1, 4, "Follow up once, shorter; offer to reprioritize", "dependency_owner"),
+    Stage(2, 8, "Inform the requester; propose an alternative", "requester_and_owner"),
+    # §3.3 gives stage 3 no wait of its own; the requester gets stage 1's four hours to
+    # choose an alternative before the MoR is told.
+    Stage(3, 4, "Escalate to the owner's MoR with receipts; no more to the owner", "mor"),
+)
+# What the chased person is offered at each stage; the requester, at stage 2's.
+REPLIES = ("On it", "Someone else should take it")
+ALTERNATIVES = ("Find another reviewer", "Defer it")
+
+
+class Chase(msgspec.Struct, frozen=True, kw_only=True):
+    """One chase: what waits on whom, for whom, and who is above them; the payload of each
+    stage's timer, `stage` the one it takes."""
+
+    org: str
+    chonk: str
+    title: str  # the Chonk's, as its bot is titled
+    run: str
+    item: str
+    owner: str
+    owner_name: str
+    requester: str
+    requester_name: str
+    mor: str
+    followup: str  # stage 1's words, as the chaser proposed them, with the receipts
+    receipts: str  # the run's receipts block, for the escalation
+    hours: BusinessHours  # the tenant's, in which each wait is counted
+    stage: int = 1
+
+
+class Said(msgspec.Struct, frozen=True):
+    person: str
+    text: str
+    options: tuple[str, ...] = ()
+
+
+def said(chase: Chase) -> tuple[Said, ...]:
+    """What stage `chase.stage` says, and to whom."""
+    c = chase
+    match c.stage:
+        case 1:
+            return (Said(c.owner, c.followup, REPLIES),)
+        case 2:
+            return (
+                Said(
+                    c.requester,
+                    f"{c.item} is still waiting on {c.owner_name}: asked, and followed up "
+                    "once, with no answer yet. Shall I find another reviewer, or defer it?",
+                    ALTERNATIVES,
+                ),
+                Said(
+                    c.owner,
+                    f"I've let {c.requester_name} know {c.item} is still waiting on you. If "
+                    "someone else should take it, say so.",
+                    REPLIES,
+                ),
+            )
+        case 3:
+            return (
+                Said(
+                    c.mor,
+                    f"Escalating {c.item}: it has waited on {c.owner_name} through the chaser's "
+                    f"ladder (asked, followed up once, {c.requester_name} told) with no answer. "
+                    f"I won't message {c.owner_name} about it again.\n\n{c.receipts}",
+                ),
+            )
+    raise ValueError(f"the ladder has no stage {c.stage} after the first ask")
 
 
 def due(after: datetime, hours: float, tenant: BusinessHours) -> datetime:

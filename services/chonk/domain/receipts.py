@@ -8,7 +8,7 @@ from typing import Any
 
 from services.chonk.domain.types import Draft, Finding, Receipt
 
-__all__ = ["SEGMENT", "chat", "panel", "sms", "template", "why"]
+__all__ = ["SEGMENT", "block", "chat", "panel", "sms", "template", "why"]
 
 SEGMENT = 160
 _MARKER = re.compile(r"\s*\[\d+\]")
@@ -31,8 +31,13 @@ def _footer(receipt: Receipt) -> list[str]:
 
 
 def chat(draft: Draft, receipt: Receipt) -> str:
-    block = [f"[{s.n}] {s.label} (as of {_when(receipt, s.n)})" for s in receipt.sources]
-    return "\n".join([draft.body, "", "Receipts", *block, *_footer(receipt)])
+    return f"{draft.body}\n\n{block(receipt)}"
+
+
+def block(receipt: Receipt) -> str:
+    """The collapsed Receipts block: a source a line, then the rules and confidence."""
+    sources = [f"[{s.n}] {s.label} (as of {_when(receipt, s.n)})" for s in receipt.sources]
+    return "\n".join(["Receipts", *sources, *_footer(receipt)])
 
 
 def sms(draft: Draft) -> str:

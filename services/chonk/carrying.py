@@ -1,0 +1,242 @@
+"""A run's ProposedActions carried out by class (§1): AUTONOMOUS at once, PROPOSE_CONFIRM
+after its decider's yes, HUMAN_ONLY as a packet for the one who decides. A message is told in
+the room the Chonk shares with its recipient; a follow-up starts the chaser's ladder, each
+stage a timer on the scheduler; a handoff is data on the bus; any other action is published
+for the connector that performs it. Each is recorded before it happens."""
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from nats.aio.client import Client
+
+from libs.audit.trail import Trail
+from libs.contracts import chonk, codec, rooms, scheduler
+from libs.contracts.chonk import CONTRACT
+from libs.contracts.principal import Principal
+from libs.runtime.calls import call
+from services.chonk.domain import ladder
+from services.chonk.domain.types import ProposedAction
+from services.chonk.store import Chased, ChaseState, ChonkStore, Proposal
+
+__all__ = ["CHASE", "Carrying", "bot", "told"]
+
+CHASE = "chase"
+# A proposal's question offers these, yes first.
+SEND, DONT = "Send it", "Don't send"
+
+Clock = Callable[[], datetime]
+
+
+class Carrying:
+    def __init__(self, nc: Client, store: ChonkStore, trail: Trail, clock: Clock) -> None:
+        self._nc, self._js, self._store = nc, nc.jetstream(), store
+        self._trail, self._clock = trail, clock
+
+    async def _tell(self, action: ProposedAction, message: rooms.Tell) -> dict[str, Any]:
+        """An AUTONOMOUS message: the Chonk, a bot of the tenant, tells its recipient in the
+        room the two share."""
+        sent = await self._send(message)
+        return {"kind": action.kind, "to": message.person, "room": sent.room, "seq": sent.seq}
+
+    async def _chase(self, action: ProposedAction, chase: ladder.Chase) -> dict[str, Any]:
+        """§3.3's stage 1 timed: due after its wait in the tenant's business hours."""
+        timer = await self._stage_timer(chase, self._clock())
+        return {
+            "kind": action.kind,
+            "to": chase.owner,
+            "timer": timer.key,
+            "due_at": timer.due_at.isoformat(),
+        }
+
+    async def _stage_timer(self, chase: ladder.Chase, after: datetime) -> scheduler.Schedule:
+        due = ladder.due(after, ladder.STAGES[chase.stage].wait_hours, chase.hours)
+        timer = scheduler.Schedule(
+            key=f"chase.{chase.run}.{chase.stage}", due_at=due, target=CHASE, payload=chase
+        )
+        await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
+        return timer
+
+    async def stage_due(self, fired: scheduler.Fired) -> None:
+        """A stage's timer fired. The stage is claimed first (a redelivery, even one handled
+        at the same time, finds it taken); unless someone the chase asked has answered, it
+        says what the stage says, recorded first, and times the next stage."""
+        chase = msgspec.convert(fired.payload, ladder.Chase)
+
+        def claim(state: ChaseState) -> ChaseState:
+            if state.answered_by is not None:
+                return msgspec.structs.replace(state, ended=True)
+            return msgspec.structs.replace(state, taken=max(state.taken, chase.stage))
+
+        before, _ = await self._store.change_chase(chase.org, chase.run, claim)
+        actor = bot(chase.org, chase.chonk)
+        if before.answered_by is not None:
+            if not before.ended:
+                await self._trail.append(
+                    chase.org, actor=actor, action="chonk.chase.end", target=chase.run,
+                    data={"stage": chase.stage, "answered_by": before.answered_by},
+                )  # fmt: skip
+            return
+        if before.taken >= chase.stage:
+            return
+        try:
+            await self._say(chase)
+        except BaseException:  # the stage is not taken: its redelivery takes it
+            await self._store.change_chase(
+                chase.org, chase.run, lambda s: msgspec.structs.replace(s, taken=before.taken)
+            )
+            raise
+        if chase.stage + 1 < len(ladder.STAGES):
+            after = msgspec.structs.replace(chase, stage=chase.stage + 1)
+            await self._stage_timer(after, fired.due_at)
+
+    async def _say(self, chase: ladder.Chase) -> None:
+        said = ladder.said(chase)
+        async with self._trail.change(
+            chase.org, actor=bot(chase.org, chase.chonk), action="chonk.chase.stage",
+            target=chase.run, data={"stage": chase.stage, "to": [s.person for s in said]},
+        ):  # fmt: skip
+            for i, s in enumerate(said):
+                key = f"chase-{chase.run}-{chase.stage}-{i}"
+                sent = await self._send(
+                    told(chase.org, chase.chonk, chase.title, s.person, s.text, key, s.options)
+                )
+                if s.options:
+                    asked = Chased(org=chase.org, run=chase.run, asked=s.person)
+                    await self._store.put_chased(sent.room, sent.seq, asked)
+
+    async def _propose(
+        self,
+        action: ProposedAction,
+        held: Proposal,
+        question: rooms.Tell,
+        *,
+        to: str | None,
+    ) -> dict[str, Any]:
+        """PROPOSE_CONFIRM: the action waits for its decider's yes, asked in the room the
+        decider shares with the Chonk; nothing is carried out until then."""
+        asked = await self._send(question)
+        await self._store.put_proposal(asked.room, asked.seq, held)
+        return {
+            "kind": action.kind,
+            "to": to,
+            "class": "PROPOSE_CONFIRM",
+            "decider": question.person,
+            "room": asked.room,
+            "seq": asked.seq,
+        }
+
+    async def decided(self, room: str, seq: int, choice: rooms.Choice) -> None:
+        """An answer to one of the Chonks' questions (only the person asked can answer it):
+        a proposal's yes carries it out, once, by its key, and anything else carries out
+        nothing, recorded either way; an answer to a chase's question ends the chase."""
+        if (chased := await self._store.chased(room, seq)) is not None:
+            await self._chase_answered(chased, choice)
+            return
+        held = await self._store.proposal(room, seq)
+        if held is None:
+            return  # a question that is not a Chonk's
+        approved = isinstance(choice, rooms.Pick) and choice.option == 0
+        action = "chonk.proposal.approve" if approved else "chonk.proposal.decline"
+        org = _org(held)
+        decider = Principal(org=org, sub=held.decider)
+        async with self._trail.change(org, actor=decider, action=action, target=held.key):
+            if approved and held.tell is not None:
+                await self._send(held.tell)
+            elif approved and held.chase is not None:
+                await self._stage_timer(held.chase, self._clock())
+            elif approved and held.ready is not None:
+                ready = msgspec.structs.replace(held.ready, approved_by=held.decider)
+                await self._publish(chonk.ACTION_READY.name, ready, f"ready-{held.key}")
+        await self._store.drop_proposal(room, seq)
+
+    async def _chase_answered(self, chased: Chased, choice: rooms.Choice) -> None:
+        def answered(state: ChaseState) -> ChaseState:
+            first = state.answered_by or chased.asked
+            return msgspec.structs.replace(state, answered_by=first)
+
+        before, _ = await self._store.change_chase(chased.org, chased.run, answered)
+        if before.answered_by is None:
+            await self._trail.append(
+                chased.org, actor=Principal(org=chased.org, sub=chased.asked),
+                action="chonk.chase.answer", target=chased.run,
+                data={"choice": msgspec.to_builtins(choice)},
+            )  # fmt: skip
+
+    async def _ready(
+        self, action: ProposedAction, ready: chonk.ActionReady, key: str
+    ) -> dict[str, Any]:
+        """An AUTONOMOUS action no one here performs: published for its connector, once."""
+        async with self._trail.change(
+            ready.tenant, actor=bot(ready.tenant, ready.chonk), action="chonk.action.ready",
+            target=key, data={"kind": action.kind},
+        ):  # fmt: skip
+            await self._publish(chonk.ACTION_READY.name, ready, f"ready-{key}")
+        return {"kind": action.kind, "to": action.to, "published": chonk.ACTION_READY.name}
+
+    async def _packet(self, action: ProposedAction, packet: chonk.Packet, title: str) -> dict:
+        """HUMAN_ONLY: a decision record for its decider, under its own access control and
+        never in memory; the decider is told it waits, not what it says."""
+        actor = bot(packet.tenant, packet.chonk)
+        async with self._trail.change(
+            packet.tenant, actor=actor, action="chonk.packet.open", target=packet.id,
+            data={"decider": packet.decider, "subject": packet.subject},
+        ):  # fmt: skip
+            await self._store.put_packet(packet)
+        notice = (
+            f"{title} has prepared a packet for you to decide: {packet.about}. It is in your "
+            "packets; nothing happens until you decide."
+        )
+        sent = await self._send(
+            told(packet.tenant, packet.chonk, title, packet.decider, notice, f"packet-{packet.id}")
+        )
+        return {
+            "kind": action.kind,
+            "to": packet.decider,
+            "class": "HUMAN_ONLY",
+            "packet": packet.id,
+            "room": sent.room,
+            "seq": sent.seq,
+        }
+
+    async def _publish(self, subject: str, event: msgspec.Struct, msg_id: str) -> None:
+        await self._js.publish(subject, codec.encode(event), headers={"Nats-Msg-Id": msg_id})
+
+    async def _send(self, message: rooms.Tell) -> rooms.Message:
+        return await call(self._nc, rooms.TELL, message, caller=CONTRACT.name)
+
+
+def _org(held: Proposal) -> str:
+    if held.ready is not None:
+        return held.ready.tenant
+    found = held.tell or held.chase
+    assert found is not None, "a proposal holds one thing"
+    return found.org
+
+
+def bot(org: str, chonk_id: str) -> Principal:
+    """The Chonk acting on its own: a bot of the tenant."""
+    return Principal(org=org, sub="service:chonk", act=f"bot:{org}:chonk-{chonk_id}")
+
+
+def told(
+    org: str,
+    chonk_id: str,
+    title: str,
+    person: str,
+    text: str,
+    key: str,
+    options: tuple[str, ...] = (),
+) -> rooms.Tell:
+    """What the Chonk, a bot of the tenant, tells `person`, stored once by `key`: sent now,
+    or held for a decider's yes."""
+    return rooms.Tell(
+        org=org,
+        person=person,
+        bot=f"chonk-{chonk_id}",
+        title=title,
+        text=text,
+        key=key,
+        options=options,
+    )

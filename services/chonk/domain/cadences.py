@@ -1,0 +1,30 @@
+"""Cadences (§1's runs that come round): a tenant's run at a time of day in its own time
+zone, every day or on one weekday. Each time is a timer on the scheduler; when it fires, the
+run runs and the next time is timed."""
+
+from datetime import datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+import msgspec
+
+__all__ = ["Cadence", "next_at"]
+
+
+class Cadence(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    run: str  # the tenant's run this cadence starts
+    at: time
+    zone: str
+    weekday: int | None = None  # Monday is 0; none: every day
+
+
+def next_at(cadence: Cadence, after: datetime) -> datetime:
+    """The first time strictly after `after` the cadence comes round (UTC in, UTC out). A
+    day that skips or repeats the hour (a change of daylight saving) keeps the wall time."""
+    zone = ZoneInfo(cadence.zone)
+    local = after.astimezone(zone)
+    day = local.date()
+    while True:
+        at = datetime.combine(day, cadence.at, zone)
+        if at > local and (cadence.weekday is None or at.weekday() == cadence.weekday):
+            return at.astimezone(after.tzinfo)
+        day += timedelta(days=1)

@@ -1,0 +1,90 @@
+"""A cadence through the running services: cad_owner_update, Chonksworth's weekly owner
+update at Monday 07:00 in Los Angeles. Started, its first time is a timer on the scheduler;
+when it fires (delivered twice) the update runs once, triggered by the cadence, and the
+next Monday is timed."""
+
+from datetime import UTC, datetime, time
+from zoneinfo import ZoneInfo
+
+import msgspec
+
+from libs.audit.reading import records
+from libs.contracts import scheduler
+from libs.contracts.streams import timer_subject
+from services.chonk.domain.cadences import Cadence, next_at
+from tests.chonk.conftest import ORG, person
+from tests.personal.conftest import eventually, problem
+
+ROOT, BEN = person("priya", roles=("admin",)), person("ben")
+WEEKLY = Cadence(run="owner_update", at=time(7), zone="America/Los_Angeles", weekday=0)
+
+
+async def _timer(operator, key: str) -> dict:
+    get = msgspec.json.encode(scheduler.GetTimer(key=key))
+    reply = await operator.request(scheduler.GET.published_by("chonk"), get, timeout=5)
+    return msgspec.json.decode(reply.data)
+
+
+def _key(due: datetime) -> str:
+    return f"cadence.{ORG}.cad_owner_update.{due:%Y%m%dT%H%M}"
+
+
+async def test_a_cadence_runs_its_run_each_time_it_comes_round_and_times_the_next(api, operator):
+    before = datetime.now(UTC)
+    r = await api.post(
+        "/v1/chonk/runs/cadences", json={"tenant": ORG, "cadence": "cad_owner_update"}, headers=ROOT
+    )
+    assert r.status == 201, await r.text()
+    started = await r.json()
+    due = datetime.fromisoformat(started["next_at"])
+    assert next_at(WEEKLY, before) <= due <= next_at(WEEKLY, datetime.now(UTC))
+    local = due.astimezone(ZoneInfo("America/Los_Angeles"))
+    assert (local.weekday(), local.hour, local.minute) == (0, 7, 0)
+    assert (started["run"], started["timer"]) == ("owner_update", _key(due))
+    held = await _timer(operator, started["timer"])
+    assert (held["target"], held["state"]) == ("cadence", "pending")
+
+    fired = scheduler.Fired(
+        owner="chonk", key=held["key"], target="cadence", due_at=due, fired_at=due,
+        late_ms=0.0, payload=held["payload"],
+    )  # fmt: skip
+    for _ in range(2):  # a redelivery runs nothing more
+        await operator.jetstream().publish(
+            timer_subject("chonk", "cadence"), msgspec.json.encode(fired)
+        )
+    run_id = f"run_owner_update_0907_{due:%Y%m%d}"
+
+    async def reported() -> dict | None:
+        found = await api.get(f"/v1/chonk/runs/{run_id}", headers=ROOT)
+        return await found.json() if found.status == 200 else None
+
+    report = await eventually(reported)
+    assert (report["chonk"], report["trigger"], report["correlation"]) == (
+        "chonksworth", "cadence", run_id
+    )  # fmt: skip
+    assert report["message"].startswith("Morning, Priya. Walk with me.")
+
+    following = next_at(WEEKLY, due)
+    assert (following - due).days == 7
+    held = await eventually(lambda: _pending(operator, _key(following)))
+    assert datetime.fromisoformat(held["due_at"]) == following
+    runs = [
+        x for x in await records(operator.jetstream(), ORG)
+        if x.action == "chonk.run" and x.target == run_id
+    ]  # fmt: skip
+    assert len(runs) == 1
+
+
+async def test_only_an_admin_starts_a_cadence_and_only_one_the_tenant_has(api):
+    body = {"tenant": ORG, "cadence": "cad_owner_update"}
+    r = await api.post("/v1/chonk/runs/cadences", json=body, headers=BEN)
+    assert await problem(r) == (403, "admin-only")
+    r = await api.post(
+        "/v1/chonk/runs/cadences", json={**body, "cadence": "cad_never"}, headers=ROOT
+    )
+    assert await problem(r) == (404, "cadence-not-found")
+
+
+async def _pending(operator, key: str) -> dict | None:
+    held = await _timer(operator, key)
+    return held if held.get("state") == "pending" else None

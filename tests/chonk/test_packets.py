@@ -1,0 +1,51 @@
+"""A HUMAN_ONLY packet through the running services (§2, §6.3, §9's packet for Lena): the
+Chief Human Officer's packet is a decision record for Priya, who decides; she is told it
+waits, not what it says; no one else reads it, and it is never memory."""
+
+from libs.audit.reading import records
+from tests.chonk.conftest import ORG, person
+from tests.support import bearer, token
+
+PRIYA, LENA, BEN = person("priya", roles=("admin",)), person("lena"), person("ben")
+BODY = "Compensation packet for Lena. Calibration places her feedback in the top band"
+
+
+async def _packets(api, headers: dict) -> list[dict]:
+    r = await api.get("/v1/chonk/packets", headers=headers)
+    assert r.status == 200, await r.text()
+    return (await r.json())["packets"]
+
+
+async def test_a_packet_is_a_decision_record_for_priya_alone_and_never_memory(api, operator):
+    r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "packet_lena"}, headers=PRIYA)
+    assert r.status == 201, await r.text()
+    report = await r.json()
+    assert [(a["kind"], a["class"]) for a in report["actions"]] == [("PACKET", "HUMAN_ONLY")]
+    (opened,) = report["delivered"]
+    assert (opened["class"], opened["to"]) == ("HUMAN_ONLY", f"{ORG}/priya")
+    assert report["memory"] == []
+
+    (packet,) = [p for p in await _packets(api, PRIYA) if p["id"] == opened["packet"]]
+    assert (packet["decider"], packet["subject"], packet["chonk"]) == (
+        f"{ORG}/priya", f"{ORG}/lena", "human"
+    )  # fmt: skip
+    assert packet["text"].startswith(BODY)
+    assert "\nReceipts\n[1] calibration-engine bands Q2, Q3; role band S3" in packet["text"]
+
+    page = await api.get(f"/v1/rooms/{opened['room']}/messages", headers=PRIYA)
+    (notice,) = [m for m in (await page.json())["messages"] if m["seq"] == opened["seq"]]
+    assert "has prepared a packet for you to decide: Compensation packet for Lena" in notice["text"]
+    assert "top band" not in notice["text"]
+
+    # No one else reads it: Lena, whom it is about, Ben, and Priya's own agent.
+    assert await _packets(api, LENA) == [] and await _packets(api, BEN) == []
+    agent = bearer(token(org=ORG, user=f"{ORG}/priya", act=f"agent:{ORG}/priya"))
+    assert (await api.get("/v1/chonk/packets", headers=agent)).status == 403
+
+    knows = await (await api.get("/v1/chonk/knows", headers=LENA)).json()
+    assert not any(BODY in f["content"] for f in knows["facts"])
+    (record,) = [
+        x for x in await records(operator.jetstream(), ORG)
+        if x.action == "chonk.packet.open" and x.target == packet["id"]
+    ]  # fmt: skip
+    assert record.data == {"decider": f"{ORG}/priya", "subject": f"{ORG}/lena"}
