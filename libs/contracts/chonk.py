@@ -21,6 +21,7 @@ __all__ = [
     "HANDOFF_ACCEPTED",
     "HANDOFF_DECLINED",
     "HANDOFF_REQUESTED",
+    "MESSAGE",
     "PACKETS",
     "TRIAGE_OPENED",
     "ActionReady",
@@ -28,6 +29,7 @@ __all__ = [
     "GetKnows",
     "HandoffDecided",
     "HandoffRequest",
+    "Heard",
     "KnownFact",
     "Knows",
     "ListPackets",
@@ -39,6 +41,7 @@ __all__ = [
     "RunReport",
     "StartCadence",
     "StartRun",
+    "ToChonk",
     "Triage",
 ]
 
@@ -89,6 +92,22 @@ class CadenceStarted(Contract):
     run: str
     next_at: datetime
     timer: str
+
+
+class ToChonk(Contract):
+    """A person's message to one of their org's Chonks (an IC_MESSAGE)."""
+
+    chonk: Name
+    text: Annotated[str, msgspec.Meta(min_length=1, max_length=2000)]
+
+
+class Heard(Contract):
+    """What the Chonk read the message as, and what it did: `delivered` as a run's report
+    says it (where each message is, what waits for whom)."""
+
+    intent: Literal["call_out", "none"]
+    shift: str | None = None
+    delivered: list[dict[str, Any]] = []
 
 
 class ListPackets(Contract):
@@ -172,6 +191,7 @@ def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:
 START = _subject("start", StartRun, RunReport, "run a Chonk on a simulation tenant (admin)")
 CADENCE = _subject("cadence", StartCadence, CadenceStarted, "start a tenant's cadence (admin)")
 PACKETS = _subject("packets", ListPackets, PacketList, "the HUMAN_ONLY packets I decide")
+MESSAGE = _subject("message", ToChonk, Heard, "write to one of my org's Chonks")
 HandoffReason = Literal[
     "people_problem",
     "budget_impact",
@@ -247,11 +267,11 @@ ANSWER = _subject("answer", MemoryAnswer, KnownFact, "redact a fact about me, or
 
 CONTRACT = service_contract(
     "chonk",
-    [START, CADENCE, REPORT, KNOWS, ANSWER, PACKETS],
+    [START, CADENCE, REPORT, KNOWS, ANSWER, PACKETS, MESSAGE],
     events=(HANDOFF_REQUESTED, HANDOFF_ACCEPTED, HANDOFF_DECLINED, TRIAGE_OPENED, ACTION_READY),
     buckets=("chonk-runs", "chonk-memory"),
     shared_streams=("EVENTS", "TIMERS", "DEAD"),
-    # Each stage of the chaser's ladder (§3.3) and each time a cadence comes round, a timer
-    # on the one engine.
-    timer_targets=("chase", "cadence"),
+    # Each stage of the chaser's ladder (§3.3), each time a cadence comes round, and a
+    # call-out's escalation, a timer on the one engine.
+    timer_targets=("chase", "cadence", "cover"),
 )

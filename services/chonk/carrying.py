@@ -127,23 +127,20 @@ class Carrying:
             "seq": asked.seq,
         }
 
-    async def decided(self, room: str, seq: int, choice: rooms.Choice) -> None:
-        """An answer to one of the Chonks' questions (only the person asked can answer it):
-        a proposal's yes carries it out, once, by its key, and anything else carries out
-        nothing, recorded either way; an answer to a chase's question ends the chase."""
-        if (chased := await self._store.chased(room, seq)) is not None:
-            await self._chase_answered(chased, choice)
-            return
-        held = await self._store.proposal(room, seq)
-        if held is None:
-            return  # a question that is not a Chonk's
+    async def _proposal_answered(
+        self, room: str, seq: int, held: Proposal, choice: rooms.Choice
+    ) -> None:
+        """A proposal's yes carries it out, once, by its key; anything else carries out
+        nothing; recorded either way."""
         approved = isinstance(choice, rooms.Pick) and choice.option == 0
         action = "chonk.proposal.approve" if approved else "chonk.proposal.decline"
         org = _org(held)
         decider = Principal(org=org, sub=held.decider)
         async with self._trail.change(org, actor=decider, action=action, target=held.key):
             if approved and held.tell is not None:
-                await self._send(held.tell)
+                sent = await self._send(held.tell)
+                if held.offer is not None:
+                    await self._store.put_offer(sent.room, sent.seq, held.offer)
             elif approved and held.chase is not None:
                 await self._stage_timer(held.chase, self._clock())
             elif approved and held.ready is not None:
@@ -199,6 +196,17 @@ class Carrying:
             "room": sent.room,
             "seq": sent.seq,
         }
+
+    async def _hand_off(self, request: chonk.HandoffRequest) -> dict[str, Any]:
+        """§8: a handoff is data on the bus, on the run's correlation id, recorded first;
+        the receiving Chonk decides whether to take it."""
+        async with self._trail.change(
+            request.tenant_id, actor=bot(request.tenant_id, request.from_chonk),
+            action="chonk.handoff.request", target=request.id,
+            data={"to": request.to_chonk, "reason": request.reason},
+        ):  # fmt: skip
+            await self._publish(chonk.HANDOFF_REQUESTED.name, request, request.id)
+        return {"kind": "HANDOFF", "to": request.to_chonk, "handoff": request.id}
 
     async def _publish(self, subject: str, event: msgspec.Struct, msg_id: str) -> None:
         await self._js.publish(subject, codec.encode(event), headers={"Nats-Msg-Id": msg_id})

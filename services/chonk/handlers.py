@@ -19,8 +19,18 @@ from libs.contracts.registry import Subject
 from libs.model import Scripted
 from libs.runtime.calls import call
 from libs.runtime.service import Handler
-from services.chonk.carrying import DONT, SEND, Carrying, bot, told
-from services.chonk.domain import cadences, classes, handoffs, ladder, memory, receipts, triage
+from services.chonk.carrying import DONT, SEND, told
+from services.chonk.covering import Covering
+from services.chonk.domain import (
+    cadences,
+    classes,
+    handoffs,
+    intents,
+    ladder,
+    memory,
+    receipts,
+    triage,
+)
 from services.chonk.domain.prompt import TenantDirection
 from services.chonk.domain.run import configure
 from services.chonk.domain.types import Draft, ProposedAction, RoleCharter, SourceRef
@@ -49,7 +59,7 @@ class _Carried(NamedTuple):
     now: datetime
 
 
-class Handlers(Carrying):
+class Handlers(Covering):
     def __init__(
         self,
         nc: Client,
@@ -207,7 +217,7 @@ class Handlers(Carrying):
         r, charter, org = run.r, run.charter, run.org
         key = f"{r['id']}-{i}"
         if a.kind == "HANDOFF":  # always AUTONOMOUS: nothing leaves the system
-            return await self._hand_off(run, a, i)
+            return await self._handed(run, a, i)
         to = run.spec.get("people", {}).get(a.to) or (
             r["subject"] if a.to == r["recipient"] else None
         )
@@ -327,9 +337,8 @@ class Handlers(Carrying):
             await self._store.put_modes(p.org, chonk_id, modes)
         return True
 
-    async def _hand_off(self, run: _Carried, action: ProposedAction, index: int) -> dict:
-        """§8: a handoff is data on the bus, on the run's correlation id, recorded first;
-        the receiving Chonk decides whether to take it."""
+    async def _handed(self, run: _Carried, action: ProposedAction, index: int) -> dict:
+        """A run's HANDOFF as §8's request, on the run's correlation id."""
         r = run.r
         try:
             request = msgspec.convert(
@@ -349,12 +358,17 @@ class Handlers(Carrying):
             )
         except msgspec.ValidationError as exc:
             raise Refused("model-output-invalid", 422, f"handoff {index}: {exc}") from exc
-        async with self._trail.change(
-            run.org, actor=bot(run.org, run.charter.chonk_id), action="chonk.handoff.request",
-            target=request.id, data={"to": request.to_chonk, "reason": request.reason},
-        ):  # fmt: skip
-            await self._publish(chonk.HANDOFF_REQUESTED.name, request, request.id)
-        return {"kind": action.kind, "to": request.to_chonk, "handoff": request.id}
+        return await self._hand_off(request)
+
+    async def decided(self, room: str, seq: int, choice: rooms.Choice) -> None:
+        """An answer to one of the Chonks' questions (only the person asked can answer
+        it), to whichever asked it: a chase's, a shift's offer, or a proposal's."""
+        if (chased := await self._store.chased(room, seq)) is not None:
+            await self._chase_answered(chased, choice)
+        elif (offer := await self._store.offer(room, seq)) is not None:
+            await self._offer_answered(offer, choice)
+        elif (held := await self._store.proposal(room, seq)) is not None:
+            await self._proposal_answered(room, seq, held, choice)
 
     async def received(self, request: chonk.HandoffRequest) -> None:
         """The receiver's first check (§8's table and its conditions, read from what the
@@ -421,6 +435,22 @@ class Handlers(Carrying):
             correlation=request.correlation_id, handoff=request,
         )  # fmt: skip
 
+    async def message(self, req: chonk.ToChonk, p: Principal) -> chonk.Heard:
+        """A person's message to one of their org's Chonks (IC_MESSAGE): a call-out to the
+        Chief Operating Orca is covered (EC-MGR-009); anything else is not read here yet."""
+        if p.is_agent:
+            raise Refused("agent-may-not", 403, "a person writes to their Chonks themselves")
+        charter = self._charters.get(req.chonk)
+        if charter is None:
+            raise Refused("chonk-not-found", 404, f"there is no Chonk {req.chonk}")
+        try:
+            data = tenant(p.org)
+        except FileNotFoundError:
+            raise Refused("tenant-not-found", 404, f"no simulation tenant {p.org}") from None
+        if req.chonk == "ops" and intents.CALL_OUT.search(req.text):
+            return await self._call_out(p, data, charter, req.text)
+        return chonk.Heard(intent="none")
+
     async def packets(self, _: chonk.ListPackets, p: Principal) -> chonk.PacketList:
         """The HUMAN_ONLY packets the caller decides; no one else's are read."""
         if p.is_agent:
@@ -476,6 +506,7 @@ class Handlers(Carrying):
             chonk.KNOWS: self.knows,
             chonk.ANSWER: self.answer,
             chonk.PACKETS: self.packets,
+            chonk.MESSAGE: self.message,
         }
 
     async def _fixtures(self, p: Principal, fixtures: list[dict[str, Any]]) -> None:

@@ -12,6 +12,7 @@ from libs.runtime.consumer import Consumer, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.chonk.carrying import CHASE
+from services.chonk.covering import COVER
 from services.chonk.domain import charters
 from services.chonk.handlers import CADENCE, Handlers
 from services.chonk.store import open_store
@@ -34,7 +35,7 @@ async def serve(svc: Service) -> None:
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
     trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(svc.nc, store, trail, roster, never, clock)
-    targets = {CHASE: handlers.stage_due, CADENCE: handlers.cadence_due}
+    targets = {CHASE: handlers.stage_due, CADENCE: handlers.cadence_due, COVER: handlers.cover_due}
     subjects = {timer_subject(CONTRACT.name, target): Fired for target in targets}
 
     async def fired(timer: Fired) -> None:

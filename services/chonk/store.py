@@ -7,6 +7,8 @@
                    chase.<org>.<run>                    a chase: the stage taken, who answered
                    chased.<room>.<seq>                  a chase's question: which chase
                    packet.<org>.<decider>.<id>          a HUMAN_ONLY packet, for its decider
+                   cover.<org>.<shift>                  a call-out's cover: who took it
+                   offered.<room>.<seq>                 a cover question: which shift, to whom
                    outside.<org>.<chonk>                when it proposed outside its allowlist
                    modes.<org>.<chonk>                  its function modes (RC-MGR-01's PROPOSE)
     chonk-memory   facts.<org>.<person>.<fact id>      a fact about a person
@@ -32,7 +34,50 @@ from libs.runtime.kv import Conflict, current, open_bucket, swap, write_at
 from services.chonk.domain.ladder import Chase
 from services.chonk.domain.memory import MemoryFact
 
-__all__ = ["ChaseState", "Chased", "ChonkStore", "Proposal", "open_store"]
+__all__ = [
+    "CallOut",
+    "ChaseState",
+    "Chased",
+    "ChonkStore",
+    "Cover",
+    "Offer",
+    "Proposal",
+    "open_store",
+]
+
+
+class CallOut(msgspec.Struct, frozen=True):
+    """A call-out being covered: the shift, who reported it and who is missing, by name
+    for what the Chonk says and by id for whom it says it to."""
+
+    org: str
+    chonk: str
+    title: str
+    shift: str
+    station: str
+    end: datetime
+    reporter: str
+    reporter_name: str
+    absent_name: str
+    escalate_to: str
+
+
+class Cover(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What became of a call-out: who took the shift, and whether it was closed (taken, or
+    escalated when its time ran out)."""
+
+    call_out: CallOut
+    taken_by: str | None = None
+    closed: bool = False
+
+
+class Offer(msgspec.Struct, frozen=True):
+    """A cover question: the shift it offers, and to whom."""
+
+    org: str
+    shift: str
+    worker: str
+    name: str
 
 
 class Proposal(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -44,6 +89,7 @@ class Proposal(msgspec.Struct, frozen=True, omit_defaults=True):
     tell: Tell | None = None
     chase: Chase | None = None
     ready: ActionReady | None = None
+    offer: Offer | None = None  # the told question offers a shift: its answers are read
 
 
 class Chased(msgspec.Struct, frozen=True):
@@ -66,6 +112,8 @@ _handoff = codec.decoder(HandoffRequest)
 _proposal = codec.decoder(Proposal).decode
 _chase = codec.decoder(ChaseState)
 _chased = codec.decoder(Chased)
+_cover = codec.decoder(Cover)
+_offer = codec.decoder(Offer)
 _packet = codec.decoder(Packet)
 _times = msgspec.json.Decoder(list[datetime]).decode
 _modes = msgspec.json.Decoder(dict[str, str]).decode
@@ -136,6 +184,23 @@ class ChonkStore:
         except KeyNotFoundError:
             return None
         return _chased.decode(entry.value) if entry.value else None
+
+    async def change_cover(
+        self, org: str, shift: str, change: Callable[[Cover | None], Cover | None]
+    ) -> tuple[Cover | None, Cover | None]:
+        return await swap(
+            self._runs, f"cover.{org}.{shift}", change, decode=_cover.decode, default=None
+        )
+
+    async def put_offer(self, room: str, seq: int, offer: Offer) -> None:
+        await self._runs.put(f"offered.{room}.{seq}", codec.encode(offer))
+
+    async def offer(self, room: str, seq: int) -> Offer | None:
+        try:
+            entry = await self._runs.get(f"offered.{room}.{seq}")
+        except KeyNotFoundError:
+            return None
+        return _offer.decode(entry.value) if entry.value else None
 
     async def put_packet(self, packet: Packet) -> None:
         key = f"packet.{packet.tenant}.{key_token(packet.decider)}.{packet.id}"

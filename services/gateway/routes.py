@@ -229,6 +229,7 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("GET", "/v1/chonk/runs/{id}", chonk.REPORT, "A run's receipt and actions (admin)"),
     Route("GET", "/v1/chonk/packets", chonk.PACKETS, "The HUMAN_ONLY packets I decide"),
+    Route("POST", "/v1/chonk/messages", chonk.MESSAGE, "Write to one of my org's Chonks"),
     Route("GET", "/v1/chonk/knows", chonk.KNOWS, "What my manager knows about me, and who read it"),
     Route(
         "POST",

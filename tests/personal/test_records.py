@@ -72,6 +72,8 @@ RECORDED = {
     ("POST", "/v1/chonk/runs"): "chonk.run / chonk.memory.read / chonk.memory.write"
     " / chonk.handoff.request / chonk.packet.open / chonk.action.ready",
     ("POST", "/v1/chonk/runs/cadences"): "chonk.cadence.start",
+    ("POST", "/v1/chonk/messages"): "chonk.cover.start / chonk.handoff.request"
+    " / chonk.proposal.approve / chonk.cover.escalate",
     ("POST", "/v1/chonk/memory/{id}"): "chonk.memory.redact",
 }
 # Writes whose record is the stored thing itself: a room's history is its own append-only
@@ -120,6 +122,7 @@ READERS = {
     "tether.evt.rooms.answer.stored (poa)": ("poa.ask.answer", "poa.act.record"),
     "tether.timer.chonk.chase": ("chonk.chase.stage", "chonk.chase.end"),
     "tether.timer.chonk.cadence": ("chonk.run", "chonk.memory.read", "chonk.memory.write"),
+    "tether.timer.chonk.cover": ("chonk.cover.covered", "chonk.cover.escalate"),
     "tether.evt.chonk.handoff.requested": (
         "chonk.handoff.accept",
         "chonk.handoff.decline",
@@ -129,6 +132,7 @@ READERS = {
         "chonk.proposal.approve",
         "chonk.proposal.decline",
         "chonk.chase.answer",
+        "chonk.cover.taken",
     ),
 }
 

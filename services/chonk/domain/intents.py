@@ -9,9 +9,11 @@ import msgspec
 from services.chonk.domain.types import ProposedAction
 
 __all__ = [
+    "CALL_OUT",
     "HUMAN_DECISIONS",
     "RANKING",
     "Answer",
+    "absent",
     "human_decision",
     "never_answer",
     "ranking_declined",
@@ -38,6 +40,24 @@ RANKING = re.compile(
     r"|\b(rank|stack[- ]rank|compare)\b[^?.]*\b(team|people|engineers|reports)\b",
     re.IGNORECASE,
 )
+
+
+# A person telling a Chonk that someone did not come in for their shift (EC-MGR-009).
+CALL_OUT = re.compile(
+    r"\b(didn'?t|did not|hasn'?t|has not) (show|come in|turn up)"
+    r"|\bno[- ]show\b|\bcalled (out|in sick)\b|\bnot coming in\b"
+    r"|\balone on the \w+",
+    re.IGNORECASE,
+)
+
+
+def absent(text: str, names: dict[str, str]) -> str | None:
+    """Whom a call-out message says is missing: the first of `names` (name → person) it
+    names, by whole word."""
+    return next(
+        (person for name, person in names.items() if re.search(rf"\b{re.escape(name)}\b", text)),
+        None,
+    )
 
 
 class Answer(msgspec.Struct, frozen=True):
