@@ -62,6 +62,8 @@ class Run(msgspec.Struct, frozen=True, kw_only=True):
     managed: frozenset[str]  # the people this Chonk manages in this run
     names: frozenset[str] = frozenset()  # people and things a sentence may not name uncited
     budget_steps: int = 8
+    formats: tuple[str, ...] = ("text",)  # what the message is rendered as besides text
+    decisions: tuple[str, ...] = ()  # open decisions for the recipient, made by others
 
 
 class Outcome(msgspec.Struct, frozen=True):
@@ -150,8 +152,25 @@ async def run(
     kind = "PACKET" if r.channel == "packet" else f"SEND_MESSAGE:{r.channel}"
     message = ProposedAction(kind=kind, to=r.recipient, text=draft.body, receipt_id=receipt.id)
     out = [msgspec.structs.replace(a, receipt_id=a.receipt_id or receipt.id) for a in actions]
+    out += _surfaced(r, receipt.id, config)
     leaving = tuple(a for a in (message, *out) if executor.leaves(a, [receipt]))
     return Outcome(plan, tuple(findings), receipt, draft, leaving, tuple(shown), tuple(outside))
+
+
+def _surfaced(r: Run, receipt: str, config: RunConfig) -> list[ProposedAction]:
+    """What the run's policy adds to the message, within the allowlist: its renderings
+    other than text, and an escalation to the recipient for each open decision others made
+    (§2: every packet reaches the owner through Chonksworth, who surfaces what it did not
+    create; §9's three)."""
+    added = [
+        ProposedAction(kind="RENDER_CONTENT", to=r.recipient, text=f, receipt_id=receipt)
+        for f in r.formats
+        if f != "text"
+    ] + [
+        ProposedAction(kind="ESCALATE", to=r.recipient, text=d, receipt_id=receipt)
+        for d in r.decisions
+    ]
+    return [a for a in added if a.kind in config.actions]
 
 
 class _Proposed(msgspec.Struct, frozen=True, rename="camel"):

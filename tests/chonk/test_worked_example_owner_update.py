@@ -27,7 +27,19 @@ async def test_the_owner_update_runs_end_to_end_and_ana_and_lena_can_read_what_p
     assert message.endswith(
         "Confidence 0.86 · gaps: HubSpot mirror last synced 2026-09-06 22:00Z (9h stale)"
     )
-    assert [(a["kind"], a["to"]) for a in report["actions"]] == [("SEND_MESSAGE:owner", "Priya")]
+    # §9's ProposedActions: the message, its video, and the three decisions Chonksworth
+    # surfaces without having made them, each AUTONOMOUS.
+    assert [(a["kind"], a["to"], a["class"]) for a in report["actions"]] == [
+        ("SEND_MESSAGE:owner", "Priya", "AUTONOMOUS"),
+        ("RENDER_CONTENT", "Priya", "AUTONOMOUS"),
+        ("ESCALATE", "Priya", "AUTONOMOUS"),
+        ("ESCALATE", "Priya", "AUTONOMOUS"),
+        ("ESCALATE", "Priya", "AUTONOMOUS"),
+    ]
+    assert report["actions"][1]["text"] == "video"
+    assert [a["text"].split(":")[0] for a in report["actions"][2:]] == [
+        "dec_req_support", "dec_q4goals", "pkt_01J6LENA"
+    ]  # fmt: skip
     for name in ("ana", "lena"):
         knows = await (await api.get("/v1/chonk/knows", headers=person(name))).json()
         [fact] = [f for f in knows["facts"] if f["id"] in report["memory"]]

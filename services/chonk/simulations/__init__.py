@@ -48,4 +48,6 @@ def run_of(spec: dict[str, Any]) -> Run:
         channel=spec.get("channel", "ic_thread"),
         managed=frozenset(spec["managed"]),
         names=frozenset(spec["names"]),
+        formats=tuple(spec.get("formats", ("text",))),
+        decisions=tuple(spec.get("decisions", ())),
     )
