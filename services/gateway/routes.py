@@ -222,7 +222,7 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "POST",
-        "/v1/chonk/runs/cadences",
+        "/v1/chonk/cadences",
         chonk.CADENCE,
         "Start a tenant's cadence: its run each time it comes round (admin)",
         status=201,

@@ -32,7 +32,7 @@ def _key(due: datetime) -> str:
 async def test_a_cadence_runs_its_run_each_time_it_comes_round_and_times_the_next(api, operator):
     before = datetime.now(UTC)
     r = await api.post(
-        "/v1/chonk/runs/cadences", json={"tenant": ORG, "cadence": "cad_owner_update"}, headers=ROOT
+        "/v1/chonk/cadences", json={"tenant": ORG, "cadence": "cad_owner_update"}, headers=ROOT
     )
     assert r.status == 201, await r.text()
     started = await r.json()
@@ -77,11 +77,9 @@ async def test_a_cadence_runs_its_run_each_time_it_comes_round_and_times_the_nex
 
 async def test_only_an_admin_starts_a_cadence_and_only_one_the_tenant_has(api):
     body = {"tenant": ORG, "cadence": "cad_owner_update"}
-    r = await api.post("/v1/chonk/runs/cadences", json=body, headers=BEN)
+    r = await api.post("/v1/chonk/cadences", json=body, headers=BEN)
     assert await problem(r) == (403, "admin-only")
-    r = await api.post(
-        "/v1/chonk/runs/cadences", json={**body, "cadence": "cad_never"}, headers=ROOT
-    )
+    r = await api.post("/v1/chonk/cadences", json={**body, "cadence": "cad_never"}, headers=ROOT)
     assert await problem(r) == (404, "cadence-not-found")
 
 

@@ -71,7 +71,7 @@ RECORDED = {
     ("DELETE", "/v1/mod/drafts/{id}"): "mod.draft.discard",
     ("POST", "/v1/chonk/runs"): "chonk.run / chonk.memory.read / chonk.memory.write"
     " / chonk.handoff.request / chonk.packet.open / chonk.action.ready",
-    ("POST", "/v1/chonk/runs/cadences"): "chonk.cadence.start",
+    ("POST", "/v1/chonk/cadences"): "chonk.cadence.start",
     ("POST", "/v1/chonk/messages"): "chonk.cover.start / chonk.handoff.request"
     " / chonk.proposal.approve / chonk.cover.escalate",
     ("POST", "/v1/chonk/memory/{id}"): "chonk.memory.redact",
