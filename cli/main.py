@@ -41,7 +41,7 @@ def _up(args: argparse.Namespace) -> int:
         print(f"try: curl -H 'Authorization: Bearer <token>' {url}/v1/agents/me\n", flush=True)
 
     try:
-        return up(home, port=port, on_ready=ready)
+        return up(home, port=port, on_ready=ready, cluster=args.cluster)
     except RuntimeError as exc:  # a server or process would not start: say which, and where
         print(
             f"tether up: {exc} (logs: {home.root}/nats, {home.root}/redis, stderr above)",
@@ -119,7 +119,7 @@ async def _operator(password: str, url: str):
     from libs.contracts.permissions import OPERATOR, inbox_prefix
 
     return await nats.connect(
-        url,
+        url.split(","),
         user=OPERATOR,
         password=password,
         inbox_prefix=inbox_prefix(OPERATOR),
@@ -199,6 +199,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(required=True)
 
     p = sub.add_parser("up", help="run the whole system on this machine (state in $TETHER_HOME)")
+    p.add_argument(
+        "--cluster",
+        type=int,
+        choices=(1, 3, 5),
+        default=1,
+        help="NATS nodes: 3 or 5 is the production shape (replicated streams, two of each process)",
+    )
     p.set_defaults(run=_up)
 
     p = sub.add_parser("token", help="print a development token signed with the state's key")

@@ -7,6 +7,10 @@ __all__ = ["PRINCIPAL_HEADER", "Principal"]
 # The principal travels in this header, never in a body: only the gateway and services
 # (by their NATS permissions) can publish to request subjects, so only they set it.
 PRINCIPAL_HEADER = "Tether-Principal"
+# A request the client keyed (HTTP's Idempotency-Key) carries its key to the service, as
+# this digest of the caller and the key: a service that stores something stores it once
+# under it, however often a failover makes the request run again.
+REQUEST_KEY_HEADER = "Tether-Request-Key"
 
 
 class Principal(Contract):

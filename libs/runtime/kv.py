@@ -2,13 +2,19 @@
 an entry that must not race (a compare-and-set, retried a bounded number of times; a
 stream's compare-and-set is retried by the same rule)."""
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
-from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import (
+    BucketNotFoundError,
+    KeyNotFoundError,
+    KeyWrongLastSequenceError,
+    NotFoundError,
+)
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
@@ -147,9 +153,46 @@ async def _watched(kv: KeyValue, keys: str) -> list[KeyValue.Entry]:
 
 async def open_bucket(js: JetStreamContext, config: KeyValueConfig) -> KeyValue:
     """The bucket, made with `config` (and direct gets, which `current` reads by) if no
-    replica has made it yet."""
-    try:
-        return await js.key_value(config.bucket)
-    except BucketNotFoundError:
-        config.direct = True
-        return await js.create_key_value(config)
+    replica has made it yet, once it has a leader. A cluster still electing answers some
+    requests late or not yet: those are asked again for a while."""
+
+    async def opened() -> KeyValue:
+        try:
+            return await js.key_value(config.bucket)
+        except BucketNotFoundError:
+            config.direct = True
+            return await js.create_key_value(config)
+
+    kv = await _patiently(opened, f"bucket {config.bucket}")
+    await led(js, f"KV_{config.bucket}")
+    return kv
+
+
+async def led(js: JetStreamContext, stream: str, *, within: float = 30.0) -> None:
+    """Until `stream` has a leader. On a cluster a stream just made elects one first (and is
+    not found for a moment), and a write before then finds no one to answer it."""
+
+    async def leader() -> None:
+        info = await js.stream_info(stream)
+        if info.cluster is not None and not info.cluster.leader:
+            raise TimeoutError(f"stream {stream} has no leader yet")
+
+    await _patiently(leader, f"stream {stream}", within=within, also=(NotFoundError,))
+
+
+async def _patiently(
+    attempt: Callable[[], Awaitable[R]],
+    what: str,
+    *,
+    within: float = 30.0,
+    also: tuple[type[Exception], ...] = (),
+) -> R:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        try:
+            return await attempt()
+        except (TimeoutError, *also) as exc:  # nats-py's TimeoutError is one too
+            if loop.time() > deadline:
+                raise TimeoutError(f"{what}: not ready after {within:.0f} s") from exc
+            await asyncio.sleep(0.1)

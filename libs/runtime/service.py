@@ -12,31 +12,41 @@ import logging
 import signal
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import msgspec
+import nats.errors
 import uvloop
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
-from nats.js.errors import BadRequestError
+from nats.js.errors import BadRequestError, NoStreamResponseError, ServiceUnavailableError
 
 from libs.contracts import codec, streams
 from libs.contracts.health import Health
-from libs.contracts.principal import PRINCIPAL_HEADER, Principal
+from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused, Unavailable
 from libs.contracts.registry import ServiceContract, Subject
 from libs.runtime import bus, logs, metrics
 from libs.runtime.consumer import Consumer
+from libs.runtime.kv import led
 from libs.runtime.ops import start_ops_server
 from libs.runtime.settings import Settings
 
-__all__ = ["Handler", "Service", "ensure_shared_streams", "ensure_stream", "run"]
+__all__ = ["Handler", "Service", "ensure_shared_streams", "ensure_stream", "request_key", "run"]
 
 Handler = Callable[[Any, Principal], Awaitable[msgspec.Struct]]
 
 _log = logging.getLogger(__name__)
 _decode_principal = msgspec.json.Decoder(Principal).decode
+_request_key: ContextVar[str | None] = ContextVar("request_key", default=None)
+
+
+def request_key() -> str | None:
+    """The key of the request being handled, if its client keyed it: what a handler stores
+    once under (each request is handled in a task of its own)."""
+    return _request_key.get()
 
 
 class Service:
@@ -145,6 +155,7 @@ class Service:
         try:
             request = decode(msg.data or b"{}")
             principal = None if subject.public else _principal_of(msg, subject)
+            _request_key.set((msg.headers or {}).get(REQUEST_KEY_HEADER))
             body = codec.encode(await handler(request, principal))  # type: ignore[arg-type]
             outcome = "ok"
         except Exception as exc:  # every failure becomes a typed problem reply
@@ -198,6 +209,18 @@ def _problem_of(exc: Exception, subject: Subject) -> Problem:
             return Refused("malformed-json", 400, f"request body is not JSON: {exc}").problem
         case RecursionError():
             return Refused("nesting-too-deep", 422, f"{subject.request.__name__}: {exc}").problem
+        case (
+            NoStreamResponseError()
+            | ServiceUnavailableError()
+            | TimeoutError()
+            | (nats.errors.NoRespondersError() | nats.errors.ConnectionClosedError())
+        ):
+            # The bus or a stream's leader is away (a node failing over, an election): the
+            # request may be asked again, and is answered 503 so its caller knows to.
+            _log.warning("bus unavailable", extra={"subject": subject.name, "error": repr(exc)})
+            return Refused(
+                "bus-unavailable", 503, f"{subject.name}: the bus did not answer; ask again"
+            ).problem
     _log.exception("handler failed", extra={"subject": subject.name})
     return Refused("internal", 500, f"{subject.name} failed; the service logged why").problem
 
@@ -230,3 +253,4 @@ async def ensure_stream(js: JetStreamContext, stream: streams.StreamSpec, *, rep
         if missing:
             existing.subjects = [*(existing.subjects or []), *missing]
             await js.update_stream(existing)
+    await led(js, stream.name)

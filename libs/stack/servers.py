@@ -14,7 +14,17 @@ from libs.contracts.permissions import permissions
 from libs.contracts.registry import ServiceContract
 from libs.stack.processes import spawn
 
-__all__ = ["free_port", "nats_config", "need_free", "start_nats", "start_redis", "wait_for"]
+__all__ = [
+    "clustered",
+    "free_port",
+    "nats_config",
+    "nats_ready",
+    "need_free",
+    "spawn_nats",
+    "start_nats",
+    "start_redis",
+    "wait_for",
+]
 
 
 def nats_config(
@@ -43,16 +53,46 @@ def nats_config(
     }
 
 
+def clustered(
+    configs: Sequence[dict[str, object]], route_ports: Sequence[int]
+) -> list[dict[str, object]]:
+    """The same servers as one cluster on loopback routes: each named, each routed to every
+    other, JetStream clustered across them (streams and buckets then take replicas)."""
+    routes = [f"nats-route://127.0.0.1:{p}" for p in route_ports]
+    return [
+        config
+        | {
+            "server_name": f"tether-{i}",
+            "cluster": {
+                "name": "tether",
+                "listen": f"127.0.0.1:{route_ports[i]}",
+                "routes": [r for j, r in enumerate(routes) if j != i],
+            },
+        }
+        for i, config in enumerate(configs)
+    ]
+
+
 def start_nats(config: dict[str, object], config_file: Path) -> subprocess.Popen[bytes]:
     """Start nats-server with `config`, written beside its log file."""
+    proc = spawn_nats(config, config_file)
+    wait_for(lambda: nats_ready(config), proc, "nats")
+    return proc
+
+
+def spawn_nats(config: dict[str, object], config_file: Path) -> subprocess.Popen[bytes]:
+    """Start nats-server with `config`, written beside its log file; not waited for (the
+    nodes of a cluster wait for each other)."""
     config_file.write_text(json.dumps(config, indent=2))
     config_file.chmod(0o600)
     log = config_file.with_suffix(".log")
     argv = [_binary("nats-server"), "-c", str(config_file), "-l", str(log)]
-    proc = spawn(argv, name="nats-server")
-    monitor = str(config["http"])
-    wait_for(lambda: _http_ok(f"http://{monitor}/healthz?js-enabled-only=true"), proc, "nats")
-    return proc
+    return spawn(argv, name=str(config["server_name"]))
+
+
+def nats_ready(config: dict[str, object]) -> bool:
+    """The server answers with JetStream current: a cluster's node once it has a leader."""
+    return _http_ok(f"http://{config['http']}/healthz")
 
 
 def start_redis(port: int, data_dir: Path) -> subprocess.Popen[bytes]:

@@ -13,7 +13,8 @@ from libs.runtime.service import ensure_stream
 
 __all__ = ["ChainStore", "open_store"]
 
-_WRONG_LAST_SEQUENCE = 10071
+# The server says a subject moved with either code, by version (with or without the number).
+_WRONG_LAST_SEQUENCE = (10071, 10164)
 _decode = msgspec.json.Decoder(AuditRecord).decode
 
 
@@ -50,7 +51,7 @@ class ChainStore:
                 headers={"Nats-Expected-Last-Subject-Sequence": str(after_seq)},
             )
         except APIError as exc:
-            if exc.err_code == _WRONG_LAST_SEQUENCE:
+            if exc.err_code in _WRONG_LAST_SEQUENCE:
                 raise Conflict(record.org) from exc
             raise
         return ack.seq

@@ -2,6 +2,7 @@
 request checked against its type, the subject asked, the reply or problem returned."""
 
 import asyncio
+import hashlib
 from collections.abc import Awaitable, Callable
 from functools import cache
 from types import UnionType
@@ -13,7 +14,7 @@ from nats.aio.client import Client
 from nats.errors import NoRespondersError
 
 from libs.contracts import codec
-from libs.contracts.principal import PRINCIPAL_HEADER, Principal
+from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Refused
 from libs.contracts.registry import Subject
 from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored
@@ -49,11 +50,15 @@ def forwarding(
     async def handler(http: web.Request) -> web.Response:
         principal = await caller(route, http, key=key, limiter=limiter)
 
+        idempotency_key = http.headers.get("Idempotency-Key")
+        keyed = route.method == "POST" and idempotency_key is not None
+
         async def answer(wait: float) -> Stored:
             payload = await request_of(route, http)
             problem, body = await ask(
-                http.app[NATS], route.subject, payload, principal, timeout=wait
-            )
+                http.app[NATS], route.subject, payload, principal, timeout=wait,
+                key=request_key(principal, idempotency_key) if keyed else None,
+            )  # fmt: skip
             if problem is not None:
                 return Stored("", problem, body, _PROBLEM)
             if route.accepted is not None and _decode(body).get(route.accepted) is not None:
@@ -70,8 +75,7 @@ def forwarding(
                 ).problem
                 raise Late(Stored("", 504, codec.encode(timed_out), _PROBLEM), reply) from None
 
-        idempotency_key = http.headers.get("Idempotency-Key")
-        if route.method != "POST" or idempotency_key is None:
+        if not keyed:
             result, replayed = await answer(timeout), False
         else:
             fingerprint = keys.fingerprint(route.method, http.path_qs, await http.read())
@@ -179,6 +183,13 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def request_key(principal: Principal, idempotency_key: str) -> str:
+    """The key a service stores a keyed request's effect under: the client's key, scoped to
+    who sent it, so two callers' keys never meet."""
+    scoped = f"{principal.org}\n{principal.sub}\n{principal.act or ''}\n{idempotency_key}"
+    return hashlib.sha256(scoped.encode()).hexdigest()[:32]
+
+
 @cache
 def _typed(request: type) -> msgspec.json.Decoder:
     return codec.decoder(request)
@@ -207,12 +218,20 @@ def _integers(request: type) -> frozenset[str]:
 
 
 async def ask(
-    nc: Client, subject: Subject, payload: bytes, principal: Principal | None, *, timeout: float
+    nc: Client,
+    subject: Subject,
+    payload: bytes,
+    principal: Principal | None,
+    *,
+    timeout: float,
+    key: str | None = None,
 ) -> tuple[int | None, bytes]:
     """Request `subject`; (problem status or None, reply body)."""
-    headers = {PRINCIPAL_HEADER: msgspec.json.encode(principal).decode()} if principal else None
+    headers = {PRINCIPAL_HEADER: msgspec.json.encode(principal).decode()} if principal else {}
+    if key is not None:
+        headers[REQUEST_KEY_HEADER] = key
     try:
-        reply = await nc.request(subject.name, payload, timeout=timeout, headers=headers)
+        reply = await nc.request(subject.name, payload, timeout=timeout, headers=headers or None)
     except NoRespondersError as exc:
         raise Refused("service-unavailable", 503, f"no replica serves {subject.name}") from exc
     except TimeoutError as exc:  # nats-py's TimeoutError is one too

@@ -19,6 +19,7 @@ def main() -> None:
         loop=uvloop.new_event_loop(),
         host=settings.host,
         port=settings.port,
+        reuse_port=settings.reuse_port,
         access_log=None,
         print=lambda msg: logging.getLogger("gateway").info(msg),
         shutdown_timeout=10,

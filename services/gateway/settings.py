@@ -26,6 +26,8 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     |                          |                         | flight so a retry never runs it twice  |
     | TETHER_PUBLIC_URL        | (the request's own)     | the scheme and host carriers call; the |
     |                          |                         | URL their webhook signatures cover     |
+    | TETHER_REUSE_PORT        | (off)                   | 1: share the port with the gateway's   |
+    |                          |                         | other processes (SO_REUSEPORT)         |
     """
 
     host: str = "127.0.0.1"
@@ -39,6 +41,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     request_timeout: float = 5.0
     late_timeout: float = 60.0
     public_url: str = ""
+    reuse_port: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "GatewaySettings":
@@ -58,6 +61,7 @@ _ENV = {
     "REDIS_URL": "redis_url",
     "NATS_URL": "nats_url",
     "NATS_USER": "nats_user",
+    "TETHER_REUSE_PORT": "reuse_port",
     "NATS_PASSWORD": "nats_password",
     "TETHER_RATE_LIMIT": "rate_limit",
     "TETHER_REQUEST_TIMEOUT": "request_timeout",

@@ -24,7 +24,7 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.scheduler import ENGINE, Fired, Timer
 from libs.contracts.streams import timer_subject
-from libs.runtime.kv import Conflict, current, open_bucket, swap
+from libs.runtime.kv import Conflict, current, led, open_bucket, swap
 from libs.runtime.service import ensure_shared_streams
 
 __all__ = ["Due", "Engine", "Timers", "due", "open_store"]
@@ -51,6 +51,7 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> tuple["Timer
         await js.add_stream(engine)
     except BadRequestError:
         await js.update_stream(engine)
+    await led(js, ENGINE.name)
     await ensure_shared_streams(js, ("TIMERS",), replicas=replicas)
     return Timers(js, kv), Engine(js)
 

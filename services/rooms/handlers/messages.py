@@ -9,6 +9,7 @@ from libs.contracts import agents, rooms
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.calls import call
+from libs.runtime.service import request_key
 from services.rooms.domain import members, messages, questions
 from services.rooms.handlers.common import Rooms
 
@@ -52,7 +53,8 @@ class Messages(Rooms):
         message = messages.authored(
             room, p, req.text, self._clock(), to=req.to, reply_to=req.reply_to
         )
-        return await self._store_message(room, message)
+        key = request_key()  # a keyed post run again after a failover is stored once
+        return await self._store_message(room, message, msg_id=key and f"send-{key}")
 
     # confirmation questions
 

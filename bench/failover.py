@@ -1,0 +1,380 @@
+"""Failover on the cluster shape (issue 15): `tether up --cluster 3` under a mixed load
+through the gateway, with windows pending. The NATS node leading the most streams is
+killed (SIGKILL), then one replica each of the gateway, the scheduler, the ladder and
+rooms. The process manager starts each again, as Kubernetes would.
+
+What a client saw is counted: every answer's status, when each failure came, and what was
+acknowledged. `check` then reads the system back. Nothing acknowledged may be lost, no
+message may be stored twice, and every window must fire exactly once. A request may fail only
+with a 503 or 504 problem, never a 500, and none may hang.
+
+    .venv/bin/python -m bench.failover     # prints the failover figures
+"""
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import aiohttp
+import msgspec
+import nats
+
+from bench.poa_bus import BODY as POA_BODY
+from libs.contracts.ladder import ROUTE, SEND_MEANS
+from libs.contracts.permissions import inbox_prefix
+from libs.stack.servers import free_port
+from services.gateway.tokens import mint
+
+ORG = "acme"
+WORKERS, WINDOWS = 6, 20
+HANG_S = 30.0  # an answer slower than this is a hang
+RETRY_FOR_S = 90.0  # how long a client retries a transient failure
+TRANSIENT = {502, 503, 504}
+
+
+@dataclass
+class Cluster:
+    proc: subprocess.Popen[str]
+    url: str
+    home: Path
+    monitors: list[int]
+    nats_url: str
+
+    def key(self) -> str:
+        return (self.home / "jwt.key").read_text().strip()
+
+    def auth(self, user: str, **claims: object) -> dict[str, str]:
+        token = mint(self.key(), org=ORG, user=user, now=int(time.time()), **claims)
+        return {"Authorization": f"Bearer {token}"}
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start(home: Path) -> Cluster:
+    """`tether up --cluster 3` on free ports, once it says it is up."""
+    port, nats_port, monitor, route = (_free_run(3) for _ in range(4))
+    env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")} | {
+        "TETHER_HOME": str(home),
+        "TETHER_PORT": str(port),
+        "TETHER_NATS_PORT": str(nats_port),
+        "TETHER_NATS_MONITOR_PORT": str(monitor),
+        "TETHER_NATS_CLUSTER_PORT": str(route),
+        "TETHER_REDIS_PORT": str(free_port()),
+        "TETHER_METRICS_BASE_PORT": "0",
+        "TETHER_RATE_LIMIT": "0",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "up", "--cluster", "3"],
+        env=env, stdout=subprocess.PIPE, stderr=(home / "up.log").open("w"), text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 180
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if line.startswith("eyJ"):
+            break
+        if proc.poll() is not None:
+            raise RuntimeError("tether up --cluster 3 exited while starting")
+    else:
+        raise RuntimeError("tether up --cluster 3 not up after 180 s")
+    nats_url = ",".join(f"nats://127.0.0.1:{nats_port + i}" for i in range(3))
+    monitors = [monitor + i for i in range(3)]
+    return Cluster(proc, f"http://127.0.0.1:{port}", home, monitors, nats_url)
+
+
+def _free_run(n: int) -> int:
+    """The first of `n` consecutive free ports."""
+    while True:
+        first = free_port()
+        try:
+            for i in range(n):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", first + i))
+            return first
+        except OSError:
+            continue
+
+
+@dataclass
+class Seen:
+    """What the clients saw."""
+
+    statuses: Counter = field(default_factory=Counter)
+    problems: Counter = field(default_factory=Counter)  # (route, status, problem type)
+    failures: list[tuple[float, str]] = field(default_factory=list)  # (when, what)
+    hangs: int = 0
+    messages: set[str] = field(default_factory=set)  # texts acknowledged
+    versions: dict[int, str] = field(default_factory=dict)  # layer version → its title
+    windows: dict[int, str] = field(default_factory=dict)  # answered seq → its due_at
+    killed_at: float = 0.0
+    requests: int = 0
+    node: str = ""  # the NATS node killed
+    room: str = ""  # where the load's messages went
+    windows_room: str = ""
+
+
+class Load:
+    def __init__(self, cluster: Cluster, http: aiohttp.ClientSession, seen: Seen) -> None:
+        self.c, self.http, self.seen = cluster, http, seen
+        self.stop = asyncio.Event()
+
+    async def ask(self, method: str, path: str, headers: dict, **kw) -> tuple[int, dict]:
+        """One request, retried on a transient failure with the same key, until answered."""
+        give_up = time.monotonic() + RETRY_FOR_S
+        while True:
+            self.seen.requests += 1
+            started = time.monotonic()
+            try:
+                async with self.http.request(
+                    method, path, headers=headers, timeout=aiohttp.ClientTimeout(total=HANG_S), **kw
+                ) as r:
+                    body = await r.json(content_type=None) if r.content_length != 0 else {}
+                    status = r.status
+            except TimeoutError:
+                self.seen.hangs += 1
+                self.seen.failures.append((started, "hang"))
+                status, body = 0, {}
+            except aiohttp.ClientError as exc:
+                self.seen.failures.append((started, type(exc).__name__))
+                status, body = 0, {}
+            self.seen.statuses[status] += 1
+            if status >= 400:
+                route = path.split("?")[0].rsplit("/", 1)[-1]
+                self.seen.problems[(method, route, status, str(body.get("type", "")))] += 1
+            if status in TRANSIENT:
+                self.seen.failures.append((started, str(status)))
+            in_use = status == 409 and str(body.get("type", "")).endswith("idempotency-key-in-use")
+            if status not in TRANSIENT and status != 0 and not in_use:
+                return status, body
+            if time.monotonic() > give_up:
+                return status, body
+            await asyncio.sleep(0.25)
+
+    async def messages(self, worker: int, room: str) -> None:
+        ada = self.c.auth(f"{ORG}/ada")
+        n = 0
+        while not self.stop.is_set():
+            text = f"w{worker}-m{n}"
+            headers = ada | {"Idempotency-Key": text}
+            status, _ = await self.ask(
+                "POST", f"/v1/rooms/{room}/messages", headers, json={"text": text}
+            )
+            if status == 201:
+                self.seen.messages.add(text)
+            n += 1
+
+    async def layer(self, worker: int) -> None:
+        bob = self.c.auth(f"{ORG}/bob")
+        n = 0
+        while not self.stop.is_set():
+            status, found = await self.ask("GET", "/v1/mod/layers/user", bob)
+            if status != 200:
+                continue
+            title = f"Chat {worker}-{n}"
+            op = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": title}
+            status, written = await self.ask(
+                "POST", "/v1/mod/layers/user", bob, json={"base": found["version"], "ops": [op]}
+            )
+            if status == 200:
+                self.seen.versions[written["version"]] = title
+            n += 1
+
+    async def verify(self) -> None:
+        """PoA decisions: stateless, so they measure availability alone."""
+        ada = self.c.auth(f"{ORG}/ada") | {"Content-Type": "application/json"}
+        while not self.stop.is_set():
+            await self.ask("POST", "/v1/poa/verify", ada, data=POA_BODY)
+
+
+async def open_windows(cluster: Cluster, http: aiohttp.ClientSession, seen: Seen) -> str:
+    """Fay's level is send with a one-minute window; her agent routes a reply to each of
+    WINDOWS messages of hers (over the bus, as the agents service does), and each reply
+    waits out a window, to be sent once. Her room."""
+    fay = cluster.auth(f"{ORG}/fay")
+    async with http.put("/v1/ladder/window", json={"window": "1m"}, headers=fay) as r:
+        assert r.status == 200, await r.text()
+    body = {"level": "send", "acknowledge": SEND_MEANS}
+    async with http.put("/v1/ladder", json=body, headers=fay) as r:
+        assert r.status == 200, await r.text()
+    async with http.post("/v1/rooms", json={"title": "windows"}, headers=fay) as r:
+        room = (await r.json())["id"]
+    agents = await nats.connect(
+        cluster.nats_url.split(","),
+        user="agents",
+        password=json.loads((cluster.home / "credentials.json").read_text())["agents"],
+        inbox_prefix=inbox_prefix("agents"),
+    )
+    try:
+        for i in range(WINDOWS):
+            async with http.post(
+                f"/v1/rooms/{room}/messages", json={"text": f"ask {i}"}, headers=fay
+            ) as r:
+                seq = (await r.json())["seq"]
+            ask = {"org": ORG, "person": f"{ORG}/fay", "room": room, "reply_to": seq,
+                   "candidates": [f"reply to {seq}"]}  # fmt: skip
+            reply = await agents.request(
+                ROUTE.published_by("agents"), msgspec.json.encode(ask), timeout=30
+            )
+            routed = msgspec.json.decode(reply.data)
+            assert routed.get("due_at"), routed
+            seen.windows[seq] = routed["due_at"]
+    finally:
+        await agents.close()
+    return room
+
+
+def leader_node(cluster: Cluster) -> tuple[str, int]:
+    """The node leading the most streams, and its pid."""
+    leads: Counter = Counter()
+    for monitor in cluster.monitors:
+        try:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{monitor}/jsz?streams=true", timeout=2
+            ) as r:
+                jsz = json.load(r)
+        except OSError:
+            continue
+        for account in jsz.get("account_details", []):
+            for stream in account.get("stream_detail", []):
+                leader = (stream.get("cluster") or {}).get("leader")
+                if leader:
+                    leads[leader] += 1
+        break
+    name = leads.most_common(1)[0][0]
+    return name, _pid(f"{cluster.home}/nats/{name}.json")
+
+
+def _pid(needle: str) -> int:
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if needle in cmdline:
+            return int(proc.name)
+    raise LookupError(needle)
+
+
+def replica_pid(cluster: Cluster, module: str) -> int:
+    """One running process of `module` under this cluster's `tether up`."""
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(stat[1]) == cluster.proc.pid and f"-m {module}" in cmdline:
+            return int(proc.name)
+    raise LookupError(module)
+
+
+async def run(cluster: Cluster, *, seconds: float = 25.0, kill_after: float = 5.0) -> Seen:
+    """The load, the faults after `kill_after` seconds, and the windows' fires awaited."""
+    seen = Seen()
+    connector = aiohttp.TCPConnector(limit=0, force_close=True)
+    async with aiohttp.ClientSession(cluster.url, connector=connector) as http:
+        ada = cluster.auth(f"{ORG}/ada")
+        async with http.post("/v1/rooms", json={"title": "load"}, headers=ada) as r:
+            room = (await r.json())["id"]
+        windows_room = await open_windows(cluster, http, seen)
+        load = Load(cluster, http, seen)
+        tasks = [asyncio.create_task(load.messages(i, room)) for i in range(WORKERS)]
+        tasks += [asyncio.create_task(load.layer(i)) for i in range(2)]
+        tasks += [asyncio.create_task(load.verify()) for i in range(2)]
+        await asyncio.sleep(kill_after)
+        node, pid = leader_node(cluster)
+        seen.killed_at = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+        for module in ("services.gateway.main", "services.scheduler.main",
+                       "services.ladder.main", "services.rooms.main"):  # fmt: skip
+            os.kill(replica_pid(cluster, module), signal.SIGKILL)
+        await asyncio.sleep(seconds - kill_after)
+        load.stop.set()
+        await asyncio.gather(*tasks)
+        seen.room, seen.windows_room, seen.node = room, windows_room, node
+    return seen
+
+
+async def read_back(cluster: Cluster, seen: Seen) -> dict[str, list[dict]]:
+    """The system as stored once the windows are due: each room's messages and the layer's
+    versions, read with retries as any client would."""
+    due = max(datetime.fromisoformat(d) for d in seen.windows.values())
+    await asyncio.sleep(max(0.0, due.timestamp() - time.time()) + 8)
+    async with aiohttp.ClientSession(cluster.url) as http:
+        load = Load(cluster, http, Seen())
+        ada, fay = cluster.auth(f"{ORG}/ada"), cluster.auth(f"{ORG}/fay")
+        bob = cluster.auth(f"{ORG}/bob")
+        _, versions = await load.ask("GET", "/v1/mod/layers/user/versions", bob)
+        return {
+            "messages": await _all_messages(load, seen.room, ada),
+            "windows": await _all_messages(load, seen.windows_room, fay),
+            "versions": versions["versions"],
+        }
+
+
+async def _all_messages(load: Load, room: str, headers: dict) -> list[dict]:
+    found, after = [], 0
+    while True:
+        status, page = await load.ask(
+            "GET", f"/v1/rooms/{room}/messages?after={after}&limit=200", headers
+        )
+        assert status == 200, page
+        found += page["messages"]
+        if page["next"] is None:
+            return found
+        after = page["next"]
+
+
+def failover_s(seen: Seen) -> float:
+    """From the kill to the last failure a client saw."""
+    after = [t for t, _ in seen.failures if t >= seen.killed_at - 1]
+    return max(after) - seen.killed_at if after else 0.0
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as home:
+        cluster = start(Path(home))
+        try:
+            seen = asyncio.run(run(cluster))
+            stored = asyncio.run(read_back(cluster, seen))
+        finally:
+            cluster.stop()
+    texts = Counter(m["text"] for m in stored["messages"])
+    print(f"killed {seen.node} (it led the most streams), then one replica each of the "
+          "gateway, scheduler, ladder and rooms")  # fmt: skip
+    print(f"requests {seen.requests}, statuses {dict(seen.statuses)}, hangs {seen.hangs}")
+    for (method, route, status, kind), n in seen.problems.most_common():
+        print(f"  {n:6d} {status} {method} .../{route} {kind}")
+    print(f"failures seen: {len(seen.failures)}, the last {failover_s(seen):.1f} s after the kill")
+    print(f"messages acknowledged {len(seen.messages)}, lost {len(seen.messages - set(texts))}, "
+          f"stored twice {sum(1 for n in texts.values() if n > 1)}")  # fmt: skip
+    sent = Counter(
+        m.get("reply_to") for m in stored["windows"]
+        if m["author_kind"] == "agent" and not m.get("notice")
+    )  # fmt: skip
+    fired = Counter(sent[seq] for seq in seen.windows)
+    print(f"windows pending through the faults {len(seen.windows)}, fired: {dict(fired)} "
+          "(times fired: windows)")  # fmt: skip
+    print(f"layer writes acknowledged {len(seen.versions)}")
+
+
+if __name__ == "__main__":
+    main()
