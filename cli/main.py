@@ -81,6 +81,22 @@ def _nats_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _k8s(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from libs.stack.k8s import base
+
+    files = base()
+    if args.write is None:
+        for name, text in files.items():
+            print(f"--- {name}\n{text}")
+        return 0
+    for name, text in files.items():
+        (Path(args.write) / name).write_text(text)
+    print(f"wrote {len(files)} files to {args.write}")
+    return 0
+
+
 def _account_created(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_announce(Home(), args.user, _nats_url()))
@@ -225,6 +241,10 @@ def _parser() -> argparse.ArgumentParser:
         "--auth-only", action="store_true", help="only the authorization block, to include"
     )
     p.set_defaults(run=_nats_config)
+
+    p = sub.add_parser("k8s", help="deploy/k8s/base's generated files, from the contracts")
+    p.add_argument("--write", metavar="DIR", help="write them into DIR (else print them)")
+    p.set_defaults(run=_k8s)
 
     p = sub.add_parser("poa", help="Power of Action")
     poa = p.add_subparsers(required=True)

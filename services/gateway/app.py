@@ -43,7 +43,9 @@ def init_app(
     services: Sequence[ServiceContract] = SERVICES,
 ) -> web.Application:
     redis = Redis.from_url(settings.redis_url)
-    limiter, keys = RateLimiter(redis, settings.rate_limit), IdempotencyKeys(redis)
+    in_flight = int(settings.request_timeout + settings.late_timeout) + 10
+    limiter = RateLimiter(redis, settings.rate_limit)
+    keys = IdempotencyKeys(redis, in_flight_s=in_flight)
     app = web.Application(client_max_size=MAX_BODY, middlewares=[problems])
     app[REDIS] = redis
     app[STREAMS] = set()

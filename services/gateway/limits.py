@@ -69,9 +69,13 @@ class Stored(msgspec.Struct, array_like=True):
 class IdempotencyKeys:
     """The first POST with a key runs; a retry with the same key and request gets its answer."""
 
-    def __init__(self, redis: Redis, ttl_s: int = 24 * 3600) -> None:
+    def __init__(self, redis: Redis, ttl_s: int = 24 * 3600, in_flight_s: int = 90) -> None:
+        """`in_flight_s`: how long a key may stay in flight with no answer kept, the longest
+        the gateway that took it can still be waiting for the service. Past it, that
+        gateway is gone (killed mid-request) and a retry runs again: the services that
+        store what a keyed request makes store it under its key, once."""
         self._redis = redis
-        self._ttl = ttl_s
+        self._ttl, self._in_flight = ttl_s, in_flight_s
         self._settling: set[asyncio.Future[None]] = set()
 
     @staticmethod
@@ -84,7 +88,7 @@ class IdempotencyKeys:
             raise Refused("idempotency-key-invalid", 400, "Idempotency-Key: 1-200 printable chars")
         name = self._name(principal, key)
         pending = msgspec.msgpack.encode(Stored(fingerprint))
-        if await self._redis.set(name, pending, nx=True, ex=self._ttl):
+        if await self._redis.set(name, pending, nx=True, ex=self._in_flight):
             return None
         raw = await self._redis.get(name)
         stored = msgspec.msgpack.decode(raw, type=Stored) if raw else None
