@@ -68,9 +68,9 @@ class Cluster:
                 self.proc.wait()
 
 
-def start(home: Path) -> Cluster:
-    """`tether up --cluster 3` on free ports, once it says it is up."""
-    port, nats_port, monitor, route = (_free_run(3) for _ in range(4))
+def start(home: Path, nodes: int = 3) -> Cluster:
+    """`tether up --cluster <nodes>` on free ports, once it says it is up."""
+    port, nats_port, monitor, route = (_free_run(nodes) for _ in range(4))
     env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")} | {
         "TETHER_HOME": str(home),
         "TETHER_PORT": str(port),
@@ -82,7 +82,7 @@ def start(home: Path) -> Cluster:
         "TETHER_RATE_LIMIT": "0",
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "up", "--cluster", "3"],
+        [sys.executable, "-m", "cli.main", "up", "--cluster", str(nodes)],
         env=env, stdout=subprocess.PIPE, stderr=(home / "up.log").open("w"), text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 180
@@ -92,11 +92,11 @@ def start(home: Path) -> Cluster:
         if line.startswith("eyJ"):
             break
         if proc.poll() is not None:
-            raise RuntimeError("tether up --cluster 3 exited while starting")
+            raise RuntimeError(f"tether up --cluster {nodes} exited while starting")
     else:
-        raise RuntimeError("tether up --cluster 3 not up after 180 s")
-    nats_url = ",".join(f"nats://127.0.0.1:{nats_port + i}" for i in range(3))
-    monitors = [monitor + i for i in range(3)]
+        raise RuntimeError(f"tether up --cluster {nodes} not up after 180 s")
+    nats_url = ",".join(f"nats://127.0.0.1:{nats_port + i}" for i in range(nodes))
+    monitors = [monitor + i for i in range(nodes)]
     return Cluster(proc, f"http://127.0.0.1:{port}", home, monitors, nats_url)
 
 
