@@ -87,7 +87,7 @@ def spawn_nats(config: dict[str, object], config_file: Path) -> subprocess.Popen
     config_file.chmod(0o600)
     log = config_file.with_suffix(".log")
     argv = [_binary("nats-server"), "-c", str(config_file), "-l", str(log)]
-    return spawn(argv, name=str(config["server_name"]))
+    return spawn(argv, name=str(config.get("server_name", "nats-server")))
 
 
 def nats_ready(config: dict[str, object]) -> bool:

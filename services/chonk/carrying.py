@@ -23,8 +23,6 @@ from services.chonk.store import Chased, ChaseState, ChonkStore, Proposal
 __all__ = ["CHASE", "Carrying", "bot", "told"]
 
 CHASE = "chase"
-# A proposal's question offers these, yes first.
-SEND, DONT = "Send it", "Don't send"
 
 Clock = Callable[[], datetime]
 

@@ -19,7 +19,7 @@ from libs.contracts.registry import Subject
 from libs.model import Scripted
 from libs.runtime.calls import call
 from libs.runtime.service import Handler
-from services.chonk.carrying import DONT, SEND, told
+from services.chonk.carrying import told
 from services.chonk.covering import Covering
 from services.chonk.domain import (
     cadences,
@@ -305,7 +305,7 @@ class Handlers(Covering):
         """The decider's question for a PROPOSE_CONFIRM: yes first."""
         if held.tell is not None:
             text = f"I'd send this to {a.to} ({a.kind}). Send it?\n\n{held.tell.text}"
-            options = (SEND, DONT)
+            options = ("Send it", "Don't send")
         else:
             text = f"I'd like to do this ({a.kind}, {a.to}): {a.text or ''} Go ahead?"
             options = ("Go ahead", "Don't")
