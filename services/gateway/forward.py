@@ -57,7 +57,7 @@ def forwarding(
             payload = await request_of(route, http)
             problem, body = await ask(
                 http.app[NATS], route.subject, payload, principal, timeout=wait,
-                key=request_key(principal, idempotency_key) if keyed else None,
+                key=scoped_key(principal, idempotency_key) if keyed else None,
             )  # fmt: skip
             if problem is not None:
                 return Stored("", problem, body, _PROBLEM)
@@ -183,7 +183,7 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def request_key(principal: Principal, idempotency_key: str) -> str:
+def scoped_key(principal: Principal, idempotency_key: str) -> str:
     """The key a service stores a keyed request's effect under: the client's key, scoped to
     who sent it, so two callers' keys never meet."""
     scoped = f"{principal.org}\n{principal.sub}\n{principal.act or ''}\n{idempotency_key}"
