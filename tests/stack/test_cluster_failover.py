@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from bench.failover import read_back, run, start
+from bench.failover import read_back, run, start, window_send
 
 # The load's own failures: the killed gateway's connections, and the problems a client
 # retries.
@@ -44,7 +44,5 @@ def test_killing_the_stream_leader_and_a_replica_of_each_loses_nothing(cluster):
     assert max(seen.versions) in retained
     assert {v: versions.get(v) for v in retained} == retained
 
-    # Each window's send, not the notice that it is waiting.
-    agents = [m for m in stored["windows"] if m["author_kind"] == "agent" and not m.get("notice")]
-    replies = Counter(m.get("reply_to") for m in agents)
+    replies = Counter(m.get("reply_to") for m in stored["windows"] if window_send(m))
     assert {seq: replies[seq] for seq in seen.windows} == {seq: 1 for seq in seen.windows}
