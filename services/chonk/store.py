@@ -124,6 +124,14 @@ class ChonkStore:
     def __init__(self, runs: KeyValue, memory: KeyValue) -> None:
         self._runs, self._memory = runs, memory
 
+    async def _value(self, key: str) -> bytes | None:
+        """The run bucket's entry at `key` as stored; None when there is none."""
+        try:
+            entry = await self._runs.get(key)
+        except KeyNotFoundError:
+            return None
+        return entry.value
+
     async def put_report(self, org: str, report: RunReport) -> None:
         await self._runs.put(f"{org}.{report.id}", codec.encode(report))
 
@@ -154,11 +162,8 @@ class ChonkStore:
 
     async def proposal(self, room: str, seq: int) -> Proposal | None:
         """What question `seq` of `room` holds for its decider's yes, if it is a proposal."""
-        try:
-            entry = await self._runs.get(f"proposed.{room}.{seq}")
-        except KeyNotFoundError:
-            return None
-        return None if not entry.value else _proposal(entry.value)
+        raw = await self._value(f"proposed.{room}.{seq}")
+        return _proposal(raw) if raw else None
 
     async def drop_proposal(self, room: str, seq: int) -> None:
         await self._runs.delete(f"proposed.{room}.{seq}")
@@ -179,11 +184,8 @@ class ChonkStore:
 
     async def chased(self, room: str, seq: int) -> Chased | None:
         """The chase whose question `seq` of `room` is, if it is one, and whom it asked."""
-        try:
-            entry = await self._runs.get(f"chased.{room}.{seq}")
-        except KeyNotFoundError:
-            return None
-        return _chased.decode(entry.value) if entry.value else None
+        raw = await self._value(f"chased.{room}.{seq}")
+        return _chased.decode(raw) if raw else None
 
     async def change_cover(
         self, org: str, shift: str, change: Callable[[Cover | None], Cover | None]
@@ -196,11 +198,8 @@ class ChonkStore:
         await self._runs.put(f"offered.{room}.{seq}", codec.encode(offer))
 
     async def offer(self, room: str, seq: int) -> Offer | None:
-        try:
-            entry = await self._runs.get(f"offered.{room}.{seq}")
-        except KeyNotFoundError:
-            return None
-        return _offer.decode(entry.value) if entry.value else None
+        raw = await self._value(f"offered.{room}.{seq}")
+        return _offer.decode(raw) if raw else None
 
     async def put_packet(self, packet: Packet) -> None:
         key = f"packet.{packet.tenant}.{key_token(packet.decider)}.{packet.id}"
@@ -226,21 +225,15 @@ class ChonkStore:
         return after
 
     async def modes(self, org: str, chonk_id: str) -> dict[str, str]:
-        try:
-            entry = await self._runs.get(f"modes.{org}.{chonk_id}")
-        except KeyNotFoundError:
-            return {}
-        return _modes(entry.value) if entry.value else {}
+        raw = await self._value(f"modes.{org}.{chonk_id}")
+        return _modes(raw) if raw else {}
 
     async def put_modes(self, org: str, chonk_id: str, modes: dict[str, str]) -> None:
         await self._runs.put(f"modes.{org}.{chonk_id}", msgspec.json.encode(modes))
 
     async def report(self, org: str, run_id: str) -> RunReport | None:
-        try:
-            entry = await self._runs.get(f"{org}.{run_id}")
-        except KeyNotFoundError:
-            return None
-        return _report.decode(entry.value)
+        raw = await self._value(f"{org}.{run_id}")
+        return _report.decode(raw) if raw else None
 
     async def facts(self, org: str, person: str) -> list[MemoryFact]:
         entries = await current(self._memory, f"facts.{org}.{key_token(person)}.*")
