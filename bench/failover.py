@@ -5,13 +5,14 @@ rooms. The process manager starts each again, as Kubernetes would.
 
 What a client saw is counted: every answer's status, when each failure came, and what was
 acknowledged. `check` then reads the system back. Nothing acknowledged may be lost, no
-message may be stored twice, and every window must fire exactly once. A request may fail only
-with a 503 or 504 problem, never a 500, and none may hang.
+message may be stored twice, no act charged twice, and every window must fire exactly
+once. A request may fail only with a 503 or 504 problem, never a 500, and none may hang.
 
     .venv/bin/python -m bench.failover     # prints the failover figures
 """
 
 import asyncio
+import copy
 import json
 import os
 import signal
@@ -23,7 +24,7 @@ import time
 import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import aiohttp
@@ -31,6 +32,7 @@ import msgspec
 import nats
 
 from bench.poa_bus import BODY as POA_BODY
+from bench.poa_bus import CASE as POA_CASE
 from libs.contracts.ladder import ROUTE, SEND_MEANS
 from libs.contracts.permissions import inbox_prefix
 from libs.stack.servers import free_port
@@ -41,6 +43,7 @@ WORKERS, WINDOWS = 6, 20
 HANG_S = 30.0  # an answer slower than this is a hang
 RETRY_FOR_S = 90.0  # how long a client retries a transient failure
 TRANSIENT = {502, 503, 504}
+AGENT = "urn:example:agent:a_456"  # the official grant's delegate
 
 
 @dataclass
@@ -124,6 +127,9 @@ class Seen:
     messages: set[str] = field(default_factory=set)  # texts acknowledged
     versions: dict[int, str] = field(default_factory=dict)  # layer version → its title
     windows: dict[int, str] = field(default_factory=dict)  # answered seq → its due_at
+    acts: int = 0  # $1 acts acknowledged ALLOW
+    acts_unanswered: int = 0  # acts still failing when their client gave up
+    grant: str = ""
     killed_at: float = 0.0
     requests: int = 0
     node: str = ""  # the NATS node killed
@@ -197,11 +203,50 @@ class Load:
                 self.seen.versions[written["version"]] = title
             n += 1
 
+    async def acts(self, worker: int, grant: str) -> None:
+        """Keyed $1 acts on Ada's grant by her agent, each sent until answered."""
+        agent = self.c.auth(f"{ORG}/ada", act=AGENT)
+        n = 0
+        while not self.stop.is_set():
+            headers = agent | {"Idempotency-Key": f"act-{worker}-{n}"}
+            status, outcome = await self.ask(
+                "POST", f"/v1/poa/grants/{grant}/acts", headers, json={"envelope": act_of(1)}
+            )
+            if status == 200 and outcome["decision"]["decision"] == "ALLOW":
+                self.seen.acts += 1
+            elif status in TRANSIENT or status == 0:
+                self.seen.acts_unanswered += 1
+            n += 1
+
     async def verify(self) -> None:
         """PoA decisions: stateless, so they measure availability alone."""
         ada = self.c.auth(f"{ORG}/ada") | {"Content-Type": "application/json"}
         while not self.stop.is_set():
             await self.ask("POST", "/v1/poa/verify", ada, data=POA_BODY)
+
+
+def act_of(amount: int) -> dict:
+    """The official purchase envelope, for `amount` USD."""
+    envelope = copy.deepcopy(POA_CASE["envelope"])
+    envelope["invocation"]["arguments"]["amount"] = amount
+    return envelope
+
+
+async def issue_grant(cluster: Cluster, http: aiohttp.ClientSession) -> str:
+    """The official grant in Ada's name, valid today, with room for every act of the load."""
+    grant = copy.deepcopy(POA_CASE["grant"])
+    grant["principal"]["sub"] = f"{ORG}/ada"
+    grant["defaults"]["max_binding_per_day"] = 10**6
+    grant["defaults"]["limits"]["per_month_usd"] = 10**9
+    buy = next(a for a in grant["authorities"] if a["act_id"] == "shop.buy")
+    buy["limits"]["monthly_total_lte"] = 10**9
+    today = datetime.now(UTC).date()
+    grant["validity"] = {"not_before": (today - timedelta(days=1)).isoformat(),
+                         "expires": (today + timedelta(days=5)).isoformat()}  # fmt: skip
+    ada = cluster.auth(f"{ORG}/ada")
+    async with http.post("/v1/poa/grants", json={"grant": grant}, headers=ada) as r:
+        assert r.status == 201, await r.text()
+        return (await r.json())["id"]
 
 
 async def open_windows(cluster: Cluster, http: aiohttp.ClientSession, seen: Seen) -> str:
@@ -295,10 +340,12 @@ async def run(cluster: Cluster, *, seconds: float = 25.0, kill_after: float = 5.
         async with http.post("/v1/rooms", json={"title": "load"}, headers=ada) as r:
             room = (await r.json())["id"]
         windows_room = await open_windows(cluster, http, seen)
+        seen.grant = await issue_grant(cluster, http)
         load = Load(cluster, http, seen)
         tasks = [asyncio.create_task(load.messages(i, room)) for i in range(WORKERS)]
         tasks += [asyncio.create_task(load.layer(i)) for i in range(2)]
         tasks += [asyncio.create_task(load.verify()) for i in range(2)]
+        tasks += [asyncio.create_task(load.acts(i, seen.grant)) for i in range(2)]
         await asyncio.sleep(kill_after)
         node, pid = leader_node(cluster)
         seen.killed_at = time.monotonic()
@@ -315,8 +362,8 @@ async def run(cluster: Cluster, *, seconds: float = 25.0, kill_after: float = 5.
 
 async def read_back(cluster: Cluster, seen: Seen) -> dict[str, list[dict]]:
     """The system as stored once every window has sent (or 90 s past the last one's due
-    time, when one has not): each room's messages and the layer's versions, read with
-    retries as any client would."""
+    time, when one has not): each room's messages, the layer's versions and what the
+    grant has spent, read with retries as any client would."""
     due = max(datetime.fromisoformat(d) for d in seen.windows.values())
     await asyncio.sleep(max(0.0, due.timestamp() - time.time()))
     async with aiohttp.ClientSession(cluster.url) as http:
@@ -331,10 +378,18 @@ async def read_back(cluster: Cluster, seen: Seen) -> dict[str, list[dict]]:
                 break
             await asyncio.sleep(1)
         _, versions = await load.ask("GET", "/v1/mod/layers/user/versions", bob)
+        # An act of $0 answers with the month spent so far, and charges nothing.
+        _, last = await load.ask(
+            "POST",
+            f"/v1/poa/grants/{seen.grant}/acts",
+            cluster.auth(f"{ORG}/ada", act=AGENT),
+            json={"envelope": act_of(0)},
+        )
         return {
             "messages": await _all_messages(load, seen.room, ada),
             "windows": windows,
             "versions": versions["versions"],
+            "spent_usd": last["spent_month_usd"],
         }
 
 
@@ -384,6 +439,8 @@ def main() -> None:
     print(f"windows pending through the faults {len(seen.windows)}, fired: {dict(fired)} "
           "(times fired: windows)")  # fmt: skip
     print(f"layer writes acknowledged {len(seen.versions)}")
+    print(f"$1 acts acknowledged {seen.acts}, unanswered {seen.acts_unanswered}, "
+          f"charged ${stored['spent_usd']}")  # fmt: skip
 
 
 if __name__ == "__main__":

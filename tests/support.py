@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
+from redis.asyncio import Redis
 
 from libs.contracts.base import Contract
 from libs.contracts.principal import Principal
@@ -149,3 +150,15 @@ async def browser_page(url: str) -> AsyncIterator[Any]:
             yield page
         finally:
             await browser.close()
+
+
+async def forget_idempotency_key(redis_url: str, key: str) -> None:
+    """What a gateway killed mid-request leaves: no answer kept under the client's `key`,
+    so the client's retry runs again, with the same key, through another gateway."""
+    redis = Redis.from_url(redis_url)
+    try:
+        names = [name async for name in redis.scan_iter(match=f"tether:idem:*:{key}")]
+        assert len(names) == 1, names
+        await redis.delete(*names)
+    finally:
+        await redis.aclose()

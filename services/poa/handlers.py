@@ -10,7 +10,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.runtime.kv import Conflict
-from libs.runtime.service import Handler
+from libs.runtime.service import Handler, request_key
 from services.poa.asking import Asking
 from services.poa.domain import ALLOW, ASK_USER, contain, grants, ledger, verify
 from services.poa.domain.reading import identity, obj
@@ -85,12 +85,16 @@ class Handlers:
 
         # The decision on each ledger read, made once: the change, its record and the answer
         # all ask it of the same books (kept here, so an identity is never reused).
+        # A keyed act sent again (its answer lost in a failover) is answered as it was.
         made: list[tuple[ledger.RootLedger, poa.Decision]] = []
+        key = request_key()
 
         def decided(books: ledger.RootLedger) -> poa.Decision:
             found = next((d for b, d in made if b is books), None)
             if found is None:
-                found = ledger.decided(chain, req.envelope, books, now, revoked=revoked)
+                found = ledger.replayed(books, key) or ledger.decided(
+                    chain, req.envelope, books, now, revoked=revoked
+                )
                 made.append((books, found))
             return found
 
@@ -110,7 +114,7 @@ class Handlers:
             p.sub,
             ids[0],
             ledger.month_of(now),
-            lambda books: ledger.acted(books, decided(books), ids, req.envelope, now),
+            lambda books: ledger.acted(books, decided(books), ids, req.envelope, now, key=key),
             record=recorded,
         )
         decision = decided(before)  # the books the act was decided on

@@ -25,6 +25,7 @@ __all__ = [
     "charge",
     "decided",
     "month_of",
+    "replayed",
     "state",
 ]
 
@@ -42,13 +43,21 @@ class Ledger(msgspec.Struct, frozen=True, kw_only=True):
         return self.binding_by_day.get(now.date().isoformat(), 0)
 
 
+# A keyed act is run again only when its first answer was lost (a failover), within
+# seconds: the last few hundred keys of a tree cover that, and bound the value's size.
+KEYS_KEPT = 256
+
+
 class RootLedger(msgspec.Struct, frozen=True, kw_only=True):
-    """The month's ledgers of a root grant's whole tree, by grant id, and the asks whose
-    approved acts were charged to it (so an approval carried out twice charges once)."""
+    """The month's ledgers of a root grant's whole tree, by grant id; the asks whose
+    approved acts were charged to it (so an approval carried out twice charges once); and
+    the decisions of its latest keyed acts, by request key (so an act sent again after its
+    answer was lost is answered, not charged, again)."""
 
     month: str
     grants: dict[str, Ledger] = {}
     approved: tuple[str, ...] = ()
+    keyed: dict[str, Decision] = {}
 
     def of(self, grant_id: str) -> Ledger:
         return self.grants.get(grant_id) or Ledger(month=self.month)
@@ -133,15 +142,30 @@ def decided(
     return decision
 
 
+def replayed(books: RootLedger, key: str | None) -> Decision | None:
+    """The decision of the act charged under request `key`, if one was."""
+    return None if key is None else books.keyed.get(key)
+
+
 def acted(
-    books: RootLedger, decision: Decision, chain: list[str], envelope: dict[str, Any], now: datetime
+    books: RootLedger,
+    decision: Decision,
+    chain: list[str],
+    envelope: dict[str, Any],
+    now: datetime,
+    *,
+    key: str | None = None,
 ) -> RootLedger:
     """The books after an act decided on them: charged to the whole chain (root to leaf) if
-    allowed, as they were if not."""
-    if decision.decision != ALLOW:
+    allowed, as they were if not, or if the act keyed `key` was charged already."""
+    if decision.decision != ALLOW or replayed(books, key) is not None:
         return books
     official = decision.rule_id == "standing_within_limits"
-    return charge(books, chain, envelope, now, official=official)
+    after = charge(books, chain, envelope, now, official=official)
+    if key is None:
+        return after
+    kept = list(books.keyed.items())[-(KEYS_KEPT - 1) :]
+    return msgspec.structs.replace(after, keyed=dict([*kept, (key, decision)]))
 
 
 def approved(

@@ -21,7 +21,10 @@ class Messages(Rooms):
         limits: agents.PlanLimits = await call(
             self._nc, agents.LIMITS, agents.PlanLimitsRequest(org=p.org), caller="rooms"
         )
-        room_id = f"r-{secrets.token_hex(8)}"
+        key = request_key()  # a keyed create run again after a failover makes one room
+        room_id = f"r-{key[:16]}" if key else f"r-{secrets.token_hex(8)}"
+        if key and (made := await self._store.room(room_id)) is not None:
+            return made
         room = members.new_room(req, p, room_id, self._clock(), max_members=limits.room_members)
         async with self._trail.change(
             room.org, actor=p, action="rooms.room.create", target=room.id

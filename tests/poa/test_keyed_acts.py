@@ -1,0 +1,37 @@
+"""Issue 15: an act whose answer was lost in a failover, sent again with its
+Idempotency-Key, is answered as it was and charged once."""
+
+import pytest
+
+from libs.contracts.poa import CONTRACT
+from tests.poa.conftest import purchase, root_grant
+from tests.support import bearer, forget_idempotency_key, token
+
+AGENT = "urn:example:agent:a_456"
+
+
+@pytest.fixture
+async def api(client_for, gateway_settings, poa_service):
+    return await client_for(gateway_settings, services=(CONTRACT,))
+
+
+async def test_a_keyed_act_run_again_is_charged_once(api, org, stack):
+    user = f"{org}/ada"
+    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
+    issued = await api.post("/v1/poa/grants", json={"grant": root_grant(user)}, headers=me)
+    assert issued.status == 201, await issued.text()
+    acts = f"/v1/poa/grants/{(await issued.json())['id']}/acts"
+    keyed = agent | {"Idempotency-Key": "buy-groceries-1"}
+
+    first = await api.post(acts, json={"envelope": purchase(40)}, headers=keyed)
+    assert first.status == 200, await first.text()
+    await forget_idempotency_key(stack.redis_url, "buy-groceries-1")
+    again = await api.post(acts, json={"envelope": purchase(40)}, headers=keyed)
+    assert again.status == 200, await again.text()
+    assert await again.json() == await first.json()
+    assert (await first.json())["spent_month_usd"] == "40"
+
+    other = await api.post(acts, json={"envelope": purchase(10)}, headers=agent)
+    outcome = await other.json()
+    assert (outcome["decision"]["decision"], outcome["spent_month_usd"]) == ("ALLOW", "50")
+    assert outcome["binding_acts_today"] == 2
