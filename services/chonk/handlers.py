@@ -485,8 +485,15 @@ class Handlers(Covering):
             outcome["done"] = memory.redacted(fact, req.response, now)
             return outcome["done"].fact
 
-        async with self._trail.change(p.org, actor=p, action="chonk.memory.redact", target=req.id):
-            after = await self._store.change_fact(p.org, p.sub, req.id, redact)
+        after = await self._store.change_fact(
+            p.org,
+            p.sub,
+            req.id,
+            redact,
+            record=lambda *_: self._trail.change(
+                p.org, actor=p, action="chonk.memory.redact", target=req.id
+            ),
+        )
         assert after is not None
         if (decision := outcome["done"].decision) is not None:
             await self._trail.append(

@@ -30,7 +30,7 @@ from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.chonk import ActionReady, HandoffRequest, MemoryRead, Packet, RunReport
 from libs.contracts.rooms import Tell
-from libs.runtime.kv import Conflict, current, open_bucket, swap, write_at
+from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
 from services.chonk.domain.ladder import Chase
 from services.chonk.domain.memory import MemoryFact
 
@@ -245,6 +245,8 @@ class ChonkStore:
         person: str,
         fact_id: str,
         change: Callable[[MemoryFact | None], MemoryFact | None],
+        *,
+        record: Record | None = None,
     ) -> MemoryFact | None:
         _, after = await swap(
             self._memory,
@@ -252,6 +254,7 @@ class ChonkStore:
             change,
             decode=_fact.decode,
             default=None,
+            record=record,
         )
         return after
 

@@ -156,12 +156,14 @@ class ModStore:
         entries = await current(self._installs, f"{prefix}.*.*")
         return sorted((e.revision, e.value) for e in entries)
 
-    async def uninstall(self, key: str) -> bool:
+    async def uninstall(self, key: str, *, record: Record) -> bool:
+        """Purged, recorded before, if installed; if not, False and nothing recorded."""
         try:
             await self._installs.get(key)
         except KeyNotFoundError:
             return False
-        await self._installs.purge(key)
+        async with record(None, None):
+            await self._installs.purge(key)
         return True
 
 

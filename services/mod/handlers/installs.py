@@ -83,11 +83,14 @@ class Installs(Mod):
         loaded, _ = await self._loaded(p)
         left = tuple(leaving([m for m, _ in loaded], mod_id))
         key = self._install_key(p, layer, req.publisher, req.id)
-        async with self._trail.change(
-            p.org, actor=p, action="mod.uninstall", target=mod_id, data={"left": list(left)}
-        ):
-            if not await self._store.uninstall(key):
-                raise Refused("install-not-found", 404, f"{mod_id} is not installed here")
+        uninstalled = await self._store.uninstall(
+            key,
+            record=lambda *_: self._trail.change(
+                p.org, actor=p, action="mod.uninstall", target=mod_id, data={"left": list(left)}
+            ),
+        )
+        if not uninstalled:
+            raise Refused("install-not-found", 404, f"{mod_id} is not installed here")
         return mod.Uninstalled(mod=mod_id, left=left or (mod_id,))
 
     def _install_layer(self, p: Principal, what: str) -> mod.LayerName:
