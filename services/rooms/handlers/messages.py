@@ -104,13 +104,13 @@ class Messages(Rooms):
                 message = messages.authored(
                     room, as_agent, req.text, now, to=to, reply_to=req.reply_to
                 )
-            case "own":
+            case "own":  # the person's own words, to whoever they answer but themselves
                 message = messages.authored(
                     room,
                     as_person,
                     req.text,
                     now,
-                    to=to,
+                    to=None if to == req.person else to,
                     reply_to=req.reply_to,
                     drafted_by=agent if req.edited else None,
                 )
