@@ -22,7 +22,19 @@ CHROMIUM := /usr/bin/chromium
 $(CHROMIUM):
 	apt-get update -q && apt-get install -y -q chromium
 
-test: $(STAMP) $(CHROMIUM)
+# The interop tests' clients: the official NATS C client (Debian's libnats-dev) and its
+# JavaScript client (npm, pinned by package-lock.json).
+LIBNATS     := /usr/include/nats/nats.h
+NODE_CLIENT := tests/interop/js/node_modules/.package-lock.json
+
+$(LIBNATS):
+	apt-get update -q && apt-get install -y -q libnats-dev pkg-config
+
+$(NODE_CLIENT): tests/interop/js/package-lock.json
+	@command -v npm >/dev/null || (apt-get update -q && apt-get install -y -q nodejs npm)
+	cd tests/interop/js && npm ci --no-audit --no-fund --loglevel=error
+
+test: $(STAMP) $(CHROMIUM) $(LIBNATS) $(NODE_CLIENT)
 	$(BIN)/ruff check .
 	$(BIN)/pytest
 
