@@ -2,6 +2,7 @@
 #
 # Built from requirements.lock (pip-compile, hashes checked) and nothing else, offline once
 # the wheels are fetched:   make wheels && docker build -t tether .
+# (The lock is for CPython 3.11.3 or later, as python:3.11-slim is; see deploy/k8s/README.md.)
 # It runs as a user of its own, on a read-only root filesystem (/tmp is the one writable
 # place, a volume in deploy/k8s): the bytecode is compiled at build time.
 FROM python:3.11-slim AS deps

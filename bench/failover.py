@@ -33,6 +33,7 @@ import nats
 
 from bench.poa_bus import BODY as POA_BODY
 from bench.poa_bus import CASE as POA_CASE
+from libs.contracts import SERVICES
 from libs.contracts.ladder import ROUTE, SEND_MEANS
 from libs.contracts.permissions import inbox_prefix
 from libs.stack.servers import free_port
@@ -53,6 +54,7 @@ class Cluster:
     home: Path
     monitors: list[int]
     nats_url: str
+    metrics: dict[str, int] = field(default_factory=dict)  # process → its metrics port
 
     def key(self) -> str:
         return (self.home / "jwt.key").read_text().strip()
@@ -71,9 +73,11 @@ class Cluster:
                 self.proc.wait()
 
 
-def start(home: Path, nodes: int = 3) -> Cluster:
-    """`tether up --cluster <nodes>` on free ports, once it says it is up."""
+def start(home: Path, nodes: int = 3, *, metrics: bool = False) -> Cluster:
+    """`tether up --cluster <nodes>` on free ports, once it says it is up; with `metrics`,
+    each process's metrics on a port of its own (one replica each: one node)."""
     port, nats_port, monitor, route = (_free_run(nodes) for _ in range(4))
+    metrics_base = _free_run(len(SERVICES)) if metrics else 0
     env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")} | {
         "TETHER_HOME": str(home),
         "TETHER_PORT": str(port),
@@ -81,7 +85,7 @@ def start(home: Path, nodes: int = 3) -> Cluster:
         "TETHER_NATS_MONITOR_PORT": str(monitor),
         "TETHER_NATS_CLUSTER_PORT": str(route),
         "TETHER_REDIS_PORT": str(free_port()),
-        "TETHER_METRICS_BASE_PORT": "0",
+        "TETHER_METRICS_BASE_PORT": str(metrics_base),
         "TETHER_RATE_LIMIT": "0",
     }
     proc = subprocess.Popen(
@@ -100,7 +104,9 @@ def start(home: Path, nodes: int = 3) -> Cluster:
         raise RuntimeError(f"tether up --cluster {nodes} not up after 180 s")
     nats_url = ",".join(f"nats://127.0.0.1:{nats_port + i}" for i in range(nodes))
     monitors = [monitor + i for i in range(nodes)]
-    return Cluster(proc, f"http://127.0.0.1:{port}", home, monitors, nats_url)
+    ports = {s.name: metrics_base + i for i, s in enumerate(SERVICES)} if metrics else {}
+    ports = ports | ({"gateway": port} if metrics else {})
+    return Cluster(proc, f"http://127.0.0.1:{port}", home, monitors, nats_url, ports)
 
 
 def _free_run(n: int) -> int:

@@ -5,6 +5,8 @@ from collections.abc import Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from libs.runtime.metrics import count_tasks
+
 __all__ = ["start_ops_server"]
 
 
@@ -16,6 +18,7 @@ async def start_ops_server(host: str, port: int, *, healthy: Callable[[], bool])
         ok = healthy()
         return web.json_response({"ok": ok}, status=200 if ok else 503)
 
+    count_tasks()
     app = web.Application()
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)

@@ -13,6 +13,7 @@ from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY
 from libs.contracts.registry import ServiceContract
 from libs.runtime import bus
+from libs.runtime.metrics import count_tasks
 from services.gateway.events import STREAMS, close_streams, room_stream
 from services.gateway.forward import NATS, forwarding
 from services.gateway.limits import IdempotencyKeys, RateLimiter
@@ -50,6 +51,7 @@ def init_app(
     app[REDIS] = redis
     app[STREAMS] = set()
     app.on_shutdown.append(close_streams)
+    app.on_startup.append(_count_tasks)
     app.cleanup_ctx.append(_nats(settings))
     app.cleanup_ctx.append(_redis)
     document = msgspec.json.encode(openapi(routes, version=version("tether")))
@@ -147,3 +149,7 @@ def _nats(settings: GatewaySettings) -> CleanupContext:
 async def _redis(app: web.Application) -> AsyncIterator[None]:
     yield
     await app[REDIS].aclose()
+
+
+async def _count_tasks(_: web.Application) -> None:
+    count_tasks()
