@@ -55,6 +55,7 @@ class Cluster:
     monitors: list[int]
     nats_url: str
     metrics: dict[str, int] = field(default_factory=dict)  # process → its metrics port
+    redis_url: str = ""
 
     def key(self) -> str:
         return (self.home / "jwt.key").read_text().strip()
@@ -78,13 +79,14 @@ def start(home: Path, nodes: int = 3, *, metrics: bool = False) -> Cluster:
     each process's metrics on a port of its own (one replica each: one node)."""
     port, nats_port, monitor, route = (_free_run(nodes) for _ in range(4))
     metrics_base = _free_run(len(SERVICES)) if metrics else 0
+    redis_port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")} | {
         "TETHER_HOME": str(home),
         "TETHER_PORT": str(port),
         "TETHER_NATS_PORT": str(nats_port),
         "TETHER_NATS_MONITOR_PORT": str(monitor),
         "TETHER_NATS_CLUSTER_PORT": str(route),
-        "TETHER_REDIS_PORT": str(free_port()),
+        "TETHER_REDIS_PORT": str(redis_port),
         "TETHER_METRICS_BASE_PORT": str(metrics_base),
         "TETHER_RATE_LIMIT": "0",
     }
@@ -106,7 +108,8 @@ def start(home: Path, nodes: int = 3, *, metrics: bool = False) -> Cluster:
     monitors = [monitor + i for i in range(nodes)]
     ports = {s.name: metrics_base + i for i, s in enumerate(SERVICES)} if metrics else {}
     ports = ports | ({"gateway": port} if metrics else {})
-    return Cluster(proc, f"http://127.0.0.1:{port}", home, monitors, nats_url, ports)
+    redis_url = f"redis://127.0.0.1:{redis_port}/0"
+    return Cluster(proc, f"http://127.0.0.1:{port}", home, monitors, nats_url, ports, redis_url)
 
 
 def _free_run(n: int) -> int:

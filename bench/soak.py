@@ -38,6 +38,7 @@ from pathlib import Path
 import aiohttp
 import msgspec
 import nats
+from redis import Redis
 
 from bench.failover import ORG, Cluster, act_of, issue_grant, start, window_send
 from libs.contracts.ladder import ROUTE, SEND_MEANS
@@ -165,6 +166,7 @@ class Sample:
     fds: dict[str, int]
     tasks: dict[str, int]
     connections: int
+    stored: tuple[int, int, int]  # what the stores hold: JetStream messages and bytes, Redis keys
 
 
 def processes(c: Cluster) -> dict[str, int]:
@@ -197,14 +199,20 @@ def tasks(port: int) -> int:
 
 def sample(c: Cluster, metrics: dict[str, int]) -> Sample:
     procs = processes(c)
-    with urllib.request.urlopen(f"http://127.0.0.1:{c.monitors[0]}/connz", timeout=5) as r:
+    monitor = f"http://127.0.0.1:{c.monitors[0]}"
+    with urllib.request.urlopen(f"{monitor}/connz", timeout=5) as r:
         connections = json.load(r)["num_connections"]
+    with urllib.request.urlopen(f"{monitor}/jsz", timeout=5) as r:
+        jsz = json.load(r)
+    with Redis.from_url(c.redis_url) as redis:
+        keys = redis.dbsize()
     return Sample(
         at=time.monotonic(),
         rss_kb={name: rss_kb(pid) for name, pid in procs.items()},
         fds={name: len(list(Path(f"/proc/{pid}/fd").iterdir())) for name, pid in procs.items()},
         tasks={name: tasks(port) for name, port in metrics.items()},
         connections=connections,
+        stored=(jsz["messages"], jsz["storage"] + jsz["memory"], keys),
     )
 
 
@@ -286,6 +294,9 @@ def report(result: dict, seconds: float, warm_up: float) -> bool:
         print(f"{name:12s} {base.rss_kb[name] / 1024:15.1f} MB {peak / 1024:7.1f} MB "
               f"{growth:6.1%} {fds:>17s} {tasks:>19s}")  # fmt: skip
     print(f"NATS client connections before/after: {before.connections}/{after.connections}")
+    (m0, b0, k0), (m1, b1, k1) = base.stored, after.stored
+    print(f"stored after warm-up / after: JetStream {m0} / {m1} messages, "
+          f"{b0 / 2**20:.0f} / {b1 / 2**20:.0f} MB; Redis {k0} / {k1} keys")  # fmt: skip
     sent = result["sent"]
     fired = Counter(sent[seq] for seq in load.windows if seq not in load.stopped)
     stopped_sent = sum(sent[seq] for seq in load.stopped)
