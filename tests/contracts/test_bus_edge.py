@@ -1,10 +1,12 @@
 """Issue 16: every decoder at the bus edge, fuzzed through the running services.
 
-Each subject of every service is sent arbitrary bytes, arbitrary JSON, and values valid
-for its request's JSON Schema (hypothesis-jsonschema, which tries the bounds: the shortest
-and longest strings, the least and greatest numbers, the empty and fullest lists). Each
+Each subject of every service is sent arbitrary bytes, arbitrary JSON, and values of its
+request type at their bounds (tests/contracts/values.py, read from `msgspec.inspect`: the
+shortest and longest strings, the least and greatest numbers, the emptiest and fullest
+lists). Each
 reply must be the subject's reply type or a typed problem, never a 500; after a refusal,
-nothing stored on the bus has changed. The principal header is fuzzed the same way, and
+nothing stored on the bus has changed (but the audit record of a write that lost its
+compare-and-set, which the spec asks for). The principal header is fuzzed the same way, and
 garbage on every event and timer a service reads is dropped without stopping it.
 """
 
@@ -103,20 +105,28 @@ async def bus(connect, system) -> AsyncIterator[dict]:
         yield {role: await stack.enter_async_context(connect(role)) for role in roles}
 
 
-def stored_by(subject: Subject) -> tuple[str, ...]:
+# A write that lost its compare-and-set is refused and recorded as tried and failed
+# (hip-0528 §9.3 rule 5, §9.6; a grant or a line made at once by another): only the
+# audit trail may change with it.
+RECORDED = {"layer-moved", "grant-exists", "address-taken"}
+
+
+def stored_by(subject: Subject, refusal: Problem | None = None) -> tuple[str, ...]:
     """The streams a request to `subject` could write: its service's own streams and
-    buckets, the events and the audit trail."""
+    buckets, the events, and the audit trail unless `refusal` is one the trail records."""
     contract = next(c for c in SERVICES if c.name == subject.service)
     own = (*(s.name for s in contract.streams), *(f"KV_{b}" for b in contract.buckets))
-    return (*own, EVENTS.name, AUDIT.name)
+    recorded = refusal is not None and refusal.rule in RECORDED
+    return (*own, EVENTS.name, *(() if recorded else (AUDIT.name,)))
 
 
-async def state(bus: dict, streams: tuple[str, ...]) -> list[int]:
+async def state(bus: dict, streams: tuple[str, ...]) -> dict[str, int]:
     js = bus["operator"].jetstream()
-    return [i.state.last_seq for i in await asyncio.gather(*map(js.stream_info, streams))]
+    found = await asyncio.gather(*map(js.stream_info, streams))
+    return {name: info.state.last_seq for name, info in zip(streams, found, strict=True)}
 
 
-async def settled(bus: dict, streams: tuple[str, ...]) -> list[int]:
+async def settled(bus: dict, streams: tuple[str, ...]) -> dict[str, int]:
     """The state once what an earlier request or a timer set going has landed."""
     before = await state(bus, streams)
     while True:
@@ -144,9 +154,12 @@ async def ask(bus: dict, subject: Subject, body: bytes, principal: str) -> Probl
 
 async def send(bus: dict, subject: Subject, body: bytes, principal: str = PRINCIPAL) -> None:
     """`body` answered as `ask` says, and a refusal changes nothing stored."""
-    streams = stored_by(subject)
-    before = await state(bus, streams)
-    if await ask(bus, subject, body, principal) is None or await state(bus, streams) == before:
+    before = await state(bus, stored_by(subject))
+    refusal = await ask(bus, subject, body, principal)
+    if refusal is None:
+        return
+    streams = stored_by(subject, refusal)
+    if await state(bus, streams) == {s: before[s] for s in streams}:
         return
     # Something else wrote meanwhile (a timer, an earlier request's event): once it has
     # landed, the same refusal again must change nothing.
