@@ -40,11 +40,10 @@ import msgspec
 import nats
 from redis import Redis
 
-from bench.failover import ORG, Cluster, act_of, issue_grant, start, window_send
+from bench.failover import AGENT, ORG, Cluster, act_of, issue_grant, start, window_send
 from libs.contracts.ladder import ROUTE, SEND_MEANS
 from libs.contracts.permissions import inbox_prefix
 
-AGENT = "urn:example:agent:a_456"
 SAMPLE_S = 10.0
 WINDOW_EVERY_S = 3.0
 FLAT = 1.10  # memory may grow 10% past the warm-up, no more
