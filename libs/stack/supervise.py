@@ -11,7 +11,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from libs.stack.processes import spawn
+from libs.stack.processes import spawn, stop_all
 
 __all__ = ["RESTARTS", "WITHIN_S", "Supervisor", "pause"]
 
@@ -26,9 +26,16 @@ def pause(crashes: int) -> float:
 
 class _Child:
     def __init__(
-        self, name: str, argv: Sequence[str], env: Mapping[str, str] | None, proc: subprocess.Popen
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None,
+        proc: subprocess.Popen,
+        *,
+        server: bool,
     ) -> None:
         self.name, self.argv, self.env, self.proc = name, list(argv), env, proc
+        self.server = server
         self.crashes: collections.deque[float] = collections.deque()
         self.start_at: float | None = None  # set while it waits to be started again
 
@@ -41,14 +48,21 @@ class Supervisor:
     def start(
         self, name: str, argv: Sequence[str], env: Mapping[str, str] | None = None
     ) -> subprocess.Popen[bytes]:
-        return self.adopt(name, spawn(argv, name=name, env=env), env)
-
-    def adopt(
-        self, name: str, proc: subprocess.Popen[bytes], env: Mapping[str, str] | None = None
-    ) -> subprocess.Popen[bytes]:
-        """Supervise a child started elsewhere; it is started again with its own argv."""
-        self._children.append(_Child(name, proc.args, env, proc))  # type: ignore[arg-type]
+        proc = spawn(argv, name=name, env=env)
+        self._children.append(_Child(name, argv, env, proc, server=False))
         return proc
+
+    def adopt(self, name: str, server: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+        """Supervise a server started elsewhere; it is started again with its own argv, and
+        stopped after everything `start`ed, which reaches it."""
+        self._children.append(_Child(name, server.args, None, server, server=True))  # type: ignore[arg-type]
+        return server
+
+    def stop(self) -> None:
+        """Everything stopped: the children first, each draining through the servers, then
+        the servers."""
+        stop_all(c.proc for c in self._children if not c.server and c.start_at is None)
+        stop_all(c.proc for c in self._children if c.server and c.start_at is None)
 
     @property
     def procs(self) -> list[subprocess.Popen[bytes]]:

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY, OPERATOR
 from libs.stack.home import Home
-from libs.stack.processes import stop_all
 from libs.stack.servers import (
     clustered,
     nats_config,
@@ -104,7 +103,7 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None], cluster: 
             time.sleep(0.2)
         return 0
     finally:
-        stop_all(children.procs)
+        children.stop()
 
 
 def _nats(

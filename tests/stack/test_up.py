@@ -13,6 +13,7 @@ from pathlib import Path
 import jwt
 import pytest
 
+from libs.contracts import SERVICES
 from libs.stack.servers import free_port
 
 
@@ -52,7 +53,7 @@ def up(tmp_path):
         [sys.executable, "-m", "cli.main", "up"],
         env=env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=(tmp_path / "up.log").open("w"),
         text=True,
     )
     lines = []
@@ -102,6 +103,12 @@ def test_up_prints_the_address_and_a_token_then_stops_cleanly_on_sigterm(up):
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
     assert _alive(children) == set()
+    # Each service drained over the bus before the servers went: stopped, and nothing failed.
+    log = (Path(env["TETHER_HOME"]).parent / "up.log").read_text()
+    stopped = {json.loads(line)["service"] for line in log.splitlines()
+               if line.startswith("{") and json.loads(line)["msg"] == "stopped"}  # fmt: skip
+    assert stopped == {s.name for s in SERVICES}, log
+    assert "Traceback" not in log and '"level":"error"' not in log, log
 
 
 def test_children_die_with_a_killed_parent(up):
