@@ -217,7 +217,7 @@ CONTRACT = service_contract(
     "poa",
     [VERIFY, CONTAIN, ISSUE, LIST, GET, REVOKE, DELEGATE, ACT, ASKS, ASK, ANSWER],
     events=(ASK_ANSWERED,),
-    buckets=("poa-grants", "poa-ledger", "poa-asks"),
+    buckets=("poa-grants", "poa-ledger", "poa-acts", "poa-asks"),
     shared_streams=("EVENTS", "TIMERS", "DEAD"),
     timer_targets=("ask_expiry",),
 )

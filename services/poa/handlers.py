@@ -82,12 +82,17 @@ class Handlers:
         ids = [id_ for id_, _ in chain]
         revoked = record.revoked or any(r.revoked for r in lineage)
         now = self._clock()
+        key = request_key()
+        if key is not None and (done := await self._ledger.acted(p.org, p.sub, key)):
+            books = await self._ledger.read(p.org, p.sub, ids[0], ledger.month_of(now))
+            return _outcome(done, books.of(record.id), now, recorded=True)
 
         # The decision on each ledger read, made once: the change, its record and the answer
         # all ask it of the same books (kept here, so an identity is never reused).
-        # A keyed act sent again (its answer lost in a failover) is answered as it was.
+        # A keyed act sent again (its answer lost in a failover) is answered as it was: from
+        # poa-acts for a day, and from the ledger's own latest keys if this replica stopped
+        # between the charge and keeping its decision there.
         made: list[tuple[ledger.RootLedger, poa.Decision]] = []
-        key = request_key()
 
         def decided(books: ledger.RootLedger) -> poa.Decision:
             found = next((d for b, d in made if b is books), None)
@@ -119,6 +124,8 @@ class Handlers:
         )
         decision = decided(before)  # the books the act was decided on
         if decision.decision == ALLOW:
+            if key is not None:
+                await self._ledger.keep_act(p.org, p.sub, key, decision)
             return _outcome(decision, after.of(record.id), now, recorded=True)
         await self._trail.append(
             p.org, actor=p, action="poa.act.decide", target=record.id, data=_data(decision)

@@ -1,5 +1,6 @@
-"""The poa service's own buckets: grants (poa-grants), the spend ledger (poa-ledger) and
-the asks put to people (poa-asks).
+"""The poa service's own buckets: grants (poa-grants), the spend ledger (poa-ledger), the
+decisions of keyed acts for as long as their key may be sent again (poa-acts) and the asks
+put to people (poa-asks).
 
 Keys are `<org>.<owner>.<grant id>[.<month>]` and `<org>.<person>.<ask id>`, so every read
 names the person: a lookup without the owner cannot even be written. An ask's question is
@@ -16,7 +17,7 @@ from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.base import key_token
-from libs.contracts.poa import AskRecord, GrantRecord
+from libs.contracts.poa import AskRecord, Decision, GrantRecord
 from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
 from services.poa.domain.ledger import RootLedger
 
@@ -26,6 +27,9 @@ _grant = codec.decoder(GrantRecord)
 _ledger = codec.decoder(RootLedger)
 _ask = codec.decoder(AskRecord)
 _where = msgspec.json.Decoder(tuple[str, str, str]).decode
+_decision = codec.decoder(Decision)
+# An Idempotency-Key runs once for 24 h (the gateway's promise), an hour's margin on.
+ACTS_KEPT_S = 25 * 3600
 
 
 async def open_stores(
@@ -37,8 +41,11 @@ async def open_stores(
     ledger = await open_bucket(
         js, KeyValueConfig(bucket="poa-ledger", history=1, replicas=replicas)
     )
+    acts = await open_bucket(
+        js, KeyValueConfig(bucket="poa-acts", history=1, ttl=ACTS_KEPT_S, replicas=replicas)
+    )
     asks = await open_bucket(js, KeyValueConfig(bucket="poa-asks", history=1, replicas=replicas))
-    return GrantStore(grants), LedgerStore(ledger), AskStore(asks)
+    return GrantStore(grants), LedgerStore(ledger, acts), AskStore(asks)
 
 
 class GrantStore:
@@ -81,8 +88,19 @@ class GrantStore:
 
 
 class LedgerStore:
-    def __init__(self, kv: KeyValue) -> None:
-        self._kv = kv
+    def __init__(self, kv: KeyValue, acts: KeyValue) -> None:
+        self._kv, self._acts = kv, acts
+
+    async def acted(self, org: str, owner: str, key: str) -> Decision | None:
+        """The decision of the act charged under request `key`, kept for a day."""
+        try:
+            entry = await self._acts.get(_key(org, owner, key))
+        except KeyNotFoundError:
+            return None
+        return None if entry.value is None else _decision.decode(entry.value)
+
+    async def keep_act(self, org: str, owner: str, key: str, decision: Decision) -> None:
+        await self._acts.put(_key(org, owner, key), codec.encode(decision))
 
     async def read(self, org: str, owner: str, root_id: str, month: str) -> RootLedger:
         try:

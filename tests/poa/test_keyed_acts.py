@@ -4,6 +4,7 @@ Idempotency-Key, is answered as it was and charged once."""
 import pytest
 
 from libs.contracts.poa import CONTRACT
+from services.poa.domain import ledger
 from tests.poa.conftest import purchase, root_grant
 from tests.support import bearer, forget_idempotency_key, token
 
@@ -34,4 +35,28 @@ async def test_a_keyed_act_run_again_is_charged_once(api, org, stack):
     other = await api.post(acts, json={"envelope": purchase(10)}, headers=agent)
     outcome = await other.json()
     assert (outcome["decision"]["decision"], outcome["spent_month_usd"]) == ("ALLOW", "50")
+    assert outcome["binding_acts_today"] == 2
+
+
+async def test_a_keyed_act_run_again_after_many_others_is_charged_once(
+    api, org, stack, monkeypatch
+):
+    """Its decision is kept a day apart from the ledger, which keeps only its latest keys:
+    here one, so the second act's key pushes the first's out of it."""
+    monkeypatch.setattr(ledger, "KEYS_KEPT", 1)
+    user = f"{org}/ada"
+    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
+    issued = await api.post("/v1/poa/grants", json={"grant": root_grant(user)}, headers=me)
+    acts = f"/v1/poa/grants/{(await issued.json())['id']}/acts"
+
+    for key in ("first", "second"):
+        keyed = agent | {"Idempotency-Key": key}
+        done = await api.post(acts, json={"envelope": purchase(40)}, headers=keyed)
+        assert done.status == 200, await done.text()
+    await forget_idempotency_key(stack.redis_url, "first")
+    again = await api.post(
+        acts, json={"envelope": purchase(40)}, headers=agent | {"Idempotency-Key": "first"}
+    )
+    outcome = await again.json()
+    assert (outcome["decision"]["decision"], outcome["spent_month_usd"]) == ("ALLOW", "80")
     assert outcome["binding_acts_today"] == 2

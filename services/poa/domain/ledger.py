@@ -43,8 +43,9 @@ class Ledger(msgspec.Struct, frozen=True, kw_only=True):
         return self.binding_by_day.get(now.date().isoformat(), 0)
 
 
-# A keyed act is run again only when its first answer was lost (a failover), within
-# seconds: the last few hundred keys of a tree cover that, and bound the value's size.
+# The decisions of keyed acts are kept a day apart (poa-acts); these cover only a replica
+# that stopped between the charge and keeping its decision there, and whose act is sent
+# again soon after: the last few hundred keys of a tree, which bound the value's size.
 KEYS_KEPT = 256
 
 
@@ -164,7 +165,7 @@ def acted(
     after = charge(books, chain, envelope, now, official=official)
     if key is None:
         return after
-    kept = list(books.keyed.items())[-(KEYS_KEPT - 1) :]
+    kept = list(books.keyed.items())[max(0, len(books.keyed) - KEYS_KEPT + 1) :]
     return msgspec.structs.replace(after, keyed=dict([*kept, (key, decision)]))
 
 
