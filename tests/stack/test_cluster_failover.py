@@ -13,9 +13,16 @@ import pytest
 
 from bench.failover import read_back, run, start, window_send
 
-# The load's own failures: the killed gateway's connections, and the problems a client
-# retries.
-ALLOWED_FAILURES = {"503", "504", "ClientOSError", "ServerDisconnectedError"}
+# The load's own failures: the killed gateway's connections (dropped, or refused while the
+# kernel still hands its port's new connections to the dead process's socket), and the
+# problems a client retries.
+ALLOWED_FAILURES = {
+    "503",
+    "504",
+    "ClientOSError",
+    "ClientConnectorError",
+    "ServerDisconnectedError",
+}
 
 
 @pytest.fixture
