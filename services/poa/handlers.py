@@ -1,7 +1,7 @@
 """One handler per `tether.poa.*` subject: load, ask the domain, record, save, reply."""
 
-from collections.abc import Callable, Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from datetime import datetime
 
 from libs.audit.trail import Trail
@@ -90,8 +90,8 @@ class Handlers:
         # The decision on each ledger read, made once: the change, its record and the answer
         # all ask it of the same books (kept here, so an identity is never reused).
         # A keyed act sent again (its answer lost in a failover) is answered as it was: from
-        # poa-acts for a day, and from the ledger's own latest keys if this replica stopped
-        # between the charge and keeping its decision there.
+        # poa-acts for a day, and from the ledger's own latest keys if its decision was
+        # charged but never kept there (the keep failed, or this replica stopped first).
         made: list[tuple[ledger.RootLedger, poa.Decision]] = []
 
         def decided(books: ledger.RootLedger) -> poa.Decision:
@@ -103,16 +103,19 @@ class Handlers:
                 made.append((books, found))
             return found
 
-        def recorded(
-            before: ledger.RootLedger, _: ledger.RootLedger
-        ) -> AbstractAsyncContextManager[object]:
-            return self._trail.change(
+        @asynccontextmanager
+        async def recorded(
+            before: ledger.RootLedger, after: ledger.RootLedger
+        ) -> AsyncIterator[object]:
+            await self._ledger.keep_acts(p.org, p.sub, ledger.evicted(before, after))
+            async with self._trail.change(
                 p.org,
                 actor=p,
                 action="poa.act.record",
                 target=record.id,
                 data=_data(decided(before)),
-            )
+            ) as made_record:
+                yield made_record
 
         before, after = await self._ledger.change(
             p.org,
@@ -125,7 +128,7 @@ class Handlers:
         decision = decided(before)  # the books the act was decided on
         if decision.decision == ALLOW:
             if key is not None:
-                await self._ledger.keep_act(p.org, p.sub, key, decision)
+                await self._ledger.keep_acts(p.org, p.sub, {key: decision})
             return _outcome(decision, after.of(record.id), now, recorded=True)
         await self._trail.append(
             p.org, actor=p, action="poa.act.decide", target=record.id, data=_data(decision)

@@ -7,7 +7,8 @@ names the person: a lookup without the owner cannot even be written. An ask's qu
 found again from its room's answer by `_question.<room>.<seq>`, which holds the ask's key.
 """
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Mapping
 
 import msgspec
 from nats.js import JetStreamContext
@@ -99,8 +100,12 @@ class LedgerStore:
             return None
         return None if entry.value is None else _decision.decode(entry.value)
 
-    async def keep_act(self, org: str, owner: str, key: str, decision: Decision) -> None:
-        await self._acts.put(_key(org, owner, key), codec.encode(decision))
+    async def keep_acts(self, org: str, owner: str, decisions: Mapping[str, Decision]) -> None:
+        """Keep each decision under its request key for a day (a put: keeping one twice is
+        harmless)."""
+        await asyncio.gather(
+            *(self._acts.put(_key(org, owner, k), codec.encode(d)) for k, d in decisions.items())
+        )
 
     async def read(self, org: str, owner: str, root_id: str, month: str) -> RootLedger:
         try:

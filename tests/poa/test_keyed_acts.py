@@ -60,3 +60,29 @@ async def test_a_keyed_act_run_again_after_many_others_is_charged_once(
     outcome = await again.json()
     assert (outcome["decision"]["decision"], outcome["spent_month_usd"]) == ("ALLOW", "80")
     assert outcome["binding_acts_today"] == 2
+
+
+async def test_a_keyed_act_never_kept_apart_is_charged_once_after_many_others(
+    api, org, stack, operator, monkeypatch
+):
+    """Its decision was charged, but keeping it in poa-acts failed (the bucket lost its
+    leader; here its entries are purged): the ledger lets its key go only once kept."""
+    monkeypatch.setattr(ledger, "KEYS_KEPT", 1)
+    user = f"{org}/ada"
+    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
+    issued = await api.post("/v1/poa/grants", json={"grant": root_grant(user)}, headers=me)
+    acts = f"/v1/poa/grants/{(await issued.json())['id']}/acts"
+    first = agent | {"Idempotency-Key": "never-kept"}
+
+    done = await api.post(acts, json={"envelope": purchase(40)}, headers=first)
+    assert done.status == 200, await done.text()
+    await operator.jetstream().purge_stream("KV_poa-acts", subject=f"$KV.poa-acts.{org}.>")
+    second = agent | {"Idempotency-Key": "after-it"}
+    done = await api.post(acts, json={"envelope": purchase(40)}, headers=second)
+    assert done.status == 200, await done.text()
+
+    await forget_idempotency_key(stack.redis_url, "never-kept")
+    again = await api.post(acts, json={"envelope": purchase(40)}, headers=first)
+    outcome = await again.json()
+    assert (outcome["decision"]["decision"], outcome["spent_month_usd"]) == ("ALLOW", "80")
+    assert outcome["binding_acts_today"] == 2

@@ -53,7 +53,7 @@ def test_killing_the_stream_leader_and_a_replica_of_each_loses_nothing(cluster):
 
     # Every act was answered in the end, and each acknowledged $1 act was charged once.
     assert seen.acts > 0 and seen.acts_unanswered == 0
-    assert stored["spent_usd"] == str(seen.acts), "an act charged twice, or one lost"
+    assert stored["spent_usd"] == str(seen.acts), ("an act charged twice, or lost", seen.problems)
 
     replies = Counter(m.get("reply_to") for m in stored["windows"] if window_send(m))
     assert {seq: replies[seq] for seq in seen.windows} == {seq: 1 for seq in seen.windows}

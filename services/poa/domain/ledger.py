@@ -43,9 +43,9 @@ class Ledger(msgspec.Struct, frozen=True, kw_only=True):
         return self.binding_by_day.get(now.date().isoformat(), 0)
 
 
-# The decisions of keyed acts are kept a day apart (poa-acts); these cover only a replica
-# that stopped between the charge and keeping its decision there, and whose act is sent
-# again soon after: the last few hundred keys of a tree, which bound the value's size.
+# The decisions of keyed acts are kept a day apart (poa-acts); the ledger keeps a tree's
+# latest few hundred, in the same compare-and-set as their charge, for an act whose decision
+# was charged but not yet kept there. A key leaves the ledger only once kept (`evicted`).
 KEYS_KEPT = 256
 
 
@@ -141,6 +141,11 @@ def decided(
         if rule is not None:
             return ask(rule, decision.act_id)
     return decision
+
+
+def evicted(before: RootLedger, after: RootLedger) -> dict[str, Decision]:
+    """The keyed decisions a change pushes out of the ledger, to be kept elsewhere first."""
+    return {k: d for k, d in before.keyed.items() if k not in after.keyed}
 
 
 def replayed(books: RootLedger, key: str | None) -> Decision | None:
