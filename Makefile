@@ -44,7 +44,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,embedded,bench]'
-	@command -v wrk >/dev/null || apt-get install -y -q wrk
+	@command -v wrk >/dev/null || (apt-get update -q && apt-get install -y -q wrk)
 	$(BIN)/python -m bench.gateway
 	$(BIN)/python -m bench.poa_decisions
 	$(BIN)/python -m bench.poa_bus

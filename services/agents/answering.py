@@ -122,7 +122,7 @@ class Answering:
             caller="agents",
         )
         persona = personas.resolve(
-            agent.persona, self._presets, await self._store.personas(agent.org)
+            agent.persona, self._presets, await self._store.persona(agent.org, agent.persona)
         )
         if persona is None:
             _log.warning("agent's persona is gone; no reply", extra={"agent": agent.id})

@@ -186,7 +186,7 @@ class Handlers:
         return name, plan
 
     async def _persona(self, org: str, name: str) -> agents.Persona | None:
-        return personas.resolve(name, self._presets, await self._store.personas(org))
+        return personas.resolve(name, self._presets, await self._store.persona(org, name))
 
     async def _with_persona(self, agent: agents.Agent) -> agents.MyAgent:
         persona = await self._persona(agent.org, agent.persona)

@@ -84,6 +84,11 @@ class AgentStore:
         entries = await current(self._personas, f"{org}.*")
         return {p.name: p for p in (_persona.decode(e.value) for e in entries)}
 
+    async def persona(self, org: str, name: str) -> Persona | None:
+        """The org's own persona `name`, read alone (an agent wears one, not the library)."""
+        found = await _get(self._personas, f"{org}.{name}")
+        return None if found is None else _persona.decode(found)
+
     async def put_persona(self, org: str, persona: Persona) -> None:
         await self._personas.put(f"{org}.{persona.name}", codec.encode(persona))
 

@@ -5,6 +5,7 @@ import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable
 from functools import cache
+from itertools import accumulate
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -158,29 +159,24 @@ async def request_of(route: Route, http: web.Request) -> bytes:
 
 
 def _refuse_deep(raw: bytes) -> None:
-    """JSON nested past MAX_DEPTH is refused before any decoder recurses into it. Counting
-    brackets first keeps the common body from being read twice."""
+    """JSON nested past MAX_DEPTH is refused before any decoder recurses into it: its
+    brackets outside strings are counted, never by decoding and walking it."""
     if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
         return
-    try:
-        value = _decode(raw)
-    except RecursionError:
-        value = None
-    except msgspec.DecodeError:
-        return  # said below, as malformed
-    if value is None or _depth(value) > MAX_DEPTH:
+    if max(accumulate(map(_STEP.__getitem__, _outside_strings(raw))), default=0) > MAX_DEPTH:
         raise Refused("nesting-too-deep", 422, f"the body nests deeper than {MAX_DEPTH} levels")
 
 
-def _depth(value: Any) -> int:
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, depth)
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children)
-    return deepest
+def _outside_strings(raw: bytes) -> bytes:
+    """The brackets of `raw` that are not inside a string. Once escaped backslashes and
+    quotes are gone, every quote left opens or closes a string, so the brackets outside
+    are the even pieces between quotes."""
+    unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return b"".join(unescaped.translate(None, _NOT_QUOTE_OR_BRACKET).split(b'"')[::2])
+
+
+_NOT_QUOTE_OR_BRACKET = bytes(b for b in range(256) if b not in b'"[]{}')
+_STEP = [(b in b"[{") - (b in b"]}") for b in range(256)]
 
 
 def scoped_key(principal: Principal, idempotency_key: str) -> str:

@@ -84,3 +84,12 @@ async def test_a_known_query_parameter_still_reaches_the_service(client, echo):
     response = await client.get("/v1/echo/hi?delay_ms=1", headers=bearer())
     assert response.status == 200
     assert [s.text for s in echo.handled] == ["hi"]
+
+
+async def test_brackets_inside_strings_are_not_nesting(client, echo):
+    """The edge counts the brackets outside strings only: text full of them, escaped quotes
+    and backslashes among them, is as deep as its structure."""
+    text = '[{"\\' * 40 + "]}" * 40
+    response = await client.post("/v1/echo", json={"text": text}, headers=bearer())
+    assert response.status == 201, await response.text()
+    assert [s.text for s in echo.handled] == [text]

@@ -29,7 +29,6 @@ def library(presets: Mapping[str, Persona], own: Mapping[str, Persona]) -> list[
     return sorted(listed, key=lambda entry: entry.persona.name)
 
 
-def resolve(
-    name: str, presets: Mapping[str, Persona], own: Mapping[str, Persona]
-) -> Persona | None:
-    return own.get(name) or presets.get(name)
+def resolve(name: str, presets: Mapping[str, Persona], own: Persona | None) -> Persona | None:
+    """The persona `name` an agent wears: the org's own of that name, else the platform's."""
+    return own or presets.get(name)
