@@ -5,29 +5,69 @@ batch; 404 when nothing matched), so a read of a page or of a key prefix costs o
 trip and leaves nothing behind on the server.
 """
 
+import asyncio
+import itertools
 import json
+import weakref
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 
 __all__ = ["DirectGetUnavailable", "batch_get"]
+
+_TIMEOUT_S = 5.0
 
 
 class DirectGetUnavailable(Exception):
     """The stream does not serve direct gets (made without allow_direct)."""
 
 
+class _Replies:
+    """Every batched get on one connection is answered on one wildcard subscription, each
+    told apart by the last token of its inbox: a read neither makes nor drops a
+    subscription, which would change the server's interest graph twice per read."""
+
+    def __init__(self, nc: Client) -> None:
+        self._nc, self._prefix = nc, nc.new_inbox()
+        self._tokens = itertools.count()
+        self._waiting: dict[str, asyncio.Queue[Msg]] = {}
+        self._sub: Subscription | None = None
+        self._subscribing = asyncio.Lock()
+
+    async def inbox(self) -> tuple[str, asyncio.Queue[Msg]]:
+        """A new inbox and the queue its replies arrive on; `close` it when done."""
+        if self._sub is None:
+            async with self._subscribing:
+                if self._sub is None:
+                    self._sub = await self._nc.subscribe(f"{self._prefix}.*", cb=self._deliver)
+        token = str(next(self._tokens))
+        queue = self._waiting[token] = asyncio.Queue()
+        return f"{self._prefix}.{token}", queue
+
+    def close(self, inbox: str) -> None:
+        self._waiting.pop(inbox.rpartition(".")[2], None)
+
+    async def _deliver(self, msg: Msg) -> None:
+        queue = self._waiting.get(msg.subject.rpartition(".")[2])
+        if queue is not None:  # else the read has given up on it
+            queue.put_nowait(msg)
+
+
+_replies: "weakref.WeakKeyDictionary[Client, _Replies]" = weakref.WeakKeyDictionary()
+
+
 async def batch_get(nc: Client, stream: str, request: dict[str, object]) -> tuple[list[Msg], int]:
     """The messages `request` selects (`batch` and `seq`/`next_by_subj` or `multi_last`),
     and how many more matched than the batch held."""
-    inbox = nc.new_inbox()
-    sub = await nc.subscribe(inbox)
+    replies = _replies.get(nc) or _replies.setdefault(nc, _Replies(nc))
+    inbox, queue = await replies.inbox()
     found: list[Msg] = []
     pending = 0
     try:
         await nc.publish(f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=inbox)
         while True:
-            msg = await sub.next_msg(timeout=5)
+            msg = await asyncio.wait_for(queue.get(), _TIMEOUT_S)
             headers = msg.headers or {}
             status = headers.get("Status")
             if status == "503":
@@ -37,4 +77,4 @@ async def batch_get(nc: Client, stream: str, request: dict[str, object]) -> tupl
             found.append(msg)
             pending = int(headers.get("Nats-Num-Pending", "0"))
     finally:
-        await sub.unsubscribe()
+        replies.close(inbox)
