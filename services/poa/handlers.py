@@ -114,8 +114,8 @@ class Handlers:
                 action="poa.act.record",
                 target=record.id,
                 data=_data(decided(before)),
-            ) as made_record:
-                yield made_record
+            ) as entry:
+                yield entry
 
         before, after = await self._ledger.change(
             p.org,
