@@ -90,7 +90,7 @@ async def running(
             yield svc
         finally:
             svc.stop()
-            await task
+            await asyncio.wait_for(task, 30)  # a drain that never ends fails, not hangs
 
 
 @contextlib.asynccontextmanager
@@ -110,7 +110,7 @@ async def serving(
             yield svc
         finally:
             svc.stop()
-            await task
+            await asyncio.wait_for(task, 30)
 
 
 # Tokens, signed with the key the test gateways verify with.

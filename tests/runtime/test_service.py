@@ -90,8 +90,9 @@ async def test_stopping_drains_requests_in_flight(settings_for, connect):
             slow = asyncio.create_task(
                 nc.request(SAY.name, encode(Say(text="slow", delay_ms=300)), 5, headers=_HEADERS)
             )
-            while not echo.handled:  # noqa: ASYNC110 (the handler is the test's own probe)
-                await asyncio.sleep(0.01)
+            async with asyncio.timeout(10):  # a request that never arrives fails, not hangs
+                while not echo.handled:  # noqa: ASYNC110 (the handler is the test's own probe)
+                    await asyncio.sleep(0.01)
             svc.stop()  # while the slow request is still in its handler
         reply = await slow
     assert msgspec.json.decode(reply.data, type=Said).text == "slow"
