@@ -14,6 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from libs.contracts import SERVICES, audit, chonk, ladder, mod, poa, rooms, scheduler
 from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
+from libs.runtime.service import Service
 from libs.runtime.settings import Settings
 from libs.stack.home import Home
 from libs.stack.local import start_local
@@ -30,6 +31,16 @@ from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
 from services.scheduler.main import serve as serve_scheduler
 from tests.support import KEY, LINES_KEY, TEST_SERVICES, serving
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Every replica the test's fixtures serve is told to stop before the first of them is
+    torn down, so their drains (each waits out its readers' last pull, up to 0.5 s)
+    overlap instead of adding up, one fixture after another."""
+    for value in getattr(item, "funcargs", {}).values():
+        if isinstance(value, Service):
+            value.stop()
 
 
 class Stack(msgspec.Struct):
