@@ -2,7 +2,7 @@
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from libs.audit.trail import Trail
 from libs.contracts import poa
@@ -14,7 +14,7 @@ from libs.runtime.service import Handler, request_key
 from services.poa.asking import Asking
 from services.poa.domain import ALLOW, ASK_USER, contain, grants, ledger, verify
 from services.poa.domain.reading import identity, obj
-from services.poa.store import GrantStore, LedgerStore
+from services.poa.store import ACTS_KEPT_S, GrantStore, LedgerStore
 
 __all__ = ["Handlers"]
 
@@ -83,7 +83,7 @@ class Handlers:
         revoked = record.revoked or any(r.revoked for r in lineage)
         now = self._clock()
         key = request_key()
-        if key is not None and (done := await self._ledger.acted(p.org, p.sub, key)):
+        if key is not None and (done := await self._charged(p, key, ids[0], now)):
             books = await self._ledger.read(p.org, p.sub, ids[0], ledger.month_of(now))
             return _outcome(done, books.of(record.id), now, recorded=True)
 
@@ -152,6 +152,18 @@ class Handlers:
             poa.ASK: self.asking.ask,
             poa.ANSWER: self.asking.answer,
         }
+
+    async def _charged(
+        self, p: Principal, key: str, root_id: str, now: datetime
+    ) -> poa.Decision | None:
+        """The decision of an act already charged under `key`: kept in poa-acts for a day,
+        or, its keep lost, among the latest keys of last month's books when the month
+        turned within that day (this month's are read by the change itself)."""
+        done = await self._ledger.acted(p.org, p.sub, key)
+        month = ledger.month_before(now, timedelta(seconds=ACTS_KEPT_S))
+        if done is None and month is not None:
+            done = ledger.replayed(await self._ledger.read(p.org, p.sub, root_id, month), key)
+        return done
 
     async def _mine(self, p: Principal, grant_id: str) -> poa.GrantRecord:
         found = await self._grants.get(p.org, p.sub, grant_id)

@@ -5,7 +5,7 @@ charged to its whole chain, leaf to root, in one write: siblings together can ne
 an ancestor's monthly, daily or per-act limit.
 """
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -66,6 +66,13 @@ class RootLedger(msgspec.Struct, frozen=True, kw_only=True):
 
 def month_of(now: datetime) -> str:
     return now.strftime("%Y-%m")
+
+
+def month_before(now: datetime, within: timedelta) -> str | None:
+    """Last month, if it ended less than `within` ago: an act keyed that recently may have
+    been charged to its books."""
+    earlier = month_of(now - within)
+    return None if earlier == month_of(now) else earlier
 
 
 def state(ledger: Ledger, now: datetime, *, revoked: bool) -> dict[str, Any]:
