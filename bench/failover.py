@@ -223,7 +223,7 @@ class Load:
             )
             if status == 200 and outcome["decision"]["decision"] == "ALLOW":
                 self.seen.acts += 1
-            elif status in TRANSIENT or status == 0:
+            else:  # still failing, or its key still in flight, when the client gave up
                 self.seen.acts_unanswered += 1
             n += 1
 

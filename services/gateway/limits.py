@@ -15,8 +15,6 @@ from libs.contracts.problem import Refused
 __all__ = ["IdempotencyKeys", "Late", "RateLimiter", "Stored"]
 
 _WINDOW_S = 60
-# How long a key whose request's outcome is unknown (no reply, even late) stays in flight.
-_UNKNOWN_S = 15 * 60
 _PROBLEM = "application/problem+json"
 # INCR and the first EXPIRE in one step, so a crash between them cannot leave a key forever.
 _COUNT = """
@@ -138,13 +136,14 @@ class IdempotencyKeys:
     async def _settle_late(
         self, principal: Principal, key: str, fingerprint: str, reply: "asyncio.Future[Stored]"
     ) -> None:
-        """The late reply is the key's answer. A reply that never came leaves the outcome
-        unknown: the key stays in flight for `_UNKNOWN_S` more, and only then may run again."""
+        """The late reply is the key's answer. A reply that never came (lost as the NATS
+        node it crossed died, say) leaves the outcome unknown: the key's time in flight runs
+        out as a killed gateway's does, and a retry then runs again, made once by the
+        service under its key."""
         try:
             answer = reply.result()
         except Refused as exc:
             if exc.problem.status == 504:
-                await self._redis.expire(self._name(principal, key), _UNKNOWN_S)
                 return
             answer = Stored("", exc.problem.status, codec.encode(exc.problem), _PROBLEM)
         except BaseException:

@@ -3,8 +3,13 @@
 import asyncio
 import time
 
+import pytest
 from openapi_spec_validator import validate
+from redis.asyncio import Redis
 
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from services.gateway.limits import IdempotencyKeys, Late, Stored
 from tests.gateway.conftest import ROUTES
 from tests.personal.conftest import eventually
 from tests.support import ECHO, bearer, token
@@ -160,3 +165,32 @@ async def test_a_keyed_write_that_times_out_never_runs_twice(
     assert again is not None and again.headers["Idempotent-Replayed"] == "true"
     assert (await again.json())["text"] == "pay once"
     assert [s.text for s in echo.handled] == ["pay once"]
+
+
+async def test_a_key_whose_reply_never_came_is_let_go_when_its_time_in_flight_ends(stack, org):
+    """No reply came, even late (lost as the NATS node it crossed died): the outcome is
+    unknown, and the key is let go when its time in flight ends, as a killed gateway's is,
+    so the client's retry reaches the service again, which makes what a key makes once.
+    It is not held for minutes more, the client long given up."""
+    redis = Redis.from_url(stack.redis_url)
+    keys = IdempotencyKeys(redis, in_flight_s=1)
+    ada = Principal(org=org, sub=f"{org}/ada")
+    lost: asyncio.Future[Stored] = asyncio.get_running_loop().create_future()
+
+    async def run() -> Stored:
+        raise Late(Stored("", 504), lost)
+
+    answer, _ = await keys.once(ada, "lost-reply", "f", run)
+    lost.set_exception(Refused("service-timeout", 504, "no reply, even late"))
+    with pytest.raises(Refused, match="in progress"):
+        await keys.claim(ada, "lost-reply", "f")
+
+    async def runs_again() -> bool:
+        try:
+            return await keys.claim(ada, "lost-reply", "f") is None
+        except Refused:
+            return False
+
+    assert answer.status == 504
+    assert await eventually(runs_again, timeout=5)
+    await redis.aclose()
