@@ -36,8 +36,8 @@ from tests.support import KEY, LINES_KEY, TEST_SERVICES, serving
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """Every replica the test's fixtures serve is told to stop before the first of them is
-    torn down, so their drains (each waits out its readers' last pull, up to 0.5 s)
-    overlap instead of adding up, one fixture after another."""
+    torn down, so their drains (each waits out its readers' last pull) overlap instead of
+    adding up, one fixture after another."""
     for value in getattr(item, "funcargs", {}).values():
         if isinstance(value, Service):
             value.stop()
@@ -133,6 +133,7 @@ def settings_for(stack: Stack):
             nats_password=stack.passwords[service],
             metrics_port=0,
             replica=replica,
+            pull_wait=0.1,  # each test's teardown waits out its readers' last pull
         )
 
     return settings_for

@@ -120,8 +120,10 @@ class Consumer(Generic[T]):
         self._tasks: set[asyncio.Task[None]] = set()
         self._stop = asyncio.Event()
 
-    async def run(self) -> None:
-        """Fetch and handle until `stop()`, then finish what is in hand."""
+    async def run(self, wait: float = 0.5) -> None:
+        """Fetch and handle until `stop()`, then finish what is in hand. Each pull waits
+        `wait` seconds for new messages, and a stop waits for the pull in flight, so that
+        nothing it delivers is left unread until `ack_wait`."""
         config = ConsumerConfig(
             ack_policy=AckPolicy.EXPLICIT,
             ack_wait=self._ack_wait,
@@ -136,7 +138,7 @@ class Consumer(Generic[T]):
         )
         while not self._stop.is_set():
             try:
-                msgs = await sub.fetch(min(self._pending, _BATCH), timeout=0.5)
+                msgs = await sub.fetch(min(self._pending, _BATCH), timeout=wait)
             except TimeoutError:  # nothing new
                 continue
             except Exception:  # the bus is reconnecting: try again shortly

@@ -102,7 +102,7 @@ class Service:
         subs = [await self._subscribe(self.contract.health, self._health)]
         for subject, handler in table.items():
             subs.append(await self._subscribe(subject, handler))
-        reading = [asyncio.create_task(c.run()) for c in consumers]
+        reading = [asyncio.create_task(c.run(self.settings.pull_wait)) for c in consumers]
         for task in reading:
             task.add_done_callback(self._reader_ended)
         await self.nc.flush()

@@ -24,6 +24,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     | TETHER_REPLICA        | <hostname>-<pid>          | this replica's name in logs and health  |
     | TETHER_JS_REPLICAS    | 1                         | replicas of the streams and buckets it  |
     |                       |                           | creates (3 on a three-node cluster)     |
+    | TETHER_PULL_WAIT      | 0.5                       | seconds a reader's pull waits for new   |
+    |                       |                           | messages: the longest a stop waits      |
     """
 
     service: str
@@ -36,6 +38,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     log_level: str = "INFO"
     replica: str = ""
     js_replicas: int = 1
+    pull_wait: float = 0.5
 
     @classmethod
     def from_env(cls, service: str, env: Mapping[str, str] | None = None) -> "Settings":
@@ -55,6 +58,7 @@ _ENV = {
     "TETHER_LOG_LEVEL": "log_level",
     "TETHER_REPLICA": "replica",
     "TETHER_JS_REPLICAS": "js_replicas",
+    "TETHER_PULL_WAIT": "pull_wait",
 }
 
 
