@@ -120,7 +120,7 @@ class Consumer(Generic[T]):
         self._tasks: set[asyncio.Task[None]] = set()
         self._stop = asyncio.Event()
 
-    async def run(self, wait: float = 0.5) -> None:
+    async def run(self, wait: float) -> None:
         """Fetch and handle until `stop()`, then finish what is in hand. Each pull waits
         `wait` seconds for new messages, and a stop waits for the pull in flight, so that
         nothing it delivers is left unread until `ack_wait`."""
