@@ -1,14 +1,28 @@
 """Issue 15: an act whose answer was lost in a failover, sent again with its
 Idempotency-Key, is answered as it was and charged once."""
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from libs.contracts.poa import CONTRACT
 from services.poa.domain import ledger
-from tests.poa.conftest import purchase, root_grant
+from tests.poa.conftest import NOW, purchase, root_grant
 from tests.support import bearer, forget_idempotency_key, token
 
 AGENT = "urn:example:agent:a_456"
+LAST_SECOND = datetime(2026, 9, 30, 23, 59, 59, tzinfo=UTC)  # inside the grant's validity
+
+
+@pytest.fixture
+def now() -> list[datetime]:
+    """The service's clock, which a test may move."""
+    return [NOW]
+
+
+@pytest.fixture
+def poa_clock(now):
+    return lambda: now[0]
 
 
 @pytest.fixture
@@ -86,3 +100,42 @@ async def test_a_keyed_act_never_kept_apart_is_charged_once_after_many_others(
     outcome = await again.json()
     assert (outcome["decision"]["decision"], outcome["spent_month_usd"]) == ("ALLOW", "80")
     assert outcome["binding_acts_today"] == 2
+
+
+async def test_a_keyed_act_sent_again_after_the_month_turned_is_charged_once(
+    api, org, stack, operator, now
+):
+    """Charged in a month's last second, its keep in poa-acts lost, sent again after
+    midnight: the new month's ledger never saw its key, last month's did."""
+    now[0] = LAST_SECOND
+    user = f"{org}/ada"
+    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
+    issued = await api.post("/v1/poa/grants", json={"grant": root_grant(user)}, headers=me)
+    assert issued.status == 201, await issued.text()
+    acts = f"/v1/poa/grants/{(await issued.json())['id']}/acts"
+    key = f"{org}-month-end"
+    keyed = agent | {"Idempotency-Key": key}
+
+    first = await api.post(acts, json={"envelope": purchase(40)}, headers=keyed)
+    assert first.status == 200, await first.text()
+    assert (await first.json())["spent_month_usd"] == "40"
+    await operator.jetstream().purge_stream("KV_poa-acts", subject=f"$KV.poa-acts.{org}.>")
+
+    now[0] = LAST_SECOND + timedelta(minutes=2)
+    await forget_idempotency_key(stack.redis_url, key)
+    again = await api.post(acts, json={"envelope": purchase(40)}, headers=keyed)
+    assert again.status == 200, await again.text()
+    outcome = await again.json()
+    assert outcome["decision"] == (await first.json())["decision"]
+    assert outcome["spent_month_usd"] == "0"  # October's books: nothing charged to them
+
+    other = await api.post(acts, json={"envelope": purchase(10)}, headers=agent)
+    assert (await other.json())["spent_month_usd"] == "10"
+
+
+def test_last_month_is_read_only_within_a_day_of_its_end():
+    day = timedelta(hours=25)
+    assert ledger.month_before(LAST_SECOND + timedelta(minutes=2), day) == "2026-09"
+    assert ledger.month_before(LAST_SECOND + timedelta(hours=24), day) == "2026-09"
+    assert ledger.month_before(LAST_SECOND + timedelta(hours=26), day) is None
+    assert ledger.month_before(LAST_SECOND, day) is None
