@@ -85,6 +85,7 @@ class Bench:
         async with self.http.post(
             "/v1/rooms", json={"title": "bench"}, headers=self.auth(user)
         ) as r:
+            assert r.status == 201, await r.text()
             room = (await r.json())["id"]
         seqs = []
         for i in range(messages):
@@ -167,7 +168,7 @@ class Bench:
 
 def main() -> None:
     with stack() as s:
-        for name in ("scheduler", "rooms", "ladder"):
+        for name in ("audit", "agents", "scheduler", "rooms", "ladder"):
             s.service(name)
         port = free_port()
         s.gateway(port)
