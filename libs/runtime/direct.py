@@ -64,17 +64,22 @@ async def batch_get(nc: Client, stream: str, request: dict[str, object]) -> tupl
     inbox, queue = await replies.inbox()
     found: list[Msg] = []
     pending = 0
+    loop = asyncio.get_running_loop()
     try:
         await nc.publish(f"$JS.API.DIRECT.GET.{stream}", json.dumps(request).encode(), reply=inbox)
-        while True:
-            msg = await asyncio.wait_for(queue.get(), _TIMEOUT_S)
-            headers = msg.headers or {}
-            status = headers.get("Status")
-            if status == "503":
-                raise DirectGetUnavailable(stream)
-            if status:  # 204 end of batch, 404 nothing matched
-                return found, pending
-            found.append(msg)
-            pending = int(headers.get("Nats-Num-Pending", "0"))
+        # One deadline for the read, pushed on by each message: a long batch may take its
+        # time, a silent server may not.
+        async with asyncio.timeout(_TIMEOUT_S) as deadline:
+            while True:
+                msg = await queue.get()
+                headers = msg.headers or {}
+                status = headers.get("Status")
+                if status == "503":
+                    raise DirectGetUnavailable(stream)
+                if status:  # 204 end of batch, 404 nothing matched
+                    return found, pending
+                found.append(msg)
+                pending = int(headers.get("Nats-Num-Pending", "0"))
+                deadline.reschedule(loop.time() + _TIMEOUT_S)
     finally:
         replies.close(inbox)

@@ -105,24 +105,26 @@ _LIMIT = 10_000
 _GONE = ("DEL", "PURGE")
 
 
-async def current(kv: KeyValue, keys: str) -> list[KeyValue.Entry]:
-    """The entries under `keys` (a subject wildcard such as `acme.ada.*`) as stored now.
+async def current(kv: KeyValue, *keys: str) -> list[KeyValue.Entry]:
+    """The entries under each of `keys` (keys, or subject wildcards such as `acme.ada.*`)
+    as stored now.
 
     One batched direct get of the last message of each matching key: no consumer is made,
-    so many readers at once cost the server nothing lasting. A bucket without direct gets,
-    or more than 10,000 keys, is read with a watch on the filter instead (nats-py's own
-    `keys()` watches the whole bucket and filters by substring).
+    so many readers at once cost the server nothing lasting, and several keys cost one
+    round trip. A bucket without direct gets, or more than 10,000 keys, is read with a
+    watch on each filter instead (nats-py's own `keys()` watches the whole bucket and
+    filters by substring).
     """
     # nats-py keeps the bucket's stream, key prefix and connection on the KeyValue.
     nc, stream, prefix = kv._js._nc, kv._stream, kv._pre
     try:
         found, more = await batch_get(
-            nc, stream, {"multi_last": [f"{prefix}{keys}"], "batch": _LIMIT}
+            nc, stream, {"multi_last": [f"{prefix}{k}" for k in keys], "batch": _LIMIT}
         )
     except DirectGetUnavailable:
-        return await _watched(kv, keys)
+        found, more = [], True
     if more:
-        return await _watched(kv, keys)
+        return [entry for k in keys for entry in await _watched(kv, k)]
     return [
         KeyValue.Entry(
             bucket=kv._name,

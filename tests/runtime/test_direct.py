@@ -24,3 +24,42 @@ async def test_reads_at_once_on_one_connection_each_get_their_own(operator):
             assert {e.key: e.value for e in entries} == expected
     finally:
         await operator.jetstream().delete_key_value(bucket)
+
+
+async def _several_keys(kv) -> dict[str, bytes]:
+    await kv.put("settings.ada", b"send")
+    await kv.put("ceiling.acme", b"confirm")
+    await kv.put("open.acme.1", b"one")
+    await kv.put("open.acme.2", b"two")
+    await kv.put("open.acme.3", b"three")
+    await kv.delete("open.acme.3")
+    entries = await current(kv, "settings.ada", "ceiling.acme", "open.acme.*", "settings.bob")
+    return {e.key: e.value for e in entries}
+
+
+async def test_several_keys_and_filters_are_read_at_once_without_what_was_deleted(operator):
+    bucket = f"direct-{uuid.uuid4().hex[:8]}"
+    kv = await open_bucket(operator.jetstream(), KeyValueConfig(bucket=bucket))
+    try:
+        assert await _several_keys(kv) == {
+            "settings.ada": b"send",
+            "ceiling.acme": b"confirm",
+            "open.acme.1": b"one",
+            "open.acme.2": b"two",
+        }
+    finally:
+        await operator.jetstream().delete_key_value(bucket)
+
+
+async def test_a_bucket_without_direct_gets_is_read_by_a_watch_on_each_filter(operator):
+    bucket = f"watched-{uuid.uuid4().hex[:8]}"
+    kv = await operator.jetstream().create_key_value(KeyValueConfig(bucket=bucket, direct=False))
+    try:
+        assert await _several_keys(kv) == {
+            "settings.ada": b"send",
+            "ceiling.acme": b"confirm",
+            "open.acme.1": b"one",
+            "open.acme.2": b"two",
+        }
+    finally:
+        await operator.jetstream().delete_key_value(bucket)
