@@ -67,29 +67,33 @@ class LadderStore:
     def __init__(self, nc: Client, kv: KeyValue) -> None:
         self._nc, self._kv = nc, kv
 
-    async def settings(self, person: str) -> LadderSettings:
-        found = await self._get(f"settings.{key_token(person)}")
-        return LadderSettings() if found is None else _settings_of(found)
+    async def standing(self, person: str, org: str) -> tuple[LadderSettings, Level | None]:
+        """The person's settings and their org's ceiling, in one read: what every level
+        is resolved from (hip-0524 §4)."""
+        settings_key, ceiling_key = _settings_key(person), _ceiling_key(org)
+        found = {e.key: e.value or b"" for e in await current(self._kv, settings_key, ceiling_key)}
+        settings = found.get(settings_key)
+        ceiling = found.get(ceiling_key)
+        return (
+            LadderSettings() if settings is None else _settings_of(settings),
+            None if ceiling is None else _ceiling_of(ceiling),
+        )
 
     async def change_settings(
         self, person: str, change: Callable[[LadderSettings], LadderSettings], *, record: Record
     ) -> tuple[LadderSettings, LadderSettings]:
         """The person's settings before and after `change`, written by compare-and-set and
         recorded only if it changed anything."""
-        key = f"settings.{key_token(person)}"
+        key = _settings_key(person)
         return await swap(
             self._kv, key, change, decode=_settings_of, default=LadderSettings(), record=record
         )
-
-    async def ceiling(self, org: str) -> Level | None:
-        found = await self._get(f"ceiling.{org}")
-        return None if found is None else _ceiling_of(found)
 
     async def change_ceiling(
         self, org: str, level: Level | None, *, record: Record
     ) -> tuple[Level | None, Level | None]:
         """Set the org's ceiling, or lift it (None, stored as nothing)."""
-        key = f"ceiling.{org}"
+        key = _ceiling_key(org)
         return await swap(
             self._kv,
             key,
@@ -208,6 +212,14 @@ class LadderStore:
 async def open_store(nc: Client, *, replicas: int = 1) -> LadderStore:
     config = KeyValueConfig(bucket="ladder", history=4, replicas=replicas)
     return LadderStore(nc, await open_bucket(nc.jetstream(), config))
+
+
+def _settings_key(person: str) -> str:
+    return f"settings.{key_token(person)}"
+
+
+def _ceiling_key(org: str) -> str:
+    return f"ceiling.{org}"
 
 
 def _window_key(person: str, window_id: str) -> str:

@@ -67,19 +67,11 @@ class ModStore:
         self._layers, self._drafts, self._installs = layers, drafts, installs
 
     async def layers(self, *keys: str) -> list[tuple[Stored, int]]:
-        """Several layers in one batched read, each as `layer` answers it."""
-        kv = self._layers
-        found, _ = await batch_get(
-            kv._js._nc, kv._stream, {"multi_last": [f"{kv._pre}{k}" for k in keys], "batch": 8}
-        )
-        by_key = {
-            msg.headers["Nats-Subject"][len(kv._pre) :]: msg
-            for msg in found
-            if msg.headers.get("KV-Operation") not in ("DEL", "PURGE")
-        }
+        """Several layers in one read, each as `layer` answers it."""
+        found = {entry.key: entry for entry in await current(self._layers, *keys)}
         return [
-            (_stored.decode(m.data or b"{}"), int(m.headers["Nats-Sequence"]))
-            if (m := by_key.get(k)) is not None
+            (_stored.decode(e.value or b"{}"), e.revision)
+            if (e := found.get(k)) is not None
             else (Stored(), 0)
             for k in keys
         ]

@@ -73,8 +73,7 @@ class Ladder:
         return measured.resolution_ms
 
     async def _level(self, held: Held) -> str:
-        settings = await self._store.settings(held.person)
-        ceiling = await self._store.ceiling(held.window.org)
+        settings, ceiling = await self._store.standing(held.person, held.window.org)
         return effective(settings, ceiling, held.window.room, held.transport)
 
     async def _cancel_below_send(self, person: str) -> int:

@@ -1,6 +1,8 @@
 """The person's own settings: their ladder, their window, and the org's ceiling (an
 admin's), and the decision for one reply read from them (hip-0524 §4, §8, §9)."""
 
+import asyncio
+
 import msgspec
 
 from libs.contracts import ladder
@@ -18,9 +20,9 @@ __all__ = ["Settings"]
 class Settings(Ladder):
     async def get(self, _: ladder.GetLadder, p: Principal) -> ladder.MyLadder:
         person = await self._person(p, "read the ladder")
-        settings = await self._store.settings(person)
-        ceiling = await self._store.ceiling(p.org)
-        resolution = await self._resolution()
+        (settings, ceiling), resolution = await asyncio.gather(
+            self._store.standing(person, p.org), self._resolution()
+        )
         return ladder.MyLadder(
             settings=settings,
             ceiling=ceiling,
@@ -91,20 +93,17 @@ class Settings(Ladder):
         person = await self._person(p, "read the ladder")
         if req.room is not None:
             await self._member(p.org, person, req.room)
-        settings = await self._store.settings(person)
-        ceiling = await self._store.ceiling(p.org)
+        settings, ceiling = await self._store.standing(person, p.org)
         level, source = decided_by(settings, ceiling, req.room, req.transport)
         return ladder.Applies(level=level, window=settings.window, decided_by=source)
 
     async def level_of(self, req: ladder.LevelOf, _: Principal) -> ladder.Effective:
-        settings = await self._store.settings(req.person)
-        ceiling = await self._store.ceiling(req.org)
+        settings, ceiling = await self._store.standing(req.person, req.org)
         level = effective(settings, ceiling, None, None)
         return ladder.Effective(level=level, window=settings.window, ceiling=ceiling)
 
     async def decide(self, req: ladder.DecideRequest, _: Principal) -> ladder.Decided:
-        settings = await self._store.settings(req.person)
-        ceiling = await self._store.ceiling(req.org)
+        settings, ceiling = await self._store.standing(req.person, req.org)
         level = effective(settings, ceiling, req.room, req.transport)
         return decide(
             level, settings.window, first_contact=req.first_contact, synchronous=req.synchronous
