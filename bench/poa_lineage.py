@@ -27,7 +27,7 @@ from libs.contracts import codec
 from libs.contracts.permissions import inbox_prefix
 from libs.runtime.kv import open_bucket
 from services.poa.domain import ALLOW, ledger, verify
-from services.poa.store import LedgerStore
+from services.poa.store import LedgerStore, open_stores
 
 VECTORS = json.loads((ROOT / "vectors" / "poa-1.3-official.json").read_text())
 SIBLINGS, CONCURRENT, ROUNDS = 10, 200, 10
@@ -134,9 +134,8 @@ async def run(url: str, password: str) -> dict[str, dict[str, float]]:
     nc = await nats.connect(url, user="poa", password=password, inbox_prefix=inbox_prefix("poa"))
     js = nc.jetstream()
     root, children, envelope = _tree()
-    books = await open_bucket(js, KeyValueConfig(bucket="poa-ledger", history=1))
+    _, store, _ = await open_stores(js)  # the ledger as the service opens it
     old = await open_bucket(js, KeyValueConfig(bucket="poa-grants", history=1))
-    store = LedgerStore(books)
     results = {
         "per grant (before)": await measure(
             lambda i, org: per_grant(old, root, children[i % SIBLINGS], envelope, org), "old"

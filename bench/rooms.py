@@ -1,11 +1,13 @@
 """Messages stored per second (on the bus at 50 in flight, and through the gateway with wrk
 -c50) against the floor of a bare JetStream publish of the same bytes; then the time from
 an inbound SMS webhook to the message being readable in the room, against the floor of a
-JetStream publish and a direct get of it. One rooms replica in its own process.
+JetStream publish and a direct get of it. One rooms replica in its own process, with the
+audit and agents services it asks.
 
     .venv/bin/python -m bench.rooms
 """
 
+import re
 import secrets
 import tempfile
 import time
@@ -17,7 +19,7 @@ import nats
 import uvloop
 
 from bench.common import flood, free_port, percentile, stack, wrk
-from libs.contracts.permissions import GATEWAY, inbox_prefix
+from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
 from services.gateway.tokens import mint
 from services.rooms.domain.lines import sign_twilio
@@ -67,6 +69,18 @@ async def on_the_bus(url: str, passwords: dict[str, str], room: str) -> dict[str
     return results
 
 
+async def _code_sent(url: str, passwords: dict[str, str], number: str) -> str:
+    """The code the recording transport sent to `number`, as the carrier would deliver it."""
+    nc = await nats.connect(
+        url, user=OPERATOR, password=passwords[OPERATOR], inbox_prefix=inbox_prefix(OPERATOR)
+    )
+    raw = await nc.jetstream().get_last_msg("ROOMS", f"rooms.outbound.sms.{ORG}")
+    await nc.close()
+    sent = msgspec.json.decode(raw.data)
+    assert sent["to"] == number, sent
+    return re.search(r"\b(\d{6})\b", sent["text"])[1]
+
+
 async def webhook_to_readable(base: str, token: str, url: str, passwords: dict[str, str]):
     """Each inbound SMS posted, then the room read until it holds it: p50/p99 of that."""
     auth = {"Authorization": f"Bearer {token}"}
@@ -76,6 +90,9 @@ async def webhook_to_readable(base: str, token: str, url: str, passwords: dict[s
         line = {"transport": "sms", "address": number, "credential": CARRIER_TOKEN}
         async with http.post("/v1/lines", json=line, headers=auth) as response:
             assert response.status == 201, await response.text()
+        code = await _code_sent(url, passwords, number)
+        async with http.post("/v1/lines/sms/verify", json={"code": code}, headers=auth) as r:
+            assert r.status == 200, await r.text()  # a line takes webhooks once proven
         samples, room, after = [], None, 0
         for i in range(WEBHOOKS):
             fields = {
@@ -119,7 +136,8 @@ async def webhook_to_readable(base: str, token: str, url: str, passwords: dict[s
 
 def main() -> None:
     with stack() as s:
-        s.service("rooms")
+        for name in ("audit", "agents", "rooms"):
+            s.service(name)
         port = free_port()
         s.gateway(port)
         base = f"http://127.0.0.1:{port}"
@@ -132,6 +150,7 @@ def main() -> None:
                     json={"title": "bench"},
                     headers={"Authorization": f"Bearer {token}"},
                 ) as r:
+                    assert r.status == 201, await r.text()
                     return (await r.json())["id"]
 
         room = uvloop.run(make_room())
