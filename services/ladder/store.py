@@ -23,6 +23,7 @@ from libs.contracts import codec, pending
 from libs.contracts.base import key_token
 from libs.contracts.ladder import LadderSettings, Level, PendingWindow
 from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
+from libs.runtime.leader import exact_reads
 from services.ladder.domain.confirmations import Confirmation
 from services.ladder.domain.levels import salvage
 
@@ -64,14 +65,14 @@ _confirmation = codec.decoder(Confirmation)
 
 
 class LadderStore:
-    def __init__(self, nc: Client, kv: KeyValue) -> None:
-        self._nc, self._kv = nc, kv
+    def __init__(self, nc: Client, kv: KeyValue, *, replicas: int) -> None:
+        self._nc, self._kv, self._exact = nc, kv, exact_reads(replicas)
 
     async def standing(self, person: str, org: str) -> tuple[LadderSettings, Level | None]:
-        """The person's settings and their org's ceiling, in one read: what every level
-        is resolved from (hip-0524 §4)."""
+        """The person's settings and their org's ceiling, what every level is resolved
+        from (hip-0524 §4), with every change acknowledged before the read in them."""
         settings_key, ceiling_key = _settings_key(person), _ceiling_key(org)
-        found = {e.key: e.value or b"" for e in await current(self._kv, settings_key, ceiling_key)}
+        found = {e.key: e.value for e in await self._exact(self._kv, settings_key, ceiling_key)}
         settings = found.get(settings_key)
         ceiling = found.get(ceiling_key)
         return (
@@ -211,7 +212,7 @@ class LadderStore:
 
 async def open_store(nc: Client, *, replicas: int = 1) -> LadderStore:
     config = KeyValueConfig(bucket="ladder", history=4, replicas=replicas)
-    return LadderStore(nc, await open_bucket(nc.jetstream(), config))
+    return LadderStore(nc, await open_bucket(nc.jetstream(), config), replicas=replicas)
 
 
 def _settings_key(person: str) -> str:

@@ -20,6 +20,7 @@ from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.poa import AskRecord, Decision, GrantRecord
 from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
+from libs.runtime.leader import exact_reads
 from services.poa.domain.ledger import RootLedger
 
 __all__ = ["AskStore", "GrantStore", "LedgerStore", "open_stores"]
@@ -46,19 +47,18 @@ async def open_stores(
         js, KeyValueConfig(bucket="poa-acts", history=1, ttl=ACTS_KEPT_S, replicas=replicas)
     )
     asks = await open_bucket(js, KeyValueConfig(bucket="poa-asks", history=1, replicas=replicas))
-    return GrantStore(grants), LedgerStore(ledger, acts), AskStore(asks)
+    return GrantStore(grants, replicas=replicas), LedgerStore(ledger, acts), AskStore(asks)
 
 
 class GrantStore:
-    def __init__(self, kv: KeyValue) -> None:
-        self._kv = kv
+    def __init__(self, kv: KeyValue, *, replicas: int) -> None:
+        self._kv, self._exact = kv, exact_reads(replicas)
 
     async def get(self, org: str, owner: str, grant_id: str) -> GrantRecord | None:
-        try:
-            entry = await self._kv.get(_key(org, owner, grant_id))
-        except KeyNotFoundError:
-            return None
-        return None if entry.value is None else _grant.decode(entry.value)
+        """The grant with every change acknowledged before the read: a revocation holds
+        from the moment its person is told so."""
+        found = await self._exact(self._kv, _key(org, owner, grant_id))
+        return _grant.decode(found[0].value) if found and found[0].value else None
 
     async def create(self, record: GrantRecord) -> None:
         await write_at(self._kv, _key(record.org, record.owner, record.id), codec.encode(record), 0)
