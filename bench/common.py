@@ -150,5 +150,39 @@ def wrk(url: str, *, connections: int = 50, seconds: int = 10, script: str | Non
     return result
 
 
+def process_tree(root: int) -> dict[int, str]:
+    """`root`'s descendants, each by what it runs: a service's name (`gateway`, `ladder`),
+    `nats-server` or `redis-server` (Linux: read from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                ppid = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+                children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = {}, list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        with contextlib.suppress(OSError):
+            argv = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
+            words = [a.decode() for a in argv if a]
+            if not words:  # exited, not yet reaped
+                continue
+            service = next((w.split(".")[1] for w in words if w.startswith("services.")), "")
+            found[pid] = service or Path(words[0].split()[0]).name  # redis rewrites its argv
+    return found
+
+
+def cpu_seconds(pids: dict[int, str]) -> dict[str, float]:
+    """CPU time (user and system) each kind of process has used so far, summed by name."""
+    tick = os.sysconf("SC_CLK_TCK")
+    used: dict[str, float] = {}
+    for pid, name in pids.items():
+        with contextlib.suppress(OSError):
+            fields = (Path("/proc") / str(pid) / "stat").read_text().rpartition(")")[2].split()
+            used[name] = used.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return used
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values)

@@ -10,11 +10,12 @@ and a Power-of-Action decision (poa, a 1.2 KB body).
 """
 
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import free_port, http_status, wrk
+from bench.common import cpu_seconds, free_port, http_status, process_tree, wrk
 from bench.failover import ORG, start
 from bench.poa_bus import BODY
 from libs.stack.processes import spawn, stop_all
@@ -64,16 +65,27 @@ def _bare(processes: int) -> tuple[str, list]:
     return url, procs
 
 
+def _cpu_per_request(used: dict[str, float], requests: float) -> dict[str, float]:
+    """µs of CPU per request through the gateway, by process, busiest first."""
+    per = {name: seconds / requests * 1e6 for name, seconds in used.items()}
+    return dict(sorted(per.items(), key=lambda kv: -kv[1]))
+
+
 def main() -> None:
-    rows = []
+    rows, cpu = [], []
     for nodes, processes in ((1, 1), (3, 2)):
         with tempfile.TemporaryDirectory() as home:
             cluster = start(Path(home), nodes)
             try:
                 token = cluster.auth(f"{ORG}/ada")["Authorization"].split()[1]
                 script = _script(token)
+                tree = process_tree(cluster.proc.pid)
+                before = cpu_seconds(tree)
                 gateway = wrk(f"{cluster.url}/", connections=CONNECTIONS, seconds=SECONDS,
                               script=script)  # fmt: skip
+                after = cpu_seconds(tree)
+                used = {name: after[name] - before.get(name, 0.0) for name in after}
+                cpu.append(_cpu_per_request(used, gateway["rps"] * SECONDS))
                 bare_url, bare = _bare(processes)
                 try:
                     floor = wrk(f"{bare_url}/", connections=CONNECTIONS, seconds=SECONDS,
@@ -94,6 +106,25 @@ def main() -> None:
         for name, m, k in (("gateway", g, f"{kept:.1%}"), ("bare aiohttp", b, "")):
             print(f"| {shape} | {name} | {m['rps']:,.0f} | {m['p50_ms']:.2f} | "
                   f"{m['p99_ms']:.2f} | {m['non_2xx']:.0f} | {k} |")  # fmt: skip
+    # What the rest of the system spends on each request bounds the gateway path, however
+    # little the gateway itself costs: these cores can serve no more than this.
+    cores = os.cpu_count() or 1
+    print(f"\nCPU per request through the gateway, each process of `tether up` ({cores} cores)")
+    print("| shape | process | µs of CPU | share |")
+    print("|---|---|---|---|")
+    bounds = []
+    for (nodes, _, _, bare), per in zip(rows, cpu, strict=True):
+        shape, total = f"{nodes} node{'s' if nodes > 1 else ''}", sum(per.values())
+        for name, us in per.items():
+            print(f"| {shape} | {name} | {us:,.0f} | {us / total:.0%} |")
+        print(f"| {shape} | all | {total:,.0f} | |")
+        rest = total - per.get("gateway", 0.0)
+        bounds.append((shape, rest, cores * 1e6 / rest, bare["rps"]))
+    for shape, rest, most, bare_rps in bounds:
+        print(
+            f"\n{shape}: with a gateway that cost nothing, the rest ({rest:,.0f} µs a request) "
+            f"serves at most {most:,.0f} requests/s: {most / bare_rps:.1%} of the bare handler."
+        )
 
 
 if __name__ == "__main__":
