@@ -25,29 +25,10 @@ from libs.contracts.permissions import OPERATOR, inbox_prefix
 from libs.runtime.kv import current, open_bucket
 from libs.runtime.leader import latest
 from libs.stack.processes import stop_all
-from libs.stack.servers import clustered, free_port, nats_config, nats_ready, spawn_nats, wait_for
+from libs.stack.servers import start_nodes
 
 WRITES, ROUNDS, SECONDS, IN_FLIGHT = 3000, 1000, 4, 50
 READS = {"direct get (current)": current, "leader get (latest)": latest}
-
-
-def _servers(root: Path, nodes: int, password: str) -> tuple[list, list[str]]:
-    configs = [
-        nats_config(
-            port=free_port(),
-            monitor_port=free_port(),
-            store_dir=root / f"node{i}",
-            passwords={OPERATOR: password},
-            services=SERVICES,
-        )
-        for i in range(nodes)
-    ]
-    if nodes > 1:
-        configs = clustered(configs, [free_port() for _ in range(nodes)])
-    procs = [spawn_nats(c, root / f"{c['server_name']}-{i}.json") for i, c in enumerate(configs)]
-    for config in configs:
-        wait_for(lambda c=config: nats_ready(c), procs, "nats", timeout=60)
-    return procs, [f"nats://{c['listen']}" for c in configs]
 
 
 async def _connect(url: str, password: str) -> nats.NATS:
@@ -113,7 +94,7 @@ def main() -> None:
     for nodes in (1, 3):
         password = secrets.token_urlsafe(16)
         with tempfile.TemporaryDirectory() as root:
-            procs, urls = _servers(Path(root), nodes, password)
+            procs, urls = start_nodes(Path(root), nodes, {OPERATOR: password}, SERVICES)
             try:
                 results[nodes] = (
                     uvloop.run(stale(urls, password)),

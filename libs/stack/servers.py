@@ -12,7 +12,7 @@ from pathlib import Path
 
 from libs.contracts.permissions import permissions
 from libs.contracts.registry import ServiceContract
-from libs.stack.processes import spawn
+from libs.stack.processes import spawn, stop_all
 
 __all__ = [
     "clustered",
@@ -22,6 +22,7 @@ __all__ = [
     "need_free",
     "spawn_nats",
     "start_nats",
+    "start_nodes",
     "start_redis",
     "wait_for",
 ]
@@ -71,6 +72,33 @@ def clustered(
         }
         for i, config in enumerate(configs)
     ]
+
+
+def start_nodes(
+    root: Path, nodes: int, passwords: Mapping[str, str], services: Sequence[ServiceContract]
+) -> tuple[list[subprocess.Popen[bytes]], list[str]]:
+    """`nodes` nats-servers on free loopback ports, clustered if more than one, their
+    stores under `root`, once each answers: the processes and each node's URL."""
+    configs = [
+        nats_config(
+            port=free_port(),
+            monitor_port=free_port(),
+            store_dir=root / f"node{i}",
+            passwords=passwords,
+            services=services,
+        )
+        for i in range(nodes)
+    ]
+    if nodes > 1:
+        configs = clustered(configs, [free_port() for _ in range(nodes)])
+    procs = [spawn_nats(c, root / f"node{i}.json") for i, c in enumerate(configs)]
+    try:
+        for config in configs:
+            wait_for(lambda c=config: nats_ready(c), procs, "nats", timeout=60)
+    except RuntimeError:
+        stop_all(procs)
+        raise
+    return procs, [f"nats://{c['listen']}" for c in configs]
 
 
 def start_nats(config: dict[str, object], config_file: Path) -> subprocess.Popen[bytes]:

@@ -26,6 +26,15 @@ async def test_reads_at_once_on_one_connection_each_get_their_own(operator):
         await operator.jetstream().delete_key_value(bucket)
 
 
+# Two keys, a filter over three of which one was deleted, and a key never written.
+SEVERAL = {
+    "settings.ada": b"send",
+    "ceiling.acme": b"confirm",
+    "open.acme.1": b"one",
+    "open.acme.2": b"two",
+}
+
+
 async def _several_keys(kv) -> dict[str, bytes]:
     await kv.put("settings.ada", b"send")
     await kv.put("ceiling.acme", b"confirm")
@@ -41,12 +50,7 @@ async def test_several_keys_and_filters_are_read_at_once_without_what_was_delete
     bucket = f"direct-{uuid.uuid4().hex[:8]}"
     kv = await open_bucket(operator.jetstream(), KeyValueConfig(bucket=bucket))
     try:
-        assert await _several_keys(kv) == {
-            "settings.ada": b"send",
-            "ceiling.acme": b"confirm",
-            "open.acme.1": b"one",
-            "open.acme.2": b"two",
-        }
+        assert await _several_keys(kv) == SEVERAL
     finally:
         await operator.jetstream().delete_key_value(bucket)
 
@@ -55,11 +59,6 @@ async def test_a_bucket_without_direct_gets_is_read_by_a_watch_on_each_filter(op
     bucket = f"watched-{uuid.uuid4().hex[:8]}"
     kv = await operator.jetstream().create_key_value(KeyValueConfig(bucket=bucket, direct=False))
     try:
-        assert await _several_keys(kv) == {
-            "settings.ada": b"send",
-            "ceiling.acme": b"confirm",
-            "open.acme.1": b"one",
-            "open.acme.2": b"two",
-        }
+        assert await _several_keys(kv) == SEVERAL
     finally:
         await operator.jetstream().delete_key_value(bucket)

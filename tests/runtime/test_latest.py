@@ -4,7 +4,6 @@ write is acknowledged sees it, from the writer's connection and from another nod
 
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 
 import nats
 import pytest
@@ -15,33 +14,18 @@ from libs.contracts.permissions import OPERATOR, inbox_prefix
 from libs.runtime.kv import open_bucket
 from libs.runtime.leader import latest
 from libs.stack.processes import stop_all
-from libs.stack.servers import clustered, free_port, nats_config, nats_ready, spawn_nats, wait_for
+from libs.stack.servers import start_nodes
 
-WRITES = 2000  # bench/exact_reads.py: 54 to 117 of 3,000 direct gets made at once missed
+WRITES = 2000  # bench/exact_reads.py: 16 to 117 of 3,000 direct gets made at once missed
 
 
 @pytest.fixture(scope="module")
 def three_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[str], str]]:
-    root = tmp_path_factory.mktemp("three-nodes")
     password = secrets.token_urlsafe(16)
-    configs = clustered(
-        [
-            nats_config(
-                port=free_port(),
-                monitor_port=free_port(),
-                store_dir=root / f"node{i}",
-                passwords={OPERATOR: password},
-                services=SERVICES,
-            )
-            for i in range(3)
-        ],
-        [free_port() for _ in range(3)],
-    )
-    procs = [spawn_nats(c, Path(root) / f"{c['server_name']}.json") for c in configs]
+    root = tmp_path_factory.mktemp("three-nodes")
+    procs, urls = start_nodes(root, 3, {OPERATOR: password}, SERVICES)
     try:
-        for config in configs:
-            wait_for(lambda c=config: nats_ready(c), procs, "nats", timeout=60)
-        yield [f"nats://{c['listen']}" for c in configs], password
+        yield urls, password
     finally:
         stop_all(procs)
 
