@@ -42,12 +42,14 @@ class _MsgGetReply(msgspec.Struct):
 _reply = msgspec.json.Decoder(_MsgGetReply).decode
 
 
-def exact_reads(replicas: int) -> Read:
-    """How a bucket of `replicas` is read with every acknowledged write in what is read.
+async def exact_reads(kv: KeyValue) -> Read:
+    """How `kv` is read with every acknowledged write in what is read, by the replicas its
+    stream has (not those a setting asked for: the bucket may have been made otherwise).
     One replica's direct gets are already (its one server applied the write before it
     acknowledged it), and one batched direct get is the cheapest read; a replicated
     bucket's reads go to its leader, which costs a decision about a fifth of its rate."""
-    return latest if replicas > 1 else current
+    info = await kv._js.stream_info(kv._stream)
+    return latest if info.config.num_replicas > 1 else current
 
 
 async def latest(kv: KeyValue, *keys: str) -> list[KeyValue.Entry]:

@@ -23,8 +23,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     | TETHER_LOG_LEVEL      | INFO                      | DEBUG, INFO, WARNING, ERROR             |
     | TETHER_REPLICA        | <hostname>-<pid>          | this replica's name in logs and health  |
     | TETHER_JS_REPLICAS    | 1                         | replicas of the streams and buckets it  |
-    |                       |                           | creates (3 on a three-node cluster);    |
-    |                       |                           | above 1, authority is read from leaders |
+    |                       |                           | creates (3 on a three-node cluster)     |
     | TETHER_PULL_WAIT      | 0.5                       | seconds a reader's pull waits for new   |
     |                       |                           | messages: the longest a stop waits      |
     """

@@ -23,7 +23,7 @@ from libs.contracts import codec, pending
 from libs.contracts.base import key_token
 from libs.contracts.ladder import LadderSettings, Level, PendingWindow
 from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
-from libs.runtime.leader import exact_reads
+from libs.runtime.leader import Read, exact_reads
 from services.ladder.domain.confirmations import Confirmation
 from services.ladder.domain.levels import salvage
 
@@ -65,8 +65,8 @@ _confirmation = codec.decoder(Confirmation)
 
 
 class LadderStore:
-    def __init__(self, nc: Client, kv: KeyValue, *, replicas: int) -> None:
-        self._nc, self._kv, self._exact = nc, kv, exact_reads(replicas)
+    def __init__(self, nc: Client, kv: KeyValue, exact: Read) -> None:
+        self._nc, self._kv, self._exact = nc, kv, exact
 
     async def standing(self, person: str, org: str) -> tuple[LadderSettings, Level | None]:
         """The person's settings and their org's ceiling, what every level is resolved
@@ -212,7 +212,8 @@ class LadderStore:
 
 async def open_store(nc: Client, *, replicas: int = 1) -> LadderStore:
     config = KeyValueConfig(bucket="ladder", history=4, replicas=replicas)
-    return LadderStore(nc, await open_bucket(nc.jetstream(), config), replicas=replicas)
+    kv = await open_bucket(nc.jetstream(), config)
+    return LadderStore(nc, kv, await exact_reads(kv))
 
 
 def _settings_key(person: str) -> str:

@@ -20,7 +20,7 @@ from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.poa import AskRecord, Decision, GrantRecord
 from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
-from libs.runtime.leader import exact_reads
+from libs.runtime.leader import Read, exact_reads
 from services.poa.domain.ledger import RootLedger
 
 __all__ = ["AskStore", "GrantStore", "LedgerStore", "open_stores"]
@@ -47,12 +47,12 @@ async def open_stores(
         js, KeyValueConfig(bucket="poa-acts", history=1, ttl=ACTS_KEPT_S, replicas=replicas)
     )
     asks = await open_bucket(js, KeyValueConfig(bucket="poa-asks", history=1, replicas=replicas))
-    return GrantStore(grants, replicas=replicas), LedgerStore(ledger, acts), AskStore(asks)
+    return GrantStore(grants, await exact_reads(grants)), LedgerStore(ledger, acts), AskStore(asks)
 
 
 class GrantStore:
-    def __init__(self, kv: KeyValue, *, replicas: int) -> None:
-        self._kv, self._exact = kv, exact_reads(replicas)
+    def __init__(self, kv: KeyValue, exact: Read) -> None:
+        self._kv, self._exact = kv, exact
 
     async def get(self, org: str, owner: str, grant_id: str) -> GrantRecord | None:
         """The grant with every change acknowledged before the read: a revocation holds

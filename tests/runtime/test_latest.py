@@ -11,8 +11,8 @@ from nats.js.api import KeyValueConfig
 
 from libs.contracts import SERVICES
 from libs.contracts.permissions import OPERATOR, inbox_prefix
-from libs.runtime.kv import open_bucket
-from libs.runtime.leader import latest
+from libs.runtime.kv import current, open_bucket
+from libs.runtime.leader import exact_reads, latest
 from libs.stack.processes import stop_all
 from libs.stack.servers import start_nodes
 
@@ -60,3 +60,16 @@ async def test_a_read_through_the_leader_sees_every_acknowledged_write(three_nod
     finally:
         await writer.close()
         await other.close()
+
+
+async def test_a_bucket_is_read_by_the_replicas_its_stream_has(three_nodes):
+    (first, _, _), password = three_nodes
+    nc = await _connect(first, password)
+    try:
+        js = nc.jetstream()
+        replicated = await open_bucket(js, KeyValueConfig(bucket="three", replicas=3))
+        single = await open_bucket(js, KeyValueConfig(bucket="one", replicas=1))
+        assert await exact_reads(replicated) is latest
+        assert await exact_reads(single) is current
+    finally:
+        await nc.close()
