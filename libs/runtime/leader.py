@@ -3,10 +3,10 @@
 A direct get (nats-py's `kv.get`, runtime's `current`) may be answered by any replica, and
 one that has not yet applied a write answers with the value before it: on three nodes, up
 to 117 of 3,000 reads made as soon as their write was acknowledged (bench/exact_reads.py;
-none on one node, none through the leader). The stream's leader
-has applied every write it acknowledged, so a level lowered or a grant revoked holds from
-the moment its person is told so. (During an election the read fails, with a 503 to ask
-again, rather than answer from a replica that may be behind.)
+none on one node, none through the leader). The stream's leader has applied every write
+it acknowledged, so a level lowered or a grant revoked holds from the moment its person is
+told so. (During an election the read fails, with a 503 to ask again, rather than answer
+from a replica that may be behind.)
 """
 
 import asyncio
