@@ -6,7 +6,13 @@ only these users can publish to request subjects, a service may trust the Princi
 
 from collections.abc import Sequence
 
-from libs.contracts.registry import ANY_SERVICE, TIMER_OWNERS, ServiceContract, Subject
+from libs.contracts.registry import (
+    ANY_SERVICE,
+    REPLIES_BUCKET,
+    TIMER_OWNERS,
+    ServiceContract,
+    Subject,
+)
 
 __all__ = ["GATEWAY", "OPERATOR", "inbox_prefix", "permissions"]
 
@@ -49,6 +55,7 @@ def permissions(role: str, services: Sequence[ServiceContract]) -> dict[str, obj
         publish += [f"$KV.{bucket}.>" for bucket in own.buckets]
         for stream in own.shared_streams:
             publish += _shared_stream(stream, consumer=own.name)
+        publish += _replies(own.name)
     elif role == GATEWAY:
         subscribe.append("tether.live.>")  # streamed to clients it has authorized
         for bucket in (b for svc in services for b in svc.watched):
@@ -78,6 +85,17 @@ def _owned_stream(stream: str) -> list[str]:
         f"{api}.CONSUMER.DURABLE.CREATE.{stream}.>",
         f"{api}.CONSUMER.MSG.NEXT.{stream}.>",
         f"$JS.ACK.{stream}.>",
+    ]
+
+
+def _replies(service: str) -> list[str]:
+    """Make the bucket of kept answers, and read and write only this service's keys."""
+    api, stream = "$JS.API", f"KV_{REPLIES_BUCKET}"
+    return [
+        f"{api}.STREAM.INFO.{stream}",
+        f"{api}.STREAM.CREATE.{stream}",
+        f"{api}.DIRECT.GET.{stream}.$KV.{REPLIES_BUCKET}.{service}.>",
+        f"$KV.{REPLIES_BUCKET}.{service}.>",
     ]
 
 

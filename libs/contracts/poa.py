@@ -191,8 +191,8 @@ class AskAnswer(Contract):
     answer: Literal["approve", "decline"]
 
 
-def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:
-    return request_subject("poa", verb, request, reply, summary)
+def _subject(verb: str, request: type, reply: type, summary: str, **fields: object) -> Subject:
+    return request_subject("poa", verb, request, reply, summary, **fields)
 
 
 VERIFY = _subject("verify", VerifyRequest, Decision, "verify an act against grants as given")
@@ -202,7 +202,13 @@ LIST = _subject("list", ListGrants, GrantList, "my grants")
 GET = _subject("get", GrantRef, GrantRecord, "one of my grants")
 REVOKE = _subject("revoke", GrantRef, GrantRecord, "revoke one of my grants and its descendants")
 DELEGATE = _subject("delegate", DelegateGrant, GrantRecord, "delegate a contained child grant")
-ACT = _subject("act", ActRequest, ActOutcome, "verify an act on a stored grant; record it")
+ACT = _subject(
+    "act",
+    ActRequest,
+    ActOutcome,
+    "verify an act on a stored grant; record it",
+    keyed_itself=True,  # charged once per key in the ledger's compare-and-set
+)
 ASKS = _subject("asks", ListAsks, AskList, "the asks waiting on me")
 ASK = _subject("ask", AskRef, AskRecord, "one ask of mine, or of my person")
 ANSWER = _subject("answer", AskAnswer, AskRecord, "approve or decline an ask of mine")

@@ -14,6 +14,7 @@ from libs.contracts.streams import DEAD, EVENTS, StreamSpec
 
 __all__ = [
     "ANY_SERVICE",
+    "REPLIES_BUCKET",
     "TIMER_OWNERS",
     "Event",
     "ServiceContract",
@@ -28,6 +29,8 @@ __all__ = [
 TIMER_OWNERS = "timer-owners"
 # A caller that stands for every service.
 ANY_SERVICE = "any-service"
+# Where the runtime keeps each service's answers to keyed requests (libs/runtime/replies).
+REPLIES_BUCKET = "replies"
 
 
 class Subject(msgspec.Struct, frozen=True):
@@ -43,6 +46,9 @@ class Subject(msgspec.Struct, frozen=True):
     by_caller: bool = False
     # Reached with no principal: the request proves itself (a carrier's signed webhook).
     public: bool = False
+    # The handler makes its change once under the request key, in the same write, and
+    # answers a run again as it was: the runtime keeps no answer for it.
+    keyed_itself: bool = False
 
     @property
     def service(self) -> str:

@@ -487,7 +487,7 @@ def _subject(verb: str, request: type, reply: type, summary: str, **fields: obje
 _AGENTS = {"callers": frozenset({"agents"}), "by_caller": True}
 _LADDER = {"callers": frozenset({"ladder"}), "by_caller": True}
 
-CREATE = _subject("create", CreateRoom, Room, "create a room")
+CREATE = _subject("create", CreateRoom, Room, "create a room", keyed_itself=True)
 LIST = _subject("list", ListRooms, RoomList, "the rooms I am a member of")
 GET = _subject(
     "get",
@@ -497,7 +497,7 @@ GET = _subject(
     callers=frozenset({"gateway", "ladder"}),
 )
 MESSAGES = _subject("messages", ListMessages, MessagePage, "a room's messages after a cursor")
-SEND = _subject("send", Send, Message, "send a message to a room")
+SEND = _subject("send", Send, Message, "send a message to a room", keyed_itself=True)
 ASK = _subject("ask", Ask, Message, "ask a confirmation question in a room")
 ANSWER = _subject(
     "answer",

@@ -26,12 +26,13 @@ from nats.js.errors import BadRequestError, NoStreamResponseError, ServiceUnavai
 from libs.contracts import codec, streams
 from libs.contracts.health import Health
 from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
-from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused, Unavailable
+from libs.contracts.problem import Problem, Refused, Unavailable
 from libs.contracts.registry import ServiceContract, Subject
 from libs.runtime import bus, logs, metrics
 from libs.runtime.consumer import Consumer
 from libs.runtime.kv import led
 from libs.runtime.ops import start_ops_server
+from libs.runtime.replies import Answer, Replies
 from libs.runtime.settings import Settings
 
 __all__ = ["Handler", "Service", "ensure_shared_streams", "ensure_stream", "request_key", "run"]
@@ -71,6 +72,7 @@ class Service:
         )
         self.js: JetStreamContext = self.nc.jetstream()
         await ensure_shared_streams(self.js, self.contract.shared_streams, replicas=s.js_replicas)
+        self._replies = await Replies.open(self.js, self.contract.name, replicas=s.js_replicas)
         self._ops = await start_ops_server(
             s.metrics_host, s.metrics_port, healthy=lambda: self.nc.is_connected
         )
@@ -151,21 +153,28 @@ class Service:
         msg: Msg,
     ) -> None:
         started = time.perf_counter()
-        headers = None
-        try:
-            request = decode(msg.data or b"{}")
-            principal = None if subject.public else _principal_of(msg, subject)
-            _request_key.set((msg.headers or {}).get(REQUEST_KEY_HEADER))
-            body = codec.encode(await handler(request, principal))  # type: ignore[arg-type]
-            outcome = "ok"
-        except Exception as exc:  # every failure becomes a typed problem reply
-            problem = _problem_of(exc, subject)
-            body, outcome = codec.encode(problem), problem.rule
-            headers = {PROBLEM_HEADER: str(problem.status)}
+        key = (msg.headers or {}).get(REQUEST_KEY_HEADER)
+        _request_key.set(key)
+
+        async def answer() -> Answer:
+            try:
+                request = decode(msg.data or b"{}")
+                principal = None if subject.public else _principal_of(msg, subject)
+                return Answer(codec.encode(await handler(request, principal)))  # type: ignore[arg-type]
+            except Exception as exc:  # every failure becomes a typed problem reply
+                return Answer.of(_problem_of(exc, subject))
+
+        if key is None or subject.keyed_itself:
+            reply = await answer()
+        else:
+            try:
+                reply = await self._replies.once(key, subject.name, msg.data, answer)
+            except Exception as exc:  # the kept answers could not be read: ask again
+                reply = Answer.of(_problem_of(exc, subject))
         if msg.reply:
-            await self.nc.publish(msg.reply, body, headers=headers)
+            await self.nc.publish(msg.reply, reply.body, headers=reply.headers)
         service = self.contract.name
-        metrics.child(metrics.REQUESTS, service, subject.name, outcome).inc()
+        metrics.child(metrics.REQUESTS, service, subject.name, reply.outcome).inc()
         metrics.child(metrics.REQUEST_SECONDS, service, subject.name).observe(
             time.perf_counter() - started
         )

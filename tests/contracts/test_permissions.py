@@ -6,6 +6,8 @@ import pytest
 from nats.errors import NoRespondersError
 
 from libs.contracts.permissions import GATEWAY, permissions
+from libs.contracts.registry import REPLIES_BUCKET
+from libs.runtime.replies import Answer, Replies
 from tests.support import ECHO, OTHER, TEST_SERVICES
 
 
@@ -66,6 +68,27 @@ async def test_a_service_cannot_touch_another_services_buckets(connect):
             await js.stream_info("KV_other-things")
         with pytest.raises((TimeoutError, NoRespondersError)):
             await js.publish("$KV.other-things.k", b"theirs")
+
+
+async def test_a_service_reads_and_writes_only_its_own_kept_answers(connect):
+    async with connect("echo") as owner:
+        kv = await Replies.open(owner.jetstream(), "echo", replicas=1)
+        mine = await kv.once("k1", "tether.echo.say", b"{}", _answered)
+        assert (await kv.once("k1", "tether.echo.say", b"{}", _never)).body == mine.body
+    async with connect("other") as nc:
+        js = nc.jetstream(timeout=0.5)
+        with pytest.raises((TimeoutError, NoRespondersError)):
+            await js.get_msg(f"KV_{REPLIES_BUCKET}", subject="$KV.replies.echo.k1", direct=True)
+        with pytest.raises((TimeoutError, NoRespondersError)):
+            await js.publish("$KV.replies.echo.k1", b"theirs")
+
+
+async def _answered() -> Answer:
+    return Answer(b'{"said": "once"}')
+
+
+async def _never() -> Answer:
+    raise AssertionError("a kept answer is not made again")
 
 
 async def test_the_gateway_may_call_what_the_registry_lets_it_call(connect):

@@ -15,6 +15,7 @@ from tests.mod.conftest import (
     weather,
     write,
 )
+from tests.support import forget_idempotency_key
 
 UNITS = {"op": "set", "kind": "settings", "id": "hanzo/settings/units", "value": "imperial"}
 
@@ -156,3 +157,18 @@ async def test_hip0528_09_4_a_person_may_draft_their_own_write_and_keep_it(api, 
     assert "act" not in draft and draft["waits"] == "held for your Keep"
     kept = await keep(api, people.ada, draft["id"])
     assert kept.status == 200
+
+
+async def test_a_keyed_write_run_again_holds_one_draft(api, people, stack):
+    """An agent's write whose answer was lost with its gateway, sent again with its
+    Idempotency-Key, is answered with the same draft and holds no second one."""
+    await level(api, people.ada, "draft")
+    keyed = people.agent | {"Idempotency-Key": "hide-board-1"}
+    first = await write(api, keyed, "user", [HIDE_BOARD])
+    assert first.status == 202, await first.text()
+    await forget_idempotency_key(stack.redis_url, "hide-board-1")
+    again = await write(api, keyed, "user", [HIDE_BOARD])
+    assert again.status == 202, await again.text()
+    assert await again.json() == await first.json()
+    listed = await (await api.get("/v1/mod/drafts", headers=people.ada)).json()
+    assert [d["id"] for d in listed["drafts"]] == [(await first.json())["draft"]["id"]]

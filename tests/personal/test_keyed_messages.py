@@ -1,5 +1,6 @@
 """Issue 15: a message whose answer was lost in a failover, sent again with its
-Idempotency-Key, is answered as it was and stored once; so is a room."""
+Idempotency-Key, is answered as it was and stored once; so is a room, whose handlers store
+under the key themselves; and so is a question, whose answer the runtime keeps."""
 
 from tests.personal.conftest import history, room_with
 from tests.support import forget_idempotency_key
@@ -32,3 +33,37 @@ async def test_a_keyed_room_made_again_is_made_once(api, people, stack):
 
     listed = await api.get("/v1/rooms", headers=people.bob)
     assert [r["id"] for r in (await listed.json())["rooms"]] == [(await first.json())["id"]]
+
+
+async def test_a_keyed_question_asked_again_is_asked_once(api, people, stack):
+    room = await room_with(api, people, people.bob_id)
+    path = f"/v1/rooms/{room['id']}/questions"
+    body = {"text": "Friday?", "to": people.ada_id, "options": ["yes", "no"]}
+    keyed = people.ada_agent | {"Idempotency-Key": "ask-friday-1"}
+
+    first = await api.post(path, json=body, headers=keyed)
+    assert first.status == 201, await first.text()
+    await forget_idempotency_key(stack.redis_url, "ask-friday-1")
+    again = await api.post(path, json=body, headers=keyed)
+    assert again.status == 201, await again.text()
+    assert await again.json() == await first.json()
+
+    assert [m["text"] for m in await history(api, room, people.ada)] == ["Friday?"]
+
+
+async def test_a_key_its_gateway_forgot_used_for_another_request_is_refused(api, people, stack):
+    room = await room_with(api, people, people.bob_id)
+    path = f"/v1/rooms/{room['id']}/questions"
+    body = {"text": "Friday?", "to": people.ada_id, "options": ["yes", "no"]}
+    keyed = people.ada_agent | {"Idempotency-Key": "ask-friday-2"}
+
+    first = await api.post(path, json=body, headers=keyed)
+    assert first.status == 201, await first.text()
+    await forget_idempotency_key(stack.redis_url, "ask-friday-2")
+    other = await api.post(path, json=body | {"text": "Monday?"}, headers=keyed)
+    assert (other.status, (await other.json())["type"]) == (
+        422,
+        "urn:tether:problem:idempotency-key-reused",
+    )
+
+    assert [m["text"] for m in await history(api, room, people.ada)] == ["Friday?"]

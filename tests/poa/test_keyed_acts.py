@@ -52,6 +52,19 @@ async def test_a_keyed_act_run_again_is_charged_once(api, org, stack):
     assert outcome["binding_acts_today"] == 2
 
 
+async def test_a_keyed_grant_issued_again_is_answered_as_it_was(api, org, stack):
+    """Not refused as a grant that exists: the runtime kept the first answer."""
+    me = bearer(token(org=org, user=f"{org}/ada")) | {"Idempotency-Key": "grant-1"}
+    body = {"grant": root_grant(f"{org}/ada")}
+
+    first = await api.post("/v1/poa/grants", json=body, headers=me)
+    assert first.status == 201, await first.text()
+    await forget_idempotency_key(stack.redis_url, "grant-1")
+    again = await api.post("/v1/poa/grants", json=body, headers=me)
+    assert again.status == 201, await again.text()
+    assert await again.json() == await first.json()
+
+
 async def test_a_keyed_act_run_again_after_many_others_is_charged_once(
     api, org, stack, monkeypatch
 ):
