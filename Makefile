@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.mod
 	$(BIN)/python -m bench.chonk
 	$(BIN)/python -m bench.exact_reads
+	$(BIN)/python -m bench.keyed
 
 # The image's dependencies, fetched once with their hashes checked; `docker build` then
 # installs them with no index.
