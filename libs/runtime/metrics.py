@@ -12,7 +12,8 @@ M = TypeVar("M", Counter, Histogram)
 
 REQUESTS = Counter(
     "tether_requests",
-    "Requests handled, by subject and outcome (ok, or the problem's rule).",
+    "Requests handled, by subject and outcome (ok, the problem's rule, or replayed: a "
+    "keyed request answered as it was).",
     ["service", "subject", "outcome"],
 )
 REQUEST_SECONDS = Histogram(
