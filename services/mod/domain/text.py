@@ -8,7 +8,9 @@ _CONTROL = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
 
 
 def plain(text: str, *, newlines: bool = False) -> bool:
-    return not any(
+    # A printable string holds none of these categories, and is told in one C pass;
+    # only one with something unprintable (a newline, a no-break space) is read by category.
+    return text.isprintable() or not any(
         unicodedata.category(c) in _CONTROL and not (newlines and c == "\n") for c in text
     )
 
