@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
 from nats.js.errors import (
+    BadRequestError,
     BucketNotFoundError,
     KeyNotFoundError,
     KeyWrongLastSequenceError,
@@ -163,7 +164,10 @@ async def open_bucket(js: JetStreamContext, config: KeyValueConfig) -> KeyValue:
             return await js.key_value(config.bucket)
         except BucketNotFoundError:
             config.direct = True
-            return await js.create_key_value(config)
+            try:
+                return await js.create_key_value(config)
+            except BadRequestError:  # another made it first, with other settings: keep theirs
+                return await js.key_value(config.bucket)
 
     kv = await _patiently(opened, f"bucket {config.bucket}")
     await led(js, f"KV_{config.bucket}")

@@ -62,3 +62,17 @@ async def test_a_bucket_without_direct_gets_is_read_by_a_watch_on_each_filter(op
         assert await _several_keys(kv) == SEVERAL
     finally:
         await operator.jetstream().delete_key_value(bucket)
+
+
+async def test_a_bucket_two_make_at_once_with_other_settings_opens_for_both(operator):
+    """The second to make it keeps the first's settings, as a stream made twice does."""
+    js, bucket = operator.jetstream(), f"made-{uuid.uuid4().hex[:8]}"
+    try:
+        first, second = await asyncio.gather(
+            open_bucket(js, KeyValueConfig(bucket=bucket, history=1)),
+            open_bucket(js, KeyValueConfig(bucket=bucket, history=5)),
+        )
+        await first.put("k", b"one")
+        assert (await second.get("k")).value == b"one"
+    finally:
+        await js.delete_key_value(bucket)
