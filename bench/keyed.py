@@ -7,19 +7,17 @@ run. One rooms replica in its own process, with the audit and agents services it
 """
 
 import itertools
-import time
 
-import aiohttp
 import msgspec
 import nats
 import uvloop
 
-from bench.common import flood, free_port, stack
+from bench.common import flood, stack
+from bench.rooms import ORG, USER, a_room
 from libs.contracts.permissions import GATEWAY, inbox_prefix
 from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
-from services.gateway.tokens import mint
 
-SECONDS, USER, ORG = 10, "bench/ada", "bench"
+SECONDS = 10
 
 
 async def asked(url: str, passwords: dict[str, str], room: str) -> dict[str, dict]:
@@ -53,20 +51,7 @@ async def asked(url: str, passwords: dict[str, str], room: str) -> dict[str, dic
 
 def main() -> None:
     with stack() as s:
-        for name in ("audit", "agents", "rooms"):
-            s.service(name)
-        port = free_port()
-        s.gateway(port)
-        token = mint(s.home.jwt_key(), org=ORG, user=USER, now=int(time.time()))
-
-        async def make_room() -> str:
-            async with aiohttp.ClientSession(f"http://127.0.0.1:{port}") as http:
-                auth = {"Authorization": f"Bearer {token}"}
-                async with http.post("/v1/rooms", json={"title": "bench"}, headers=auth) as r:
-                    assert r.status == 201, await r.text()
-                    return (await r.json())["id"]
-
-        room = uvloop.run(make_room())
+        _, _, room = a_room(s)
         results = uvloop.run(asked(s.nats_url, s.passwords, room))
 
     print(f"tether.rooms.ask on the bus, {SECONDS} s each")

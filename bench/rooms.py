@@ -18,7 +18,7 @@ import msgspec
 import nats
 import uvloop
 
-from bench.common import flood, free_port, percentile, stack, wrk
+from bench.common import Stack, flood, free_port, percentile, stack, wrk
 from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
 from services.gateway.tokens import mint
@@ -134,26 +134,29 @@ async def webhook_to_readable(base: str, token: str, url: str, passwords: dict[s
     return samples, floor
 
 
+def a_room(s: Stack) -> tuple[str, str, str]:
+    """Rooms with the audit and agents services it asks, behind a gateway, and a room of
+    USER's: the gateway's address, USER's token and the room."""
+    for name in ("audit", "agents", "rooms"):
+        s.service(name)
+    port = free_port()
+    s.gateway(port)
+    base = f"http://127.0.0.1:{port}"
+    token = mint(s.home.jwt_key(), org=ORG, user=USER, now=int(time.time()))
+
+    async def make_room() -> str:
+        async with aiohttp.ClientSession(base) as http:
+            auth = {"Authorization": f"Bearer {token}"}
+            async with http.post("/v1/rooms", json={"title": "bench"}, headers=auth) as r:
+                assert r.status == 201, await r.text()
+                return (await r.json())["id"]
+
+    return base, token, uvloop.run(make_room())
+
+
 def main() -> None:
     with stack() as s:
-        for name in ("audit", "agents", "rooms"):
-            s.service(name)
-        port = free_port()
-        s.gateway(port)
-        base = f"http://127.0.0.1:{port}"
-        token = mint(s.home.jwt_key(), org=ORG, user=USER, now=int(time.time()))
-
-        async def make_room() -> str:
-            async with aiohttp.ClientSession(base) as http:
-                async with http.post(
-                    "/v1/rooms",
-                    json={"title": "bench"},
-                    headers={"Authorization": f"Bearer {token}"},
-                ) as r:
-                    assert r.status == 201, await r.text()
-                    return (await r.json())["id"]
-
-        room = uvloop.run(make_room())
+        base, token, room = a_room(s)
         bus = uvloop.run(on_the_bus(s.nats_url, s.passwords, room))
         with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
             script.write(

@@ -1,7 +1,7 @@
 """A keyed request's answer, kept before it is sent, so the same request run again (its
 answer lost with a gateway or a NATS node that died) is answered as it was, never run twice.
 
-    replies   <service>.<request key>   Kept; for as long as the gateway keeps the key
+    replies   <service>.<request key>   Kept; 25 h
 
 The key is the gateway's `Tether-Request-Key`, already scoped to the caller; each service's
 credential reaches only its own `<service>.` keys. What is left is a replica that dies
@@ -27,7 +27,8 @@ from libs.runtime.kv import open_bucket
 __all__ = ["Answer", "Replies"]
 
 _log = logging.getLogger(__name__)
-# A day, as the gateway keeps a key's answer, and the hour a key may stay in flight.
+# A day, as the gateway keeps a key's answer, and an hour more: a retry that comes once a
+# killed gateway's key has left its time in flight still finds the answer here.
 _KEPT_S = 25 * 3600
 
 

@@ -35,35 +35,34 @@ async def test_a_keyed_room_made_again_is_made_once(api, people, stack):
     assert [r["id"] for r in (await listed.json())["rooms"]] == [(await first.json())["id"]]
 
 
-async def test_a_keyed_question_asked_again_is_asked_once(api, people, stack):
+async def asked_and_forgotten(api, people, stack, key: str) -> tuple[dict, dict, dict]:
+    """Ada's agent asks her a question with `key`, and its gateway is killed before it
+    kept the answer: the room, the question, and what the retry is sent with."""
     room = await room_with(api, people, people.bob_id)
-    path = f"/v1/rooms/{room['id']}/questions"
     body = {"text": "Friday?", "to": people.ada_id, "options": ["yes", "no"]}
-    keyed = people.ada_agent | {"Idempotency-Key": "ask-friday-1"}
-
-    first = await api.post(path, json=body, headers=keyed)
+    keyed = people.ada_agent | {"Idempotency-Key": key}
+    first = await api.post(f"/v1/rooms/{room['id']}/questions", json=body, headers=keyed)
     assert first.status == 201, await first.text()
-    await forget_idempotency_key(stack.redis_url, "ask-friday-1")
-    again = await api.post(path, json=body, headers=keyed)
-    assert again.status == 201, await again.text()
-    assert await again.json() == await first.json()
+    await forget_idempotency_key(stack.redis_url, key)
+    return room, await first.json(), {"json": body, "headers": keyed}
 
+
+async def test_a_keyed_question_asked_again_is_asked_once(api, people, stack):
+    room, question, retry = await asked_and_forgotten(api, people, stack, "ask-friday-1")
+
+    again = await api.post(f"/v1/rooms/{room['id']}/questions", **retry)
+    assert again.status == 201, await again.text()
+    assert await again.json() == question
     assert [m["text"] for m in await history(api, room, people.ada)] == ["Friday?"]
 
 
 async def test_a_key_its_gateway_forgot_used_for_another_request_is_refused(api, people, stack):
-    room = await room_with(api, people, people.bob_id)
-    path = f"/v1/rooms/{room['id']}/questions"
-    body = {"text": "Friday?", "to": people.ada_id, "options": ["yes", "no"]}
-    keyed = people.ada_agent | {"Idempotency-Key": "ask-friday-2"}
+    room, _, retry = await asked_and_forgotten(api, people, stack, "ask-friday-2")
 
-    first = await api.post(path, json=body, headers=keyed)
-    assert first.status == 201, await first.text()
-    await forget_idempotency_key(stack.redis_url, "ask-friday-2")
-    other = await api.post(path, json=body | {"text": "Monday?"}, headers=keyed)
+    retry["json"] = retry["json"] | {"text": "Monday?"}
+    other = await api.post(f"/v1/rooms/{room['id']}/questions", **retry)
     assert (other.status, (await other.json())["type"]) == (
         422,
         "urn:tether:problem:idempotency-key-reused",
     )
-
     assert [m["text"] for m in await history(api, room, people.ada)] == ["Friday?"]
