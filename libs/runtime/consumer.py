@@ -27,7 +27,7 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
 from prometheus_client import Counter
 
-from libs.contracts.problem import Refused
+from libs.contracts.problem import Refused, Unavailable
 from libs.contracts.streams import dead_subject
 from libs.runtime.metrics import child
 
@@ -123,7 +123,8 @@ class Consumer(Generic[T]):
     async def run(self, wait: float) -> None:
         """Fetch and handle until `stop()`, then finish what is in hand. Each pull waits
         `wait` seconds for new messages, and a stop waits for the pull in flight, so that
-        nothing it delivers is left unread until `ack_wait`."""
+        nothing it delivers is left unacknowledged until `ack_wait`: what it brings after
+        the stop is handed back at once."""
         config = ConsumerConfig(
             ack_policy=AckPolicy.EXPLICIT,
             ack_wait=self._ack_wait,
@@ -146,6 +147,12 @@ class Consumer(Generic[T]):
                 await asyncio.sleep(0.5)
                 continue
             for msg in msgs:
+                if self._stop.is_set():
+                    # Brought by the pull a stop waited for: handed back unhandled, so a
+                    # service shutting down starts no work that its peers, draining too,
+                    # could not answer. Another replica takes it at once.
+                    await msg.nak()
+                    continue
                 await self._slots.acquire()
                 task = asyncio.create_task(self._one(msg))
                 self._tasks.add(task)
@@ -173,6 +180,12 @@ class Consumer(Generic[T]):
                 await self._again(msg, f"{exc.problem.rule}: {exc}")
                 return
             error = f"{exc.problem.rule}: {exc}"
+        except Unavailable as exc:  # a peer or the bus is away: nothing to trace
+            _log.warning(
+                "handling failed; it will be tried again", extra={**where, "error": str(exc)}
+            )
+            await self._again(msg, f"{exc.problem.rule}: {exc}")
+            return
         except Exception as exc:
             _log.warning("handling failed; it will be tried again", exc_info=True, extra=where)
             await self._again(msg, f"{type(exc).__name__}: {exc}")

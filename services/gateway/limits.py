@@ -70,8 +70,8 @@ class IdempotencyKeys:
     def __init__(self, redis: Redis, ttl_s: int = 24 * 3600, in_flight_s: int = 90) -> None:
         """`in_flight_s`: how long a key may stay in flight with no answer kept, the longest
         the gateway that took it can still be waiting for the service. Past it, that
-        gateway is gone (killed mid-request) and a retry runs again: the services that
-        store what a keyed request makes store it under its key, once."""
+        gateway is gone (killed mid-request) and a retry reaches the service again, which
+        answers a key it has answered as it did (libs/runtime/replies)."""
         self._redis = redis
         self._ttl, self._in_flight = ttl_s, in_flight_s
         self._settling: set[asyncio.Future[None]] = set()
