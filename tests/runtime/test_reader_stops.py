@@ -6,6 +6,8 @@ this one started again, takes it at once."""
 import asyncio
 import uuid
 
+from nats.js.errors import NotFoundError
+
 from libs.runtime.consumer import Consumer
 from tests.personal.conftest import eventually
 
@@ -32,7 +34,7 @@ async def test_what_the_last_pull_brings_after_a_stop_is_handed_back_unhandled(o
         async def pulling() -> bool:
             try:
                 return (await js.consumer_info(stream, "d")).num_waiting == 1
-            except Exception:  # not made yet
+            except NotFoundError:  # not made yet
                 return False
 
         assert await eventually(pulling), "the reader never pulled"
