@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.rooms
 	$(BIN)/python -m bench.ladder
 	$(BIN)/python -m bench.mod
+	$(BIN)/python -m bench.mod_split
 	$(BIN)/python -m bench.chonk
 	$(BIN)/python -m bench.exact_reads
 	$(BIN)/python -m bench.keyed
