@@ -20,7 +20,7 @@ import nats
 import uvloop
 from nats.js.api import KeyValueConfig
 
-from bench.common import free_port, percentile, stack
+from bench.common import Stack, free_port, percentile, stack
 from libs.contracts import codec
 from libs.contracts.permissions import OPERATOR, inbox_prefix
 from services.gateway.tokens import mint
@@ -31,7 +31,7 @@ MODE = {"type": "string", "enum": ["a", "b"]}
 APPS = [m.id for m in first_party()]
 
 
-def _ops() -> list[dict]:
+def sixty_four_ops() -> list[dict]:
     """64 ops on 64 distinct targets of the first-party surface."""
     ops = []
     for i, name in enumerate(APPS):
@@ -133,7 +133,7 @@ class Bench:
         return out
 
     async def write(self) -> dict[str, list[float]]:
-        ops = _ops()
+        ops = sixty_four_ops()
         out: dict[str, list[float]] = {
             "64-op POST /v1/mod/layers/user": [],
             "floor: bare KV update, same bytes": [],
@@ -213,13 +213,19 @@ class Bench:
         }
 
 
+def mod_behind_gateway(s: Stack) -> str:
+    """The mod service and those it asks, each in its own process, behind a gateway: its
+    address."""
+    for name in ("audit", "scheduler", "ladder", "mod"):
+        s.service(name)
+    port = free_port()
+    s.gateway(port)
+    return f"http://127.0.0.1:{port}"
+
+
 def main() -> None:
     with stack() as s:
-        for name in ("audit", "scheduler", "ladder", "mod"):
-            s.service(name)
-        port = free_port()
-        s.gateway(port)
-        bench = Bench(f"http://127.0.0.1:{port}", s.home.jwt_key(), s.nats_url, s.passwords)
+        bench = Bench(mod_behind_gateway(s), s.home.jwt_key(), s.nats_url, s.passwords)
         results = uvloop.run(bench.run())
     for title, rows in (
         (

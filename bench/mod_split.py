@@ -16,8 +16,8 @@ import nats
 import uvloop
 from nats.js.api import KeyValueConfig
 
-from bench.common import cpu_seconds, free_port, percentile, process_tree, stack
-from bench.mod import ORG, _ops
+from bench.common import cpu_seconds, percentile, process_tree, stack
+from bench.mod import ORG, mod_behind_gateway, sixty_four_ops
 from libs.contracts import codec, mod
 from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
@@ -31,7 +31,7 @@ Step = Callable[[int], Awaitable[object]]
 class Split:
     def __init__(self, url: str, passwords: dict[str, str], base: str, key: str) -> None:
         self.url, self.passwords, self.base, self.key = url, passwords, base, key
-        self.ops = _ops()
+        self.ops = sixty_four_ops()
         self.versions: dict[str, int] = {}
 
     async def connect(self, role: str) -> nats.NATS:
@@ -134,11 +134,7 @@ class Split:
 
 def main() -> None:
     with stack() as s:
-        for name in ("audit", "scheduler", "ladder", "mod"):
-            s.service(name)
-        port = free_port()
-        s.gateway(port)
-        split = Split(s.nats_url, s.passwords, f"http://127.0.0.1:{port}", s.home.jwt_key())
+        split = Split(s.nats_url, s.passwords, mod_behind_gateway(s), s.home.jwt_key())
         latency, cpu = uvloop.run(split.run())
     print(f"each step alone, {ROUNDS} one at a time")
     print("| step | p50 ms | p99 ms |")

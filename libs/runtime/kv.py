@@ -23,7 +23,7 @@ from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.direct import DirectGetUnavailable, batch_get
 from libs.runtime.locks import KeyedLocks
 
-__all__ = ["Conflict", "Record", "current", "open_bucket", "retried", "swap", "write_at"]
+__all__ = ["GONE", "Conflict", "Record", "current", "open_bucket", "retried", "swap", "write_at"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -103,7 +103,8 @@ async def retried(attempt: Callable[[], Awaitable[R]], key: str, *, attempts: in
 
 
 _LIMIT = 10_000
-_GONE = ("DEL", "PURGE")
+# The KV-Operation header of an entry deleted or purged: no value, whatever it held.
+GONE = ("DEL", "PURGE")
 
 
 async def current(kv: KeyValue, *keys: str) -> list[KeyValue.Entry]:
@@ -137,7 +138,7 @@ async def current(kv: KeyValue, *keys: str) -> list[KeyValue.Entry]:
             operation=None,
         )
         for msg in found
-        if msg.headers.get("KV-Operation") not in _GONE
+        if msg.headers.get("KV-Operation") not in GONE
     ]
 
 

@@ -18,7 +18,7 @@ import msgspec
 from nats.js.errors import APIError
 from nats.js.kv import KeyValue
 
-from libs.runtime.kv import current
+from libs.runtime.kv import GONE, current
 
 __all__ = ["Read", "exact_reads", "latest"]
 
@@ -69,7 +69,7 @@ async def latest(kv: KeyValue, *keys: str) -> list[KeyValue.Entry]:
             if error.get("err_code") == _NO_MESSAGE_FOUND:
                 return None
             raise APIError.from_error(error)  # its own kind: a 503 is asked again
-        if stored.hdrs and _operation(b64decode(stored.hdrs)) in ("DEL", "PURGE"):
+        if stored.hdrs and _operation(b64decode(stored.hdrs)) in GONE:
             return None
         return KeyValue.Entry(
             bucket=kv._name,

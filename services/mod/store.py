@@ -31,7 +31,7 @@ from libs.contracts.mod import (
     Op,
 )
 from libs.runtime.direct import batch_get
-from libs.runtime.kv import Record, current, open_bucket, swap, write_at
+from libs.runtime.kv import GONE, Record, current, open_bucket, swap, write_at
 
 __all__ = ["InstallRecord", "ModStore", "Stored", "install_of", "layer_key", "open_store"]
 
@@ -109,7 +109,7 @@ class ModStore:
         return [
             (int(m.headers["Nats-Sequence"]), _stored.decode(m.data))
             for m in reversed(found)
-            if m.data and m.headers.get("KV-Operation") not in ("DEL", "PURGE")
+            if m.data and m.headers.get("KV-Operation") not in GONE
         ]
 
     async def drafts(self, key: str) -> HeldDrafts:
