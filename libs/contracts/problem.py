@@ -2,7 +2,7 @@
 
 from libs.contracts.base import Contract
 
-__all__ = ["PROBLEM_HEADER", "Problem", "Refused", "Unavailable"]
+__all__ = ["PROBLEM_HEADER", "KeyReused", "Problem", "Refused", "Unavailable"]
 
 # A reply carrying this header is a Problem; its value is the HTTP status.
 PROBLEM_HEADER = "Tether-Problem"
@@ -53,6 +53,15 @@ class Refused(Exception):
             errors=errors,
             index=index,
             version=version,
+        )
+
+
+class KeyReused(Refused):
+    """An Idempotency-Key sent again with another request than the one it first ran."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "idempotency-key-reused", 422, "this Idempotency-Key was used for another request"
         )
 
 

@@ -46,8 +46,9 @@ class Subject(msgspec.Struct, frozen=True):
     by_caller: bool = False
     # Reached with no principal: the request proves itself (a carrier's signed webhook).
     public: bool = False
-    # The handler makes its change once under the request key, in the same write, and
-    # answers a run again as it was: the runtime keeps no answer for it.
+    # The handler makes its change once under the request key, in the same write, answers
+    # a run again as it was and refuses another request with the key (`request_digest`):
+    # the runtime keeps no answer for it.
     keyed_itself: bool = False
 
     @property

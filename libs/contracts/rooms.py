@@ -487,7 +487,7 @@ def _subject(verb: str, request: type, reply: type, summary: str, **fields: obje
 _AGENTS = {"callers": frozenset({"agents"}), "by_caller": True}
 _LADDER = {"callers": frozenset({"ladder"}), "by_caller": True}
 
-CREATE = _subject("create", CreateRoom, Room, "create a room", keyed_itself=True)
+CREATE = _subject("create", CreateRoom, Room, "create a room")
 LIST = _subject("list", ListRooms, RoomList, "the rooms I am a member of")
 GET = _subject(
     "get",

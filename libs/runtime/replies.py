@@ -20,16 +20,21 @@ from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
-from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused
+from libs.contracts.problem import PROBLEM_HEADER, KeyReused, Problem
 from libs.contracts.registry import REPLIES_BUCKET
 from libs.runtime.kv import open_bucket
 
-__all__ = ["Answer", "Replies"]
+__all__ = ["Answer", "Replies", "digest"]
 
 _log = logging.getLogger(__name__)
 # A day, as the gateway keeps a key's answer, and an hour more: a retry that comes once a
 # killed gateway's key has left its time in flight still finds the answer here.
 _KEPT_S = 25 * 3600
+
+
+def digest(subject: str, request: bytes) -> bytes:
+    """What tells the request a key was first sent with from another sent with it."""
+    return hashlib.sha256(b"\n".join((subject.encode(), request))).digest()[:16]
 
 
 class Answer(msgspec.Struct, array_like=True, frozen=True):
@@ -50,7 +55,7 @@ class Answer(msgspec.Struct, array_like=True, frozen=True):
 
 
 class Kept(msgspec.Struct, array_like=True, frozen=True):
-    request: bytes  # a digest of the subject and the request, to tell a key used again
+    request: bytes  # its digest, to tell a key used again
     answer: Answer
 
 
@@ -67,30 +72,24 @@ class Replies:
         return cls(await open_bucket(js, config), service)
 
     async def once(
-        self, key: str, subject: str, request: bytes, answer: Callable[[], Awaitable[Answer]]
+        self, key: str, request: bytes, answer: Callable[[], Awaitable[Answer]]
     ) -> Answer:
-        """The answer kept under `key`, or `answer()`'s, kept unless it is a transient
-        failure (5xx), which a retry should meet by running again."""
+        """The answer kept under `key` for the same `request` (its `digest`), or
+        `answer()`'s, kept unless it is a transient failure (5xx), which a retry should meet
+        by running again."""
         name = f"{self._service}.{key}"
-        digest = hashlib.sha256(b"\n".join((subject.encode(), request))).digest()
         try:
             kept = _kept.decode((await self._kv.get(name)).value or b"")
         except KeyNotFoundError:
             kept = None
         if kept is not None:
-            if kept.request != digest:
-                return Answer.of(
-                    Refused(
-                        "idempotency-key-reused",
-                        422,
-                        "this Idempotency-Key was used for another request",
-                    ).problem
-                )
+            if kept.request != request:
+                return Answer.of(KeyReused().problem)
             return msgspec.structs.replace(kept.answer, outcome="replayed")
         made = await answer()
         if made.status < 500:
             try:
-                await self._kv.put(name, msgspec.msgpack.encode(Kept(digest, made)))
+                await self._kv.put(name, msgspec.msgpack.encode(Kept(request, made)))
             except Exception:  # the change is made: its answer goes out all the same
-                _log.warning("answer not kept", extra={"subject": subject}, exc_info=True)
+                _log.warning("answer not kept", extra={"key": key}, exc_info=True)
         return made

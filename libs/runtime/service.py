@@ -32,22 +32,39 @@ from libs.runtime import bus, logs, metrics
 from libs.runtime.consumer import Consumer
 from libs.runtime.kv import led
 from libs.runtime.ops import start_ops_server
-from libs.runtime.replies import Answer, Replies
+from libs.runtime.replies import Answer, Replies, digest
 from libs.runtime.settings import Settings
 
-__all__ = ["Handler", "Service", "ensure_shared_streams", "ensure_stream", "request_key", "run"]
+__all__ = [
+    "Handler",
+    "Service",
+    "ensure_shared_streams",
+    "ensure_stream",
+    "request_digest",
+    "request_key",
+    "run",
+]
 
 Handler = Callable[[Any, Principal], Awaitable[msgspec.Struct]]
 
 _log = logging.getLogger(__name__)
 _decode_principal = msgspec.json.Decoder(Principal).decode
-_request_key: ContextVar[str | None] = ContextVar("request_key", default=None)
+_request_key: ContextVar[tuple[str, bytes] | None] = ContextVar("request_key", default=None)
 
 
 def request_key() -> str | None:
     """The key of the request being handled, if its client keyed it: what a handler stores
     once under (each request is handled in a task of its own)."""
-    return _request_key.get()
+    keyed = _request_key.get()
+    return None if keyed is None else keyed[0]
+
+
+def request_digest() -> bytes:
+    """The digest of the keyed request being handled, kept with what is stored under its
+    key to tell the same request sent again from another sent with the same key."""
+    keyed = _request_key.get()
+    assert keyed is not None, "only a keyed request has a digest"
+    return keyed[1]
 
 
 class Service:
@@ -154,7 +171,8 @@ class Service:
     ) -> None:
         started = time.perf_counter()
         key = (msg.headers or {}).get(REQUEST_KEY_HEADER)
-        _request_key.set(key)
+        keyed = None if key is None else (key, digest(subject.name, msg.data))
+        _request_key.set(keyed)
 
         async def answer() -> Answer:
             try:
@@ -164,11 +182,11 @@ class Service:
             except Exception as exc:  # every failure becomes a typed problem reply
                 return Answer.of(_problem_of(exc, subject))
 
-        if key is None or subject.keyed_itself:
+        if keyed is None or subject.keyed_itself:
             reply = await answer()
         else:
             try:
-                reply = await self._replies.once(key, subject.name, msg.data, answer)
+                reply = await self._replies.once(*keyed, answer)
             except Exception as exc:  # the kept answers could not be read: ask again
                 reply = Answer.of(_problem_of(exc, subject))
         if msg.reply:

@@ -10,7 +10,7 @@ from redis.asyncio import Redis
 
 from libs.contracts import codec
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
+from libs.contracts.problem import KeyReused, Refused
 
 __all__ = ["IdempotencyKeys", "Late", "RateLimiter", "Stored"]
 
@@ -93,9 +93,7 @@ class IdempotencyKeys:
         if stored is None:
             return await self.claim(principal, key, fingerprint)
         if stored.fingerprint != fingerprint:
-            raise Refused(
-                "idempotency-key-reused", 422, "this Idempotency-Key was used for another request"
-            )
+            raise KeyReused()
         if stored.status == 0:
             raise Refused("idempotency-key-in-use", 409, "a request with this key is in progress")
         return stored

@@ -10,7 +10,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.runtime.kv import Conflict
-from libs.runtime.service import Handler, request_key
+from libs.runtime.service import Handler, request_digest, request_key
 from services.poa.asking import Asking
 from services.poa.domain import ALLOW, ASK_USER, contain, grants, ledger, verify
 from services.poa.domain.reading import identity, obj
@@ -83,7 +83,8 @@ class Handlers:
         revoked = record.revoked or any(r.revoked for r in lineage)
         now = self._clock()
         key = request_key()
-        if key is not None and (done := await self._charged(p, key, ids[0], now)):
+        request = b"" if key is None else request_digest()
+        if key is not None and (done := await self._charged(p, key, request, ids[0], now)):
             books = await self._ledger.read(p.org, p.sub, ids[0], ledger.month_of(now))
             return _outcome(done, books.of(record.id), now, recorded=True)
 
@@ -97,7 +98,7 @@ class Handlers:
         def decided(books: ledger.RootLedger) -> poa.Decision:
             found = next((d for b, d in made if b is books), None)
             if found is None:
-                found = ledger.replayed(books, key) or ledger.decided(
+                found = ledger.replayed(books, key, request) or ledger.decided(
                     chain, req.envelope, books, now, revoked=revoked
                 )
                 made.append((books, found))
@@ -122,13 +123,15 @@ class Handlers:
             p.sub,
             ids[0],
             ledger.month_of(now),
-            lambda books: ledger.acted(books, decided(books), ids, req.envelope, now, key=key),
+            lambda books: ledger.acted(
+                books, decided(books), ids, req.envelope, now, key=key, request=request
+            ),
             record=recorded,
         )
         decision = decided(before)  # the books the act was decided on
         if decision.decision == ALLOW:
             if key is not None:
-                await self._ledger.keep_acts(p.org, p.sub, {key: decision})
+                await self._ledger.keep_acts(p.org, p.sub, {key: ledger.Keyed(request, decision)})
             return _outcome(decision, after.of(record.id), now, recorded=True)
         await self._trail.append(
             p.org, actor=p, action="poa.act.decide", target=record.id, data=_data(decision)
@@ -154,7 +157,7 @@ class Handlers:
         }
 
     async def _charged(
-        self, p: Principal, key: str, root_id: str, now: datetime
+        self, p: Principal, key: str, request: bytes, root_id: str, now: datetime
     ) -> poa.Decision | None:
         """The decision of an act already charged under `key`: kept in poa-acts for a day,
         or, its keep lost, among the latest keys of last month's books when the month
@@ -162,8 +165,8 @@ class Handlers:
         done = await self._ledger.acted(p.org, p.sub, key)
         month = ledger.month_before(now, timedelta(seconds=ACTS_KEPT_S))
         if done is None and month is not None:
-            done = ledger.replayed(await self._ledger.read(p.org, p.sub, root_id, month), key)
-        return done
+            done = (await self._ledger.read(p.org, p.sub, root_id, month)).keyed.get(key)
+        return ledger.answered(done, request)
 
     async def _mine(self, p: Principal, grant_id: str) -> poa.GrantRecord:
         found = await self._grants.get(p.org, p.sub, grant_id)

@@ -18,10 +18,10 @@ from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.base import key_token
-from libs.contracts.poa import AskRecord, Decision, GrantRecord
+from libs.contracts.poa import AskRecord, GrantRecord
 from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
 from libs.runtime.leader import Read, exact_reads
-from services.poa.domain.ledger import RootLedger
+from services.poa.domain.ledger import Keyed, RootLedger
 
 __all__ = ["AskStore", "GrantStore", "LedgerStore", "open_stores"]
 
@@ -29,7 +29,7 @@ _grant = codec.decoder(GrantRecord)
 _ledger = codec.decoder(RootLedger)
 _ask = codec.decoder(AskRecord)
 _where = msgspec.json.Decoder(tuple[str, str, str]).decode
-_decision = codec.decoder(Decision)
+_keyed = codec.decoder(Keyed)
 # An Idempotency-Key runs once for 24 h (the gateway's promise), an hour's margin on.
 ACTS_KEPT_S = 25 * 3600
 
@@ -92,15 +92,15 @@ class LedgerStore:
     def __init__(self, kv: KeyValue, acts: KeyValue) -> None:
         self._kv, self._acts = kv, acts
 
-    async def acted(self, org: str, owner: str, key: str) -> Decision | None:
+    async def acted(self, org: str, owner: str, key: str) -> Keyed | None:
         """The decision of the act charged under request `key`, kept for a day."""
         try:
             entry = await self._acts.get(_key(org, owner, key))
         except KeyNotFoundError:
             return None
-        return None if entry.value is None else _decision.decode(entry.value)
+        return None if entry.value is None else _keyed.decode(entry.value)
 
-    async def keep_acts(self, org: str, owner: str, decisions: Mapping[str, Decision]) -> None:
+    async def keep_acts(self, org: str, owner: str, decisions: Mapping[str, Keyed]) -> None:
         """Keep each decision under its request key for a day (a put: keeping one twice is
         harmless)."""
         await asyncio.gather(

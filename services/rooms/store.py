@@ -113,9 +113,11 @@ class RoomStore:
 
     # history
 
-    async def append(self, org: str, message: Message, *, msg_id: str | None = None) -> Message:
+    async def append(
+        self, org: str, message: Message, *, msg_id: str | None = None
+    ) -> Message | None:
         """Store `message`; it comes back with its seq. A repeated `msg_id` stores nothing
-        and answers the first one's seq."""
+        and answers the message stored under it first, or None if that is another room's."""
         headers = {"Nats-Msg-Id": msg_id} if msg_id else None
         subject = (
             _private(org, message.room, message.to)
@@ -123,6 +125,8 @@ class RoomStore:
             else _subject(org, message.room)
         )
         ack = await self._js.publish(subject, codec.encode(message), headers=headers)
+        if ack.duplicate:
+            return await self.message(org, message.room, ack.seq, reader=message.to)
         return msgspec.structs.replace(message, seq=ack.seq)
 
     async def announce(self, message: Message, live: str, event: MessageStored) -> None:

@@ -7,7 +7,7 @@ from nats.errors import NoRespondersError
 
 from libs.contracts.permissions import GATEWAY, permissions
 from libs.contracts.registry import REPLIES_BUCKET
-from libs.runtime.replies import Answer, Replies
+from libs.runtime.replies import Answer, Replies, digest
 from tests.support import ECHO, OTHER, TEST_SERVICES
 
 
@@ -73,8 +73,9 @@ async def test_a_service_cannot_touch_another_services_buckets(connect):
 async def test_a_service_reads_and_writes_only_its_own_kept_answers(connect):
     async with connect("echo") as owner:
         kv = await Replies.open(owner.jetstream(), "echo", replicas=1)
-        mine = await kv.once("k1", "tether.echo.say", b"{}", _answered)
-        assert (await kv.once("k1", "tether.echo.say", b"{}", _never)).body == mine.body
+        request = digest("tether.echo.say", b"{}")
+        mine = await kv.once("k1", request, _answered)
+        assert (await kv.once("k1", request, _never)).body == mine.body
     async with connect("other") as nc:
         js = nc.jetstream(timeout=0.5)
         with pytest.raises((TimeoutError, NoRespondersError)):

@@ -1,6 +1,7 @@
 """Issue 15: a message whose answer was lost in a failover, sent again with its
-Idempotency-Key, is answered as it was and stored once; so is a room, whose handlers store
-under the key themselves; and so is a question, whose answer the runtime keeps."""
+Idempotency-Key, is answered as it was and stored once, its handler storing under the key
+itself; so are a room and a question, whose answers the runtime keeps. The same key sent
+with another request is refused, never answered with the first's outcome."""
 
 from tests.personal.conftest import history, room_with
 from tests.support import forget_idempotency_key
@@ -15,8 +16,24 @@ async def test_a_keyed_message_run_again_is_stored_once(api, people, stack):
     await forget_idempotency_key(stack.redis_url, "hello-1")
     again = await api.post(path, json={"text": "hello"}, headers=keyed)
     assert again.status == 201, await again.text()
-    assert (await again.json())["seq"] == (await first.json())["seq"]
+    assert await again.json() == await first.json()
 
+    assert [m["text"] for m in await history(api, room, people.bob)] == ["hello"]
+
+
+async def test_a_key_its_gateway_forgot_used_for_another_message_is_refused(api, people, stack):
+    """Not answered with a message that was never stored (the first's seq, the new text)."""
+    room = await room_with(api, people, people.bob_id)
+    path, keyed = f"/v1/rooms/{room['id']}/messages", people.ada | {"Idempotency-Key": "hello-2"}
+
+    first = await api.post(path, json={"text": "hello"}, headers=keyed)
+    assert first.status == 201, await first.text()
+    await forget_idempotency_key(stack.redis_url, "hello-2")
+    other = await api.post(path, json={"text": "goodbye"}, headers=keyed)
+    assert (other.status, (await other.json())["type"]) == (
+        422,
+        "urn:tether:problem:idempotency-key-reused",
+    )
     assert [m["text"] for m in await history(api, room, people.bob)] == ["hello"]
 
 
@@ -33,6 +50,24 @@ async def test_a_keyed_room_made_again_is_made_once(api, people, stack):
 
     listed = await api.get("/v1/rooms", headers=people.bob)
     assert [r["id"] for r in (await listed.json())["rooms"]] == [(await first.json())["id"]]
+
+
+async def test_a_key_its_gateway_forgot_used_for_another_room_is_refused(api, people, stack):
+    keyed = people.ada | {"Idempotency-Key": "team-room-2"}
+
+    first = await api.post(
+        "/v1/rooms", json={"title": "team", "members": [people.bob_id]}, headers=keyed
+    )
+    assert first.status == 201, await first.text()
+    await forget_idempotency_key(stack.redis_url, "team-room-2")
+    other = await api.post("/v1/rooms", json={"title": "other", "members": []}, headers=keyed)
+    assert (other.status, (await other.json())["type"]) == (
+        422,
+        "urn:tether:problem:idempotency-key-reused",
+    )
+
+    listed = await api.get("/v1/rooms", headers=people.ada)
+    assert [r["title"] for r in (await listed.json())["rooms"]] == ["team"]
 
 
 async def asked_and_forgotten(api, people, stack, key: str) -> tuple[dict, dict, dict]:

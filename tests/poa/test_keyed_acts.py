@@ -52,6 +52,36 @@ async def test_a_keyed_act_run_again_is_charged_once(api, org, stack):
     assert outcome["binding_acts_today"] == 2
 
 
+@pytest.mark.parametrize("kept_apart", [True, False], ids=["kept-apart", "in-the-ledger"])
+async def test_a_key_its_gateway_forgot_used_for_another_act_is_refused(
+    api, org, stack, operator, kept_apart
+):
+    """The same key with another envelope is another request: refused, and never answered
+    with the first act's outcome nor charged, whether its decision is found in poa-acts or,
+    that keep lost, in the ledger's latest keys."""
+    user = f"{org}/ada"
+    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
+    issued = await api.post("/v1/poa/grants", json={"grant": root_grant(user)}, headers=me)
+    assert issued.status == 201, await issued.text()
+    acts = f"/v1/poa/grants/{(await issued.json())['id']}/acts"
+    key = f"buy-groceries-{kept_apart}"
+    keyed = agent | {"Idempotency-Key": key}
+
+    first = await api.post(acts, json={"envelope": purchase(40)}, headers=keyed)
+    assert first.status == 200, await first.text()
+    if not kept_apart:
+        await operator.jetstream().purge_stream("KV_poa-acts", subject=f"$KV.poa-acts.{org}.>")
+    await forget_idempotency_key(stack.redis_url, key)
+    other = await api.post(acts, json={"envelope": purchase(30)}, headers=keyed)
+    assert (other.status, (await other.json())["type"]) == (
+        422,
+        "urn:tether:problem:idempotency-key-reused",
+    )
+
+    unkeyed = await api.post(acts, json={"envelope": purchase(1)}, headers=agent)
+    assert (await unkeyed.json())["spent_month_usd"] == "41"
+
+
 async def test_a_keyed_grant_issued_again_is_answered_as_it_was(api, org, stack):
     """Not refused as a grant that exists: the runtime kept the first answer."""
     me = bearer(token(org=org, user=f"{org}/ada")) | {"Idempotency-Key": "grant-1"}

@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from libs.contracts.problem import KeyReused
 from services.poa.domain.asks import money_rule
 from services.poa.domain.decisions import ALLOW, Decision, ask
 from services.poa.domain.reading import is_official, items, money, obj
@@ -18,9 +19,11 @@ from services.poa.domain.resolve import Act
 from services.poa.domain.verify import verify
 
 __all__ = [
+    "Keyed",
     "Ledger",
     "RootLedger",
     "acted",
+    "answered",
     "approved",
     "charge",
     "decided",
@@ -49,6 +52,14 @@ class Ledger(msgspec.Struct, frozen=True, kw_only=True):
 KEYS_KEPT = 256
 
 
+class Keyed(msgspec.Struct, frozen=True, array_like=True):
+    """A keyed act's decision, and the digest of the request that made it: the same key
+    sent with another request is refused, never answered with this decision."""
+
+    request: bytes
+    decision: Decision
+
+
 class RootLedger(msgspec.Struct, frozen=True, kw_only=True):
     """The month's ledgers of a root grant's whole tree, by grant id; the asks whose
     approved acts were charged to it (so an approval carried out twice charges once); and
@@ -58,7 +69,7 @@ class RootLedger(msgspec.Struct, frozen=True, kw_only=True):
     month: str
     grants: dict[str, Ledger] = {}
     approved: tuple[str, ...] = ()
-    keyed: dict[str, Decision] = {}
+    keyed: dict[str, Keyed] = {}
 
     def of(self, grant_id: str) -> Ledger:
         return self.grants.get(grant_id) or Ledger(month=self.month)
@@ -150,14 +161,21 @@ def decided(
     return decision
 
 
-def evicted(before: RootLedger, after: RootLedger) -> dict[str, Decision]:
+def evicted(before: RootLedger, after: RootLedger) -> dict[str, Keyed]:
     """The keyed decisions a change pushes out of the ledger, to be kept elsewhere first."""
     return {k: d for k, d in before.keyed.items() if k not in after.keyed}
 
 
-def replayed(books: RootLedger, key: str | None) -> Decision | None:
+def answered(kept: Keyed | None, request: bytes) -> Decision | None:
+    """The decision `kept` under a key, if `request` (its digest) is the one that made it."""
+    if kept is not None and kept.request != request:
+        raise KeyReused()
+    return None if kept is None else kept.decision
+
+
+def replayed(books: RootLedger, key: str | None, request: bytes) -> Decision | None:
     """The decision of the act charged under request `key`, if one was."""
-    return None if key is None else books.keyed.get(key)
+    return None if key is None else answered(books.keyed.get(key), request)
 
 
 def acted(
@@ -168,17 +186,18 @@ def acted(
     now: datetime,
     *,
     key: str | None = None,
+    request: bytes = b"",
 ) -> RootLedger:
     """The books after an act decided on them: charged to the whole chain (root to leaf) if
     allowed, as they were if not, or if the act keyed `key` was charged already."""
-    if decision.decision != ALLOW or replayed(books, key) is not None:
+    if decision.decision != ALLOW or replayed(books, key, request) is not None:
         return books
     official = decision.rule_id == "standing_within_limits"
     after = charge(books, chain, envelope, now, official=official)
     if key is None:
         return after
     kept = list(books.keyed.items())[max(0, len(books.keyed) - KEYS_KEPT + 1) :]
-    return msgspec.structs.replace(after, keyed=dict([*kept, (key, decision)]))
+    return msgspec.structs.replace(after, keyed=dict([*kept, (key, Keyed(request, decision))]))
 
 
 def approved(

@@ -19,7 +19,16 @@ from libs.contracts.rooms import (
 )
 from services.rooms.domain.members import answerer, caller, is_member
 
-__all__ = ["alone", "answer_alone", "authored", "check_to", "heard_on", "inbound", "stored"]
+__all__ = [
+    "alone",
+    "answer_alone",
+    "authored",
+    "check_to",
+    "heard_on",
+    "inbound",
+    "same",
+    "stored",
+]
 
 
 def authored(
@@ -95,6 +104,11 @@ def alone(message: Message) -> Message:
     if message.to is not None and (message.notice or (own_agent and message.question)):
         return msgspec.structs.replace(message, private=True)
     return message
+
+
+def same(stored: Message, asked: Message) -> bool:
+    """Whether `stored` is the message `asked` for, but for when it was stored."""
+    return msgspec.structs.replace(stored, seq=asked.seq, at=asked.at) == asked
 
 
 def answer_alone(answer: Message, asked: Message) -> Message:

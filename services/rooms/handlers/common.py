@@ -12,7 +12,7 @@ from libs.audit.trail import Trail
 from libs.contracts import rooms
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
+from libs.contracts.problem import KeyReused, Refused
 from services.rooms.domain import deliveries, members, messages
 from services.rooms.sealing import Sealer
 from services.rooms.store import RoomStore
@@ -46,8 +46,12 @@ class Rooms:
     ) -> rooms.Message:
         """Stored first; then streamed to members, announced for its answerer, and, in a
         line's room, sent out by the person's line when the person (or their agent) wrote
-        (a voice line sends nothing: what it says, it says on the call)."""
-        stored = await self._store.append(room.org, messages.alone(message), msg_id=msg_id)
+        (a voice line sends nothing: what it says, it says on the call). Under a `msg_id`
+        stored before, it is the message stored first, and another is refused."""
+        message = messages.alone(message)
+        stored = await self._store.append(room.org, message, msg_id=msg_id)
+        if stored is None or not messages.same(stored, message):
+            raise KeyReused()
         await self._store.announce(
             stored,
             messages.heard_on(stored),

@@ -21,7 +21,9 @@ class Messages(Rooms):
         limits: agents.PlanLimits = await call(
             self._nc, agents.LIMITS, agents.PlanLimitsRequest(org=p.org), caller="rooms"
         )
-        key = request_key()  # a keyed create run again after a failover makes one room
+        # The runtime answers a keyed create run again; made under the key, a room is made
+        # once even by a replica that died before it kept its answer.
+        key = request_key()
         room_id = f"r-{key[:16]}" if key else f"r-{secrets.token_hex(8)}"
         if key and (made := await self._store.room(room_id)) is not None:
             return made
