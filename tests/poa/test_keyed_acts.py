@@ -30,12 +30,17 @@ async def api(client_for, gateway_settings, poa_service):
     return await client_for(gateway_settings, services=(CONTRACT,))
 
 
-async def test_a_keyed_act_run_again_is_charged_once(api, org, stack):
+async def a_grant(api, org: str) -> tuple[dict[str, str], str]:
+    """Ada's root grant, issued: her agent's headers and the grant's acts."""
     user = f"{org}/ada"
     me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
     issued = await api.post("/v1/poa/grants", json={"grant": root_grant(user)}, headers=me)
     assert issued.status == 201, await issued.text()
-    acts = f"/v1/poa/grants/{(await issued.json())['id']}/acts"
+    return agent, f"/v1/poa/grants/{(await issued.json())['id']}/acts"
+
+
+async def test_a_keyed_act_run_again_is_charged_once(api, org, stack):
+    agent, acts = await a_grant(api, org)
     keyed = agent | {"Idempotency-Key": "buy-groceries-1"}
 
     first = await api.post(acts, json={"envelope": purchase(40)}, headers=keyed)
@@ -59,11 +64,7 @@ async def test_a_key_its_gateway_forgot_used_for_another_act_is_refused(
     """The same key with another envelope is another request: refused, and never answered
     with the first act's outcome nor charged, whether its decision is found in poa-acts or,
     that keep lost, in the ledger's latest keys."""
-    user = f"{org}/ada"
-    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
-    issued = await api.post("/v1/poa/grants", json={"grant": root_grant(user)}, headers=me)
-    assert issued.status == 201, await issued.text()
-    acts = f"/v1/poa/grants/{(await issued.json())['id']}/acts"
+    agent, acts = await a_grant(api, org)
     key = f"buy-groceries-{kept_apart}"
     keyed = agent | {"Idempotency-Key": key}
 
@@ -101,10 +102,7 @@ async def test_a_keyed_act_run_again_after_many_others_is_charged_once(
     """Its decision is kept a day apart from the ledger, which keeps only its latest keys:
     here one, so the second act's key pushes the first's out of it."""
     monkeypatch.setattr(ledger, "KEYS_KEPT", 1)
-    user = f"{org}/ada"
-    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
-    issued = await api.post("/v1/poa/grants", json={"grant": root_grant(user)}, headers=me)
-    acts = f"/v1/poa/grants/{(await issued.json())['id']}/acts"
+    agent, acts = await a_grant(api, org)
 
     for key in ("first", "second"):
         keyed = agent | {"Idempotency-Key": key}
@@ -125,10 +123,7 @@ async def test_a_keyed_act_never_kept_apart_is_charged_once_after_many_others(
     """Its decision was charged, but keeping it in poa-acts failed (the bucket lost its
     leader; here its entries are purged): the ledger lets its key go only once kept."""
     monkeypatch.setattr(ledger, "KEYS_KEPT", 1)
-    user = f"{org}/ada"
-    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
-    issued = await api.post("/v1/poa/grants", json={"grant": root_grant(user)}, headers=me)
-    acts = f"/v1/poa/grants/{(await issued.json())['id']}/acts"
+    agent, acts = await a_grant(api, org)
     first = agent | {"Idempotency-Key": "never-kept"}
 
     done = await api.post(acts, json={"envelope": purchase(40)}, headers=first)
@@ -151,11 +146,7 @@ async def test_a_keyed_act_sent_again_after_the_month_turned_is_charged_once(
     """Charged in a month's last second, its keep in poa-acts lost, sent again after
     midnight: the new month's ledger never saw its key, last month's did."""
     now[0] = LAST_SECOND
-    user = f"{org}/ada"
-    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
-    issued = await api.post("/v1/poa/grants", json={"grant": root_grant(user)}, headers=me)
-    assert issued.status == 201, await issued.text()
-    acts = f"/v1/poa/grants/{(await issued.json())['id']}/acts"
+    agent, acts = await a_grant(api, org)
     key = f"{org}-month-end"
     keyed = agent | {"Idempotency-Key": key}
 
