@@ -18,7 +18,7 @@ from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.base import key_token
-from libs.contracts.poa import AskRecord, GrantRecord
+from libs.contracts.poa import AskRecord, Decision, GrantRecord
 from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
 from libs.runtime.leader import Read, exact_reads
 from services.poa.domain.ledger import Keyed, RootLedger
@@ -29,7 +29,7 @@ _grant = codec.decoder(GrantRecord)
 _ledger = codec.decoder(RootLedger)
 _ask = codec.decoder(AskRecord)
 _where = msgspec.json.Decoder(tuple[str, str, str]).decode
-_keyed = codec.decoder(Keyed)
+_keyed = codec.decoder(Keyed | Decision)
 # An Idempotency-Key runs once for 24 h (the gateway's promise), an hour's margin on.
 ACTS_KEPT_S = 25 * 3600
 
@@ -92,7 +92,7 @@ class LedgerStore:
     def __init__(self, kv: KeyValue, acts: KeyValue) -> None:
         self._kv, self._acts = kv, acts
 
-    async def acted(self, org: str, owner: str, key: str) -> Keyed | None:
+    async def acted(self, org: str, owner: str, key: str) -> Keyed | Decision | None:
         """The decision of the act charged under request `key`, kept for a day."""
         try:
             entry = await self._acts.get(_key(org, owner, key))
@@ -100,7 +100,9 @@ class LedgerStore:
             return None
         return None if entry.value is None else _keyed.decode(entry.value)
 
-    async def keep_acts(self, org: str, owner: str, decisions: Mapping[str, Keyed]) -> None:
+    async def keep_acts(
+        self, org: str, owner: str, decisions: Mapping[str, Keyed | Decision]
+    ) -> None:
         """Keep each decision under its request key for a day (a put: keeping one twice is
         harmless)."""
         await asyncio.gather(

@@ -5,7 +5,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from libs.contracts.poa import CONTRACT
+from libs.contracts import codec
+from libs.contracts.poa import CONTRACT, Decision
 from services.poa.domain import ledger
 from tests.poa.conftest import NOW, purchase, root_grant
 from tests.support import bearer, forget_idempotency_key, token
@@ -165,6 +166,15 @@ async def test_a_keyed_act_sent_again_after_the_month_turned_is_charged_once(
 
     other = await api.post(acts, json={"envelope": purchase(10)}, headers=agent)
     assert (await other.json())["spent_month_usd"] == "10"
+
+
+def test_a_decision_kept_before_its_requests_digest_was_still_answers_its_key():
+    """A ledger written before the digest was kept with each decision still decodes, and
+    its keys are answered, not charged again."""
+    stored = b'{"month": "2026-12", "keyed": {"k1": {"decision": "ALLOW", "rule_id": "r"}}}'
+    books = codec.decoder(ledger.RootLedger).decode(stored)
+
+    assert ledger.replayed(books, "k1", b"any request") == Decision(decision="ALLOW", rule_id="r")
 
 
 def test_last_month_is_read_only_within_a_day_of_its_end():

@@ -7,7 +7,7 @@ an ancestor's monthly, daily or per-act limit.
 
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -52,7 +52,7 @@ class Ledger(msgspec.Struct, frozen=True, kw_only=True):
 KEYS_KEPT = 256
 
 
-class Keyed(msgspec.Struct, frozen=True, array_like=True):
+class Keyed(NamedTuple):
     """A keyed act's decision, and the digest of the request that made it: the same key
     sent with another request is refused, never answered with this decision."""
 
@@ -69,7 +69,8 @@ class RootLedger(msgspec.Struct, frozen=True, kw_only=True):
     month: str
     grants: dict[str, Ledger] = {}
     approved: tuple[str, ...] = ()
-    keyed: dict[str, Keyed] = {}
+    # A bare Decision was kept before the request's digest was: it answers its key.
+    keyed: dict[str, Keyed | Decision] = {}
 
     def of(self, grant_id: str) -> Ledger:
         return self.grants.get(grant_id) or Ledger(month=self.month)
@@ -161,16 +162,18 @@ def decided(
     return decision
 
 
-def evicted(before: RootLedger, after: RootLedger) -> dict[str, Keyed]:
+def evicted(before: RootLedger, after: RootLedger) -> dict[str, Keyed | Decision]:
     """The keyed decisions a change pushes out of the ledger, to be kept elsewhere first."""
     return {k: d for k, d in before.keyed.items() if k not in after.keyed}
 
 
-def answered(kept: Keyed | None, request: bytes) -> Decision | None:
+def answered(kept: Keyed | Decision | None, request: bytes) -> Decision | None:
     """The decision `kept` under a key, if `request` (its digest) is the one that made it."""
-    if kept is not None and kept.request != request:
+    if not isinstance(kept, Keyed):
+        return kept
+    if kept.request != request:
         raise KeyReused()
-    return None if kept is None else kept.decision
+    return kept.decision
 
 
 def replayed(books: RootLedger, key: str | None, request: bytes) -> Decision | None:
