@@ -241,10 +241,11 @@ def act_of(amount: int) -> dict:
     return envelope
 
 
-async def issue_grant(cluster: Cluster, http: aiohttp.ClientSession) -> str:
-    """The official grant in Ada's name, valid today, with room for every act of the load."""
+def roomy_grant(person: str) -> dict:
+    """The official grant in `person`'s name, valid today, with room for every act of a
+    load."""
     grant = copy.deepcopy(POA_CASE["grant"])
-    grant["principal"]["sub"] = f"{ORG}/ada"
+    grant["principal"]["sub"] = person
     grant["defaults"]["max_binding_per_day"] = 10**6
     grant["defaults"]["limits"]["per_month_usd"] = 10**9
     buy = next(a for a in grant["authorities"] if a["act_id"] == "shop.buy")
@@ -252,6 +253,12 @@ async def issue_grant(cluster: Cluster, http: aiohttp.ClientSession) -> str:
     today = datetime.now(UTC).date()
     grant["validity"] = {"not_before": (today - timedelta(days=1)).isoformat(),
                          "expires": (today + timedelta(days=5)).isoformat()}  # fmt: skip
+    return grant
+
+
+async def issue_grant(cluster: Cluster, http: aiohttp.ClientSession) -> str:
+    """Ada's roomy grant."""
+    grant = roomy_grant(f"{ORG}/ada")
     ada = cluster.auth(f"{ORG}/ada")
     async with http.post("/v1/poa/grants", json={"grant": grant}, headers=ada) as r:
         assert r.status == 201, await r.text()

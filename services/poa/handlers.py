@@ -90,9 +90,9 @@ class Handlers:
 
         # The decision on each ledger read, made once: the change, its record and the answer
         # all ask it of the same books (kept here, so an identity is never reused).
-        # A keyed act sent again (its answer lost in a failover) is answered as it was: from
-        # poa-acts for a day, and from the ledger's own latest keys if its decision was
-        # charged but never kept there (the keep failed, or this replica stopped first).
+        # A keyed act sent again (its answer lost in a failover) is answered as it was,
+        # charging nothing: from the ledger's latest keys, in this change (which then changes
+        # nothing, so writes and records nothing), or from poa-acts once the ledger let it go.
         made: list[tuple[ledger.RootLedger, poa.Decision]] = []
 
         def decided(books: ledger.RootLedger) -> poa.Decision:
@@ -130,8 +130,6 @@ class Handlers:
         )
         decision = decided(before)  # the books the act was decided on
         if decision.decision == ALLOW:
-            if key is not None:
-                await self._ledger.keep_acts(p.org, p.sub, {key: ledger.Keyed(request, decision)})
             return _outcome(decision, after.of(record.id), now, recorded=True)
         await self._trail.append(
             p.org, actor=p, action="poa.act.decide", target=record.id, data=_data(decision)
@@ -159,8 +157,8 @@ class Handlers:
     async def _charged(
         self, p: Principal, key: str, request: bytes, root_id: str, now: datetime
     ) -> poa.Decision | None:
-        """The decision of an act already charged under `key`: kept in poa-acts for a day,
-        or, its keep lost, among the latest keys of last month's books when the month
+        """The decision of an act already charged under `key` that its ledger let go: kept in
+        poa-acts for a day, or among the latest keys of last month's books when the month
         turned within that day (this month's are read by the change itself)."""
         done = await self._ledger.acted(p.org, p.sub, key)
         month = ledger.month_before(now, timedelta(seconds=ACTS_KEPT_S))

@@ -1,6 +1,6 @@
 """The poa service's own buckets: grants (poa-grants), the spend ledger (poa-ledger), the
-decisions of keyed acts for as long as their key may be sent again (poa-acts) and the asks
-put to people (poa-asks).
+decisions of keyed acts a ledger let go, for as long as their key may be sent again
+(poa-acts), and the asks put to people (poa-asks).
 
 Keys are `<org>.<owner>.<grant id>[.<month>]` and `<org>.<person>.<ask id>`, so every read
 names the person: a lookup without the owner cannot even be written. An ask's question is
@@ -93,7 +93,8 @@ class LedgerStore:
         self._kv, self._acts = kv, acts
 
     async def acted(self, org: str, owner: str, key: str) -> Keyed | Decision | None:
-        """The decision of the act charged under request `key`, kept for a day."""
+        """The decision of the act charged under request `key`, kept for a day once its
+        ledger let it go."""
         try:
             entry = await self._acts.get(_key(org, owner, key))
         except KeyNotFoundError:

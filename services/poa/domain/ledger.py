@@ -46,10 +46,10 @@ class Ledger(msgspec.Struct, frozen=True, kw_only=True):
         return self.binding_by_day.get(now.date().isoformat(), 0)
 
 
-# The decisions of keyed acts are kept a day apart (poa-acts); the ledger keeps a tree's
-# latest few hundred, in the same compare-and-set as their charge, for an act whose decision
-# was charged but not yet kept there. A key leaves the ledger only once kept (`evicted`).
-KEYS_KEPT = 256
+# A tree's latest keyed decisions are kept in its ledger, in the same compare-and-set as
+# their charge; one the ledger lets go is kept a day apart (poa-acts) before the write that
+# drops it (`evicted`), so an act sent again is found in one or the other.
+KEYS_KEPT = 32
 
 
 class Keyed(NamedTuple):
