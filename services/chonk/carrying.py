@@ -63,20 +63,22 @@ class Carrying:
         chase = msgspec.convert(fired.payload, ladder.Chase)
 
         def claim(state: ChaseState) -> ChaseState:
+            if state.taken >= chase.stage:  # a redelivery of a stage already said
+                return state
             if state.answered_by is not None:
                 return msgspec.structs.replace(state, ended=True)
-            return msgspec.structs.replace(state, taken=max(state.taken, chase.stage))
+            return msgspec.structs.replace(state, taken=chase.stage)
 
         before, _ = await self._store.change_chase(chase.org, chase.run, claim)
-        actor = bot(chase.org, chase.chonk)
+        if before.taken >= chase.stage:
+            return
         if before.answered_by is not None:
             if not before.ended:
                 await self._trail.append(
-                    chase.org, actor=actor, action="chonk.chase.end", target=chase.run,
+                    chase.org, actor=bot(chase.org, chase.chonk), action="chonk.chase.end",
+                    target=chase.run,
                     data={"stage": chase.stage, "answered_by": before.answered_by},
                 )  # fmt: skip
-            return
-        if before.taken >= chase.stage:
             return
         try:
             await self._say(chase)

@@ -52,9 +52,15 @@ async def _fire(operator, key: str) -> datetime:
         payload=held["payload"],
     )  # fmt: skip
     for _ in range(2):
-        await operator.jetstream().publish(
+        stored = await operator.jetstream().publish(
             timer_subject("chonk", "chase"), msgspec.json.encode(fired)
         )
+
+    async def handled() -> bool | None:
+        info = await operator.jetstream().consumer_info(stored.stream, "chonk")
+        return info.ack_floor.stream_seq >= stored.seq or None
+
+    await eventually(handled)
     return due
 
 
@@ -184,6 +190,7 @@ async def test_a_follow_up_at_propose_waits_for_priya_and_bens_answer_ends_the_c
 
     await eventually(answered)
     seen = len(await _messages(api, ben_room, BEN))
+    await _fire(operator, key)  # stage 1 delivered again after the answer: said already
     await _fire(operator, "chase.run_chase_ben_answered_0915.2")
 
     async def ended() -> list | None:
