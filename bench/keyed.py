@@ -14,7 +14,6 @@ One replica each of rooms, poa, audit and agents, each in its own process.
 
 import asyncio
 import itertools
-import json
 
 import msgspec
 import nats
@@ -82,7 +81,7 @@ async def acted(url: str, passwords: dict[str, str]) -> dict[str, dict]:
     async def keyed() -> None:
         await act(next(keyed_grants), principal | {REQUEST_KEY_HEADER: next(_keys)})
 
-    for _ in range(KEYS_KEPT):  # a key for each grant, one round at a time
+    for _ in range(KEYS_KEPT):  # every keyed grant's ledger holding as many keys as it keeps
         await asyncio.gather(*(keyed() for _ in range(GRANTS)))
     results = {}
     for in_flight in (1, 20):
@@ -99,7 +98,7 @@ async def _issued(nc: Client, grant_id: str) -> str:
     body = msgspec.json.encode({"grant": roomy_grant(USER) | {"grant_id": grant_id}})
     reply = await nc.request("tether.poa.issue", body, timeout=5, headers=person)
     assert not reply.headers, reply.data  # a problem carries its status in a header
-    return json.loads(reply.data)["id"]
+    return msgspec.json.decode(reply.data)["id"]
 
 
 def main() -> None:
