@@ -49,20 +49,21 @@ Handler = Callable[[Any, Principal], Awaitable[msgspec.Struct]]
 
 _log = logging.getLogger(__name__)
 _decode_principal = msgspec.json.Decoder(Principal).decode
-_request_key: ContextVar[tuple[str, bytes] | None] = ContextVar("request_key", default=None)
+# The key of the request being handled and its digest, if its client keyed it.
+_keyed: ContextVar[tuple[str, bytes] | None] = ContextVar("keyed", default=None)
 
 
 def request_key() -> str | None:
     """The key of the request being handled, if its client keyed it: what a handler stores
     once under (each request is handled in a task of its own)."""
-    keyed = _request_key.get()
+    keyed = _keyed.get()
     return None if keyed is None else keyed[0]
 
 
 def request_digest() -> bytes:
     """The digest of the keyed request being handled, kept with what is stored under its
     key to tell the same request sent again from another sent with the same key."""
-    keyed = _request_key.get()
+    keyed = _keyed.get()
     assert keyed is not None, "only a keyed request has a digest"
     return keyed[1]
 
@@ -172,7 +173,7 @@ class Service:
         started = time.perf_counter()
         key = (msg.headers or {}).get(REQUEST_KEY_HEADER)
         keyed = None if key is None else (key, digest(subject.name, msg.data))
-        _request_key.set(keyed)
+        _keyed.set(keyed)
 
         async def answer() -> Answer:
             try:

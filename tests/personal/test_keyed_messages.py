@@ -7,29 +7,33 @@ from tests.personal.conftest import history, room_with
 from tests.support import forget_idempotency_key
 
 
-async def test_a_keyed_message_run_again_is_stored_once(api, people, stack):
+async def sent_and_forgotten(api, people, stack, key: str) -> tuple[dict, dict, dict]:
+    """Ada says hello in a room with Bob with `key`, and her gateway is killed before it
+    kept the answer: the room, the message, and what the retry is sent with."""
     room = await room_with(api, people, people.bob_id)
-    path, keyed = f"/v1/rooms/{room['id']}/messages", people.ada | {"Idempotency-Key": "hello-1"}
-
+    path, keyed = f"/v1/rooms/{room['id']}/messages", people.ada | {"Idempotency-Key": key}
     first = await api.post(path, json={"text": "hello"}, headers=keyed)
     assert first.status == 201, await first.text()
-    await forget_idempotency_key(stack.redis_url, "hello-1")
-    again = await api.post(path, json={"text": "hello"}, headers=keyed)
+    await forget_idempotency_key(stack.redis_url, key)
+    return room, await first.json(), {"json": {"text": "hello"}, "headers": keyed}
+
+
+async def test_a_keyed_message_run_again_is_stored_once(api, people, stack):
+    room, message, retry = await sent_and_forgotten(api, people, stack, "hello-1")
+
+    again = await api.post(f"/v1/rooms/{room['id']}/messages", **retry)
     assert again.status == 201, await again.text()
-    assert await again.json() == await first.json()
+    assert await again.json() == message
 
     assert [m["text"] for m in await history(api, room, people.bob)] == ["hello"]
 
 
 async def test_a_key_its_gateway_forgot_used_for_another_message_is_refused(api, people, stack):
     """Not answered with a message that was never stored (the first's seq, the new text)."""
-    room = await room_with(api, people, people.bob_id)
-    path, keyed = f"/v1/rooms/{room['id']}/messages", people.ada | {"Idempotency-Key": "hello-2"}
+    room, _, retry = await sent_and_forgotten(api, people, stack, "hello-2")
 
-    first = await api.post(path, json={"text": "hello"}, headers=keyed)
-    assert first.status == 201, await first.text()
-    await forget_idempotency_key(stack.redis_url, "hello-2")
-    other = await api.post(path, json={"text": "goodbye"}, headers=keyed)
+    retry["json"] = {"text": "goodbye"}
+    other = await api.post(f"/v1/rooms/{room['id']}/messages", **retry)
     assert (other.status, (await other.json())["type"]) == (
         422,
         "urn:tether:problem:idempotency-key-reused",
