@@ -117,13 +117,13 @@ async def announce(operator, *users: str) -> None:
 
 
 async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 10) -> Any:
-    """`check()`'s first truthy result, polled until `timeout`."""
+    """`check()`'s first truthy result, polled until `timeout`: one that never comes fails
+    the test there, not at whatever assertion happens to follow."""
     deadline = time.monotonic() + timeout
-    while True:
-        result = await check()
-        if result or time.monotonic() > deadline:
-            return result
+    while not (result := await check()):
+        assert time.monotonic() < deadline, f"{check.__qualname__} did not hold in {timeout} s"
         await asyncio.sleep(0.05)
+    return result
 
 
 async def problem(response) -> tuple[int, str]:

@@ -16,12 +16,18 @@ from libs.stack.servers import free_port, start_nats
 from tests.scheduler.conftest import Owner, now, replica
 
 
-async def _owner(url: str, password: str, name: str, target: str) -> Owner:
-    nc = await nats.connect(
-        url, user=name, password=password, inbox_prefix=inbox_prefix(name),
+async def _connect(url: str, passwords: dict[str, str], name: str) -> nats.NATS:
+    return await nats.connect(
+        url, user=name, password=passwords[name], inbox_prefix=inbox_prefix(name),
         max_reconnect_attempts=-1, reconnect_time_wait=0.5,
     )  # fmt: skip
-    return Owner(nc, name, target)
+
+
+async def _owner(url: str, passwords: dict[str, str], name: str, target: str) -> Owner:
+    nc, engine = await asyncio.gather(
+        _connect(url, passwords, name), _connect(url, passwords, "scheduler")
+    )
+    return Owner(nc, name, target, engine)
 
 
 async def test_kill_9_of_the_server_loses_no_timer_and_fires_none_twice(stack, tmp_path, org):
@@ -35,7 +41,7 @@ async def test_kill_9_of_the_server_loses_no_timer_and_fires_none_twice(stack, t
                         nats_password=stack.passwords["scheduler"], metrics_port=0)  # fmt: skip
     try:
         async with replica(settings):
-            owner = await _owner(url, stack.passwords["echo"], "echo", "ping")
+            owner = await _owner(url, stack.passwords, "echo", "ping")
             start = now()
             due = {f"{org}.{i}": start + timedelta(milliseconds=800 + 40 * i) for i in range(100)}
             await asyncio.gather(*(owner.schedule(k, d) for k, d in due.items()))
@@ -46,8 +52,8 @@ async def test_kill_9_of_the_server_loses_no_timer_and_fires_none_twice(stack, t
             await asyncio.sleep(3)  # the rest fall due while the server is down
             back = now()
             server = await asyncio.to_thread(start_nats, config, tmp_path / "nats.json")
-            fired = await owner.fired(org, quiet=4)
-            await owner.nc.close()
+            fired = await owner.fired(org)
+            await owner.close()
     finally:
         stop_all([server])
     counts = Counter(f.key for f in fired)
@@ -67,7 +73,7 @@ async def test_kill_9_of_one_of_two_replicas_loses_no_timer_and_fires_none_twice
                     TETHER_METRICS_PORT="0", TETHER_LOG_LEVEL="WARNING")  # fmt: skip
     argv = [sys.executable, "-m", "services.scheduler.main"]
     replicas = [spawn(argv, name=f"scheduler-{i}", env=env) for i in range(2)]
-    owner = await _owner(stack.nats_url, stack.passwords["scheduler"], "scheduler", "probe")
+    owner = await _owner(stack.nats_url, stack.passwords, "scheduler", "probe")
     try:
         while True:  # both replicas up: one of them answers
             try:
@@ -85,9 +91,9 @@ async def test_kill_9_of_one_of_two_replicas_loses_no_timer_and_fires_none_twice
         await asyncio.sleep(max(0.0, (under_way - now()).total_seconds()))
         os.kill(replicas[0].pid, signal.SIGKILL)
         replicas[0].wait()
-        fired = await owner.fired(org, quiet=13)  # what the dead one held comes back after 10 s
+        fired = await owner.fired(org)  # what the dead one held comes back after 10 s
     finally:
-        await owner.nc.close()
+        await owner.close()
         stop_all(replicas)
     counts = Counter(f.key for f in fired)
     assert dict(counts) == {k: 1 for k in due}
