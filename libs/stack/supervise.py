@@ -13,9 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 from libs.stack.processes import spawn, stop_all
 
-__all__ = ["RESTARTS", "WITHIN_S", "Supervisor", "pause"]
+__all__ = ["FRONT", "RESTARTS", "WITHIN_S", "Supervisor", "pause"]
 
 RESTARTS, WITHIN_S = 5, 60.0
+# The order of a stop: the front (the gateway) first, so the requests it holds still find
+# their services; then the services, each draining through the servers; then the servers.
+FRONT, SERVICE, SERVER = range(3)
 _log = logging.getLogger(__name__)
 
 
@@ -32,10 +35,10 @@ class _Child:
         env: Mapping[str, str] | None,
         proc: subprocess.Popen,
         *,
-        server: bool,
+        stage: int,
     ) -> None:
         self.name, self.argv, self.env, self.proc = name, list(argv), env, proc
-        self.server = server
+        self.stage = stage
         self.crashes: collections.deque[float] = collections.deque()
         self.start_at: float | None = None  # set while it waits to be started again
 
@@ -46,23 +49,28 @@ class Supervisor:
         self._children: list[_Child] = []
 
     def start(
-        self, name: str, argv: Sequence[str], env: Mapping[str, str] | None = None
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        stage: int = SERVICE,
     ) -> subprocess.Popen[bytes]:
         proc = spawn(argv, name=name, env=env)
-        self._children.append(_Child(name, argv, env, proc, server=False))
+        self._children.append(_Child(name, argv, env, proc, stage=stage))
         return proc
 
     def adopt(self, name: str, server: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
         """Supervise a server started elsewhere; it is started again with its own argv, and
         stopped after everything `start`ed, which reaches it."""
-        self._children.append(_Child(name, server.args, None, server, server=True))  # type: ignore[arg-type]
+        self._children.append(_Child(name, server.args, None, server, stage=SERVER))  # type: ignore[arg-type]
         return server
 
     def stop(self) -> None:
-        """Everything stopped: the children first, each draining through the servers, then
-        the servers."""
-        stop_all(c.proc for c in self._children if not c.server and c.start_at is None)
-        stop_all(c.proc for c in self._children if c.server and c.start_at is None)
+        """Everything stopped, stage by stage: each stage's processes at once, and the next
+        stage only once they have all exited."""
+        for stage in (FRONT, SERVICE, SERVER):
+            stop_all(c.proc for c in self._children if c.stage == stage and c.start_at is None)
 
     @property
     def procs(self) -> list[subprocess.Popen[bytes]]:

@@ -21,7 +21,7 @@ from libs.stack.servers import (
     start_redis,
     wait_for,
 )
-from libs.stack.supervise import RESTARTS, WITHIN_S, Supervisor
+from libs.stack.supervise import FRONT, RESTARTS, WITHIN_S, Supervisor
 
 __all__ = ["ready", "up"]
 
@@ -87,7 +87,8 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None], cluster: 
                 # Two processes on one port: the kernel spreads connections between them.
                 "TETHER_REUSE_PORT": "1" if replicas > 1 else "",
             }
-            children.start(f"{GATEWAY}-{r}", [sys.executable, "-m", "services.gateway.main"], env)
+            argv = [sys.executable, "-m", "services.gateway.main"]
+            children.start(f"{GATEWAY}-{r}", argv, env, stage=FRONT)
         url = f"http://127.0.0.1:{port}"
         # A child that dies while the system starts is a fault of the setup: no restarts.
         wait_for(lambda: stopping or ready(url), children.procs, "the system", timeout=120)

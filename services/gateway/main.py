@@ -24,6 +24,7 @@ def main() -> None:
         print=lambda msg: logging.getLogger("gateway").info(msg),
         shutdown_timeout=10,
     )
+    logging.getLogger("gateway").info("stopped")
 
 
 if __name__ == "__main__":

@@ -103,11 +103,15 @@ def test_up_prints_the_address_and_a_token_then_stops_cleanly_on_sigterm(up):
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
     assert _alive(children) == set()
-    # Each service drained over the bus before the servers went: stopped, and nothing failed.
+    # The gateway stopped first, while the services still answered what it held; then each
+    # service drained over the bus before the servers went; and nothing failed.
     log = (Path(env["TETHER_HOME"]).parent / "up.log").read_text()
-    stopped = {json.loads(line)["service"] for line in log.splitlines()
-               if line.startswith("{") and json.loads(line)["msg"] == "stopped"}  # fmt: skip
-    assert stopped == {s.name for s in SERVICES}, log
+    said = [(r["service"], r["msg"]) for r in map(json.loads, log.splitlines())]
+    stopped = [service for service, msg in said if msg == "stopped"]
+    assert stopped[0] == "gateway" and set(stopped[1:]) == {s.name for s in SERVICES}, log
+    assert said.index(("gateway", "stopped")) < min(
+        said.index((s.name, "draining")) for s in SERVICES
+    ), log
     assert "Traceback" not in log and '"level":"error"' not in log, log
 
 
