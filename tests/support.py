@@ -9,12 +9,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
+import nats
 from redis.asyncio import Redis
 
 from libs.contracts.base import Contract
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from libs.contracts.registry import ServiceContract, Subject, service_contract
+from libs.contracts.registry import REPLIES_BUCKET, ServiceContract, Subject, service_contract
 from libs.runtime.service import Service
 from libs.runtime.settings import Settings
 from services.gateway.tokens import mint
@@ -150,6 +151,22 @@ async def browser_page(url: str) -> AsyncIterator[Any]:
             yield page
         finally:
             await browser.close()
+
+
+async def forget_kept_answers(nc: nats.NATS, service: str) -> None:
+    """What a replica that dies between its change and keeping its answer leaves: nothing of
+    `service`'s in `replies`, so a retry reaches its handler again."""
+    await nc.jetstream().purge_stream(
+        f"KV_{REPLIES_BUCKET}", subject=f"$KV.{REPLIES_BUCKET}.{service}.>"
+    )
+
+
+async def kept_answers(nc: nats.NATS, service: str) -> set[str]:
+    """The subjects of the answers `service` keeps in `replies`."""
+    info = await nc.jetstream().stream_info(
+        f"KV_{REPLIES_BUCKET}", subjects_filter=f"$KV.{REPLIES_BUCKET}.{service}.>"
+    )
+    return set(info.state.subjects or {})
 
 
 async def forget_idempotency_key(redis_url: str, key: str) -> None:

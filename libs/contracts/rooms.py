@@ -497,7 +497,7 @@ GET = _subject(
     callers=frozenset({"gateway", "ladder"}),
 )
 MESSAGES = _subject("messages", ListMessages, MessagePage, "a room's messages after a cursor")
-SEND = _subject("send", Send, Message, "send a message to a room", keyed_itself=True)
+SEND = _subject("send", Send, Message, "send a message to a room")
 ASK = _subject("ask", Ask, Message, "ask a confirmation question in a room")
 ANSWER = _subject(
     "answer",

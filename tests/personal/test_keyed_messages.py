@@ -1,10 +1,12 @@
-"""Issue 15: a message whose answer was lost in a failover, sent again with its
-Idempotency-Key, is answered as it was and stored once, its handler storing under the key
-itself; so are a room and a question, whose answers the runtime keeps. The same key sent
-with another request is refused, never answered with the first's outcome."""
+"""Issue 15: a message, a question or a room whose answer was lost in a failover, sent again
+with its Idempotency-Key, is answered as it was and made once: from the answer the runtime
+kept, or, when the replica died before it kept one, because each is made under the key. The
+same key sent with another request is refused, never answered with the first's outcome."""
+
+import pytest
 
 from tests.personal.conftest import history, room_with
-from tests.support import forget_idempotency_key
+from tests.support import forget_idempotency_key, forget_kept_answers, kept_answers
 
 
 async def sent_and_forgotten(api, people, stack, key: str) -> tuple[dict, dict, dict]:
@@ -26,6 +28,17 @@ async def test_a_keyed_message_run_again_is_stored_once(api, people, stack):
     assert await again.json() == message
 
     assert [m["text"] for m in await history(api, room, people.bob)] == ["hello"]
+
+
+async def test_a_keyed_message_is_kept_for_the_day_its_key_lasts(api, people, operator):
+    """The stream knows a message's key for an hour only; the answer the runtime keeps in
+    `replies` answers a retry for the day the gateway promises."""
+    room = await room_with(api, people, people.bob_id)
+    kept = await kept_answers(operator, "rooms")
+    keyed = people.ada | {"Idempotency-Key": "kept-a-day"}
+    sent = await api.post(f"/v1/rooms/{room['id']}/messages", json={"text": "hi"}, headers=keyed)
+    assert sent.status == 201, await sent.text()
+    assert len(await kept_answers(operator, "rooms") - kept) == 1
 
 
 async def test_a_key_its_gateway_forgot_used_for_another_message_is_refused(api, people, stack):
@@ -105,3 +118,44 @@ async def test_a_key_its_gateway_forgot_used_for_another_request_is_refused(api,
         "urn:tether:problem:idempotency-key-reused",
     )
     assert [m["text"] for m in await history(api, room, people.ada)] == ["Friday?"]
+
+
+@pytest.mark.parametrize(
+    ("path", "who", "body"),
+    [
+        ("messages", "ada", {"text": "hello"}),
+        ("questions", "ada_agent", {"text": "Friday?", "options": ["yes", "no"]}),
+    ],
+    ids=["message", "question"],
+)
+async def test_a_keyed_post_whose_replica_kept_no_answer_is_stored_once(
+    api, people, stack, operator, path, who, body
+):
+    """Ada says hello to Bob; her agent asks her a question."""
+    room = await room_with(api, people, people.bob_id)
+    body = body | ({"to": people.ada_id} if path == "questions" else {})
+    keyed = getattr(people, who) | {"Idempotency-Key": f"kept-none-{path}"}
+    first = await api.post(f"/v1/rooms/{room['id']}/{path}", json=body, headers=keyed)
+    assert first.status == 201, await first.text()
+    await forget_idempotency_key(stack.redis_url, f"kept-none-{path}")
+    await forget_kept_answers(operator, "rooms")
+
+    again = await api.post(f"/v1/rooms/{room['id']}/{path}", json=body, headers=keyed)
+    assert again.status == 201, await again.text()
+    assert await again.json() == await first.json()
+    assert [m["text"] for m in await history(api, room, people.ada)] == [body["text"]]
+
+
+async def test_a_keyed_room_whose_replica_kept_no_answer_is_made_once(api, people, stack, operator):
+    keyed = people.ada | {"Idempotency-Key": "kept-none-room"}
+    body = {"title": "team", "members": [people.bob_id]}
+    first = await api.post("/v1/rooms", json=body, headers=keyed)
+    assert first.status == 201, await first.text()
+    await forget_idempotency_key(stack.redis_url, "kept-none-room")
+    await forget_kept_answers(operator, "rooms")
+
+    again = await api.post("/v1/rooms", json=body, headers=keyed)
+    assert again.status == 201, await again.text()
+    assert await again.json() == await first.json()
+    listed = await api.get("/v1/rooms", headers=people.bob)
+    assert [r["id"] for r in (await listed.json())["rooms"]] == [(await first.json())["id"]]

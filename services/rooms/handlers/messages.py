@@ -58,7 +58,10 @@ class Messages(Rooms):
         message = messages.authored(
             room, p, req.text, self._clock(), to=req.to, reply_to=req.reply_to
         )
-        key = request_key()  # a keyed post run again after a failover is stored once
+        # Kept by the runtime for the day a key lasts, and stored under the key as well: the
+        # stream knows the key for an hour, long enough for the retry of a replica that died
+        # before it kept its answer.
+        key = request_key()
         return await self._store_message(room, message, msg_id=key and f"send-{key}")
 
     # confirmation questions
@@ -67,7 +70,8 @@ class Messages(Rooms):
         room = await self._room(req.id, p)
         question = rooms.Question(options=req.options)
         message = messages.authored(room, p, req.text, self._clock(), to=req.to, question=question)
-        return await self._store_message(room, message)
+        key = request_key()  # as a message sent is
+        return await self._store_message(room, message, msg_id=key and f"ask-{key}")
 
     async def answer(self, req: rooms.AnswerQuestion, p: Principal) -> rooms.Message:
         room = await self._room(req.id, p)
