@@ -2,6 +2,8 @@
 draft's base, Discard, the sixteen-draft limit, and the ladder's table for a person's own
 agent (its level asked of the ladder over the bus)."""
 
+import json
+
 import pytest
 
 from libs.audit.reading import records
@@ -15,7 +17,7 @@ from tests.mod.conftest import (
     weather,
     write,
 )
-from tests.support import forget_idempotency_key
+from tests.support import forget_idempotency_key, forget_kept_answers
 
 UNITS = {"op": "set", "kind": "settings", "id": "hanzo/settings/units", "value": "imperial"}
 
@@ -138,16 +140,25 @@ async def test_hip0528_09_4_rule_8_discard_by_the_keeper_or_the_writing_agent_on
     assert (await gone.json())["state"] == "discarded"
 
 
-async def test_hip0528_09_4_rule_8_a_seventeenth_open_draft_is_refused(api, people):
+async def test_hip0528_09_4_rule_8_a_seventeenth_open_draft_is_refused(api, people, connect):
     for i in range(16):
         op = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": f"C{i}"}
         assert (await write(api, people.agent, "user", [op])).status == 202
-    r = await write(api, people.agent, "user", [HIDE_BOARD])
-    assert await refusal(r) == (409, "drafts-full")
+    async with connect("mod") as nc:
+        timed = await pending_timers(nc)
+        r = await write(api, people.agent, "user", [HIDE_BOARD])
+        assert await refusal(r) == (409, "drafts-full")
+        assert await pending_timers(nc) == timed  # the refused draft's timers canceled
     listed = await (await api.get("/v1/mod/drafts", headers=people.agent)).json()
     assert len(listed["drafts"]) == 16
     await api.delete(f"/v1/mod/drafts/{listed['drafts'][0]['id']}", headers=people.ada)
     assert (await write(api, people.agent, "user", [HIDE_BOARD])).status == 202
+
+
+async def pending_timers(nc) -> set[str]:
+    """The keys of mod's timers still to fire, as the scheduler answers mod."""
+    reply = await nc.request("tether.scheduler.list.mod", b'{"prefix": "mod."}', timeout=10)
+    return {t["key"] for t in json.loads(reply.data)["timers"] if t["state"] == "pending"}
 
 
 async def test_hip0528_09_4_a_person_may_draft_their_own_write_and_keep_it(api, people):
@@ -159,16 +170,37 @@ async def test_hip0528_09_4_a_person_may_draft_their_own_write_and_keep_it(api, 
     assert kept.status == 200
 
 
-async def test_a_keyed_write_run_again_holds_one_draft(api, people, stack):
+@pytest.mark.parametrize("kept", [True, False], ids=["answer-kept", "replica-kept-none"])
+async def test_a_keyed_write_run_again_holds_one_draft(api, people, stack, operator, kept):
     """An agent's write whose answer was lost with its gateway, sent again with its
-    Idempotency-Key, is answered with the same draft and holds no second one."""
+    Idempotency-Key, is answered with the same draft and holds no second one: from the
+    answer mod kept or, if the replica died before it kept one, from the draft made under
+    the key."""
     await level(api, people.ada, "draft")
-    keyed = people.agent | {"Idempotency-Key": "hide-board-1"}
+    key = f"hide-board-{kept}"
+    keyed = people.agent | {"Idempotency-Key": key}
     first = await write(api, keyed, "user", [HIDE_BOARD])
     assert first.status == 202, await first.text()
-    await forget_idempotency_key(stack.redis_url, "hide-board-1")
+    await forget_idempotency_key(stack.redis_url, key)
+    if not kept:
+        await forget_kept_answers(operator, "mod")
     again = await write(api, keyed, "user", [HIDE_BOARD])
     assert again.status == 202, await again.text()
     assert await again.json() == await first.json()
     listed = await (await api.get("/v1/mod/drafts", headers=people.ada)).json()
     assert [d["id"] for d in listed["drafts"]] == [(await first.json())["draft"]["id"]]
+
+
+async def test_a_key_whose_draft_was_made_sent_with_another_write_is_refused(
+    api, people, stack, operator
+):
+    await level(api, people.ada, "draft")
+    keyed = people.agent | {"Idempotency-Key": "hide-board-other"}
+    first = await write(api, keyed, "user", [HIDE_BOARD])
+    assert first.status == 202, await first.text()
+    await forget_idempotency_key(stack.redis_url, "hide-board-other")
+    await forget_kept_answers(operator, "mod")
+    other = await write(api, keyed, "user", [UNITS])
+    assert await refusal(other) == (422, "idempotency-key-reused")
+    listed = await (await api.get("/v1/mod/drafts", headers=people.ada)).json()
+    assert [d["ops"] for d in listed["drafts"]] == [[HIDE_BOARD]]

@@ -70,6 +70,14 @@ def waiting(held: HeldDrafts, draft_id: str, why: str) -> HeldDrafts:
     return HeldDrafts(open=found, closed=held.closed, last=held.last)
 
 
+def same_write(made: LayerDraft, asked: LayerDraft) -> bool:
+    """Whether `made` holds the write `asked` holds, whenever it was made and whatever
+    became of it since."""
+    return (made.layer, made.base, made.ops, made.note, made.writer, made.act) == (
+        asked.layer, asked.base, asked.ops, asked.note, asked.writer, asked.act
+    )  # fmt: skip
+
+
 def find(held: HeldDrafts, draft_id: str) -> LayerDraft | None:
     return next((d for d in (*held.open, *held.closed) if d.id == draft_id), None)
 

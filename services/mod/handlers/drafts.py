@@ -10,8 +10,9 @@ import msgspec
 from libs.contracts import mod, scheduler
 from libs.contracts.ladder import WINDOW_SECONDS, Window
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
+from libs.contracts.problem import KeyReused, Refused
 from libs.runtime.kv import Record
+from libs.runtime.service import request_key
 from services.mod.domain import drafts, patches
 from services.mod.handlers.common import DraftTimer, Mod, may_keep, ops_data
 from services.mod.store import Stored, layer_key
@@ -25,10 +26,12 @@ class Drafts(Mod):
     async def _hold(
         self, req: mod.WriteLayer, p: Principal, why: str, *, window: Window | None
     ) -> mod.Written:
-        """The write as a draft over its layer: it writes no version (§9.4 rule 7)."""
-        now = self._clock()
+        """The write as a draft over its layer: it writes no version (§9.4 rule 7). Keyed, it
+        is made under its key: a replica that died before it kept its answer, asked again,
+        answers the draft it made."""
+        now, key = self._clock(), request_key()
         draft = mod.LayerDraft(
-            id=f"md-{uuid.uuid4().hex[:16]}",
+            id=f"md-{key[:16]}" if key else f"md-{uuid.uuid4().hex[:16]}",
             layer=req.layer,
             base=req.base,
             ops=req.ops,
@@ -41,16 +44,27 @@ class Drafts(Mod):
             commits_at=None if window is None else now + timedelta(seconds=WINDOW_SECONDS[window]),
             waits="" if window is not None else why,
         )
+        layer = self._key(p, req.layer)
+        if key and (made := drafts.find(await self._store.drafts(layer), draft.id)) is not None:
+            return mod.Written(draft=_made_by(made, draft))
+        # Timed before it is held, so a draft held always expires (and its window ends): a
+        # timer whose draft never was finds none and does nothing.
         timer = DraftTimer(org=p.org, person=p.sub, layer=req.layer, id=draft.id)
-        await self._store.change_drafts(
-            self._key(p, req.layer),
-            lambda held: drafts.opened(held, draft),
-            record=self._recorded(p, "mod.draft.create", draft, ops=ops_data(draft.ops)),
-        )
         await self._timer(f"mod.{draft.id}.expiry", draft.expires_at, _EXPIRY, timer)
         if draft.commits_at is not None:
             await self._timer(f"mod.{draft.id}.end", draft.commits_at, _END, timer)
-        return mod.Written(draft=draft)
+        try:
+            _, held = await self._store.change_drafts(
+                layer,
+                lambda held: drafts.opened(held, draft),
+                record=self._recorded(p, "mod.draft.create", draft, ops=ops_data(draft.ops)),
+            )
+        except Refused:
+            await self._cancel_timers(draft.id)
+            raise
+        made = drafts.find(held, draft.id)
+        assert made is not None
+        return mod.Written(draft=_made_by(made, draft))
 
     async def drafts(self, _: mod.ListLayerDrafts, p: Principal) -> mod.LayerDraftList:
         found = [d for layer in ("org", "user") for d in await self._visible(p, layer)]
@@ -190,6 +204,14 @@ class Drafts(Mod):
             target=draft.id,
             data={"layer": draft.layer, "base": draft.base, **data},
         )
+
+
+def _made_by(made: mod.LayerDraft, asked: mod.LayerDraft) -> mod.LayerDraft:
+    """The draft made under a key, if it holds the write `asked` holds; another write sent
+    with the key is refused."""
+    if not drafts.same_write(made, asked):
+        raise KeyReused()
+    return made
 
 
 def _wrote(p: Principal, draft: mod.LayerDraft) -> bool:
