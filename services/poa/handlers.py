@@ -36,14 +36,12 @@ class Handlers:
 
     async def issue(self, req: poa.IssueGrant, p: Principal) -> poa.GrantRecord:
         record = grants.root(req.grant, p, self._clock(), ask_expires_s=req.ask_expires_s)
-        await self._create(record, p, "poa.grant.issue")
-        return record
+        return await self._create(record, p, "poa.grant.issue")
 
     async def delegate(self, req: poa.DelegateGrant, p: Principal) -> poa.GrantRecord:
         parent = await self._mine(p, req.id)
         record = grants.child(parent, req.child, p, self._clock(), ask_expires_s=req.ask_expires_s)
-        await self._create(record, p, "poa.grant.delegate")
-        return record
+        return await self._create(record, p, "poa.grant.delegate")
 
     async def list_mine(self, _: poa.ListGrants, p: Principal) -> poa.GrantList:
         found = await self._grants.of_owner(p.org, p.sub)
@@ -172,12 +170,19 @@ class Handlers:
             raise Refused("grant-not-found", 404, f"you have no grant {grant_id}")
         return found
 
-    async def _create(self, record: poa.GrantRecord, p: Principal, action: str) -> None:
+    async def _create(self, record: poa.GrantRecord, p: Principal, action: str) -> poa.GrantRecord:
+        """The grant made, recorded before. Keyed, the grant the same request made before is
+        answered as made: the retry of a replica that died before it kept its answer."""
+        if request_key() is not None:
+            made = await self._grants.get(record.org, record.owner, record.id)
+            if made is not None and grants.same_grant(made, record):
+                return made
         async with self._trail.change(p.org, actor=p, action=action, target=record.id):
             try:
                 await self._grants.create(record)
             except Conflict as exc:
                 raise Refused("grant-exists", 409, f"grant {record.id} exists") from exc
+        return record
 
 
 def _outcome(

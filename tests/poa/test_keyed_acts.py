@@ -1,5 +1,5 @@
 """Issue 15: an act whose answer was lost in a failover, sent again with its
-Idempotency-Key, is answered as it was and charged once."""
+Idempotency-Key, is answered as it was and charged once; a grant, issued once."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -10,7 +10,7 @@ from libs.contracts import codec
 from libs.contracts.poa import CONTRACT, Decision
 from services.poa.domain import ledger
 from tests.poa.conftest import NOW, purchase, root_grant
-from tests.support import bearer, forget_idempotency_key, token
+from tests.support import bearer, forget_idempotency_key, forget_kept_answers, token
 
 AGENT = "urn:example:agent:a_456"
 LAST_SECOND = datetime(2026, 9, 30, 23, 59, 59, tzinfo=UTC)  # inside the grant's validity
@@ -167,3 +167,22 @@ def test_last_month_is_read_only_within_a_day_of_its_end():
     assert ledger.month_before(LAST_SECOND + timedelta(hours=24), day) == "2026-09"
     assert ledger.month_before(LAST_SECOND + timedelta(hours=26), day) is None
     assert ledger.month_before(LAST_SECOND, day) is None
+
+
+async def test_a_keyed_grant_whose_replica_kept_no_answer_is_issued_once(api, org, stack, operator):
+    """Answered with the grant the first made, not refused as one that exists."""
+    user = f"{org}/ada"
+    me = bearer(token(org=org, user=user)) | {"Idempotency-Key": "grant-once"}
+    body = {"grant": root_grant(user)}
+    first = await api.post("/v1/poa/grants", json=body, headers=me)
+    assert first.status == 201, await first.text()
+    await forget_idempotency_key(stack.redis_url, "grant-once")
+    await forget_kept_answers(operator, "poa")
+
+    again = await api.post("/v1/poa/grants", json=body, headers=me)
+    assert again.status == 201, await again.text()
+    assert await again.json() == await first.json()
+    listed = await api.get("/v1/poa/grants", headers=me)
+    assert [g["id"] for g in (await listed.json())["grants"]] == [(await first.json())["id"]]
+    unkeyed = await api.post("/v1/poa/grants", json=body, headers=bearer(token(org=org, user=user)))
+    assert unkeyed.status == 409, await unkeyed.text()

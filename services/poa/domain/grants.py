@@ -54,6 +54,12 @@ def child(
     return _record(grant, principal, parent_id=parent.id, now=now, ask_expires_s=ask_expires_s)
 
 
+def same_grant(made: GrantRecord, asked: GrantRecord) -> bool:
+    """Whether `made` is the grant `asked` is, whenever it was issued and whatever became of
+    it since."""
+    return msgspec.structs.replace(made, issued_at=asked.issued_at, revoked=asked.revoked) == asked
+
+
 def descendants(of: str, grants: list[GrantRecord]) -> list[GrantRecord]:
     """Every grant below `of`, through any number of delegations."""
     found, frontier = [], {of}
