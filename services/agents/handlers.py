@@ -91,7 +91,8 @@ class Handlers:
         agent = roster.org_agent(p.org, req, self._clock())
         async with self._trail.change(p.org, actor=p, action="agents.org.create", target=agent.id):
             await self._admit(agent)
-            await self._store.create_org_agent(agent)
+            if not await self._store.create_org_agent(agent):
+                raise Refused("agent-exists", 409, f"{agent.id} exists")
         return agent
 
     async def _admit(self, agent: agents.Agent) -> None:

@@ -92,6 +92,24 @@ async def test_capacity_refuses_and_provisioning_needs_no_balance(api, operator,
     assert bill["seconds"] == 0 and bill["amount_usd"] == "0.000000"  # existing costs nothing
 
 
+async def test_a_create_cut_short_before_its_agent_was_stored_is_finished_by_the_next(
+    api, operator, people
+):
+    """A replica that died between admitting the agent onto the roster and storing it left
+    the id on the roster alone: the create sent again makes the agent, counted once."""
+    await set_plan(operator, people.org, "pro")
+    kv = await operator.jetstream().key_value("agents")
+    await kv.put(
+        f"roster.{people.org}", json.dumps({"agents": [f"agent:{people.org}:cto"]}).encode()
+    )
+    response = await api.post("/v1/agents", json={"persona": "cto"}, headers=people.root)
+    assert response.status == 201, await response.text()
+    again = await api.post("/v1/agents", json={"persona": "cto"}, headers=people.root)
+    assert await problem(again) == (409, "agent-exists")
+    bill = await (await api.get("/v1/billing", headers=people.root)).json()
+    assert bill["capacity"]["agents"] == {"allowed": 3, "in_use": 1}
+
+
 async def test_concurrent_creates_never_exceed_capacity(api, operator, people):
     await set_plan(operator, people.org, "pro")
     personas = ["cto", "dev", "des", "researcher", "marketer", "self"]

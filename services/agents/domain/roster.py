@@ -53,11 +53,13 @@ def org_agent(org: str, request: CreateAgent, now: datetime) -> Agent:
 
 
 def admit(roster: Roster, agent: Agent, plan: Plan, plan_name: str) -> Roster:
-    """The roster with `agent` on it, or a refusal when the plan's capacity is used up."""
+    """The roster with `agent` on it, or a refusal when the plan's capacity is used up. One
+    on it already was admitted by a create cut short before its agent was stored, or by
+    the create being run again: it stays, counted once."""
     kind = "bot" if agent.kind == "bot" else "agent"
     held = roster.bots if kind == "bot" else roster.agents
     if agent.id in held:
-        raise Refused("agent-exists", 409, f"{agent.id} exists")
+        return roster
     limit = allowed(plan, kind)
     if limit != UNLIMITED and len(held) >= limit:
         raise Refused(
