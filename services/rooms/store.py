@@ -16,6 +16,7 @@ Keys in `rooms-lines`:
 """
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 
 import msgspec
@@ -303,15 +304,17 @@ class RoomStore:
         body = msgspec.json.encode({"seq": seq, "delivery": delivery})
         await self._nc.publish(delivery_subject(room_id), body)
 
-    async def claim_answer(self, room_id: str, seq: int) -> bool:
-        try:
-            await write_at(self._rooms, f"answered.{room_id}.{seq}", b"", 0)
-        except Conflict:
-            return False
-        return True
+    async def answer_to(self, room_id: str, seq: int) -> int | None:
+        """The seq of question `seq`'s answer, once claimed (0: claimed before claims named
+        it)."""
+        found = await _get(self._rooms, f"answered.{room_id}.{seq}")
+        return None if found is None else int(found[0] or 0)
 
-    async def release_answer(self, room_id: str, seq: int) -> None:
-        await self._rooms.delete(f"answered.{room_id}.{seq}")
+    async def claim_answer(self, room_id: str, seq: int, answer: int) -> None:
+        """Question `seq` answered by message `answer`, for good; claimed already, by the
+        same answer's earlier run, it stays as it is."""
+        with contextlib.suppress(Conflict):
+            await write_at(self._rooms, f"answered.{room_id}.{seq}", str(answer).encode(), 0)
 
     # lines: claims, then connected lines
 

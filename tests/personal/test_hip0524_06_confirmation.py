@@ -5,6 +5,7 @@ the person asked. A question with one button cannot be made."""
 import pytest
 
 from tests.personal.conftest import problem, room_with
+from tests.support import forget_idempotency_key, forget_kept_answers
 
 
 @pytest.fixture
@@ -68,6 +69,33 @@ async def test_a_question_is_answered_once(api, people, asked):
     assert (await _answer(api, room, question, {"type": "decline"}, people.ada)).status == 201
     again = await _answer(api, room, question, {"type": "pick", "option": 0}, people.ada)
     assert await problem(again) == (409, "already-answered")
+
+
+@pytest.mark.parametrize("claimed", [True, False], ids=["claimed", "stored-not-claimed"])
+async def test_a_keyed_answer_lost_in_a_failover_is_answered_as_it_was(
+    api, people, asked, stack, operator, claimed
+):
+    """Its gateway and its replica kept no answer: another answer is refused, and the retry
+    is answered with the answer stored, storing none; even when the replica died between
+    storing the answer and claiming the question."""
+    room, question = asked
+    key = f"answer-friday-{claimed}"
+    keyed = people.ada | {"Idempotency-Key": key}
+    first = await _answer(api, room, question, {"type": "pick", "option": 0}, keyed)
+    assert first.status == 201, await first.text()
+    await forget_idempotency_key(stack.redis_url, key)
+    await forget_kept_answers(operator, "rooms")
+    if not claimed:
+        kv = await operator.jetstream().key_value("rooms")
+        await kv.purge(f"answered.{room['id']}.{question['seq']}")
+
+    other = await _answer(api, room, question, {"type": "decline"}, people.ada)
+    assert await problem(other) == (409, "already-answered")
+    again = await _answer(api, room, question, {"type": "pick", "option": 0}, keyed)
+    assert again.status == 201, await again.text()
+    assert await again.json() == await first.json()
+    history = await (await api.get(f"/v1/rooms/{room['id']}/messages", headers=people.ada)).json()
+    assert [m["seq"] for m in history["messages"]] == [question["seq"], (await first.json())["seq"]]
 
 
 async def test_only_the_person_asked_answers_and_never_their_agent(api, people, asked):

@@ -7,7 +7,7 @@ import msgspec
 
 from libs.contracts import agents, rooms
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
+from libs.contracts.problem import KeyReused, Refused
 from libs.runtime.calls import call
 from libs.runtime.service import request_key
 from services.rooms.domain import members, messages, questions
@@ -84,13 +84,23 @@ class Messages(Rooms):
             ),
             asked,
         )
-        if not await self._store.claim_answer(room.id, req.seq):
-            raise Refused("already-answered", 409, f"question {req.seq} has its answer")
+        answered = Refused("already-answered", 409, f"question {req.seq} has its answer")
+        first = await self._store.answer_to(room.id, req.seq)
+        if first is not None:
+            if request_key() and first:  # its answer lost in a failover: answered as it was
+                stored = await self._store.message(room.org, room.id, first, reader=p.sub)
+                if stored is not None and messages.same(stored, message):
+                    return stored
+            raise answered
+        # Stored, then claimed with its seq: a replica that dies between the two leaves an
+        # answer its retry finds, never a question claimed and unanswered for good. The
+        # stream refuses a second answer for an hour, the claim after that.
         try:
-            return await self._store_message(room, message, msg_id=f"answer-{room.id}-{req.seq}")
-        except Exception:
-            await self._store.release_answer(room.id, req.seq)
-            raise
+            stored = await self._store_message(room, message, msg_id=f"answer-{room.id}-{req.seq}")
+        except KeyReused:
+            raise answered from None
+        await self._store.claim_answer(room.id, req.seq, stored.seq)
+        return stored
 
     async def deliver(self, req: rooms.Deliver, _: Principal) -> rooms.Message:
         """From the ladder: the person's agent (or, for `own`, the person) in a room of
