@@ -161,6 +161,23 @@ async def forget_kept_answers(nc: nats.NATS, service: str) -> None:
     )
 
 
+async def answered_again_after_a_failover(
+    api, path: str, body: dict, headers: dict[str, str], *, service: str, redis_url: str,
+    operator: nats.NATS,
+) -> dict:  # fmt: skip
+    """`body` POSTed to `path` with `headers`, which carry an Idempotency-Key; its answer
+    lost with its gateway and with the `service` replica that made it, before it was kept;
+    and POSTed again. The answer, the same both times."""
+    first = await api.post(path, json=body, headers=headers)
+    assert first.status == 201, await first.text()
+    await forget_idempotency_key(redis_url, headers["Idempotency-Key"])
+    await forget_kept_answers(operator, service)
+    again = await api.post(path, json=body, headers=headers)
+    assert again.status == 201, await again.text()
+    assert await again.json() == await first.json()
+    return await first.json()
+
+
 async def kept_answers(nc: nats.NATS, service: str) -> set[str]:
     """The subjects of the answers `service` keeps in `replies`."""
     info = await nc.jetstream().stream_info(

@@ -6,7 +6,7 @@ same key sent with another request is refused, never answered with the first's o
 import pytest
 
 from tests.personal.conftest import history, room_with
-from tests.support import forget_idempotency_key, forget_kept_answers, kept_answers
+from tests.support import answered_again_after_a_failover, forget_idempotency_key, kept_answers
 
 
 async def sent_and_forgotten(api, people, stack, key: str) -> tuple[dict, dict, dict]:
@@ -135,27 +135,18 @@ async def test_a_keyed_post_whose_replica_kept_no_answer_is_stored_once(
     room = await room_with(api, people, people.bob_id)
     body = body | ({"to": people.ada_id} if path == "questions" else {})
     keyed = getattr(people, who) | {"Idempotency-Key": f"kept-none-{path}"}
-    first = await api.post(f"/v1/rooms/{room['id']}/{path}", json=body, headers=keyed)
-    assert first.status == 201, await first.text()
-    await forget_idempotency_key(stack.redis_url, f"kept-none-{path}")
-    await forget_kept_answers(operator, "rooms")
-
-    again = await api.post(f"/v1/rooms/{room['id']}/{path}", json=body, headers=keyed)
-    assert again.status == 201, await again.text()
-    assert await again.json() == await first.json()
+    await answered_again_after_a_failover(
+        api, f"/v1/rooms/{room['id']}/{path}", body, keyed,
+        service="rooms", redis_url=stack.redis_url, operator=operator,
+    )  # fmt: skip
     assert [m["text"] for m in await history(api, room, people.ada)] == [body["text"]]
 
 
 async def test_a_keyed_room_whose_replica_kept_no_answer_is_made_once(api, people, stack, operator):
     keyed = people.ada | {"Idempotency-Key": "kept-none-room"}
     body = {"title": "team", "members": [people.bob_id]}
-    first = await api.post("/v1/rooms", json=body, headers=keyed)
-    assert first.status == 201, await first.text()
-    await forget_idempotency_key(stack.redis_url, "kept-none-room")
-    await forget_kept_answers(operator, "rooms")
-
-    again = await api.post("/v1/rooms", json=body, headers=keyed)
-    assert again.status == 201, await again.text()
-    assert await again.json() == await first.json()
+    room = await answered_again_after_a_failover(
+        api, "/v1/rooms", body, keyed, service="rooms", redis_url=stack.redis_url, operator=operator
+    )
     listed = await api.get("/v1/rooms", headers=people.bob)
-    assert [r["id"] for r in (await listed.json())["rooms"]] == [(await first.json())["id"]]
+    assert [r["id"] for r in (await listed.json())["rooms"]] == [room["id"]]

@@ -10,7 +10,7 @@ from libs.contracts import codec
 from libs.contracts.poa import CONTRACT, Decision
 from services.poa.domain import ledger
 from tests.poa.conftest import NOW, purchase, root_grant
-from tests.support import bearer, forget_idempotency_key, forget_kept_answers, token
+from tests.support import answered_again_after_a_failover, bearer, forget_idempotency_key, token
 
 AGENT = "urn:example:agent:a_456"
 LAST_SECOND = datetime(2026, 9, 30, 23, 59, 59, tzinfo=UTC)  # inside the grant's validity
@@ -174,15 +174,10 @@ async def test_a_keyed_grant_whose_replica_kept_no_answer_is_issued_once(api, or
     user = f"{org}/ada"
     me = bearer(token(org=org, user=user)) | {"Idempotency-Key": "grant-once"}
     body = {"grant": root_grant(user)}
-    first = await api.post("/v1/poa/grants", json=body, headers=me)
-    assert first.status == 201, await first.text()
-    await forget_idempotency_key(stack.redis_url, "grant-once")
-    await forget_kept_answers(operator, "poa")
-
-    again = await api.post("/v1/poa/grants", json=body, headers=me)
-    assert again.status == 201, await again.text()
-    assert await again.json() == await first.json()
+    grant = await answered_again_after_a_failover(
+        api, "/v1/poa/grants", body, me, service="poa", redis_url=stack.redis_url, operator=operator
+    )
     listed = await api.get("/v1/poa/grants", headers=me)
-    assert [g["id"] for g in (await listed.json())["grants"]] == [(await first.json())["id"]]
+    assert [g["id"] for g in (await listed.json())["grants"]] == [grant["id"]]
     unkeyed = await api.post("/v1/poa/grants", json=body, headers=bearer(token(org=org, user=user)))
     assert unkeyed.status == 409, await unkeyed.text()
