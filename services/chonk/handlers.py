@@ -4,7 +4,7 @@ with what they may do to a fact about them, and a decider's packets. Every memor
 write is recorded before it happens (§6.4, §6.5)."""
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
 import msgspec
@@ -41,6 +41,9 @@ from services.chonk.store import ChonkStore, Proposal
 __all__ = ["CADENCE", "Handlers"]
 
 CADENCE = "cadence"
+# Far longer than a run takes, and well inside the two minutes a delivery is retried: a
+# run whose claimer died is taken over by a redelivery.
+RUN_LEASE = timedelta(minutes=1)
 
 Clock = Callable[[], datetime]
 
@@ -122,8 +125,12 @@ class Handlers(Covering):
     async def _once(self, p: Principal, data: dict[str, Any], spec: dict[str, Any], *,
                     run_id: str, **how: Any) -> None:  # fmt: skip
         """A run a delivered event starts: claimed first, so a redelivery handled at the
-        same time runs nothing; released if it fails, so the next delivery runs it."""
-        if not await self._store.claim_run(p.org, run_id):
+        same time runs nothing; released if it fails, so the next delivery runs it. Claimed
+        and not reported, it is under way or its claimer died: asked again later, it is
+        taken over once the claim's lease is out."""
+        if not await self._store.claim_run(p.org, run_id, self._clock(), lease=RUN_LEASE):
+            if await self._store.report(p.org, run_id) is None:
+                raise Refused("run-under-way", 503, f"run {run_id} is under way; ask again")
             return
         try:
             await self._run(p, data, spec, run_id=run_id, **how)

@@ -135,12 +135,26 @@ class ChonkStore:
     async def put_report(self, org: str, report: RunReport) -> None:
         await self._runs.put(f"{org}.{report.id}", codec.encode(report))
 
-    async def claim_run(self, org: str, run_id: str) -> bool:
+    async def claim_run(self, org: str, run_id: str, now: datetime, *, lease: timedelta) -> bool:
         """True for the one caller that claims `run_id`, however many ask at once: a run
-        started by a timer or a handoff, each delivered at least once, is made once."""
+        started by a timer or a handoff, each delivered at least once, is made once. A claim
+        made more than `lease` ago is taken over: its claimer died mid-run (one that lives
+        has finished, or failed and released it, long before)."""
+        key, claimed = f"claimed.{org}.{run_id}", now.isoformat().encode()
         try:
-            await write_at(self._runs, f"claimed.{org}.{run_id}", b"", 0)
+            await write_at(self._runs, key, claimed, 0)
+            return True
         except Conflict:
+            pass
+        try:
+            entry = await self._runs.get(key)
+        except KeyNotFoundError:  # released since: the next delivery claims it
+            return False
+        if not _lapsed(entry.value, now, lease):
+            return False
+        try:
+            await write_at(self._runs, key, claimed, entry.revision)
+        except Conflict:  # taken over by another
             return False
         return True
 
@@ -281,3 +295,12 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> ChonkStore:
         js, KeyValueConfig(bucket="chonk-memory", history=4, replicas=replicas)
     )
     return ChonkStore(runs, memory)
+
+
+def _lapsed(claimed: bytes | None, now: datetime, lease: timedelta) -> bool:
+    """Whether a run's claim is older than `lease` (one written before claims kept their
+    time is)."""
+    try:
+        return datetime.fromisoformat((claimed or b"").decode()) + lease < now
+    except ValueError:
+        return True

@@ -3,7 +3,7 @@ update at Monday 07:00 in Los Angeles. Started, its first time is a timer on the
 when it fires (delivered twice) the update runs once, triggered by the cadence, and the
 next Monday is timed."""
 
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 import msgspec
@@ -12,6 +12,7 @@ from libs.audit.reading import records
 from libs.contracts import scheduler
 from libs.contracts.streams import timer_subject
 from services.chonk.domain.cadences import Cadence, next_at
+from services.chonk.handlers import RUN_LEASE
 from tests.chonk.conftest import ORG, person
 from tests.personal.conftest import eventually, problem
 
@@ -73,6 +74,29 @@ async def test_a_cadence_runs_its_run_each_time_it_comes_round_and_times_the_nex
         if x.action == "chonk.run" and x.target == run_id
     ]  # fmt: skip
     assert len(runs) == 1
+
+
+async def test_a_run_whose_claimer_died_mid_run_is_run_by_a_later_delivery(api, operator):
+    """A replica that claimed the run and died left its claim and no report: once the
+    claim's lease is out, a delivery of the timer runs it."""
+    due = datetime(2027, 3, 1, 15, tzinfo=UTC)  # a Monday, 07:00 in Los Angeles
+    run_id = f"run_owner_update_0907_{due:%Y%m%d}"
+    kv = await operator.jetstream().key_value("chonk-runs")
+    lapsed = datetime.now(UTC) - RUN_LEASE - timedelta(seconds=1)
+    await kv.put(f"claimed.{ORG}.{run_id}", lapsed.isoformat().encode())
+    fired = scheduler.Fired(
+        owner="chonk", key=_key(due), target="cadence", due_at=due, fired_at=due,
+        late_ms=0.0, payload={"org": ORG, "cadence": "cad_owner_update"},
+    )  # fmt: skip
+    await operator.jetstream().publish(
+        timer_subject("chonk", "cadence"), msgspec.json.encode(fired)
+    )
+
+    async def reported() -> dict | None:
+        found = await api.get(f"/v1/chonk/runs/{run_id}", headers=ROOT)
+        return await found.json() if found.status == 200 else None
+
+    assert (await eventually(reported))["trigger"] == "cadence"
 
 
 async def test_only_an_admin_starts_a_cadence_and_only_one_the_tenant_has(api):
