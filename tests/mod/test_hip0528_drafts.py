@@ -17,7 +17,11 @@ from tests.mod.conftest import (
     weather,
     write,
 )
-from tests.support import forget_idempotency_key, forget_kept_answers
+from tests.support import (
+    answered_again_after_a_failover,
+    forget_idempotency_key,
+    forget_kept_answers,
+)
 
 UNITS = {"op": "set", "kind": "settings", "id": "hanzo/settings/units", "value": "imperial"}
 
@@ -189,6 +193,22 @@ async def test_a_keyed_write_run_again_holds_one_draft(api, people, stack, opera
     assert await again.json() == await first.json()
     listed = await (await api.get("/v1/mod/drafts", headers=people.ada)).json()
     assert [d["id"] for d in listed["drafts"]] == [(await first.json())["draft"]["id"]]
+
+
+async def test_a_keyed_keep_lost_in_a_failover_is_answered_as_kept(api, people, stack, operator):
+    await level(api, people.ada, "draft")
+    held = await write(api, people.agent, "user", [HIDE_BOARD])
+    assert held.status == 202, await held.text()
+    draft = (await held.json())["draft"]
+    keyed = people.ada | {"Idempotency-Key": "keep-board"}
+    kept = await answered_again_after_a_failover(
+        api, f"/v1/mod/drafts/{draft['id']}/commit", {}, keyed,
+        service="mod", redis_url=stack.redis_url, operator=operator, status=200,
+    )  # fmt: skip
+    listed = await (await api.get("/v1/mod/layers/user/versions", headers=people.ada)).json()
+    assert [v["version"] for v in listed["versions"] if v["version"] > draft["base"]] == [
+        kept["version"]
+    ]
 
 
 async def test_a_key_whose_draft_was_made_sent_with_another_write_is_refused(

@@ -5,6 +5,7 @@ import asyncio
 
 from libs.audit.reading import records
 from tests.mod.conftest import HIDE_BOARD, install, refusal, version, weather, write
+from tests.support import answered_again_after_a_failover
 
 
 async def test_hip0528_09_1_an_agent_is_answered_a_surface_without_what_governs_it(api, people):
@@ -81,6 +82,19 @@ async def test_hip0528_09_3_a_write_names_its_base_and_a_stale_one_gets_409_and_
     stale = await write(api, people.ada, "user", [HIDE_BOARD], base=0)
     assert await refusal(stale) == (409, "layer-moved")
     assert (await stale.json())["version"] == first["version"]
+
+
+async def test_a_keyed_write_lost_in_a_failover_is_answered_as_made(api, people, stack, operator):
+    """Written, its answer lost with its gateway and its replica: the retry is answered
+    with the version it made, not refused as stale, and writes no second version."""
+    base = await version(api, people.ada, "user")
+    keyed = people.ada | {"Idempotency-Key": "hide-board-written"}
+    written = await answered_again_after_a_failover(
+        api, "/v1/mod/layers/user", {"base": base, "ops": [HIDE_BOARD]}, keyed,
+        service="mod", redis_url=stack.redis_url, operator=operator, status=200,
+    )  # fmt: skip
+    listed = await (await api.get("/v1/mod/layers/user/versions", headers=people.ada)).json()
+    assert [v["version"] for v in listed["versions"] if v["version"] > base] == [written["version"]]
 
 
 async def test_hip0528_09_3_ten_writers_retrying_on_409_all_land(api, people):

@@ -4,12 +4,26 @@ anything is stored, and a layer that keeps one op per target."""
 import re
 from collections.abc import Mapping, Sequence
 
-from libs.contracts.mod import Bind, Entry, Hide, LayerName, Move, Op, Rename, Set, Show, TokenOp
+import msgspec
+
+from libs.contracts.mod import (
+    Bind,
+    Change,
+    Entry,
+    Hide,
+    LayerName,
+    Move,
+    Op,
+    Rename,
+    Set,
+    Show,
+    TokenOp,
+)
 from libs.contracts.problem import Refused
 from services.mod.domain.schema import value_fault
 from services.mod.domain.text import plain, title_fault
 
-__all__ = ["checked", "hidden_by", "merged", "sensitive", "target"]
+__all__ = ["checked", "hidden_by", "merged", "same_change", "sensitive", "target"]
 
 _CHORD = re.compile(
     r"^(?:(?:ctrl|alt|shift|meta)\+){0,4}"
@@ -115,3 +129,8 @@ def _fault(
         case Bind(chord=chord) if not _CHORD.match(chord):
             return f"{chord!r} is not a chord: modifiers ctrl alt shift meta, + one key"
     return None
+
+
+def same_change(made: Change | None, asked: Change) -> bool:
+    """Whether the version `made` by is the change `asked` for, whenever it was made."""
+    return made is not None and msgspec.structs.replace(made, at=asked.at) == asked

@@ -84,6 +84,8 @@ class Drafts(Mod):
                 if p.is_agent
                 else f"only an admin of {p.org} keeps a draft of its layer",
             )
+        if draft.state == "kept" and draft.version is not None and request_key():
+            return mod.Written(version=draft.version)  # its answer lost in a failover
         if draft.state != "open":
             raise Refused("draft-closed", 409, f"draft {draft.id} was {draft.state}")
         version = await self._apply(p, draft, "mod.draft.keep")

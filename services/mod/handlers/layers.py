@@ -6,6 +6,7 @@ import asyncio
 from libs.contracts import mod
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
+from libs.runtime.service import request_key
 from services.mod.domain import compose, patches, surface
 from services.mod.domain.drafts import commits
 from services.mod.handlers.common import Mod, may_keep, ops_data, person_of
@@ -57,11 +58,11 @@ class Layers(Mod):
         if req.layer == "org" and not p.is_agent and "admin" not in p.roles:
             raise Refused("admin-only", 403, f"only an admin of {p.org} writes its layer")
         # The two reads are independent: asked together, a write waits for one round trip.
-        entries, ((org, _), (user, _)) = await asyncio.gather(
+        entries, ((org, org_version), (user, user_version)) = await asyncio.gather(
             self._surface(p), self._store.layers(self._key(p, "org"), self._key(p, "user"))
         )
         index = surface.index(entries)
-        stored = org if req.layer == "org" else user
+        stored, version = (org, org_version) if req.layer == "org" else (user, user_version)
         org_hides = patches.hidden_by(org.ops) if req.layer == "user" else frozenset()
         after = patches.checked(
             req.layer, stored.ops, req.ops, req.note, index, org_hides=org_hides
@@ -90,12 +91,19 @@ class Layers(Mod):
         elif req.draft:
             return await self._hold(req, p, "held for your Keep", window=None)
         value = Stored(ops=after, change=self._change(p, req))
+        if (
+            request_key()
+            and version != req.base
+            and patches.same_change(stored.change, value.change)
+        ):
+            # Written, and its answer lost with its gateway and replica: answered as made.
+            return mod.Written(version=version)
         data: dict[str, object] = {"ops": ops_data(req.ops)}
         key, target = self._key(p, req.layer), _target(p, req.layer)
-        version = await self._write_at(
+        written = await self._write_at(
             p, req.layer, key, req.base, value, "mod.layer.write", data, target
         )
-        return mod.Written(version=version)
+        return mod.Written(version=written)
 
     async def versions(self, req: mod.ListVersions, p: Principal) -> mod.VersionList:
         found = await self._store.versions(self._key(p, req.layer))
