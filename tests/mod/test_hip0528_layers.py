@@ -137,6 +137,22 @@ async def test_hip0528_09_3_versions_newest_first_and_a_revert_writes_a_new_vers
     assert await refusal(agent) == (403, "may-not-revert")
 
 
+async def test_a_keyed_revert_lost_in_a_failover_is_answered_as_made(api, people, stack, operator):
+    first = await write(api, people.ada, "user", [HIDE_BOARD])
+    assert first.status == 200, await first.text()
+    v1 = (await first.json())["version"]
+    second = await write(api, people.ada, "user", [{**HIDE_BOARD, "op": "show"}])
+    assert second.status == 200, await second.text()
+    v2 = (await second.json())["version"]
+    keyed = people.ada | {"Idempotency-Key": "revert-to-v1"}
+    reverted = await answered_again_after_a_failover(
+        api, "/v1/mod/layers/user/revert", {"version": v1, "base": v2}, keyed,
+        service="mod", redis_url=stack.redis_url, operator=operator, status=200,
+    )  # fmt: skip
+    listed = await (await api.get("/v1/mod/layers/user/versions", headers=people.ada)).json()
+    assert [v["version"] for v in listed["versions"] if v["version"] > v2] == [reverted["version"]]
+
+
 async def test_hip0528_09_3_rule_6_a_version_past_the_64_retained_answers_404(api, people):
     first = (await (await write(api, people.ada, "user", [HIDE_BOARD])).json())["version"]
     for i in range(64):

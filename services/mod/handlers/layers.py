@@ -130,6 +130,10 @@ class Layers(Mod):
                 f"version {req.version} of the {req.layer} layer is not retained",
             )
         change = mod.Change(by=p.sub, at=self._clock(), act=p.act, reverted_to=req.version)
+        if request_key():  # made, and its answer lost in a failover: answered as made
+            current, version = await self._store.layer(key)
+            if version != req.base and patches.same_change(current.change, change):
+                return mod.Written(version=version)
         value, data = Stored(ops=old.ops, change=change), {"reverted_to": req.version}
         target = _target(p, req.layer)
         version = await self._write_at(
