@@ -91,13 +91,8 @@ class Layers(Mod):
         elif req.draft:
             return await self._hold(req, p, "held for your Keep", window=None)
         value = Stored(ops=after, change=self._change(p, req))
-        if (
-            request_key()
-            and version != req.base
-            and patches.same_change(stored.change, value.change)
-        ):
-            # Written, and its answer lost with its gateway and replica: answered as made.
-            return mod.Written(version=version)
+        if request_key() and (made := _as_made(stored, version, req.base, value.change)):
+            return made
         data: dict[str, object] = {"ops": ops_data(req.ops)}
         key, target = self._key(p, req.layer), _target(p, req.layer)
         written = await self._write_at(
@@ -130,10 +125,8 @@ class Layers(Mod):
                 f"version {req.version} of the {req.layer} layer is not retained",
             )
         change = mod.Change(by=p.sub, at=self._clock(), act=p.act, reverted_to=req.version)
-        if request_key():  # made, and its answer lost in a failover: answered as made
-            current, version = await self._store.layer(key)
-            if version != req.base and patches.same_change(current.change, change):
-                return mod.Written(version=version)
+        if request_key() and (made := _as_made(*await self._store.layer(key), req.base, change)):
+            return made
         value, data = Stored(ops=old.ops, change=change), {"reverted_to": req.version}
         target = _target(p, req.layer)
         version = await self._write_at(
@@ -147,6 +140,15 @@ class Layers(Mod):
 
     def _change(self, p: Principal, req: mod.WriteLayer) -> mod.Change:
         return mod.Change(by=p.sub, at=self._clock(), act=p.act, note=req.note, ops=req.ops)
+
+
+def _as_made(stored: Stored, version: int, base: int, change: mod.Change) -> mod.Written | None:
+    """The version a keyed request made before its answer was lost with its gateway and its
+    replica: the layer moved from `base`, and its newest version is the very change asked
+    for."""
+    if version != base and patches.same_change(stored.change, change):
+        return mod.Written(version=version)
+    return None
 
 
 def _target(p: Principal, layer: mod.LayerName) -> str:
