@@ -1,6 +1,5 @@
-"""Connecting to NATS: retry the first connect too, then reconnect forever."""
+"""Connecting to NATS: wait for the first connect, then reconnect forever."""
 
-import asyncio
 import logging
 
 import nats
@@ -13,35 +12,27 @@ __all__ = ["connect"]
 _log = logging.getLogger(__name__)
 
 
-async def connect(
-    url: str, *, user: str, password: str, name: str, first_wait: float = 0.25
-) -> Client:
+async def connect(url: str, *, user: str, password: str, name: str) -> Client:
     """Connect as `user`, waiting as long as it takes for a server to be there.
 
-    nats-py gives up when the first connect fails; a replica that starts before its server
-    (the usual order on Kubernetes) should wait instead, backing off to 5 s between tries.
+    With no limit on reconnects nats-py retries the first connect too, a second apart, and
+    reports each refusal to `error_cb`: a replica that starts before its server (the usual
+    order on Kubernetes) waits for it, logging why.
     """
-    wait = first_wait
-    while True:
-        try:
-            return await nats.connect(
-                url.split(","),
-                user=user or None,
-                password=password or None,
-                name=name,
-                inbox_prefix=inbox_prefix(user) if user else "_INBOX",
-                max_reconnect_attempts=-1,
-                reconnect_time_wait=1,
-                allow_reconnect=True,
-                connect_timeout=2,
-                error_cb=_on_error,
-                disconnected_cb=_on_disconnected,
-                reconnected_cb=_on_reconnected,
-            )
-        except (nats.errors.NoServersError, OSError, TimeoutError) as exc:
-            _log.warning("nats not reachable, retrying", extra={"url": url, "error": repr(exc)})
-            await asyncio.sleep(wait)
-            wait = min(wait * 2, 5.0)
+    return await nats.connect(
+        url.split(","),
+        user=user or None,
+        password=password or None,
+        name=name,
+        inbox_prefix=inbox_prefix(user) if user else "_INBOX",
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=1,
+        allow_reconnect=True,
+        connect_timeout=2,
+        error_cb=_on_error,
+        disconnected_cb=_on_disconnected,
+        reconnected_cb=_on_reconnected,
+    )
 
 
 async def _on_error(exc: Exception) -> None:

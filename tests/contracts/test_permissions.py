@@ -1,10 +1,5 @@
 """Bus permissions on a real nats-server: each credential is confined to its role."""
 
-import asyncio
-
-import pytest
-from nats.errors import NoRespondersError
-
 from libs.contracts.permissions import GATEWAY, permissions
 from libs.contracts.registry import REPLIES_BUCKET
 from libs.runtime.replies import Answer, Replies, digest
@@ -12,7 +7,12 @@ from tests.support import ECHO, OTHER, TEST_SERVICES
 
 
 async def _violations(connect, role: str, act) -> list[str]:
-    """Run `act(nc)` as `role` and collect the permission violations the server reports."""
+    """Run `act(nc)` as `role` and collect the permission violations the server reports.
+
+    The server answers a denied publish or subscription with an error in order, before the
+    pong of a ping that follows it, and nats-py calls `error_cb` as it reads that error. But
+    nats-py writes a flush's ping at once, ahead of what it still holds to write: so flush
+    until nothing is held, then once more, and every violation `act` caused has been seen."""
     seen: list[str] = []
 
     async def on_error(exc: Exception) -> None:
@@ -20,8 +20,9 @@ async def _violations(connect, role: str, act) -> list[str]:
 
     async with connect(role, error_cb=on_error) as nc:
         await act(nc)
+        while nc.pending_data_size:
+            await nc.flush()
         await nc.flush()
-        await asyncio.sleep(0.1)
     return [s for s in seen if "permissions violation" in s.lower()]
 
 
@@ -62,12 +63,16 @@ async def test_a_service_cannot_touch_another_services_buckets(connect):
     async with connect("other") as owner:
         kv = await owner.jetstream().create_key_value(bucket="other-things")
         await kv.put("k", b"mine")
-    async with connect("echo") as nc:
-        js = nc.jetstream(timeout=0.5)
-        with pytest.raises((TimeoutError, NoRespondersError)):
-            await js.stream_info("KV_other-things")
-        with pytest.raises((TimeoutError, NoRespondersError)):
-            await js.publish("$KV.other-things.k", b"theirs")
+
+        async def touch(nc):
+            await nc.publish("$JS.API.STREAM.INFO.KV_other-things", b"")
+            await nc.publish("$KV.other-things.k", b"theirs")
+
+        assert await _violations(connect, "echo", touch) == [  # nats-py lowers the case
+            'nats: permissions violation for publish to "$js.api.stream.info.kv_other-things"',
+            'nats: permissions violation for publish to "$kv.other-things.k"',
+        ]
+        assert (await kv.get("k")).value == b"mine"
 
 
 async def test_a_service_reads_and_writes_only_its_own_kept_answers(connect):
@@ -76,12 +81,17 @@ async def test_a_service_reads_and_writes_only_its_own_kept_answers(connect):
         request = digest("tether.echo.say", b"{}")
         mine = await kv.once("k1", request, _answered)
         assert (await kv.once("k1", request, _never)).body == mine.body
-    async with connect("other") as nc:
-        js = nc.jetstream(timeout=0.5)
-        with pytest.raises((TimeoutError, NoRespondersError)):
-            await js.get_msg(f"KV_{REPLIES_BUCKET}", subject="$KV.replies.echo.k1", direct=True)
-        with pytest.raises((TimeoutError, NoRespondersError)):
-            await js.publish("$KV.replies.echo.k1", b"theirs")
+        stream, key = f"KV_{REPLIES_BUCKET}", f"$KV.{REPLIES_BUCKET}.echo.k1"
+
+        async def touch(nc):
+            await nc.publish(f"$JS.API.DIRECT.GET.{stream}.{key}", b"")
+            await nc.publish(key, b"theirs")
+
+        denied = (f"$JS.API.DIRECT.GET.{stream}.{key}", key)
+        assert await _violations(connect, "other", touch) == [
+            f'nats: permissions violation for publish to "{subject.lower()}"' for subject in denied
+        ]
+        assert (await kv.once("k1", request, _never)).body == mine.body
 
 
 async def _answered() -> Answer:

@@ -8,8 +8,10 @@ from collections import Counter
 from datetime import timedelta
 
 import nats
+from nats.js.errors import NotFoundError
 
 from libs.contracts.permissions import inbox_prefix
+from libs.contracts.scheduler import ENGINE
 from libs.runtime.settings import Settings
 from libs.stack.processes import spawn, stop_all
 from libs.stack.servers import free_port, start_nats
@@ -75,13 +77,16 @@ async def test_kill_9_of_one_of_two_replicas_loses_no_timer_and_fires_none_twice
     replicas = [spawn(argv, name=f"scheduler-{i}", env=env) for i in range(2)]
     owner = await _owner(stack.nats_url, stack.passwords, "scheduler", "probe")
     try:
-        while True:  # both replicas up: one of them answers
-            try:
-                await owner.ask("resolution", {})
-                break
-            except nats.errors.NoRespondersError:
+        due_reader = owner.engine.jetstream()
+        async with asyncio.timeout(30):  # both replicas up: each waits on the due consumer
+            while True:
+                try:
+                    info = await due_reader.consumer_info(ENGINE.name, "scheduler")
+                except NotFoundError:  # the first replica has not made it yet
+                    info = None
+                if info is not None and info.num_waiting >= 2:
+                    break
                 await asyncio.sleep(0.1)
-        await asyncio.sleep(1)
         # Due from 2 s on: 400 asked at once can take a busy 2-core machine over a second
         # to take, and one taken after it is due is refused (422), never fired.
         start = now()
