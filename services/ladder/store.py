@@ -31,11 +31,14 @@ __all__ = ["Held", "LadderStore", "open_store"]
 
 
 class Held(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A window as held: the person and transport it was opened under, and what it shows."""
+    """A window as held: the person and transport it was opened under, and what it shows.
+    `taken_over_by` names the keyed request that edited, replaced or stopped it (its key and
+    digest), to answer that request again as made."""
 
     person: str
     transport: str | None
     window: PendingWindow
+    taken_over_by: str | None = None
 
 
 _log = logging.getLogger(__name__)

@@ -100,6 +100,17 @@ def test_failed_is_only_for_a_window_that_had_not_gone():
     assert windows.failed(sent) == sent
 
 
+@pytest.mark.parametrize("act", ["edited", "replaced"])
+def test_an_edit_or_replacement_notes_its_own_message_once(act):
+    taken = windows.taken_over(OPEN, act, OPEN.id)
+    noted = windows.own_sent(taken, 8)
+    assert (noted.state, noted.sent_seq) == (act, 8)
+    assert windows.own_sent(noted, 9) == noted
+    stopped = windows.taken_over(OPEN, "stopped", OPEN.id)
+    assert windows.own_sent(stopped, 8) == stopped
+    assert windows.own_sent(OPEN, 8) == OPEN
+
+
 CANDIDATES = ("yes, 7 works", "make it 8", "not this week")
 ASKED = Confirmation(
     id="c-1",

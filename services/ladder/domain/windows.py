@@ -2,10 +2,11 @@
 
 A window is `open` until its end or the person's act. At its end it goes (`sending`, then
 `sent` once the room has it, or `failed` when every try to deliver it failed) or, below
-send, is `canceled`; the person may instead have `edited`, `replaced` or `stopped` it. A
-window `sending` when its replica died goes again at the next try of its end: the
-delivery's key stores it once. Every function here returns the window as it is after the
-event, the same window when the event changes nothing.
+send, is `canceled`; the person may instead have `edited`, `replaced` or `stopped` it (an
+edited or replaced one then has the seq of the person's own message). A window `sending`
+when its replica died goes again at the next try of its end: the delivery's key stores it
+once. Every function here returns the window as it is after the event, the same window when
+the event changes nothing.
 """
 
 from datetime import datetime, timedelta
@@ -24,6 +25,7 @@ __all__ = [
     "failed",
     "lowered",
     "offered",
+    "own_sent",
     "seconds_left",
     "statement",
     "taken_over",
@@ -99,6 +101,14 @@ def taken_over(window: PendingWindow | None, act: Act, window_id: str) -> Pendin
     if window.state != "open":
         raise Refused("window-closed", 409, f"{window_id} was {window.state}")
     return _move(window, act)
+
+
+def own_sent(window: PendingWindow, seq: int) -> PendingWindow:
+    """The person's own text, which took the place of an edited or replaced send, is stored
+    in the room as `seq`."""
+    if window.state not in ("edited", "replaced") or window.sent_seq is not None:
+        return window
+    return msgspec.structs.replace(window, sent_seq=seq)
 
 
 def _move(window: PendingWindow, state: str, sent_seq: int | None = None) -> PendingWindow:

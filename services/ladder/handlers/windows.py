@@ -8,6 +8,7 @@ import msgspec
 from libs.contracts import ladder, rooms, scheduler
 from libs.contracts.principal import Principal
 from libs.runtime.calls import call
+from libs.runtime.service import request_digest, request_key
 from services.ladder.domain import windows
 from services.ladder.domain.confirmations import Confirmation
 from services.ladder.domain.windows import Act
@@ -189,22 +190,28 @@ class Windows(Ladder):
         self, p: Principal, window_id: str, act: Act, text: str | None
     ) -> ladder.PendingWindow:
         """Each of edit, replace and stop cancels the agent's send; edit and replace send
-        the person's own text instead, as their own message."""
+        the person's own text instead, as their own message. A keyed request that took the
+        window over before its answer was lost (its replica died) is answered as made, and
+        what that replica left undone is done: the timer canceled, the own text sent."""
         person = await self._person(p, "change a pending send")
+        key = request_key()
+        by = f"{key} {request_digest().hex()}" if key else None
 
         def take_over(held: Held | None) -> Held:
+            if held is not None and by is not None and held.taken_over_by == by:
+                return held
             window = windows.taken_over(held and held.window, act, window_id)
             assert held is not None
-            return msgspec.structs.replace(held, window=window)
+            return msgspec.structs.replace(held, window=window, taken_over_by=by)
 
         _, held = await self._store.change_window(
             person, window_id, take_over, record=self._recorded(actor=p)
         )
         assert held is not None
         await self._cancel_timer(window_id)
-        if text is None:
-            return held.window
         w = held.window
+        if text is None or w.sent_seq is not None:
+            return w
         own = await self._deliver(
             rooms.Deliver(
                 org=w.org,
@@ -217,4 +224,12 @@ class Windows(Ladder):
                 edited=act == "edited",
             )
         )
-        return msgspec.structs.replace(w, sent_seq=own.seq)
+
+        def sent(held: Held | None) -> Held | None:
+            return held and msgspec.structs.replace(
+                held, window=windows.own_sent(held.window, own.seq)
+            )
+
+        _, held = await self._store.change_window(person, window_id, sent)
+        assert held is not None
+        return held.window
