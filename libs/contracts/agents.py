@@ -294,6 +294,6 @@ CONTRACT = service_contract(
         LIMITS,
         SPEAK,
     ],
-    buckets=("agents", "agents-personas", "agents-preferences", "agents-meter"),
+    buckets=("agents", "agents-personas", "agents-preferences", "agents-meter", "agents-making"),
     streams=(METER,),
 )

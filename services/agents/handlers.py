@@ -7,14 +7,14 @@ from libs.audit.trail import Trail
 from libs.contracts import agents
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
+from libs.contracts.problem import KeyReused, Refused
 from libs.contracts.registry import Subject
 from libs.runtime.kv import Conflict
 from libs.runtime.locks import KeyedLocks
-from libs.runtime.service import Handler
+from libs.runtime.service import Handler, request_digest, request_key
 from services.agents.domain import meter, personas, roster
 from services.agents.domain.catalog import Catalog, Plan
-from services.agents.store import AgentStore
+from services.agents.store import AgentStore, Making
 
 __all__ = ["Handlers"]
 
@@ -34,9 +34,12 @@ class Handlers:
         self._presets, self._clock = presets, clock
         self._provisioning = KeyedLocks()
 
-    async def provision(self, user: str, persona: str = "self") -> tuple[agents.Agent, bool]:
+    async def provision(
+        self, user: str, persona: str = "self", *, key: str | None = None
+    ) -> tuple[agents.Agent, bool]:
         """The person's agent, made if they have none; (agent, made now). Idempotent under
-        any number of replicas and redeliveries: the pair key is created at most once."""
+        any number of replicas and redeliveries: the pair key is created at most once. A
+        keyed request notes under its `key` what it is about to make."""
         agent = roster.personal_agent(user, persona, self._clock())
         async with self._provisioning.hold(user):  # copies of one event, in turn
             existing = await self._store.personal(agent.org, user)
@@ -49,6 +52,7 @@ class Handlers:
                 async with self._trail.change(
                     agent.org, actor=actor, action="agents.personal.create", target=agent.id
                 ):
+                    await self._note_making(key, agent)
                     if not await self._store.create_personal(agent):
                         raise Conflict(agent.id)  # another replica made it: recorded as failed
             except Conflict:
@@ -67,7 +71,9 @@ class Handlers:
     async def create_mine(self, req: agents.CreateMine, p: Principal) -> agents.MyAgent:
         _refuse_agents(p, "create a person's agent")
         _, user = _person(p)
-        agent, made = await self.provision(user, req.persona)
+        if (made_before := await self._made(request_key())) is not None:
+            return await self._with_persona(made_before)
+        agent, made = await self.provision(user, req.persona, key=request_key())
         if not made:
             raise Refused("agent-exists", 409, f"{user} has their agent; a person has exactly one")
         return await self._with_persona(agent)
@@ -86,14 +92,32 @@ class Handlers:
 
     async def create(self, req: agents.CreateAgent, p: Principal) -> agents.Agent:
         _admin(p, "create an org agent")
+        if (made := await self._made(request_key())) is not None:
+            return made
         if await self._persona(p.org, req.persona) is None:
             raise Refused("persona-not-found", 404, f"no persona {req.persona!r} in {p.org}")
         agent = roster.org_agent(p.org, req, self._clock())
         async with self._trail.change(p.org, actor=p, action="agents.org.create", target=agent.id):
             await self._admit(agent)
+            await self._note_making(request_key(), agent)
             if not await self._store.create_org_agent(agent):
                 raise Refused("agent-exists", 409, f"{agent.id} exists")
         return agent
+
+    async def _note_making(self, key: str | None, agent: agents.Agent) -> None:
+        if key is not None:
+            await self._store.note_making(key, Making(agent=agent, request=request_digest()))
+
+    async def _made(self, key: str | None) -> agents.Agent | None:
+        """The agent this keyed request made before its answer was lost with its replica:
+        noted under the key, and stored as noted. One made by another request differs in
+        its creation time at least, and the request then runs (and is refused) again."""
+        making = None if key is None else await self._store.making(key)
+        if making is None:
+            return None
+        if making.request != request_digest():
+            raise KeyReused()
+        return making.agent if await self._store.stored(making.agent) == making.agent else None
 
     async def _admit(self, agent: agents.Agent) -> None:
         """Onto the org's roster by compare-and-set, so concurrent creates never pass the

@@ -5,8 +5,9 @@ Keys in `agents`:
     org.<org>.<agent id>         the org's own agents and bots
     roster.<org>                 their ids, compare-and-set against the plan's capacity
     plan.<org>                   the org's plan; none is `free`
-`agents-personas` holds `<org>.<name>`, `agents-preferences` `<home org>.<user>`, and
-`agents-meter` `<org>.<YYYY-MM>`. Every key that holds a person's thing names the person.
+`agents-personas` holds `<org>.<name>`, `agents-preferences` `<home org>.<user>`,
+`agents-meter` `<org>.<YYYY-MM>`, and `agents-making` `<request key>` for 25 h: the agent a
+keyed create was about to make. Every key that holds a person's thing names the person.
 """
 
 from collections.abc import Callable
@@ -25,10 +26,23 @@ from libs.runtime.service import ensure_stream
 from services.agents.domain.meter import MeterMonth
 from services.agents.domain.roster import Roster
 
-__all__ = ["AgentStore", "open_store"]
+__all__ = ["AgentStore", "Making", "open_store"]
+
+
+# As long as the runtime keeps a keyed request's answer in `replies`.
+MAKING_KEPT_S = 25 * 3600
+
+
+class Making(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The agent a keyed create was about to make, noted before it made it, and the digest of
+    the request: the agent stored as noted (its creation time too) is the one it made."""
+
+    agent: Agent
+    request: bytes
 
 
 _agent = codec.decoder(Agent)
+_making = codec.decoder(Making)
 _persona = codec.decoder(Persona)
 _preferences = codec.decoder(Preferences)
 _roster = codec.decoder(Roster)
@@ -42,6 +56,7 @@ class AgentStore:
         self._personas = buckets["agents-personas"]
         self._preferences = buckets["agents-preferences"]
         self._meter = buckets["agents-meter"]
+        self._making = buckets["agents-making"]
 
     async def personal(self, org: str, user: str) -> Agent | None:
         found = await _get(self._agents, f"personal.{org}.{key_token(user)}")
@@ -61,6 +76,19 @@ class AgentStore:
 
     async def create_org_agent(self, agent: Agent) -> bool:
         return await _create(self._agents, f"org.{agent.org}.{key_token(agent.id)}", agent)
+
+    async def stored(self, agent: Agent) -> Agent | None:
+        """The agent stored under `agent`'s key, personal or the org's."""
+        if agent.user is not None:
+            return await self.personal(agent.org, agent.user)
+        return await self.org_agent(agent.org, agent.id)
+
+    async def making(self, key: str) -> Making | None:
+        found = await _get(self._making, key)
+        return None if found is None else _making.decode(found)
+
+    async def note_making(self, key: str, making: Making) -> None:
+        await self._making.put(key, codec.encode(making))
 
     async def roster(self, org: str) -> Roster:
         found = await _get(self._agents, f"roster.{org}")
@@ -121,6 +149,10 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
         name: await open_bucket(js, KeyValueConfig(bucket=name, history=4, replicas=replicas))
         for name in ("agents", "agents-personas", "agents-preferences", "agents-meter")
     }
+    buckets["agents-making"] = await open_bucket(
+        js,
+        KeyValueConfig(bucket="agents-making", history=1, ttl=MAKING_KEPT_S, replicas=replicas),
+    )
     await ensure_stream(js, METER, replicas=replicas)
     return AgentStore(js, buckets)
 
