@@ -7,7 +7,7 @@ from nats.aio.client import Client
 
 from libs.contracts.permissions import inbox_prefix
 
-__all__ = ["connect"]
+__all__ = ["connect", "flushed"]
 
 _log = logging.getLogger(__name__)
 
@@ -33,6 +33,15 @@ async def connect(url: str, *, user: str, password: str, name: str) -> Client:
         disconnected_cb=_on_disconnected,
         reconnected_cb=_on_reconnected,
     )
+
+
+async def flushed(nc: Client) -> None:
+    """Until the server has read everything written on `nc` so far (a subscription made,
+    say). nats-py writes a flush's ping at once, ahead of what it still holds to write, so
+    that ping's pong alone does not say so: flush until nothing is held, then once more."""
+    while nc.pending_data_size:
+        await nc.flush()
+    await nc.flush()
 
 
 async def _on_error(exc: Exception) -> None:

@@ -125,7 +125,7 @@ class Service:
         reading = [asyncio.create_task(c.run(self.settings.pull_wait)) for c in consumers]
         for task in reading:
             task.add_done_callback(self._reader_ended)
-        await self.nc.flush()
+        await bus.flushed(self.nc)  # subscribed at the server before it says it serves
         self.serving.set()
         try:
             await self._stop.wait()

@@ -2,6 +2,7 @@
 
 from libs.contracts.permissions import GATEWAY, permissions
 from libs.contracts.registry import REPLIES_BUCKET
+from libs.runtime.bus import flushed
 from libs.runtime.replies import Answer, Replies, digest
 from tests.support import ECHO, OTHER, TEST_SERVICES
 
@@ -10,9 +11,8 @@ async def _violations(connect, role: str, act) -> list[str]:
     """Run `act(nc)` as `role` and collect the permission violations the server reports.
 
     The server answers a denied publish or subscription with an error in order, before the
-    pong of a ping that follows it, and nats-py calls `error_cb` as it reads that error. But
-    nats-py writes a flush's ping at once, ahead of what it still holds to write: so flush
-    until nothing is held, then once more, and every violation `act` caused has been seen."""
+    pong of a ping that follows it, and nats-py calls `error_cb` as it reads that error: once
+    the server has read all `act` wrote, every violation it caused has been seen."""
     seen: list[str] = []
 
     async def on_error(exc: Exception) -> None:
@@ -20,9 +20,7 @@ async def _violations(connect, role: str, act) -> list[str]:
 
     async with connect(role, error_cb=on_error) as nc:
         await act(nc)
-        while nc.pending_data_size:
-            await nc.flush()
-        await nc.flush()
+        await flushed(nc)
     return [s for s in seen if "permissions violation" in s.lower()]
 
 

@@ -6,6 +6,7 @@ import msgspec
 import pytest
 
 from libs.contracts import ladder, scheduler
+from libs.runtime.bus import flushed
 from tests.personal.conftest import problem
 
 
@@ -22,7 +23,7 @@ async def coarse_scheduler(operator):
     sub = await operator.subscribe(
         scheduler.RESOLUTION.published_by("ladder"), queue="scheduler", cb=answer
     )
-    await operator.flush()
+    await flushed(operator)
     yield
     await sub.unsubscribe()
 

@@ -1,8 +1,12 @@
-"""A replica that starts before its server waits for it (nats-py alone gives up)."""
+"""The bus: a replica that starts before its server waits for it, and a subscription once
+`flushed` is at the server, so a service that says it serves has its responders."""
 
 import asyncio
 import logging
 
+from nats.errors import NoRespondersError
+
+from libs.contracts.permissions import GATEWAY
 from libs.runtime import bus
 from libs.stack.processes import stop_all
 from libs.stack.servers import free_port, start_nats
@@ -29,3 +33,23 @@ async def test_the_first_connect_is_retried_until_a_server_is_there(tmp_path, ca
 
 def _refusals(caplog) -> int:
     return sum("ConnectionRefused" in getattr(r, "error", "") for r in caplog.records)
+
+
+async def test_a_subscription_flushed_is_at_the_server_before_anything_is_asked(connect):
+    """With nats-py's own flush alone, 11 and 14 of 300 requests sent at once here found no
+    responder or were lost: the flush was answered before the server had the subscription."""
+    missed = 0
+
+    async def answer(msg) -> None:
+        await msg.respond(b"{}")
+
+    async with connect("echo") as served, connect(GATEWAY) as asking:
+        for _ in range(300):
+            sub = await served.subscribe("tether.echo.say", queue="echo", cb=answer)
+            await bus.flushed(served)
+            try:
+                await asking.request("tether.echo.say", b"{}", timeout=2)
+            except (NoRespondersError, TimeoutError):
+                missed += 1
+            await sub.unsubscribe()
+    assert missed == 0
