@@ -11,7 +11,7 @@ from nats.aio.client import Client
 from nats.errors import NoRespondersError
 
 from libs.contracts import codec
-from libs.contracts.principal import PRINCIPAL_HEADER, Principal
+from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused, Unavailable
 from libs.contracts.registry import Subject
 
@@ -28,14 +28,21 @@ async def call(
     *,
     caller: str,
     principal: Principal | None = None,
+    key: str | None = None,
     timeout: float = 10.0,
 ) -> T:  # type: ignore[type-var]
     """`subject`'s reply to `request`. A by-caller subject is asked as `caller`; any other
-    carries `principal`, which only services and the gateway may set."""
-    headers = {PRINCIPAL_HEADER: codec.encode(principal).decode()} if principal else None
+    carries `principal`, which only services and the gateway may set. With `key` (the keyed
+    request this call is made for), the callee runs it once under that key too."""
+    headers = {PRINCIPAL_HEADER: codec.encode(principal).decode()} if principal else {}
+    if key is not None:
+        headers[REQUEST_KEY_HEADER] = key
     try:
         reply = await nc.request(
-            subject.published_by(caller), codec.encode(request), timeout=timeout, headers=headers
+            subject.published_by(caller),
+            codec.encode(request),
+            timeout=timeout,
+            headers=headers or None,
         )
     except NoRespondersError as exc:
         no_one = f"no replica serves {subject.name}"

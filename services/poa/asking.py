@@ -16,6 +16,7 @@ from libs.contracts.base import key_token
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.calls import call
+from libs.runtime.service import request_key
 from services.poa.domain import approvals, ledger
 from services.poa.store import AskStore, GrantStore, LedgerStore
 
@@ -114,6 +115,12 @@ class Asking:
         found = await self._asks.get(p.org, p.sub, req.id)
         if found is None:
             raise Refused("ask-not-found", 404, f"you have no ask {req.id}")
+        if request_key() and approvals.answered_as(found, req.answer):
+            # Its answer lost in a failover: answered as it stands, and charged if its
+            # replica died before the charge (charged already, nothing is written).
+            if found.state == "allowed":
+                await self._charge(found, await self._chain(found))
+            return found
         ours = found.state == "open" and found.question_seq is not None
         if ours and found.room is not None and found.question_seq is not None:
             choice: rooms.Choice = (

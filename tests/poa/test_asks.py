@@ -11,7 +11,7 @@ from libs.audit.reading import records as audit_records
 from libs.contracts import poa, rooms
 from tests.personal.conftest import eventually
 from tests.poa.conftest import purchase, root_grant, valid_now
-from tests.support import bearer, token
+from tests.support import answered_again_after_a_failover, bearer, token
 
 AGENT = "urn:example:agent:a_456"
 BEHIND = timedelta(seconds=57)  # a one-minute ask expires three real seconds after it opens
@@ -122,6 +122,25 @@ async def test_approved_the_act_is_decided_again_charged_and_recorded_with_the_a
         f"/v1/poa/asks/{ask['id']}/answer", json={"answer": "decline"}, headers=ada["me"]
     )
     assert again.status == 409
+
+
+async def test_a_keyed_answer_lost_in_a_failover_is_answered_as_it_stands(
+    api, ada, operator, stack
+):
+    ask = await _asked(api, ada)
+    path = f"/v1/poa/asks/{ask['id']}/answer"
+    keyed = ada["me"] | {"Idempotency-Key": f"approve-{ask['id']}"}
+
+    answered = await answered_again_after_a_failover(
+        api, path, {"answer": "approve"}, keyed, service="poa", redis_url=stack.redis_url,
+        operator=operator, status=200,
+    )  # fmt: skip
+
+    assert answered["state"] == "allowed"
+    _, after = await _act(api, ada, 40)
+    assert after["spent_month_usd"] == "180"  # the 140 charged once, then 40
+    again = await api.post(path, json={"answer": "approve"}, headers=ada["me"])
+    assert again.status == 409  # unkeyed, it is not a retry
 
 
 async def test_declined_in_the_room_the_act_is_denied_and_nothing_is_charged(api, ada):

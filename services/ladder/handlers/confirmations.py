@@ -7,6 +7,7 @@ from libs.contracts import ladder, rooms
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.calls import call
+from libs.runtime.service import request_key
 from services.ladder.domain import confirmations
 from services.ladder.domain.confirmations import Confirmation
 from services.ladder.handlers.common import ME, Ladder
@@ -40,7 +41,10 @@ class Confirmations(Ladder):
             raise Refused("confirmation-not-found", 404, f"you have no confirmation {req.id}")
         answer = rooms.AnswerQuestion(id=c.room, seq=c.question_seq, choice=req.choice)
         me = Principal(org=c.org, sub=person)
-        stored: rooms.Message = await call(self._nc, rooms.ANSWER, answer, caller=ME, principal=me)
+        # Keyed, the room answers a retry whose answer was lost with the answer it stored.
+        stored: rooms.Message = await call(
+            self._nc, rooms.ANSWER, answer, caller=ME, principal=me, key=request_key()
+        )
         sent = await self.answered(c.room, c.question_seq, req.choice)
         level = ladder.Decided(
             level="confirm",

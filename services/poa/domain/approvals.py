@@ -20,6 +20,7 @@ __all__ = [
     "APPROVED",
     "DECLINED",
     "EXPIRED",
+    "answered_as",
     "approved",
     "ask_id",
     "declined",
@@ -115,6 +116,16 @@ def declined(ask: AskRecord, now: datetime) -> AskRecord:
 def expired(ask: AskRecord, now: datetime) -> AskRecord:
     """An ask no one answered in time; one already answered is as it was."""
     return ask if ask.state != "open" else _denied(ask, EXPIRED, now)
+
+
+def answered_as(ask: AskRecord, answer: str) -> bool:
+    """Whether `ask` stands as `answer` ("approve" or "decline") would have left it:
+    declined, or approved (allowed, or denied by the ledger as it was then)."""
+    if ask.state == "open" or ask.decision is None:
+        return False
+    if answer == "decline":
+        return ask.decision.rule_id == DECLINED
+    return ask.decision.rule_id not in (DECLINED, EXPIRED)
 
 
 def _denied(ask: AskRecord, rule: str, now: datetime) -> AskRecord:

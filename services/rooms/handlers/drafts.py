@@ -3,6 +3,7 @@
 from libs.contracts import rooms
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
+from libs.runtime.service import request_key
 from services.rooms.domain import drafts, members, messages
 from services.rooms.handlers.common import Rooms, draft_holders, person_of
 
@@ -45,9 +46,11 @@ class Drafts(Rooms):
 
     async def send_draft(self, req: rooms.SendDraft, p: Principal) -> rooms.Message:
         """The person sends their agent's draft (or their own text in its place) as their
-        own message; the draft's id makes a repeated send store nothing more."""
+        own message; the draft's id makes a repeated send store nothing more. A keyed send
+        whose answer was lost with its replica finds the draft sent as it asks, and is
+        answered with that message."""
         room = await self._room(req.id, p)
-        draft = drafts.sendable(await self._draft(room, req.draft, p))
+        draft = await self._draft(room, req.draft, p)
         asked = await self._message(room, draft.reply_to)
         to = asked.author if members.is_member(room, asked.author) else None
         message = messages.authored(
@@ -59,6 +62,11 @@ class Drafts(Rooms):
             reply_to=draft.reply_to,
             drafted_by=draft.agent,
         )
+        if request_key() and draft.sent_seq is not None:
+            sent = await self._store.message(room.org, room.id, draft.sent_seq, reader=p.sub)
+            if sent is not None and messages.same(sent, message):
+                return sent
+        drafts.sendable(draft)
         async with self._trail.change(
             room.org, actor=p, action="rooms.draft.send", target=draft.id, data={"room": room.id}
         ):
@@ -69,6 +77,8 @@ class Drafts(Rooms):
     async def discard_draft(self, req: rooms.DraftRef, p: Principal) -> rooms.Draft:
         room = await self._room(req.id, p)
         draft = await self._draft(room, req.draft, p)
+        if draft.state == "discarded" and request_key():
+            return draft  # its answer lost in a failover
         return await self._store.change_draft(
             draft,
             drafts.discarded,

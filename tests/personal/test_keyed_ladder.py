@@ -1,6 +1,7 @@
-"""A person's edit, replacement or stop of a pending send whose answer was lost in a failover,
-sent again with its Idempotency-Key, is answered as made: not refused as already closed, and
-the person's own text is in the room once. Another request finds the window closed."""
+"""A person's act on the ladder whose answer was lost in a failover, sent again with its
+Idempotency-Key, is answered as made, not refused as already done: an edit, replacement or
+stop of a pending send (the person's own text in the room once; another request finds the
+window closed), and a confirmation's answer (the pick sent once)."""
 
 import msgspec
 import pytest
@@ -96,3 +97,36 @@ async def test_an_edit_whose_replica_died_before_it_sent_the_text_sends_it_once(
     listed = await (await api.get("/v1/windows", headers=people.ada)).json()
     [closed] = [w for w in listed["closed"] if w["id"] == window["id"]]
     assert closed["sent_seq"] == (await first.json())["sent_seq"]
+
+
+async def test_a_keyed_confirmation_answer_run_again_is_answered_as_made(
+    api, people, operator, stack
+):
+    """The pick, answered in the room and sent, its answer lost: answered again with it, not
+    refused as already answered, and the pick sent once."""
+    await announce(operator, people.ada_id)
+    await set_level(api, people.ada, "confirm")
+    room = await room_with(api, people, people.bob_id)
+    await say(api, room, people.bob, "Lunch on Friday?", to=people.ada_id)
+
+    async def confirmations():
+        listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
+        return listed["confirmations"]
+
+    [confirmation] = await eventually(confirmations)
+    keyed = people.ada | {"Idempotency-Key": "confirm-pick-1"}
+    body = {"choice": {"type": "pick", "option": 0}}
+
+    made = await answered_again_after_a_failover(
+        api, f"/v1/confirmations/{confirmation['id']}", body, keyed, service="ladder",
+        redis_url=stack.redis_url, operator=operator, status=200,
+    )  # fmt: skip
+
+    sent = [m for m in await history(api, room, people.bob) if m["seq"] == made["sent_seq"]]
+    assert [m["text"] for m in sent] == [confirmation["candidates"][0]]
+    replies = [m for m in await history(api, room, people.bob) if m.get("reply_to") and
+               m["author"] == f"agent:{people.ada_id}" and not m.get("question")]  # fmt: skip
+    assert len(replies) == 1
+    path = f"/v1/confirmations/{confirmation['id']}"
+    again = await api.post(path, json=body, headers=people.ada)  # unkeyed: not a retry
+    assert await problem(again) == (409, "already-answered")

@@ -1,0 +1,38 @@
+"""An ask as the person's answer leaves it, decided purely: what a keyed answer sent again
+(its first answer lost in a failover) is answered with, instead of a refusal."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from libs.contracts.poa import AskRecord
+from services.poa.domain import approvals
+from services.poa.domain.decisions import allow, deny
+
+NOW = datetime(2026, 12, 3, tzinfo=UTC)
+OPEN = AskRecord(
+    id="ask_1", org="acme", person="acme/ada", agent="urn:example:agent:a", grant_id="poa_1",
+    act_id="act_1", rule_id="over_per_act_limit", act="shop.buy", envelope={}, official=True,
+    asked_at=NOW, expires_at=NOW + timedelta(minutes=1),
+)  # fmt: skip
+YES = allow(approvals.APPROVED, "act_1")
+REFUSED_ON_THE_LEDGER = deny("over_monthly_limit", "act_1")
+
+
+@pytest.mark.parametrize(
+    ("ask", "approve", "decline"),
+    [
+        (OPEN, False, False),
+        (approvals.approved(OPEN, YES, NOW), True, False),
+        (approvals.approved(OPEN, approvals.outcome(REFUSED_ON_THE_LEDGER, "act_1"), NOW),
+         True, False),
+        (approvals.declined(OPEN, NOW), False, True),
+        (approvals.expired(OPEN, NOW), False, False),
+    ],
+    ids=["open", "approved", "approved, denied on the ledger", "declined", "expired"],
+)  # fmt: skip
+def test_an_ask_stands_answered_as_only_the_answer_that_left_it_so(ask, approve, decline):
+    assert (approvals.answered_as(ask, "approve"), approvals.answered_as(ask, "decline")) == (
+        approve,
+        decline,
+    )
