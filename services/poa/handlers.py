@@ -59,6 +59,8 @@ class Handlers:
         if target is None:
             raise Refused("grant-not-found", 404, f"you have no grant {req.id}")
         below = grants.descendants(req.id, mine)
+        if all(r.revoked for r in [target, *below]):
+            return target  # revoked already (a retry, say): nothing happens, nothing recorded
         now = self._clock()
         data = {"descendants": [r.id for r in below]}
         async with self._trail.change(

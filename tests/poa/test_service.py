@@ -221,6 +221,18 @@ async def test_revoking_a_grant_revokes_its_descendants_at_once(api, ada):
     }  # fmt: skip
 
 
+async def test_a_grant_revoked_again_is_answered_as_it_stands_and_recorded_once(
+    api, ada, org, operator
+):
+    await _issue(api, ada)
+    first = await api.post("/v1/poa/grants/poa_8c21/revoke", json={}, headers=ada["me"])
+    again = await api.post("/v1/poa/grants/poa_8c21/revoke", json={}, headers=ada["me"])
+    assert (first.status, again.status) == (200, 200)
+    assert await again.json() == await first.json()
+    records = await audit_records(operator.jetstream(), org)
+    assert [r.action for r in records] == ["poa.grant.issue", "poa.grant.revoke"]
+
+
 async def test_every_decision_on_a_stored_grant_is_on_the_audit_trail(api, ada, org, operator):
     await _issue(api, ada)
     for amount in (40, 140):
