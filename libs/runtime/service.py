@@ -122,10 +122,12 @@ class Service:
         subs = [await self._subscribe(self.contract.health, self._health)]
         for subject, handler in table.items():
             subs.append(await self._subscribe(subject, handler))
+        # Subscribed at the server before it says it serves, and before its readers' pulls
+        # and acks share the connection.
+        await bus.flushed(self.nc)
         reading = [asyncio.create_task(c.run(self.settings.pull_wait)) for c in consumers]
         for task in reading:
             task.add_done_callback(self._reader_ended)
-        await bus.flushed(self.nc)  # subscribed at the server before it says it serves
         self.serving.set()
         try:
             await self._stop.wait()
