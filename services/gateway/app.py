@@ -8,6 +8,9 @@ import msgspec
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY
@@ -43,7 +46,14 @@ def init_app(
     routes: Sequence[Route] = ROUTES,
     services: Sequence[ServiceContract] = SERVICES,
 ) -> web.Application:
-    redis = Redis.from_url(settings.redis_url)
+    redis = Redis.from_url(
+        settings.redis_url,
+        socket_timeout=settings.redis_timeout,
+        socket_connect_timeout=settings.redis_timeout,
+        # Once more at once, for a pooled connection a restarted Redis closed; never after a
+        # timeout, when the command may have run: a claim run twice would find itself in use.
+        retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+    )
     in_flight = int(settings.request_timeout + settings.late_timeout) + 10
     limiter = RateLimiter(redis, settings.rate_limit)
     keys = IdempotencyKeys(redis, in_flight_s=in_flight)

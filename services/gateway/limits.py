@@ -1,19 +1,24 @@
 """Per-principal rate limits and Idempotency-Key replays, kept in Redis."""
 
 import asyncio
+import contextlib
 import hashlib
+import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 
 import msgspec
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from libs.contracts import codec
 from libs.contracts.principal import Principal
 from libs.contracts.problem import KeyReused, Refused
 
-__all__ = ["IdempotencyKeys", "Late", "RateLimiter", "Stored"]
+__all__ = ["IdempotencyKeys", "Late", "RateLimiter", "StoreUnavailable", "Stored"]
 
+_log = logging.getLogger(__name__)
 _WINDOW_S = 60
 _PROBLEM = "application/problem+json"
 # INCR and the first EXPIRE in one step, so a crash between them cannot leave a key forever.
@@ -28,6 +33,27 @@ def _who(p: Principal) -> str:
     return f"{p.org}:{p.sub}:{p.act or '-'}"
 
 
+class StoreUnavailable(Refused):
+    """Redis refused the connection or did not answer in time: a transient failure, so a
+    503 to ask again. A request that cannot be counted or keyed is not let through."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "store-unavailable",
+            503,
+            "the gateway's store of rate limits and Idempotency-Keys did not answer; ask again",
+        )
+
+
+@contextlib.contextmanager
+def _asking_store() -> Iterator[None]:
+    try:
+        yield
+    except (RedisConnectionError, RedisTimeoutError) as exc:
+        _log.warning("the store did not answer", extra={"error": type(exc).__name__})
+        raise StoreUnavailable() from exc
+
+
 class RateLimiter:
     """A fixed one-minute window per principal (an agent counts apart from its person)."""
 
@@ -39,7 +65,8 @@ class RateLimiter:
         if self._limit <= 0:
             return
         window = int(time.time()) // _WINDOW_S
-        n = await self._count(keys=[f"tether:rl:{_who(principal)}:{window}"], args=[_WINDOW_S])
+        with _asking_store():
+            n = await self._count(keys=[f"tether:rl:{_who(principal)}:{window}"], args=[_WINDOW_S])
         if n > self._limit:
             raise Refused(
                 "rate-limited", 429, f"more than {self._limit} requests this minute; slow down"
@@ -86,9 +113,10 @@ class IdempotencyKeys:
             raise Refused("idempotency-key-invalid", 400, "Idempotency-Key: 1-200 printable chars")
         name = self._name(principal, key)
         pending = msgspec.msgpack.encode(Stored(fingerprint))
-        if await self._redis.set(name, pending, nx=True, ex=self._in_flight):
-            return None
-        raw = await self._redis.get(name)
+        with _asking_store():
+            if await self._redis.set(name, pending, nx=True, ex=self._in_flight):
+                return None
+            raw = await self._redis.get(name)
         stored = msgspec.msgpack.decode(raw, type=Stored) if raw else None
         if stored is None:
             return await self.claim(principal, key, fingerprint)
@@ -117,19 +145,33 @@ class IdempotencyKeys:
         except Refused as exc:
             answer = Stored("", exc.problem.status, codec.encode(exc.problem), _PROBLEM)
         except BaseException:
-            await self._redis.delete(self._name(principal, key))
+            # Not forgotten, the key waits out its time in flight instead.
+            with contextlib.suppress(StoreUnavailable), _asking_store():
+                await self._redis.delete(self._name(principal, key))
             raise
         answer = msgspec.structs.replace(answer, fingerprint=fingerprint)
-        await self.settle(principal, key, answer)
+        await self._settle_or_wait(principal, key, answer)
         return answer, False
 
     async def settle(self, principal: Principal, key: str, answer: Stored) -> None:
         """Keep a final answer; forget the key after a server error, so a retry runs again."""
         name = self._name(principal, key)
-        if answer.status >= 500:
-            await self._redis.delete(name)
-        else:
-            await self._redis.set(name, msgspec.msgpack.encode(answer), ex=self._ttl)
+        with _asking_store():
+            if answer.status >= 500:
+                await self._redis.delete(name)
+            else:
+                await self._redis.set(name, msgspec.msgpack.encode(answer), ex=self._ttl)
+
+    async def _settle_or_wait(self, principal: Principal, key: str, answer: Stored) -> None:
+        """Settle the key; if the store cannot keep the answer now, the request's answer is
+        still given, and the key waits out its time in flight as a killed gateway's does:
+        a retry is told to wait (409), then runs again to the service, which made it once."""
+        try:
+            await self.settle(principal, key, answer)
+        except StoreUnavailable:
+            _log.warning(
+                "an answer could not be kept under its key", extra={"status": answer.status}
+            )
 
     async def _settle_late(
         self, principal: Principal, key: str, fingerprint: str, reply: "asyncio.Future[Stored]"
@@ -146,7 +188,8 @@ class IdempotencyKeys:
             answer = Stored("", exc.problem.status, codec.encode(exc.problem), _PROBLEM)
         except BaseException:
             return
-        await self.settle(principal, key, msgspec.structs.replace(answer, fingerprint=fingerprint))
+        answer = msgspec.structs.replace(answer, fingerprint=fingerprint)
+        await self._settle_or_wait(principal, key, answer)
 
     def _keep(self, settling: Coroutine[None, None, None]) -> None:
         task = asyncio.ensure_future(settling)

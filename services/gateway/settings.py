@@ -17,6 +17,8 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     | TETHER_JWT_KEY           | (read from the file)    | the HS256 key tokens are verified with |
     | TETHER_JWT_KEY_FILE      | $TETHER_HOME/jwt.key    | where the key is when not given        |
     | REDIS_URL                | redis://127.0.0.1:6379/0| rate limits and idempotency keys       |
+    | TETHER_REDIS_TIMEOUT     | 2                       | seconds to connect to Redis or wait for|
+    |                          |                         | its answer; then 503 store-unavailable |
     | NATS_URL                 | nats://127.0.0.1:4222   | the bus                                |
     | NATS_USER / NATS_PASSWORD| gateway / (empty)       | the gateway's NATS credential          |
     | TETHER_RATE_LIMIT        | 1200                    | requests a minute per principal; 0: off|
@@ -34,6 +36,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     port: int = 8080
     jwt_key: str
     redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_timeout: float = 2.0
     nats_url: str = "nats://127.0.0.1:4222"
     nats_user: str = "gateway"
     nats_password: str = ""
@@ -59,6 +62,7 @@ _ENV = {
     "TETHER_PORT": "port",
     "TETHER_JWT_KEY": "jwt_key",
     "REDIS_URL": "redis_url",
+    "TETHER_REDIS_TIMEOUT": "redis_timeout",
     "NATS_URL": "nats_url",
     "NATS_USER": "nats_user",
     "TETHER_REUSE_PORT": "reuse_port",
