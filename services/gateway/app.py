@@ -124,7 +124,7 @@ def init_app(
         elif route.kind == "stream":
             handler = room_stream(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
         elif route.kind == "watch":
-            handler = mod_watch(route, key=settings.jwt_key, limiter=limiter)
+            handler = mod_watch(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
         elif route.kind == "pending":
             handler = pending_list(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
         elif route.kind == "pending_stream":

@@ -9,15 +9,18 @@ keys, so nothing another person holds is ever read, and nothing is kept between 
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 import msgspec
+import nats.errors
 from aiohttp import web
+from nats.js.client import JetStreamContext
 from nats.js.kv import KeyValue
 
 from libs.contracts.base import key_token
 from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET, HeldDrafts
 from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
 from services.gateway.events import KEEPALIVE_S, STREAMS
 from services.gateway.forward import NATS, caller
 from services.gateway.limits import RateLimiter
@@ -27,23 +30,18 @@ __all__ = ["mod_watch"]
 
 _END = b""
 _last = msgspec.json.Decoder(HeldDrafts).decode
+_Watched = tuple[str, str, KeyValue.KeyWatcher]  # bucket, layer, its watcher
 
 
 def mod_watch(
-    route: Route, *, key: str, limiter: RateLimiter
+    route: Route, *, key: str, limiter: RateLimiter, timeout: float
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(http: web.Request) -> web.StreamResponse:
         p = await caller(route, http, key=key, limiter=limiter)
-        js = http.app[NATS].jetstream()
-        layers = await js.key_value(LAYERS_BUCKET)
-        drafts = await js.key_value(DRAFTS_BUCKET)
-        events: asyncio.Queue[bytes] = asyncio.Queue(1000)
         own = {"org": f"{p.org}.org", "user": f"{p.org}.user.{key_token(p.sub)}"}
-        tasks = [
-            asyncio.create_task(_follow(kv, k, layer, p, events))
-            for kv in (layers, drafts)
-            for layer, k in own.items()
-        ]
+        watched = await _watching(http.app[NATS].jetstream(), own, timeout)
+        events: asyncio.Queue[bytes] = asyncio.Queue(1000)
+        tasks = [asyncio.create_task(_follow(*w, p, events)) for w in watched]
         http.app[STREAMS].add(events)
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
@@ -72,20 +70,41 @@ def mod_watch(
     return handler
 
 
+async def _watching(js: JetStreamContext, own: Mapping[str, str], timeout: float) -> list[_Watched]:
+    """A watcher of each of the caller's keys in both buckets, each read past what was
+    stored before it began, so that whatever is stored once the stream opens is news.
+    One that cannot begin (a bucket's stream electing its leader, say) is a 503."""
+    watched: list[_Watched] = []
+    try:
+        for bucket in (LAYERS_BUCKET, DRAFTS_BUCKET):
+            kv = await js.key_value(bucket)
+            for layer, key in own.items():
+                watcher = await kv.watch(key)
+                watched.append((bucket, layer, watcher))
+                while await watcher.updates(timeout) is not None:
+                    pass
+    except (nats.errors.Error, TimeoutError) as exc:
+        for *_, watcher in watched:
+            with contextlib.suppress(Exception):
+                await watcher.stop()
+        raise Refused(
+            "watch-unavailable", 503, f"the watch could not begin ({type(exc).__name__}); ask again"
+        ) from exc
+    return watched
+
+
 async def _follow(
-    kv: KeyValue, key: str, layer: str, p: Principal, events: asyncio.Queue[bytes]
+    bucket: str,
+    layer: str,
+    watcher: KeyValue.KeyWatcher,
+    p: Principal,
+    events: asyncio.Queue[bytes],
 ) -> None:
-    """Each change to `key` after the watch began, as an event."""
-    watcher = await kv.watch(key)
-    started = False
+    """Each change to the watched key, as an event. The stream ends with its watcher, so
+    that a client is never left watching what is no longer watched: it opens another."""
     try:
         async for entry in watcher:
-            if entry is None:
-                started = True  # what was stored before the watch began is not news
-                continue
-            if not started:
-                continue
-            if kv._name == LAYERS_BUCKET:
+            if bucket == LAYERS_BUCKET:
                 data = {"layer": layer, "version": entry.revision}
                 await events.put(_event("layer", data))
             elif entry.value and (last := _last(entry.value).last) is not None:
@@ -94,6 +113,8 @@ async def _follow(
                     data = {"layer": layer, "id": last.id, "state": last.state}
                     await events.put(_event("draft", data))
     finally:
+        with contextlib.suppress(asyncio.QueueFull):
+            events.put_nowait(_END)
         with contextlib.suppress(Exception):
             await watcher.stop()
 

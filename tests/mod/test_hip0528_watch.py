@@ -9,6 +9,8 @@ import msgspec
 import pytest
 
 from libs.audit.reading import records
+from libs.contracts.base import key_token
+from libs.contracts.mod import LAYERS_BUCKET
 from tests.mod.conftest import HIDE_BOARD, write
 
 
@@ -59,3 +61,18 @@ async def test_hip0528_09_5_a_watcher_sees_versions_and_drafts_and_a_draft_expir
     assert "mod.draft.expire" in actions
     mine.close()
     bobs.close()
+
+
+async def test_hip0528_09_5_a_write_made_once_the_watch_is_open_is_seen(api, people, operator):
+    """`: watching` comes once every watcher is past what was stored before it: a version
+    stored as soon as a client reads it is news, never taken for what was there already.
+    The version is put straight into the bucket, the soonest a write can follow."""
+    layers = await operator.jetstream().key_value(LAYERS_BUCKET)
+    key = f"{people.org}.user.{key_token(f'{people.org}/ada')}"
+    for _ in range(10):
+        watching = await watch(api, people.ada)
+        version = await layers.put(key, b"{}")
+        assert await events(watching, 1, timeout=10) == [
+            ("layer", {"layer": "user", "version": version})
+        ]
+        watching.close()
