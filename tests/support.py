@@ -6,6 +6,7 @@ import inspect
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -18,6 +19,8 @@ from libs.contracts.problem import Refused
 from libs.contracts.registry import REPLIES_BUCKET, ServiceContract, Subject, service_contract
 from libs.runtime.service import Service
 from libs.runtime.settings import Settings
+from libs.stack.processes import stop_all
+from libs.stack.servers import free_port, start_nats
 from services.gateway.tokens import mint
 
 
@@ -67,6 +70,27 @@ class Echo:
         if request.text == "refuse":
             raise Refused("echo-refuses", 409, "asked to refuse")
         return Said(text=request.text, replica=self.replica, principal=principal)
+
+
+class Bus:
+    """A nats-server of the test's own, stopped and started again on its port and store."""
+
+    def __init__(self, root: Path) -> None:
+        port = free_port()
+        self.url = f"nats://127.0.0.1:{port}"
+        self.config = {
+            "listen": f"127.0.0.1:{port}",
+            "http": f"127.0.0.1:{free_port()}",
+            "jetstream": {"store_dir": str(root / "js")},
+        }
+        self.file = root / "nats.json"
+        self.server = start_nats(self.config, self.file)
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(stop_all, [self.server])
+
+    async def start(self) -> None:
+        self.server = await asyncio.to_thread(start_nats, self.config, self.file)
 
 
 def encode(value: object) -> bytes:

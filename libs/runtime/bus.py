@@ -3,11 +3,12 @@
 import logging
 
 import nats
+import nats.errors
 from nats.aio.client import Client
 
 from libs.contracts.permissions import inbox_prefix
 
-__all__ = ["connect", "flushed"]
+__all__ = ["connect", "flushed", "let_go"]
 
 _log = logging.getLogger(__name__)
 
@@ -42,6 +43,18 @@ async def flushed(nc: Client) -> None:
     while nc.pending_data_size:
         await nc.flush()
     await nc.flush()
+
+
+async def let_go(nc: Client) -> None:
+    """Drain `nc`, finishing what it has in hand, while its server is there; close it when
+    the server is gone, for a drain would wait for it and then raise."""
+    if nc.is_connected:
+        try:
+            await nc.drain()
+            return
+        except nats.errors.Error:  # the server went away while draining
+            _log.warning("nats gone while draining; closing")
+    await nc.close()
 
 
 async def _on_error(exc: Exception) -> None:

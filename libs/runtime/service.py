@@ -8,6 +8,7 @@
 """
 
 import asyncio
+import contextlib
 import logging
 import signal
 import time
@@ -104,7 +105,7 @@ class Service:
         return self
 
     async def __aexit__(self, *_: object) -> None:
-        await self.nc.drain()
+        await bus.let_go(self.nc)
         await self._ops.cleanup()
         _log.info("stopped")
 
@@ -136,7 +137,10 @@ class Service:
             for consumer in consumers:
                 consumer.stop()
             for sub in subs:
-                await sub.drain()
+                # With the server gone there is no interest there to take back.
+                if self.nc.is_connected:
+                    with contextlib.suppress(nats.errors.Error):  # gone while draining
+                        await sub.drain()
             await asyncio.gather(*self._tasks, *reading, return_exceptions=True)
         if self._broken is not None:
             raise self._broken

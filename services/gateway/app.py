@@ -151,7 +151,7 @@ def _nats(settings: GatewaySettings) -> CleanupContext:
             name=GATEWAY,
         )
         yield
-        await app[NATS].drain()
+        await bus.let_go(app[NATS])
 
     return context
 

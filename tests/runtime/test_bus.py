@@ -8,8 +8,12 @@ from nats.errors import NoRespondersError
 
 from libs.contracts.permissions import GATEWAY
 from libs.runtime import bus
+from libs.runtime.service import Service
+from libs.runtime.settings import Settings
 from libs.stack.processes import stop_all
 from libs.stack.servers import free_port, start_nats
+from tests.personal.conftest import eventually
+from tests.support import ECHO, SAY, Bus, Echo
 
 
 async def test_the_first_connect_is_retried_until_a_server_is_there(tmp_path, caplog):
@@ -53,3 +57,22 @@ async def test_a_subscription_flushed_is_at_the_server_before_anything_is_asked(
                 missed += 1
             await sub.unsubscribe()
     assert missed == 0
+
+
+async def test_a_service_whose_bus_is_gone_stops_cleanly(tmp_path):
+    """Stopped while its server is away, a service has no interest at a server to take back
+    and no reply it could send: it closes, rather than wait on each subscription's drain
+    for a server that is not there and then raise."""
+    bus = Bus(tmp_path)
+    try:
+        settings = Settings(service="echo", nats_url=bus.url, metrics_port=0)
+        async with Service(ECHO, settings, signals=False) as svc:
+            serving = asyncio.create_task(svc.serve({SAY: Echo("r1").say}))
+            await svc.serving.wait()
+            await bus.stop()
+            await eventually(lambda: asyncio.sleep(0, not svc.nc.is_connected))
+            svc.stop()
+            await serving
+        assert svc.nc.is_closed
+    finally:
+        await bus.stop()
