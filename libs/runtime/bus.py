@@ -5,10 +5,11 @@ import logging
 import nats
 import nats.errors
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 
 from libs.contracts.permissions import inbox_prefix
 
-__all__ = ["connect", "flushed", "let_go"]
+__all__ = ["NotSent", "connect", "flushed", "let_go", "request"]
 
 _log = logging.getLogger(__name__)
 
@@ -34,6 +35,28 @@ async def connect(url: str, *, user: str, password: str, name: str) -> Client:
         disconnected_cb=_on_disconnected,
         reconnected_cb=_on_reconnected,
     )
+
+
+class NotSent(Exception):
+    """A request not sent, because the connection is not up: it will not run."""
+
+
+async def request(
+    nc: Client, subject: str, payload: bytes, *, timeout: float, headers: dict[str, str] | None
+) -> Msg:
+    """`nc.request`, sent only while `nc` is connected. nats-py holds what is published
+    while it reconnects and sends it once a server is back, long after its asker stopped
+    waiting: that request would run unasked. `NotSent` says it did not leave."""
+    if not nc.is_connected:
+        raise NotSent(f"not connected to NATS; {subject} not sent")
+    try:
+        return await nc.request(subject, payload, timeout=timeout, headers=headers)
+    except (
+        nats.errors.OutboundBufferLimitError,
+        nats.errors.ConnectionClosedError,
+        nats.errors.ConnectionDrainingError,
+    ) as exc:
+        raise NotSent(f"the connection to NATS is going; {subject} not sent") from exc
 
 
 async def flushed(nc: Client) -> None:

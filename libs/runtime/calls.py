@@ -1,7 +1,7 @@
 """One service asking another: the request encoded, the reply decoded, a refusal (4xx)
 raised as the same Refused, so it reaches the original caller with its own rule and status,
-and a transient failure (a 5xx problem, a timeout, no responders) raised as Unavailable, so
-a reader retries it instead of dropping it."""
+and a transient failure (a 5xx problem, a timeout, no responders, not connected) raised as
+Unavailable, so a reader retries it instead of dropping it."""
 
 from functools import cache
 from typing import TypeVar
@@ -14,6 +14,7 @@ from libs.contracts import codec
 from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused, Unavailable
 from libs.contracts.registry import Subject
+from libs.runtime import bus
 
 __all__ = ["call"]
 
@@ -38,12 +39,15 @@ async def call(
     if key is not None:
         headers[REQUEST_KEY_HEADER] = key
     try:
-        reply = await nc.request(
+        reply = await bus.request(
+            nc,
             subject.published_by(caller),
             codec.encode(request),
             timeout=timeout,
             headers=headers or None,
         )
+    except bus.NotSent as exc:
+        raise Unavailable(_transient("bus-unavailable", str(exc))) from exc
     except NoRespondersError as exc:
         no_one = f"no replica serves {subject.name}"
         raise Unavailable(_transient("service-unavailable", no_one)) from exc

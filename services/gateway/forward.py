@@ -12,17 +12,13 @@ from typing import Annotated, Any, Union, get_args, get_origin
 import msgspec
 from aiohttp import web
 from nats.aio.client import Client
-from nats.errors import (
-    ConnectionClosedError,
-    ConnectionDrainingError,
-    NoRespondersError,
-    OutboundBufferLimitError,
-)
+from nats.errors import NoRespondersError
 
 from libs.contracts import codec
 from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Refused
 from libs.contracts.registry import Subject
+from libs.runtime import bus
 from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored
 from services.gateway.routes import Route
 from services.gateway.tokens import is_delegate, principal_from
@@ -227,27 +223,22 @@ async def ask(
     timeout: float,
     key: str | None = None,
 ) -> tuple[int | None, bytes]:
-    """Request `subject`; (problem status or None, reply body).
-
-    Asked only while connected: nats-py would hold a request made while it reconnects and
-    send it once the bus is back, to run long after its client was told it timed out. A
-    503 says the request was not sent, so asking again runs it once."""
-    if not nc.is_connected:
-        raise _bus_unavailable()
+    """Request `subject`; (problem status or None, reply body). One not sent, the gateway
+    being off the bus, is a 503 that asking again runs once."""
     headers = {PRINCIPAL_HEADER: msgspec.json.encode(principal).decode()} if principal else {}
     if key is not None:
         headers[REQUEST_KEY_HEADER] = key
     try:
-        reply = await nc.request(subject.name, payload, timeout=timeout, headers=headers or None)
+        reply = await bus.request(
+            nc, subject.name, payload, timeout=timeout, headers=headers or None
+        )
+    except bus.NotSent as exc:
+        raise Refused(
+            "bus-unavailable", 503, "the gateway is not connected to the bus; ask again"
+        ) from exc
     except NoRespondersError as exc:
         raise Refused("service-unavailable", 503, f"no replica serves {subject.name}") from exc
-    except (OutboundBufferLimitError, ConnectionClosedError, ConnectionDrainingError) as exc:
-        raise _bus_unavailable() from exc
     except TimeoutError as exc:  # nats-py's TimeoutError is one too
         raise Refused("service-timeout", 504, f"{subject.name} did not answer in time") from exc
     status = (reply.headers or {}).get(PROBLEM_HEADER)
     return (int(status) if status else None), reply.data
-
-
-def _bus_unavailable() -> Refused:
-    return Refused("bus-unavailable", 503, "the gateway is not connected to the bus; ask again")

@@ -39,7 +39,7 @@ async def api(client_for, gateway_settings, bus, echo) -> TestClient:
     return await client_for(settings, services=(ECHO,), routes=ROUTES)
 
 
-async def test_a_request_while_the_bus_is_gone_is_refused_503_and_never_runs(api, echo, bus):
+async def test_a_request_while_the_bus_is_gone_is_refused_503_and_never_runs(api, echo, bus, org):
     assert (await api.get("/v1/echo/before", headers=bearer())).status == 200
 
     await bus.stop()
@@ -49,7 +49,9 @@ async def test_a_request_while_the_bus_is_gone_is_refused_503_and_never_runs(api
         503,
         "bus-unavailable",
     )
-    keyed = bearer() | {"Idempotency-Key": "while-the-bus-is-gone"}
+    ready = await api.get("/readyz")
+    assert (ready.status, (await ready.json())["services"]["echo"]["error"]) == (503, "NotSent")
+    keyed = bearer() | {"Idempotency-Key": f"{org}-while-the-bus-is-gone"}
     refused = await api.post("/v1/echo", json={"text": "gone-keyed"}, headers=keyed)
     assert await problem(refused) == (503, "bus-unavailable")
 

@@ -2,18 +2,23 @@
 `flushed` is at the server, so a service that says it serves has its responders."""
 
 import asyncio
+import functools
 import logging
 
+import pytest
 from nats.errors import NoRespondersError
 
 from libs.contracts.permissions import GATEWAY
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Unavailable
 from libs.runtime import bus
+from libs.runtime.calls import call
 from libs.runtime.service import Service
 from libs.runtime.settings import Settings
 from libs.stack.processes import stop_all
 from libs.stack.servers import free_port, start_nats
 from tests.personal.conftest import eventually
-from tests.support import ECHO, SAY, Bus, Echo
+from tests.support import ECHO, SAY, Bus, Echo, Say, running
 
 
 async def test_the_first_connect_is_retried_until_a_server_is_there(tmp_path, caplog):
@@ -76,3 +81,40 @@ async def test_a_service_whose_bus_is_gone_stops_cleanly(tmp_path):
         assert svc.nc.is_closed
     finally:
         await bus.stop()
+
+
+async def test_a_call_made_while_the_bus_is_gone_is_unavailable_and_never_sent(tmp_path):
+    """A service's call to another, made while its server is away, is refused at once as
+    transient (a reader asks again) and is not held to run when the server is back."""
+    server, echo = Bus(tmp_path), Echo("r1")
+    ada = Principal(org="acme", sub="acme/ada")
+    settings = Settings(service="echo", nats_url=server.url, metrics_port=0)
+    try:
+        async with running(ECHO, settings, lambda _: {SAY: echo.say}) as served:
+            nc = await bus.connect(server.url, user="", password="", name="caller")
+            ask = functools.partial(call, nc, SAY, caller="caller", principal=ada, timeout=1)
+            await ask(Say(text="before"))
+            await server.stop()
+            await eventually(lambda: asyncio.sleep(0, not nc.is_connected))
+            with pytest.raises(Unavailable) as gone:
+                await ask(Say(text="gone"))
+            assert gone.value.problem.rule == "bus-unavailable"
+
+            await server.start()
+            connected = (nc, served.nc)
+            await eventually(lambda: asyncio.sleep(0, all(c.is_connected for c in connected)))
+            await eventually(lambda: _answered(ask, Say(text="after")), timeout=20)
+            # One connection's requests reach the echo in order: a "gone" held and sent on
+            # reconnecting would stand before "after".
+            assert [r.text for r in echo.handled] == ["before", "after"]
+            await nc.close()
+    finally:
+        await server.stop()
+
+
+async def _answered(ask, request: Say) -> bool:
+    try:
+        await ask(request)
+    except Unavailable:  # the echo's own connection may be a moment behind
+        return False
+    return True
