@@ -93,6 +93,56 @@ class Bus:
         self.server = await asyncio.to_thread(start_nats, self.config, self.file)
 
 
+class Link:
+    """A TCP proxy between a client and a server, that a test cuts (every connection
+    through it closed, and each new one closed at once) and mends: a network fault."""
+
+    def __init__(self, upstream: str) -> None:
+        host, _, port = upstream.removeprefix("nats://").rpartition(":")
+        self._upstream = (host, int(port))
+        self._writers: set[asyncio.StreamWriter] = set()
+        self.cut_off = False
+
+    async def __aenter__(self) -> str:
+        self._server = await asyncio.start_server(self._pass, "127.0.0.1", 0)
+        return f"nats://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def __aexit__(self, *_: object) -> None:
+        self.cut()
+        self._server.close()
+        await self._server.wait_closed()
+
+    def cut(self) -> None:
+        self.cut_off = True
+        for writer in self._writers:
+            writer.close()
+
+    def mend(self) -> None:
+        self.cut_off = False
+
+    async def _pass(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.cut_off:
+            writer.close()
+            return
+        up_reader, up_writer = await asyncio.open_connection(*self._upstream)
+        self._writers |= {writer, up_writer}
+        try:
+            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        finally:
+            self._writers -= {writer, up_writer}
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except ConnectionError:
+        pass
+    finally:
+        writer.close()
+
+
 def encode(value: object) -> bytes:
     return msgspec.json.encode(value)
 

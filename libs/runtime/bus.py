@@ -1,6 +1,7 @@
 """Connecting to NATS: wait for the first connect, then reconnect forever."""
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import nats
 import nats.errors
@@ -14,13 +15,27 @@ __all__ = ["NotSent", "connect", "flushed", "let_go", "request"]
 _log = logging.getLogger(__name__)
 
 
-async def connect(url: str, *, user: str, password: str, name: str) -> Client:
+async def connect(
+    url: str,
+    *,
+    user: str,
+    password: str,
+    name: str,
+    reconnected: Callable[[], Awaitable[None]] | None = None,
+) -> Client:
     """Connect as `user`, waiting as long as it takes for a server to be there.
 
     With no limit on reconnects nats-py retries the first connect too, a second apart, and
     reports each refusal to `error_cb`: a replica that starts before its server (the usual
-    order on Kubernetes) waits for it, logging why.
+    order on Kubernetes) waits for it, logging why. `reconnected` is awaited each time the
+    connection is back, its subscriptions at the server again.
     """
+
+    async def on_reconnected() -> None:
+        _log.info("nats reconnected")
+        if reconnected is not None:
+            await reconnected()
+
     return await nats.connect(
         url.split(","),
         user=user or None,
@@ -33,7 +48,7 @@ async def connect(url: str, *, user: str, password: str, name: str) -> Client:
         connect_timeout=2,
         error_cb=_on_error,
         disconnected_cb=_on_disconnected,
-        reconnected_cb=_on_reconnected,
+        reconnected_cb=on_reconnected,
     )
 
 
@@ -86,7 +101,3 @@ async def _on_error(exc: Exception) -> None:
 
 async def _on_disconnected() -> None:
     _log.warning("nats disconnected")
-
-
-async def _on_reconnected() -> None:
-    _log.info("nats reconnected")

@@ -17,7 +17,7 @@ from libs.contracts.permissions import GATEWAY
 from libs.contracts.registry import ServiceContract
 from libs.runtime import bus
 from libs.runtime.metrics import count_tasks
-from services.gateway.events import STREAMS, close_streams, room_stream
+from services.gateway.events import STREAMS, bus_back, close_streams, room_stream
 from services.gateway.forward import NATS, forwarding
 from services.gateway.limits import IdempotencyKeys, RateLimiter
 from services.gateway.mcp import mcp_endpoint
@@ -149,6 +149,7 @@ def _nats(settings: GatewaySettings) -> CleanupContext:
             user=settings.nats_user or GATEWAY,
             password=settings.nats_password,
             name=GATEWAY,
+            reconnected=lambda: bus_back(app),
         )
         yield
         await bus.let_go(app[NATS])

@@ -2,9 +2,12 @@
 
 The rooms service says whether the caller is a member (the route's subject); the live
 subject is subscribed before the history is read, so nothing stored in between is missed,
-and each message is sent once, in seq order. `Last-Event-ID` (or `?after=`) resumes. How a
-message that left by a line fares comes as `delivery` events `{seq, delivery}` (no id: the
-history read on resuming carries each message's delivery as it is then).
+and each message is sent once, in seq order. What is published while the gateway is off
+the bus never reaches it, so once back each stream reads what was stored since its last
+message. `Last-Event-ID` (or `?after=`) resumes. How a message that left by a line fares
+comes as `delivery` events `{seq, delivery}` (no id: the history read on resuming carries
+each message's delivery as it is then; one that changed while the gateway was off the bus
+is seen on resuming).
 """
 
 import asyncio
@@ -20,11 +23,13 @@ from services.gateway.forward import NATS, ask, caller, request_of
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
 
-__all__ = ["STREAMS", "close_streams", "room_stream"]
+__all__ = ["BUS_BACK", "STREAMS", "bus_back", "close_streams", "room_stream"]
 
-# Each open stream's queue, so a stopping gateway can end them at once (an empty item).
+# Each open stream's queue, so a stopping gateway can end them at once (an empty item), and
+# one back on the bus can tell them so.
 STREAMS = web.AppKey("streams", set)
 _END = b""
+BUS_BACK = b"\x00bus-back"
 _DELIVERY = b"\x00delivery"  # marks a delivery update among the live messages
 
 KEEPALIVE_S = 15.0
@@ -71,23 +76,31 @@ def room_stream(
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
-        try:
-            await response.prepare(http)
-            last = after
-            while True:  # the history since the cursor, page by page
+
+        async def stored_since(last: int) -> int | None:
+            """The room's messages after `last` sent, page by page: the new last, or None
+            if they could not be read (the stream then ends, for the client to resume)."""
+            while True:
                 page = rooms.ListMessages(id=room_id, after=last, limit=200)
-                problem, body = await ask(
-                    nc, rooms.MESSAGES, codec.encode(page), principal, timeout=timeout
-                )
+                try:
+                    problem, body = await ask(
+                        nc, rooms.MESSAGES, codec.encode(page), principal, timeout=timeout
+                    )
+                except Refused:
+                    return None
                 if problem is not None:
-                    return response
+                    return None
                 found = _page(body)
                 for message in found.messages:
                     await _send(response, message.seq, codec.encode(message))
                     last = message.seq
                 if found.next is None:
-                    break
-            while not overflowed.is_set():
+                    return last
+
+        try:
+            await response.prepare(http)
+            last = await stored_since(after)
+            while last is not None and not overflowed.is_set():
                 try:
                     data = await asyncio.wait_for(live.get(), KEEPALIVE_S)
                 except TimeoutError:
@@ -95,6 +108,9 @@ def room_stream(
                     continue
                 if data == _END:
                     break
+                if data == BUS_BACK:  # what was published while off the bus never came
+                    last = await stored_since(last)
+                    continue
                 if data.startswith(_DELIVERY):
                     await response.write(b"event: delivery\ndata: %s\n\n" % data[len(_DELIVERY) :])
                     continue
@@ -112,6 +128,13 @@ def room_stream(
         return response
 
     return handler
+
+
+async def bus_back(app: web.Application) -> None:
+    """The gateway is on the bus again: each stream is told, to read what it missed."""
+    for queue in list(app[STREAMS]):
+        with contextlib.suppress(asyncio.QueueFull):  # full, it is closing or nudged already
+            queue.put_nowait(BUS_BACK)
 
 
 async def close_streams(app: web.Application) -> None:

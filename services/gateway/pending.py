@@ -9,6 +9,7 @@ would say nothing waits.
 The stream subscribes to the person's nudges (`tether.live.*.pending.<org>.<person>`, and
 the org's `admins` for an admin) before it reads the list, so no change is missed between;
 each nudge reads the list again, and a list that changed is sent as one `pending` event.
+The gateway back on the bus is a nudge too: what nudged meanwhile never reached it.
 """
 
 import asyncio

@@ -21,7 +21,7 @@ from libs.contracts.base import key_token
 from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET, HeldDrafts
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from services.gateway.events import KEEPALIVE_S, STREAMS
+from services.gateway.events import BUS_BACK, KEEPALIVE_S, STREAMS
 from services.gateway.forward import NATS, caller
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
@@ -57,7 +57,8 @@ def mod_watch(
                     continue
                 if event == _END:
                     break
-                await response.write(event)
+                if event != BUS_BACK:  # ordered consumers pick up where they were on their own
+                    await response.write(event)
         except ConnectionResetError:
             pass  # the client went away
         finally:

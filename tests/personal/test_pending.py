@@ -7,11 +7,21 @@ import asyncio
 import contextlib
 import json
 
+import msgspec
 import pytest
 
-from tests.personal.conftest import announce, eventually, problem, room_with, say, set_level
+from services.gateway.app import NATS
+from tests.personal.conftest import (
+    WHOLE,
+    announce,
+    eventually,
+    problem,
+    room_with,
+    say,
+    set_level,
+)
 from tests.poa.conftest import purchase, root_grant, valid_now
-from tests.support import bearer, token
+from tests.support import Link, bearer, token
 
 SHOPPER = "urn:example:agent:a_456"
 HIDE_BOARD = {"op": "hide", "kind": "apps", "id": "hanzo/board/board"}
@@ -171,3 +181,37 @@ async def test_the_stream_sends_the_list_at_once_and_again_when_it_changes(api, 
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_a_stream_whose_gateway_lost_the_bus_reads_the_list_again_once_back(
+    client_for, gateway_settings, operator, people, api
+):
+    """A change made while the gateway was off the bus nudged no one it could hear: once
+    back, its streams read the list again."""
+    await announce(operator, people.ada_id)
+    room = await room_with(api, people, people.bob_id)
+    link = Link(gateway_settings.nats_url)
+    async with link as url:
+        settings = msgspec.structs.replace(gateway_settings, nats_url=url)
+        gateway = await client_for(settings, services=WHOLE)
+        nc = gateway.server.app[NATS]
+        async with gateway.get("/v1/pending/stream", headers=people.ada) as stream:
+            assert await _pending_event(stream) == []
+            link.cut()
+            await eventually(lambda: asyncio.sleep(0, not nc.is_connected))
+            await say(api, room, people.bob, "Are you in on Friday?", to=people.ada_id)
+            (draft,) = await _of_kind(api, people.ada, "draft")
+            link.mend()
+            assert await _pending_event(stream) == [draft]
+
+
+async def _pending_event(stream) -> list[dict]:
+    """The items of the stream's next `pending` event, keepalives passed over."""
+    event = None
+    async with asyncio.timeout(20):
+        while True:
+            line = (await stream.content.readline()).decode().rstrip("\n")
+            if line.startswith("event: "):
+                event = line.removeprefix("event: ")
+            elif line.startswith("data: ") and event == "pending":
+                return json.loads(line.removeprefix("data: "))["items"]

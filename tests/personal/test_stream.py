@@ -4,7 +4,10 @@ import asyncio
 
 import msgspec
 
-from tests.personal.conftest import SERVED, problem, room_with, say
+from libs.runtime.bus import flushed
+from services.gateway.app import NATS
+from tests.personal.conftest import SERVED, eventually, problem, room_with, say
+from tests.support import Link
 
 
 async def _events(response, count: int) -> list[tuple[int, dict]]:
@@ -71,3 +74,29 @@ async def test_a_stopping_gateway_ends_its_streams_at_once(
         rest = await asyncio.wait_for(stream.content.read(), 10)
         await closing
     assert rest == b""  # ended cleanly: no event, no error
+
+
+async def test_a_stream_whose_gateway_lost_the_bus_sends_what_was_stored_meanwhile(
+    client_for, gateway_settings, people, api
+):
+    """The live messages published while a gateway is off the bus never reach it: once
+    back, its streams read what was stored since their last message, and send it."""
+    room = await room_with(api, people, people.bob_id)
+    first = await say(api, room, people.ada, "before")
+    link = Link(gateway_settings.nats_url)
+    async with link as url:
+        settings = msgspec.structs.replace(gateway_settings, nats_url=url)
+        gateway = await client_for(settings, services=SERVED)
+        nc = gateway.server.app[NATS]
+        path = f"/v1/rooms/{room['id']}/messages/stream"
+        async with gateway.get(path, headers=people.bob) as stream:
+            assert await _events(stream, 1) == [(first["seq"], first)]
+            link.cut()
+            await eventually(lambda: asyncio.sleep(0, not nc.is_connected))
+            meanwhile = [await say(api, room, people.ada, f"meanwhile {i}") for i in range(2)]
+            link.mend()
+            await eventually(lambda: asyncio.sleep(0, nc.is_connected), timeout=20)
+            await flushed(nc)
+            after = await say(api, room, people.ada, "after")
+            got = await _events(stream, 3)
+    assert [data for _, data in got] == [*meanwhile, after]
