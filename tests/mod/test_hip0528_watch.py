@@ -11,7 +11,10 @@ import pytest
 from libs.audit.reading import records
 from libs.contracts.base import key_token
 from libs.contracts.mod import LAYERS_BUCKET
-from tests.mod.conftest import HIDE_BOARD, write
+from services.gateway.app import NATS
+from tests.mod.conftest import HIDE_BOARD, SERVED, write
+from tests.personal.conftest import eventually
+from tests.support import Link
 
 
 @pytest.fixture
@@ -75,4 +78,23 @@ async def test_hip0528_09_5_a_write_made_once_the_watch_is_open_is_seen(api, peo
         assert await events(watching, 1, timeout=10) == [
             ("layer", {"layer": "user", "version": version})
         ]
+        watching.close()
+
+
+async def test_hip0528_09_5_a_watch_whose_gateway_lost_the_bus_sees_what_was_written_meanwhile(
+    client_for, gateway_settings, api, people
+):
+    """Its watchers are ordered consumers: back on the bus, each goes on from the last
+    revision it saw, so a version written while the gateway was off it is still an event."""
+    link = Link(gateway_settings.nats_url)
+    async with link as url:
+        settings = msgspec.structs.replace(gateway_settings, nats_url=url)
+        gateway = await client_for(settings, services=SERVED)
+        nc = gateway.server.app[NATS]
+        watching = await watch(gateway, people.ada)
+        link.cut()
+        await eventually(lambda: asyncio.sleep(0, not nc.is_connected))
+        v = (await (await write(api, people.ada, "user", [HIDE_BOARD])).json())["version"]
+        link.mend()
+        assert await events(watching, 1, timeout=30) == [("layer", {"layer": "user", "version": v})]
         watching.close()
