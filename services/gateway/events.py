@@ -26,7 +26,7 @@ from services.gateway.routes import Route
 __all__ = ["BUS_BACK", "STREAMS", "bus_back", "close_streams", "room_stream"]
 
 # Each open stream's queue, so a stopping gateway can end them at once (an empty item), and
-# one back on the bus can tell them so.
+# one back on the bus can have them read what they missed (BUS_BACK).
 STREAMS = web.AppKey("streams", set)
 _END = b""
 BUS_BACK = b"\x00bus-back"
