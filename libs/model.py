@@ -69,7 +69,7 @@ class ChatCompletions:
 
     def __init__(self, base_url: str, model: str, key: str = "", timeout: float = 60) -> None:
         self._url = base_url.rstrip("/") + "/chat/completions"
-        self._model = model
+        self._model, self._timeout = model, timeout
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._session = aiohttp.ClientSession(
             headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
@@ -88,6 +88,8 @@ class ChatCompletions:
                     raise ModelUnavailable(f"{self._url} answered {response.status}: {raw[:200]!r}")
         except aiohttp.ClientError as exc:
             raise ModelUnavailable(f"{self._url}: {exc}") from exc
+        except TimeoutError as exc:  # aiohttp's total timeout is not a ClientError
+            raise ModelUnavailable(f"{self._url} did not answer in {self._timeout} s") from exc
         try:
             content = msgspec.json.decode(raw, type=_Completion).choices[0].message["content"]
         except (msgspec.DecodeError, IndexError, KeyError) as exc:

@@ -1,6 +1,8 @@
 """The OpenAI-compatible chat-completions client, against a real HTTP server speaking that
 shape; and the built-in model's determinism."""
 
+import asyncio
+
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -17,10 +19,15 @@ PROMPT = Prompt(
 @pytest.fixture
 async def completions():
     seen: list[dict] = []
-    answer = {"status": 200, "body": {"choices": [{"message": {"content": " Friday works. "}}]}}
+    answer = {
+        "status": 200,
+        "body": {"choices": [{"message": {"content": " Friday works. "}}]},
+        "after_s": 0,
+    }
 
     async def handler(request: web.Request) -> web.Response:
         seen.append({"auth": request.headers.get("Authorization"), "body": await request.json()})
+        await asyncio.sleep(answer["after_s"])
         return web.json_response(answer["body"], status=answer["status"])
 
     app = web.Application()
@@ -58,6 +65,17 @@ async def test_a_failed_or_empty_answer_is_model_unavailable(completions, status
     model = ChatCompletions(str(server.make_url("/v1")), "gpt-test")
     try:
         with pytest.raises(ModelUnavailable):
+            await model.reply(PROMPT)
+    finally:
+        await model.close()
+
+
+async def test_a_model_that_does_not_answer_in_time_is_model_unavailable(completions):
+    server, _, answer = completions
+    answer.update(after_s=5)
+    model = ChatCompletions(str(server.make_url("/v1")), "gpt-test", timeout=0.2)
+    try:
+        with pytest.raises(ModelUnavailable, match=r"did not answer in 0\.2 s"):
             await model.reply(PROMPT)
     finally:
         await model.close()
