@@ -94,13 +94,16 @@ class Bus:
 
 
 class Link:
-    """A TCP proxy between a client and a server, that a test cuts (every connection
-    through it closed, and each new one closed at once) and mends: a network fault."""
+    """A TCP proxy between a client and a server that a test breaks, as networks break:
+    `cut` closes every connection through it and each new one at once, until `mend`;
+    `hold` silently drops whatever its connections carry, as a peer that is gone without
+    a word does, while new connections pass."""
 
     def __init__(self, upstream: str) -> None:
         host, _, port = upstream.removeprefix("nats://").rpartition(":")
         self._upstream = (host, int(port))
         self._writers: set[asyncio.StreamWriter] = set()
+        self._held: set[asyncio.StreamWriter] = set()
         self.cut_off = False
 
     async def __aenter__(self) -> str:
@@ -120,6 +123,9 @@ class Link:
     def mend(self) -> None:
         self.cut_off = False
 
+    def hold(self) -> None:
+        self._held |= self._writers
+
     async def _pass(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.cut_off:
             writer.close()
@@ -127,20 +133,20 @@ class Link:
         up_reader, up_writer = await asyncio.open_connection(*self._upstream)
         self._writers |= {writer, up_writer}
         try:
-            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
         finally:
             self._writers -= {writer, up_writer}
 
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    except ConnectionError:
-        pass
-    finally:
-        writer.close()
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                if writer not in self._held:
+                    writer.write(data)
+                    await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
 
 
 def encode(value: object) -> bytes:

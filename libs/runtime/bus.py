@@ -13,6 +13,10 @@ from libs.contracts.permissions import inbox_prefix
 __all__ = ["NotSent", "connect", "flushed", "let_go", "request"]
 
 _log = logging.getLogger(__name__)
+# A server is pinged this often, and left for another when three go unanswered: one whose
+# machine died closes no connection, and at nats-py's default of 2 min it would be asked
+# for up to 6.
+PING_INTERVAL_S = 5
 
 
 async def connect(
@@ -27,7 +31,8 @@ async def connect(
 
     With no limit on reconnects nats-py retries the first connect too, a second apart, and
     reports each refusal to `error_cb`: a replica that starts before its server (the usual
-    order on Kubernetes) waits for it, logging why. `reconnected` is awaited each time the
+    order on Kubernetes) waits for it, logging why. A server that stops answering is left
+    within three pings (PING_INTERVAL_S). `reconnected` is awaited each time the
     connection is back, its subscriptions at the server again.
     """
 
@@ -46,6 +51,8 @@ async def connect(
         reconnect_time_wait=1,
         allow_reconnect=True,
         connect_timeout=2,
+        ping_interval=PING_INTERVAL_S,
+        max_outstanding_pings=2,
         error_cb=_on_error,
         disconnected_cb=_on_disconnected,
         reconnected_cb=on_reconnected,

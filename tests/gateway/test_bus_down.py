@@ -13,7 +13,7 @@ from libs.runtime.settings import Settings
 from services.gateway.app import NATS
 from tests.gateway.conftest import ROUTES
 from tests.personal.conftest import eventually, problem
-from tests.support import ECHO, SAY, Bus, Echo, bearer, running
+from tests.support import ECHO, SAY, Bus, Echo, Link, bearer, running
 
 
 @pytest.fixture
@@ -84,3 +84,29 @@ def _answered(api: TestClient, path: str):
         return None if response.status == 503 else response.status
 
     return status
+
+
+async def test_a_server_gone_without_a_word_is_left_for_another_in_seconds(
+    client_for, gateway_settings, echo, bus
+):
+    """A node whose machine dies closes no connection: nothing comes back, and with
+    nats-py's own pings (every 2 min, two unanswered allowed) the gateway would go on
+    asking it for up to six minutes, every request a 504. Its pings are every 5 s, so it
+    leaves a silent server within 15 s, for one that answers."""
+    link = Link(bus.url)
+    async with link as url:
+        settings = msgspec.structs.replace(
+            gateway_settings, nats_url=url, nats_password="", request_timeout=1.0
+        )
+        api = await client_for(settings, services=(ECHO,), routes=ROUTES)
+        assert (await api.get("/v1/echo/before", headers=bearer())).status == 200
+        link.hold()
+        assert await problem(await api.get("/v1/echo/held", headers=bearer())) == (
+            504,
+            "service-timeout",
+        )
+        nc = api.server.app[NATS]
+        await eventually(lambda: asyncio.sleep(0, nc.stats["reconnects"] == 1), timeout=30)
+        after = await eventually(_answered(api, "/v1/echo/after"), timeout=10)
+        assert after == 200
+    assert [r.text for r in echo.handled] == ["before", "after"]
