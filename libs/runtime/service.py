@@ -34,7 +34,7 @@ from libs.runtime.consumer import Consumer
 from libs.runtime.kv import led
 from libs.runtime.ops import start_ops_server
 from libs.runtime.replies import Answer, Replies, digest
-from libs.runtime.settings import Settings
+from libs.runtime.settings import BadSetting, Settings
 
 __all__ = [
     "Handler",
@@ -215,10 +215,15 @@ class Service:
 
 
 def run(main: Callable[[Settings], Awaitable[None]], service: str) -> None:
-    """The entry point of a service process: settings from the environment, JSON logs."""
-    settings = Settings.from_env(service)
-    logs.configure(service, settings.replica, settings.log_level)
-    uvloop.run(main(settings))
+    """The entry point of a service process: settings from the environment, JSON logs. A
+    setting it cannot take (its own, or one `main` reads) stops it with one line naming
+    the variable."""
+    try:
+        settings = Settings.from_env(service)
+        logs.configure(service, settings.replica, settings.log_level)
+        uvloop.run(main(settings))
+    except BadSetting as exc:
+        raise SystemExit(f"{service}: {exc}") from None
 
 
 def _principal_of(msg: Msg, subject: Subject) -> Principal:

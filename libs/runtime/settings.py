@@ -3,10 +3,34 @@
 import os
 import socket
 from collections.abc import Mapping
+from typing import Annotated, Literal, TypeVar
 
 import msgspec
+from msgspec import Meta
 
-__all__ = ["Settings"]
+__all__ = ["BadSetting", "Port", "Positive", "Settings", "converted"]
+
+S = TypeVar("S", bound=msgspec.Struct)
+Port = Annotated[int, Meta(ge=0, le=65535)]
+Positive = Annotated[float, Meta(gt=0)]
+
+
+class BadSetting(ValueError):
+    """An environment variable whose value its setting cannot take, named with it."""
+
+
+def converted(cls: type[S], values: Mapping[str, object], variables: Mapping[str, str]) -> S:
+    """`values` as `cls`; a value it refuses is a BadSetting naming the variable it came
+    from (`variables`: variable → field), not the field."""
+    try:
+        return msgspec.convert(values, cls, strict=False)
+    except msgspec.ValidationError as exc:
+        reason, at, path = str(exc).rpartition(" - at `$.")
+        if not at:
+            raise BadSetting(str(exc)) from None
+        field = path.removesuffix("`")
+        variable = next((v for v, f in variables.items() if f == field), field)
+        raise BadSetting(f"{variable}={values.get(field)!r}: {reason}") from None
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -33,19 +57,19 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     nats_user: str = ""
     nats_password: str = ""
     metrics_host: str = "127.0.0.1"
-    metrics_port: int = 9100
-    max_in_flight: int = 256
-    log_level: str = "INFO"
+    metrics_port: Port = 9100
+    max_in_flight: Annotated[int, Meta(ge=1)] = 256
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     replica: str = ""
-    js_replicas: int = 1
-    pull_wait: float = 0.5
+    js_replicas: Annotated[int, Meta(ge=1, le=5)] = 1
+    pull_wait: Positive = 0.5
 
     @classmethod
     def from_env(cls, service: str, env: Mapping[str, str] | None = None) -> "Settings":
         env = os.environ if env is None else env
         given = {field: env[var] for var, field in _ENV.items() if env.get(var)}
         defaults = {"service": service, "nats_user": service, "replica": _replica()}
-        return msgspec.convert(defaults | given, cls, strict=False)
+        return converted(cls, defaults | given, _ENV)
 
 
 _ENV = {

@@ -6,12 +6,16 @@ import uvloop
 from aiohttp import web
 
 from libs.runtime import logs
+from libs.runtime.settings import BadSetting
 from services.gateway.app import init_app
 from services.gateway.settings import GatewaySettings
 
 
 def main() -> None:
-    settings = GatewaySettings.from_env()
+    try:
+        settings = GatewaySettings.from_env()
+    except BadSetting as exc:
+        raise SystemExit(f"gateway: {exc}") from None
     logs.configure("gateway", f"gateway-{settings.port}")
     # aiohttp's run_app stops on SIGTERM and SIGINT, runs the cleanup contexts (NATS drain).
     web.run_app(

@@ -2,8 +2,12 @@
 
 import os
 from collections.abc import Mapping
+from typing import Annotated
 
 import msgspec
+from msgspec import Meta
+
+from libs.runtime.settings import BadSetting, Port, Positive, converted
 
 __all__ = ["GatewaySettings"]
 
@@ -33,16 +37,16 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     """
 
     host: str = "127.0.0.1"
-    port: int = 8080
+    port: Port = 8080
     jwt_key: str
     redis_url: str = "redis://127.0.0.1:6379/0"
-    redis_timeout: float = 2.0
+    redis_timeout: Positive = 2.0
     nats_url: str = "nats://127.0.0.1:4222"
     nats_user: str = "gateway"
     nats_password: str = ""
-    rate_limit: int = 1200
-    request_timeout: float = 5.0
-    late_timeout: float = 60.0
+    rate_limit: Annotated[int, Meta(ge=0)] = 1200
+    request_timeout: Positive = 5.0
+    late_timeout: Annotated[float, Meta(ge=0)] = 60.0
     public_url: str = ""
     reuse_port: bool = False
 
@@ -52,9 +56,15 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
         given = {field: env[var] for var, field in _ENV.items() if env.get(var)}
         if "jwt_key" not in given:
             home = env.get("TETHER_HOME", ".tether")
-            with open(env.get("TETHER_JWT_KEY_FILE") or os.path.join(home, "jwt.key")) as f:
-                given["jwt_key"] = f.read().strip()
-        return msgspec.convert(given, cls, strict=False)
+            path = env.get("TETHER_JWT_KEY_FILE") or os.path.join(home, "jwt.key")
+            try:
+                with open(path) as f:
+                    given["jwt_key"] = f.read().strip()
+            except OSError as exc:
+                raise BadSetting(
+                    f"TETHER_JWT_KEY is not set and {path} cannot be read: {exc.strerror}"
+                ) from None
+        return converted(cls, given, _ENV)
 
 
 _ENV = {

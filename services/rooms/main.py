@@ -13,7 +13,7 @@ from libs.contracts.rooms import CONTRACT
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.rooms.handlers import Handlers
-from services.rooms.sealing import Sealer, key_from_env
+from services.rooms.sealing import Sealer, sealer_from_env
 from services.rooms.store import open_store
 from services.rooms.transports import Recording
 
@@ -31,7 +31,7 @@ async def serve(svc: Service, sealer: Sealer, clock: Callable[[], datetime] = cl
 
 
 async def main(settings: Settings) -> None:
-    sealer = Sealer.from_hex(key_from_env())
+    sealer = sealer_from_env()
     async with Service(CONTRACT, settings) as svc:
         await serve(svc, sealer)
 

@@ -3,11 +3,14 @@ to, so a sealed secret copied onto another person's line does not open."""
 
 import os
 import secrets
+from collections.abc import Mapping
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-__all__ = ["Sealer", "key_from_env"]
+from libs.runtime.settings import BadSetting
+
+__all__ = ["Sealer", "sealer_from_env"]
 
 _NONCE = 12
 
@@ -38,13 +41,24 @@ def _bound(owner: str, transport: str) -> bytes:
     return f"{owner}\0{transport}".encode()
 
 
-def key_from_env(env: dict[str, str] | None = None) -> str:
-    """TETHER_LINES_KEY (hex), else the file TETHER_LINES_KEY_FILE or $TETHER_HOME/lines.key."""
-    env = dict(os.environ) if env is None else env
+def sealer_from_env(env: Mapping[str, str] | None = None) -> Sealer:
+    """The Sealer of TETHER_LINES_KEY (hex), else of the file TETHER_LINES_KEY_FILE or
+    $TETHER_HOME/lines.key; a key missing or malformed is a BadSetting saying which."""
+    env = os.environ if env is None else env
     if env.get("TETHER_LINES_KEY"):
-        return env["TETHER_LINES_KEY"]
-    path = env.get("TETHER_LINES_KEY_FILE") or os.path.join(
-        env.get("TETHER_HOME", ".tether"), "lines.key"
-    )
-    with open(path) as f:
-        return f.read().strip()
+        where, key = "TETHER_LINES_KEY", env["TETHER_LINES_KEY"]
+    else:
+        where = env.get("TETHER_LINES_KEY_FILE") or os.path.join(
+            env.get("TETHER_HOME", ".tether"), "lines.key"
+        )
+        try:
+            with open(where) as f:
+                key = f.read()
+        except OSError as exc:
+            raise BadSetting(
+                f"TETHER_LINES_KEY is not set and {where} cannot be read: {exc.strerror}"
+            ) from None
+    try:
+        return Sealer.from_hex(key)
+    except ValueError as exc:
+        raise BadSetting(f"the lines key in {where}: {exc}") from None

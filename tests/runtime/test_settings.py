@@ -1,6 +1,13 @@
 """A service's settings come from its environment, each unset one at its documented default."""
 
-from libs.runtime.settings import Settings
+import os
+import subprocess
+import sys
+
+import pytest
+
+from libs.runtime.settings import BadSetting, Settings
+from services.gateway.settings import GatewaySettings
 
 
 def test_the_environment_sets_what_it_names_and_the_rest_keep_their_defaults():
@@ -9,3 +16,75 @@ def test_the_environment_sets_what_it_names_and_the_rest_keep_their_defaults():
     defaults = (settings.nats_user, settings.max_in_flight, settings.metrics_port)
     assert defaults == ("rooms", 256, 9100)
     assert Settings.from_env("rooms", {}).pull_wait == 0.5
+
+
+@pytest.mark.parametrize(
+    "variable, value, reason",
+    [
+        ("TETHER_PULL_WAIT", "soon", "Expected `float`, got `str`"),
+        ("TETHER_PULL_WAIT", "0", "Expected `float` > 0.0"),
+        ("TETHER_METRICS_PORT", "70000", "Expected `int` <= 65535"),
+        ("TETHER_MAX_IN_FLIGHT", "0", "Expected `int` >= 1"),
+        ("TETHER_JS_REPLICAS", "7", "Expected `int` <= 5"),
+        ("TETHER_LOG_LEVEL", "loud", "Invalid enum value 'loud'"),
+    ],
+)
+def test_a_value_a_setting_cannot_take_is_refused_by_its_variable(variable, value, reason):
+    with pytest.raises(BadSetting) as refused:
+        Settings.from_env("rooms", {variable: value})
+    assert str(refused.value) == f"{variable}={value!r}: {reason}"
+
+
+@pytest.mark.parametrize(
+    "variable, value, reason",
+    [
+        ("TETHER_REDIS_TIMEOUT", "-1", "Expected `float` > 0.0"),
+        ("TETHER_REQUEST_TIMEOUT", "0", "Expected `float` > 0.0"),
+        ("TETHER_RATE_LIMIT", "-5", "Expected `int` >= 0"),
+        ("TETHER_PORT", "http", "Expected `int`, got `str`"),
+    ],
+)
+def test_the_gateway_refuses_by_its_variable_too(variable, value, reason):
+    with pytest.raises(BadSetting) as refused:
+        GatewaySettings.from_env({"TETHER_JWT_KEY": "k", variable: value})
+    assert str(refused.value) == f"{variable}={value!r}: {reason}"
+
+
+@pytest.mark.parametrize(
+    "module, env, line",
+    [
+        (
+            "services.gateway.main",
+            {"TETHER_JWT_KEY": "k", "TETHER_REDIS_TIMEOUT": "0"},
+            "gateway: TETHER_REDIS_TIMEOUT='0': Expected `float` > 0.0",
+        ),
+        (
+            "services.gateway.main",
+            {"TETHER_HOME": "/nonexistent"},
+            "gateway: TETHER_JWT_KEY is not set and /nonexistent/jwt.key cannot be read: "
+            "No such file or directory",
+        ),
+        (
+            "services.ladder.main",
+            {"TETHER_LOG_LEVEL": "info"},
+            "ladder: TETHER_LOG_LEVEL='info': Invalid enum value 'info'",
+        ),
+        (
+            "services.rooms.main",
+            {"TETHER_LINES_KEY": "0123"},
+            "rooms: the lines key in TETHER_LINES_KEY: the lines key must be 32 bytes "
+            "(64 hex digits)",
+        ),
+    ],
+)
+def test_a_process_with_a_bad_setting_stops_with_one_line_naming_it(module, env, line):
+    """Before anything is connected: no traceback to read through, and the supervisor (or
+    Kubernetes) shows the reason as the process's last words."""
+    done = subprocess.run(
+        [sys.executable, "-m", module],
+        env={"PATH": os.environ["PATH"], **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (1, line + "\n")
