@@ -26,11 +26,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
+    from libs.stack.servers import port_from_env
     from libs.stack.up import ROLES, up
 
     logs.configure("tether-up", f"up-{os.getpid()}")
     home = Home()
-    port = int(os.environ.get("TETHER_PORT", 8080))
 
     def ready(url: str, nats_url: str) -> None:
         asyncio.run(_announce(home, DEV_ACCOUNTS, nats_url))
@@ -41,6 +41,7 @@ def _up(args: argparse.Namespace) -> int:
         print(f"try: curl -H 'Authorization: Bearer <token>' {url}/v1/agents/me\n", flush=True)
 
     try:
+        port = port_from_env("TETHER_PORT", 8080)
         return up(home, port=port, on_ready=ready, cluster=args.cluster)
     except RuntimeError as exc:  # a server or process would not start: say which, and where
         print(

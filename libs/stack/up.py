@@ -17,6 +17,7 @@ from libs.stack.servers import (
     nats_config,
     nats_ready,
     need_free,
+    port_from_env,
     spawn_nats,
     start_redis,
     wait_for,
@@ -48,7 +49,7 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None], cluster: 
     if nats_url is None:
         servers, nats_url = _nats(home, passwords, cluster)
     if redis_url is None:
-        redis_port = int(os.environ.get("TETHER_REDIS_PORT", 6379))
+        redis_port = port_from_env("TETHER_REDIS_PORT", 6379)
         need_free(redis_port, "TETHER_REDIS_PORT")
         servers.append(start_redis(redis_port, home.redis_dir))
         redis_url = f"redis://127.0.0.1:{redis_port}/0"
@@ -64,7 +65,7 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None], cluster: 
     children = Supervisor()
     for server in servers:
         children.adopt(str(server.args[0]).rsplit("/", 1)[-1], server)
-    metrics_base = int(os.environ.get("TETHER_METRICS_BASE_PORT", 9101))
+    metrics_base = port_from_env("TETHER_METRICS_BASE_PORT", 9101)
     try:
         for i, svc in enumerate(SERVICES):
             for r in range(replicas):
@@ -112,9 +113,9 @@ def _nats(
 ) -> tuple[list[subprocess.Popen[bytes]], str]:
     """The embedded nats-server, or a cluster of `cluster` nodes on consecutive ports from
     TETHER_NATS_PORT, TETHER_NATS_MONITOR_PORT and TETHER_NATS_CLUSTER_PORT."""
-    nats_port = int(os.environ.get("TETHER_NATS_PORT", 4222))
-    monitor_port = int(os.environ.get("TETHER_NATS_MONITOR_PORT", 8222))
-    route_port = int(os.environ.get("TETHER_NATS_CLUSTER_PORT", 6222))
+    nats_port = port_from_env("TETHER_NATS_PORT", 4222)
+    monitor_port = port_from_env("TETHER_NATS_MONITOR_PORT", 8222)
+    route_port = port_from_env("TETHER_NATS_CLUSTER_PORT", 6222)
     for i in range(cluster):
         need_free(nats_port + i, "TETHER_NATS_PORT")
         need_free(monitor_port + i, "TETHER_NATS_MONITOR_PORT")

@@ -168,3 +168,18 @@ def test_a_taken_port_is_named_with_the_variable_that_moves_it(tmp_path, variabl
     assert done.returncode == 1
     assert f"port {env[variable]} is taken" in done.stderr and variable in done.stderr
     assert "eyJ" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    "variable, value", [("TETHER_PORT", "http"), ("TETHER_NATS_PORT", "99999")]
+)
+def test_a_port_that_is_none_is_named_with_its_variable(tmp_path, variable, value):
+    env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")}
+    env |= {"TETHER_HOME": str(tmp_path / "home"), variable: value}
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", "up"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert f"tether up: {variable}={value!r} is not a port (0-65535)" in done.stderr
+    assert "Traceback" not in done.stderr
