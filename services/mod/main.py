@@ -1,10 +1,6 @@
 """`python -m services.mod.main`: mods, the surface, layers and drafts, until SIGTERM.
+Besides every service's settings, its own: `ModSettings`."""
 
-TETHER_MOD_DRAFT_TTL   seconds an open draft lives before it expires   86400 (24 h)
-TETHER_MOD_REVIEWER    the reviewer of installs: "" (none) or "manifest"   ""
-"""
-
-import os
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from importlib.resources import files
@@ -21,6 +17,7 @@ from libs.runtime.settings import Settings
 from services.mod.domain import manifests
 from services.mod.domain.review import reviewer
 from services.mod.handlers import Handlers
+from services.mod.settings import ModSettings
 from services.mod.store import open_store
 
 
@@ -82,11 +79,10 @@ async def serve(
 
 
 async def main(settings: Settings) -> None:
-    draft_ttl = timedelta(seconds=float(os.environ.get("TETHER_MOD_DRAFT_TTL", "86400")))
-    review = os.environ.get("TETHER_MOD_REVIEWER", "")
+    own = ModSettings.from_env()
     first_party()  # shipped data that does not check stops the service before it connects
     async with Service(CONTRACT, settings) as svc:
-        await serve(svc, draft_ttl=draft_ttl, review=review)
+        await serve(svc, draft_ttl=timedelta(seconds=own.draft_ttl), review=own.reviewer)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,11 @@ def test_the_gateway_refuses_by_its_variable_too(variable, value, reason):
             "ladder: TETHER_LOG_LEVEL='info': Invalid enum value 'info'",
         ),
         (
+            "services.mod.main",
+            {"TETHER_MOD_REVIEWER": "human"},
+            "mod: TETHER_MOD_REVIEWER='human': no reviewer 'human'; one of ['', 'manifest']",
+        ),
+        (
             "services.rooms.main",
             {"TETHER_LINES_KEY": "0123"},
             "rooms: the lines key in TETHER_LINES_KEY: the lines key must be 32 bytes "
