@@ -75,8 +75,8 @@ class Echo:
 class Bus:
     """A nats-server of the test's own, stopped and started again on its port and store."""
 
-    def __init__(self, root: Path) -> None:
-        port = free_port()
+    def __init__(self, root: Path, port: int | None = None) -> None:
+        port = port or free_port()
         self.url = f"nats://127.0.0.1:{port}"
         self.config = {
             "listen": f"127.0.0.1:{port}",

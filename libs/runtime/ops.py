@@ -1,4 +1,5 @@
-"""The operations endpoint of a service: /metrics for Prometheus, /healthz for probes."""
+"""The operations endpoint of a service: /metrics for Prometheus, and its probes: /healthz
+(alive: the process answers) and /readyz (ready: it serves on the bus)."""
 
 from collections.abc import Callable
 
@@ -10,18 +11,22 @@ from libs.runtime.metrics import count_tasks
 __all__ = ["start_ops_server"]
 
 
-async def start_ops_server(host: str, port: int, *, healthy: Callable[[], bool]) -> web.AppRunner:
+async def start_ops_server(host: str, port: int, *, ready: Callable[[], bool]) -> web.AppRunner:
     async def metrics(_: web.Request) -> web.Response:
         return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def healthz(_: web.Request) -> web.Response:
-        ok = healthy()
-        return web.json_response({"ok": ok}, status=200 if ok else 503)
+        return web.json_response({"ok": True})
+
+    async def readyz(_: web.Request) -> web.Response:
+        ok = ready()
+        return web.json_response({"ready": ok}, status=200 if ok else 503)
 
     count_tasks()
     app = web.Application()
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()

@@ -86,16 +86,20 @@ class Service:
 
     async def __aenter__(self) -> "Service":
         s = self.settings
+        # Alive from the start, ready only while serving: a replica waiting for its server
+        # is not one to restart.
+        self._ops = await start_ops_server(
+            s.metrics_host,
+            s.metrics_port,
+            ready=lambda: self.serving.is_set() and self.nc.is_connected,
+        )
+        self.ops_port = self._ops.addresses[0][1]
         self.nc = await bus.connect(
             s.nats_url, user=s.nats_user, password=s.nats_password, name=s.replica
         )
         self.js: JetStreamContext = self.nc.jetstream()
         await ensure_shared_streams(self.js, self.contract.shared_streams, replicas=s.js_replicas)
         self._replies = await Replies.open(self.js, self.contract.name, replicas=s.js_replicas)
-        self._ops = await start_ops_server(
-            s.metrics_host, s.metrics_port, healthy=lambda: self.nc.is_connected
-        )
-        self.ops_port = self._ops.addresses[0][1]
         metrics.IN_FLIGHT.labels(self.contract.name).set_function(lambda: len(self._tasks))
         if self._signals:
             loop = asyncio.get_running_loop()

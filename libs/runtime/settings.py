@@ -41,7 +41,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     | NATS_URL              | nats://127.0.0.1:4222     | comma-separated NATS servers            |
     | NATS_USER             | the service's name        | this service's NATS user                |
     | NATS_PASSWORD         | (empty)                   | its password                            |
-    | TETHER_METRICS_HOST   | 127.0.0.1                 | where /metrics and /healthz listen      |
+    | TETHER_METRICS_HOST   | 127.0.0.1                 | where /metrics and the probes listen    |
     | TETHER_METRICS_PORT   | 9100                      | their port; 0 picks a free one          |
     | TETHER_MAX_IN_FLIGHT  | 256                       | requests handled at once per replica    |
     | TETHER_LOG_LEVEL      | INFO                      | DEBUG, INFO, WARNING, ERROR             |

@@ -92,13 +92,11 @@ def deployment(name: str, *, gateway: bool = False) -> list[dict]:
     mounts = [{"name": "tmp", "mountPath": "/tmp"}]
     volumes: list[dict] = [{"name": "tmp", "emptyDir": {}}]
     ports = [{"name": "metrics", "containerPort": METRICS}]
-    ready, live = "/healthz", "/healthz"
     if gateway:
         env.append({"name": "TETHER_JWT_KEY_FILE", "value": "/etc/tether/jwt.key"})
         mounts.append({"name": "jwt", "mountPath": "/etc/tether", "readOnly": True})
         volumes.append({"name": "jwt", "secret": {"secretName": "jwt"}})
         ports.insert(0, {"name": "http", "containerPort": HTTP})
-        ready = "/readyz"
     if name == "rooms":
         env.append({"name": "TETHER_LINES_KEY_FILE", "value": "/etc/tether-lines/lines.key"})
         mounts.append({"name": "lines", "mountPath": "/etc/tether-lines", "readOnly": True})
@@ -115,9 +113,11 @@ def deployment(name: str, *, gateway: bool = False) -> list[dict]:
             "requests": {"cpu": "100m", "memory": "128Mi"},
             "limits": {"cpu": "1", "memory": "512Mi"},
         },
-        "readinessProbe": {"httpGet": {"path": ready, "port": probe_port}, "periodSeconds": 5},
+        # Every process: alive while it answers, ready while it serves (a service waiting
+        # for NATS is alive; were it not, a NATS outage would restart every replica).
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": probe_port}, "periodSeconds": 5},
         "livenessProbe": {
-            "httpGet": {"path": live, "port": probe_port},
+            "httpGet": {"path": "/healthz", "port": probe_port},
             "initialDelaySeconds": 10,
             "periodSeconds": 10,
         },

@@ -1,6 +1,7 @@
 """The service runtime against a real nats-server: queue groups, health, problems, drain."""
 
 import asyncio
+import contextlib
 
 import msgspec
 import nats
@@ -9,7 +10,11 @@ from libs.contracts.health import Health
 from libs.contracts.permissions import GATEWAY
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Problem
-from tests.support import ECHO, SAY, Echo, Said, Say, encode, running
+from libs.runtime.service import Service
+from libs.runtime.settings import Settings
+from libs.stack.servers import free_port
+from tests.personal.conftest import eventually
+from tests.support import ECHO, SAY, Bus, Echo, Said, Say, encode, running
 
 ADA = Principal(org="acme", sub="acme/ada")
 _HEADERS = {PRINCIPAL_HEADER: encode(ADA).decode()}
@@ -112,3 +117,48 @@ async def test_ops_endpoint_serves_metrics_and_health(settings_for, connect):
             healthz = await http.get(f"{base}/healthz")
     assert 'tether_requests_total{outcome="ok",service="echo",subject="tether.echo.say"}' in metrics
     assert healthz.status == 200
+
+
+async def test_a_service_is_alive_before_its_bus_and_ready_only_while_serving_on_it(tmp_path):
+    """Liveness says the process answers, readiness that it serves: a replica waiting for
+    NATS, or cut off from it, is not ready but is alive. Were it dead, Kubernetes would
+    restart every replica through a NATS outage, into a back-off outlasting it."""
+    from aiohttp import ClientSession
+
+    port = free_port()
+    settings = Settings(service="echo", nats_url=f"nats://127.0.0.1:{port}", metrics_port=0)
+    svc = Service(ECHO, settings, signals=False)
+
+    async def serve() -> None:
+        async with svc:
+            await svc.serve(_echo_table(Echo("r1"))(svc))
+
+    serving = asyncio.create_task(serve())
+    bus = None
+    try:
+        async with ClientSession() as http:
+
+            async def probes() -> tuple[int, int]:
+                base = f"http://127.0.0.1:{svc.ops_port}"
+                live, ready = await http.get(f"{base}/healthz"), await http.get(f"{base}/readyz")
+                return live.status, ready.status
+
+            await eventually(lambda: asyncio.sleep(0, svc.ops_port))
+            assert await probes() == (200, 503)  # no server yet
+
+            bus = Bus(tmp_path, port=port)
+            await eventually(lambda: asyncio.sleep(0, svc.serving.is_set()), timeout=20)
+            assert await probes() == (200, 200)
+
+            await bus.stop()
+            await eventually(lambda: asyncio.sleep(0, not svc.nc.is_connected))
+            assert await probes() == (200, 503)
+    finally:
+        if svc.serving.is_set():
+            svc.stop()
+        else:  # still waiting for its first server
+            serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+        if bus is not None:
+            await bus.stop()
