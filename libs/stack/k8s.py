@@ -114,8 +114,13 @@ def deployment(name: str, *, gateway: bool = False) -> list[dict]:
             "limits": {"cpu": "1", "memory": "512Mi"},
         },
         # Every process: alive while it answers, ready while it serves (a service waiting
-        # for NATS is alive; were it not, a NATS outage would restart every replica).
-        "readinessProbe": {"httpGet": {"path": "/readyz", "port": probe_port}, "periodSeconds": 5},
+        # for NATS is alive; were it not, a NATS outage would restart every replica). A
+        # gateway is ready while on the bus, whatever one service's state: its /readyz, all
+        # of them, would take every gateway out of the Service for one service's outage.
+        "readinessProbe": {
+            "httpGet": {"path": "/readyz/gateway" if gateway else "/readyz", "port": probe_port},
+            "periodSeconds": 5,
+        },
         "livenessProbe": {
             "httpGet": {"path": "/healthz", "port": probe_port},
             "initialDelaySeconds": 10,

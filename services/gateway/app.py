@@ -90,6 +90,10 @@ def init_app(
         return web.Response(body=body, status=200 if ready else 503, content_type=_JSON)
 
     async def readyz_one(request: web.Request) -> web.Response:
+        if request.match_info["service"] == GATEWAY:  # itself: it can serve while on the bus
+            on_bus = request.app[NATS].is_connected
+            body = {"ready": on_bus, "bus": on_bus}
+            return web.json_response(body, status=200 if on_bus else 503)
         service = by_name.get(request.match_info["service"])
         if service is None:
             raise web.HTTPNotFound()

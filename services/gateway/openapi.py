@@ -44,7 +44,8 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
         "/readyz/{service}": {
             "get": {
                 **_plain(
-                    "That service answers its health subject over the bus.",
+                    "That service answers its health subject over the bus; `gateway`: this"
+                    " gateway is on the bus (its own readiness, apart from the services').",
                     unready=True,
                     unknown=True,
                 ),

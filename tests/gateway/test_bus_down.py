@@ -51,6 +51,8 @@ async def test_a_request_while_the_bus_is_gone_is_refused_503_and_never_runs(api
     )
     ready = await api.get("/readyz")
     assert (ready.status, (await ready.json())["services"]["echo"]["error"]) == (503, "NotSent")
+    itself = await api.get("/readyz/gateway")
+    assert (itself.status, await itself.json()) == (503, {"ready": False, "bus": False})
     keyed = bearer() | {"Idempotency-Key": f"{org}-while-the-bus-is-gone"}
     refused = await api.post("/v1/echo", json={"text": "gone-keyed"}, headers=keyed)
     assert await problem(refused) == (503, "bus-unavailable")
