@@ -8,7 +8,7 @@ from typing import Annotated, Literal, TypeVar
 import msgspec
 from msgspec import Meta
 
-__all__ = ["BadSetting", "Port", "Positive", "Settings", "converted"]
+__all__ = ["BadSetting", "Port", "Positive", "Settings", "converted", "key_from_env"]
 
 S = TypeVar("S", bound=msgspec.Struct)
 Port = Annotated[int, Meta(ge=0, le=65535)]
@@ -31,6 +31,22 @@ def converted(cls: type[S], values: Mapping[str, object], variables: Mapping[str
         field = path.removesuffix("`")
         variable = next((v for v, f in variables.items() if f == field), field)
         raise BadSetting(f"{variable}={values.get(field)!r}: {reason}") from None
+
+
+def key_from_env(env: Mapping[str, str], variable: str, file_name: str) -> tuple[str, str]:
+    """A key: `variable`'s value, else what the file `<variable>_FILE` names holds, else
+    $TETHER_HOME/`file_name`'s; with where it came from. Unreadable, it is a BadSetting."""
+    if env.get(variable):
+        return variable, env[variable]
+    home = env.get("TETHER_HOME", ".tether")
+    path = env.get(f"{variable}_FILE") or os.path.join(home, file_name)
+    try:
+        with open(path) as f:
+            return path, f.read().strip()
+    except OSError as exc:
+        raise BadSetting(
+            f"{variable} is not set and {path} cannot be read: {exc.strerror}"
+        ) from None
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):

@@ -7,7 +7,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from libs.runtime.settings import BadSetting, Port, Positive, converted
+from libs.runtime.settings import Port, Positive, converted, key_from_env
 
 __all__ = ["GatewaySettings"]
 
@@ -54,23 +54,13 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     def from_env(cls, env: Mapping[str, str] | None = None) -> "GatewaySettings":
         env = os.environ if env is None else env
         given = {field: env[var] for var, field in _ENV.items() if env.get(var)}
-        if "jwt_key" not in given:
-            home = env.get("TETHER_HOME", ".tether")
-            path = env.get("TETHER_JWT_KEY_FILE") or os.path.join(home, "jwt.key")
-            try:
-                with open(path) as f:
-                    given["jwt_key"] = f.read().strip()
-            except OSError as exc:
-                raise BadSetting(
-                    f"TETHER_JWT_KEY is not set and {path} cannot be read: {exc.strerror}"
-                ) from None
+        _, given["jwt_key"] = key_from_env(env, "TETHER_JWT_KEY", "jwt.key")
         return converted(cls, given, _ENV)
 
 
 _ENV = {
     "TETHER_HOST": "host",
     "TETHER_PORT": "port",
-    "TETHER_JWT_KEY": "jwt_key",
     "REDIS_URL": "redis_url",
     "TETHER_REDIS_TIMEOUT": "redis_timeout",
     "NATS_URL": "nats_url",

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from libs.runtime.settings import BadSetting
+from libs.runtime.settings import BadSetting, key_from_env
 
 __all__ = ["Sealer", "sealer_from_env"]
 
@@ -44,20 +44,7 @@ def _bound(owner: str, transport: str) -> bytes:
 def sealer_from_env(env: Mapping[str, str] | None = None) -> Sealer:
     """The Sealer of TETHER_LINES_KEY (hex), else of the file TETHER_LINES_KEY_FILE or
     $TETHER_HOME/lines.key; a key missing or malformed is a BadSetting saying which."""
-    env = os.environ if env is None else env
-    if env.get("TETHER_LINES_KEY"):
-        where, key = "TETHER_LINES_KEY", env["TETHER_LINES_KEY"]
-    else:
-        where = env.get("TETHER_LINES_KEY_FILE") or os.path.join(
-            env.get("TETHER_HOME", ".tether"), "lines.key"
-        )
-        try:
-            with open(where) as f:
-                key = f.read()
-        except OSError as exc:
-            raise BadSetting(
-                f"TETHER_LINES_KEY is not set and {where} cannot be read: {exc.strerror}"
-            ) from None
+    where, key = key_from_env(os.environ if env is None else env, "TETHER_LINES_KEY", "lines.key")
     try:
         return Sealer.from_hex(key)
     except ValueError as exc:

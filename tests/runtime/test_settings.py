@@ -18,35 +18,32 @@ def test_the_environment_sets_what_it_names_and_the_rest_keep_their_defaults():
     assert Settings.from_env("rooms", {}).pull_wait == 0.5
 
 
-@pytest.mark.parametrize(
-    "variable, value, reason",
-    [
-        ("TETHER_PULL_WAIT", "soon", "Expected `float`, got `str`"),
-        ("TETHER_PULL_WAIT", "0", "Expected `float` > 0.0"),
-        ("TETHER_METRICS_PORT", "70000", "Expected `int` <= 65535"),
-        ("TETHER_MAX_IN_FLIGHT", "0", "Expected `int` >= 1"),
-        ("TETHER_JS_REPLICAS", "7", "Expected `int` <= 5"),
-        ("TETHER_LOG_LEVEL", "loud", "Invalid enum value 'loud'"),
-    ],
-)
-def test_a_value_a_setting_cannot_take_is_refused_by_its_variable(variable, value, reason):
-    with pytest.raises(BadSetting) as refused:
-        Settings.from_env("rooms", {variable: value})
-    assert str(refused.value) == f"{variable}={value!r}: {reason}"
+def _service(env: dict[str, str]) -> Settings:
+    return Settings.from_env("rooms", env)
+
+
+def _gateway(env: dict[str, str]) -> GatewaySettings:
+    return GatewaySettings.from_env({"TETHER_JWT_KEY": "k", **env})
 
 
 @pytest.mark.parametrize(
-    "variable, value, reason",
+    "read, variable, value, reason",
     [
-        ("TETHER_REDIS_TIMEOUT", "-1", "Expected `float` > 0.0"),
-        ("TETHER_REQUEST_TIMEOUT", "0", "Expected `float` > 0.0"),
-        ("TETHER_RATE_LIMIT", "-5", "Expected `int` >= 0"),
-        ("TETHER_PORT", "http", "Expected `int`, got `str`"),
+        (_service, "TETHER_PULL_WAIT", "soon", "Expected `float`, got `str`"),
+        (_service, "TETHER_PULL_WAIT", "0", "Expected `float` > 0.0"),
+        (_service, "TETHER_METRICS_PORT", "70000", "Expected `int` <= 65535"),
+        (_service, "TETHER_MAX_IN_FLIGHT", "0", "Expected `int` >= 1"),
+        (_service, "TETHER_JS_REPLICAS", "7", "Expected `int` <= 5"),
+        (_service, "TETHER_LOG_LEVEL", "loud", "Invalid enum value 'loud'"),
+        (_gateway, "TETHER_REDIS_TIMEOUT", "-1", "Expected `float` > 0.0"),
+        (_gateway, "TETHER_REQUEST_TIMEOUT", "0", "Expected `float` > 0.0"),
+        (_gateway, "TETHER_RATE_LIMIT", "-5", "Expected `int` >= 0"),
+        (_gateway, "TETHER_PORT", "http", "Expected `int`, got `str`"),
     ],
 )
-def test_the_gateway_refuses_by_its_variable_too(variable, value, reason):
+def test_a_value_a_setting_cannot_take_is_refused_by_its_variable(read, variable, value, reason):
     with pytest.raises(BadSetting) as refused:
-        GatewaySettings.from_env({"TETHER_JWT_KEY": "k", variable: value})
+        read({variable: value})
     assert str(refused.value) == f"{variable}={value!r}: {reason}"
 
 
