@@ -1,16 +1,16 @@
 """Connecting to NATS: wait for the first connect, then reconnect forever."""
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-import nats
 import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from libs.contracts.permissions import inbox_prefix
 
-__all__ = ["NotSent", "connect", "flushed", "let_go", "request"]
+__all__ = ["NotSent", "connect", "connecting", "flushed", "let_go", "request"]
 
 _log = logging.getLogger(__name__)
 # A server is pinged this often, and left for another when three go unanswered: one whose
@@ -35,28 +35,58 @@ async def connect(
     within three pings (PING_INTERVAL_S). `reconnected` is awaited each time the
     connection is back, its subscriptions at the server again.
     """
+    nc, first = await connecting(
+        url, user=user, password=password, name=name, reconnected=reconnected
+    )
+    await first
+    return nc
+
+
+async def connecting(
+    url: str,
+    *,
+    user: str,
+    password: str,
+    name: str,
+    reconnected: Callable[[], Awaitable[None]] | None = None,
+) -> tuple[Client, asyncio.Task[None]]:
+    """`connect`, without waiting for a server: the client at once, and the task that
+    connects it. For a process that must answer while its server is not there yet, with
+    503s and its probes. Until the task is done the client is not connected, and nothing
+    may be subscribed on it: nats-py would keep a subscription made before the first
+    connect where no server hears it. Cancel the task before letting the client go.
+
+    A URL that is no URL is refused here, raised by the connect's first step, which has
+    run by the time this returns."""
 
     async def on_reconnected() -> None:
         _log.info("nats reconnected")
         if reconnected is not None:
             await reconnected()
 
-    return await nats.connect(
-        url.split(","),
-        user=user or None,
-        password=password or None,
-        name=name,
-        inbox_prefix=inbox_prefix(user) if user else "_INBOX",
-        max_reconnect_attempts=-1,
-        reconnect_time_wait=1,
-        allow_reconnect=True,
-        connect_timeout=2,
-        ping_interval=PING_INTERVAL_S,
-        max_outstanding_pings=2,
-        error_cb=_on_error,
-        disconnected_cb=_on_disconnected,
-        reconnected_cb=on_reconnected,
+    nc = Client()
+    first = asyncio.create_task(
+        nc.connect(
+            url.split(","),
+            user=user or None,
+            password=password or None,
+            name=name,
+            inbox_prefix=inbox_prefix(user) if user else "_INBOX",
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=1,
+            allow_reconnect=True,
+            connect_timeout=2,
+            ping_interval=PING_INTERVAL_S,
+            max_outstanding_pings=2,
+            error_cb=_on_error,
+            disconnected_cb=_on_disconnected,
+            reconnected_cb=on_reconnected,
+        )
     )
+    await asyncio.sleep(0)  # the connect's first step: it reads the URL, then dials
+    if first.done():
+        first.result()
+    return nc, first
 
 
 class NotSent(Exception):

@@ -133,14 +133,6 @@ def deployment(name: str, *, gateway: bool = False) -> list[dict]:
         },
         "volumeMounts": mounts,
     }
-    if gateway:
-        # The gateway listens once it has first reached NATS: started in an outage, it is
-        # given 10 min before liveness may restart it, rather than 40 s.
-        container["startupProbe"] = {
-            "httpGet": {"path": "/healthz", "port": probe_port},
-            "periodSeconds": 5,
-            "failureThreshold": 120,
-        }
     labels = {"app": name, "tether/role": role}
     made = [
         {

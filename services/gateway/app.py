@@ -1,5 +1,7 @@
 """The gateway: `init_app()` builds the aiohttp application that tests and `main` both use."""
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib.metadata import version
 from importlib.resources import files
@@ -35,6 +37,7 @@ __all__ = ["NATS", "REDIS", "init_app"]
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
 
 REDIS = web.AppKey("redis", Redis)
+FIRST_CONNECT_S = 5.0
 MAX_BODY = 1024 * 1024
 _JSON = "application/json"
 _decode = msgspec.json.Decoder().decode
@@ -148,14 +151,23 @@ def init_app(
 
 def _nats(settings: GatewaySettings) -> CleanupContext:
     async def context(app: web.Application) -> AsyncIterator[None]:
-        app[NATS] = await bus.connect(
+        app[NATS], first = await bus.connecting(
             settings.nats_url,
             user=settings.nats_user or GATEWAY,
             password=settings.nats_password,
             name=GATEWAY,
             reconnected=lambda: bus_back(app),
         )
+        # The port opens once the gateway is on the bus, so that a replica sharing it (or a
+        # client that does not wait for readiness) is not refused for the moment it takes;
+        # or after FIRST_CONNECT_S without a server: started in a NATS outage, it answers
+        # meanwhile, its probes and a 503 `bus-unavailable` for what needs the bus.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(first), FIRST_CONNECT_S)
         yield
+        first.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
         await bus.let_go(app[NATS])
 
     return context

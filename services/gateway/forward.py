@@ -23,7 +23,7 @@ from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored
 from services.gateway.routes import Route
 from services.gateway.tokens import is_delegate, principal_from
 
-__all__ = ["IDENTITY_FIELDS", "NATS", "ask", "caller", "forwarding", "request_of"]
+__all__ = ["IDENTITY_FIELDS", "NATS", "ask", "caller", "forwarding", "on_bus", "request_of"]
 
 NATS = web.AppKey("nats", Client)
 
@@ -214,6 +214,20 @@ def _integers(request: type) -> frozenset[str]:
     return frozenset(f.name for f in msgspec.structs.fields(request) if is_int(f.type))
 
 
+def on_bus(http: web.Request) -> Client:
+    """The gateway's connection, refused while it is not up: what subscribes on it before
+    its first connect would never be heard, and a watch begun off the bus would only wait
+    for its time to run out."""
+    nc = http.app[NATS]
+    if not nc.is_connected:
+        raise _off_bus()
+    return nc
+
+
+def _off_bus() -> Refused:
+    return Refused("bus-unavailable", 503, "the gateway is not connected to the bus; ask again")
+
+
 async def ask(
     nc: Client,
     subject: Subject,
@@ -233,9 +247,7 @@ async def ask(
             nc, subject.name, payload, timeout=timeout, headers=headers or None
         )
     except bus.NotSent as exc:
-        raise Refused(
-            "bus-unavailable", 503, "the gateway is not connected to the bus; ask again"
-        ) from exc
+        raise _off_bus() from exc
     except NoRespondersError as exc:
         raise Refused("service-unavailable", 503, f"no replica serves {subject.name}") from exc
     except TimeoutError as exc:  # nats-py's TimeoutError is one too

@@ -27,7 +27,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import live_subject
 from services.gateway.events import KEEPALIVE_S, STREAMS
-from services.gateway.forward import NATS, ask, caller
+from services.gateway.forward import NATS, ask, caller, on_bus
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
 
@@ -60,7 +60,7 @@ def pending_stream(
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(http: web.Request) -> web.StreamResponse:
         p = _person(await caller(route, http, key=key, limiter=limiter))
-        nc = http.app[NATS]
+        nc = on_bus(http)
         nudges: asyncio.Queue[bytes] = asyncio.Queue(1000)
 
         async def on_nudge(_: object) -> None:

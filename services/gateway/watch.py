@@ -22,7 +22,7 @@ from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET, HeldDrafts
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from services.gateway.events import BUS_BACK, KEEPALIVE_S, STREAMS
-from services.gateway.forward import NATS, caller
+from services.gateway.forward import caller, on_bus
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
 
@@ -39,7 +39,7 @@ def mod_watch(
     async def handler(http: web.Request) -> web.StreamResponse:
         p = await caller(route, http, key=key, limiter=limiter)
         own = {"org": f"{p.org}.org", "user": f"{p.org}.user.{key_token(p.sub)}"}
-        watched = await _watching(http.app[NATS].jetstream(), own, timeout)
+        watched = await _watching(on_bus(http).jetstream(), own, timeout)
         events: asyncio.Queue[bytes] = asyncio.Queue(1000)
         tasks = [asyncio.create_task(_follow(*w, p, events)) for w in watched]
         http.app[STREAMS].add(events)

@@ -2,18 +2,29 @@
 sent, so it cannot run later, when the bus is back and its client has long given up."""
 
 import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import msgspec
 import pytest
+from aiohttp import ClientSession
 from aiohttp.test_utils import TestClient
 
 from libs.runtime.settings import Settings
+from libs.stack.servers import free_port
 from services.gateway.app import NATS
+from services.gateway.routes import ROUTES as TETHER_ROUTES
 from tests.gateway.conftest import ROUTES
 from tests.personal.conftest import eventually, problem
-from tests.support import ECHO, SAY, Bus, Echo, Link, bearer, running
+from tests.support import ECHO, KEY, SAY, Bus, Echo, Link, bearer, running
+
+# The routes that hold a stream open on the bus: each subscribes, or watches, as it opens.
+STREAMING = tuple(r for r in TETHER_ROUTES if r.kind in ("stream", "pending_stream", "watch"))
 
 
 @pytest.fixture
@@ -76,6 +87,90 @@ async def test_a_gateway_whose_bus_is_gone_stops_cleanly(client_for, gateway_set
     await eventually(lambda: asyncio.sleep(0, not nc.is_connected))
     await api.close()  # its cleanup: the connection let go, without an error
     assert nc.is_closed
+
+
+async def test_a_gateway_started_before_its_bus_answers_at_once_and_serves_once_it_comes(
+    client_for, gateway_settings, bus
+):
+    """Started in a NATS outage, the gateway listens once it has waited FIRST_CONNECT_S:
+    alive, not ready, and a 503 for whatever needs the bus, streams included, for nothing
+    subscribed before a first connect would be heard. Before, it opened no port until a
+    server was there."""
+    await bus.stop()
+    settings = msgspec.structs.replace(
+        gateway_settings, nats_url=bus.url, nats_password="", request_timeout=1.0
+    )
+    api = await asyncio.wait_for(
+        client_for(settings, services=(ECHO,), routes=ROUTES + STREAMING), timeout=30
+    )
+    assert (await api.get("/healthz")).status == 200
+    itself = await api.get("/readyz/gateway")
+    assert (itself.status, await itself.json()) == (503, {"ready": False, "bus": False})
+    for path in (
+        "/v1/echo/early",
+        "/v1/rooms/room-0123456789abcdef/messages/stream",
+        "/v1/pending/stream",
+        "/v1/mod/watch",
+    ):
+        async with asyncio.timeout(10):  # a stream opened would never end
+            refused = await problem(await api.get(path, headers=bearer()))
+        assert refused == (503, "bus-unavailable"), path
+
+    await bus.start()
+    echo = Echo("r1")
+    echo_settings = Settings(service="echo", nats_url=bus.url, metrics_port=0)
+    async with running(ECHO, echo_settings, lambda _: {SAY: echo.say}):
+        after = await eventually(_answered(api, "/v1/echo/after"), timeout=20)
+        assert after == 200
+        assert (await api.get("/readyz/gateway")).status == 200
+    assert [r.text for r in echo.handled] == ["after"]
+
+
+async def test_a_gateway_process_that_never_reached_its_bus_stops_cleanly_on_sigterm(
+    tmp_path, gateway_settings
+):
+    """Its probes answer while it waits, and SIGTERM ends it at once with status 0: the
+    connect still trying is cancelled, not waited on."""
+    port = free_port()
+    env = os.environ | {
+        "TETHER_PORT": str(port),
+        "NATS_URL": f"nats://127.0.0.1:{free_port()}",
+        "REDIS_URL": gateway_settings.redis_url,
+        "TETHER_JWT_KEY": KEY,
+        "TETHER_HOME": str(tmp_path),
+    }
+    gateway = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "services.gateway.main",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        async with ClientSession(f"http://127.0.0.1:{port}") as http:
+
+            async def alive() -> bool:
+                try:
+                    return (await http.get("/healthz")).status == 200
+                except OSError:
+                    return False
+
+            await eventually(alive, timeout=20)
+            assert (await http.get("/readyz/gateway")).status == 503
+            asked = await http.get("/v1/agents/me", headers=bearer())
+            assert await problem(asked) == (503, "bus-unavailable")
+        gateway.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(10):
+            said, _ = await gateway.communicate()
+        assert gateway.returncode == 0
+    finally:
+        if gateway.returncode is None:
+            gateway.kill()
+            await gateway.wait()
+    lines = [json.loads(line) for line in said.splitlines()]
+    assert lines[-1]["msg"] == "stopped", lines
+    assert not [line for line in lines if line["level"] == "error"], lines
 
 
 def _answered(api: TestClient, path: str):
