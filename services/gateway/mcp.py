@@ -14,7 +14,8 @@ import msgspec
 from aiohttp import web
 
 from libs.contracts import codec, mod
-from libs.contracts.problem import Refused
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Problem, Refused
 from libs.contracts.registry import Subject
 from services.gateway.forward import NATS, ask
 from services.gateway.limits import RateLimiter
@@ -60,6 +61,7 @@ TOOL = {
     },
 }
 _decode = msgspec.json.Decoder().decode
+_REFUSED = -32000  # JSON-RPC's first server-defined code: a request refused, its problem the data
 
 
 def mcp_endpoint(
@@ -69,16 +71,32 @@ def mcp_endpoint(
         principal = principal_from(http.headers.get("Authorization"), key)
         if is_delegate(principal):
             raise Refused("delegate-not-admitted", 403, "only the person's own agent arranges it")
-        await limiter.check(principal)
         try:
             message = _decode(await http.read())
         except msgspec.DecodeError:
             return _reply(None, error=(-32700, "the body is not JSON"))
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return _reply(None, error=(-32600, "a JSON-RPC 2.0 request object is expected"))
-        if "id" not in message:  # a notification: nothing to answer
+        if "id" not in message:  # a notification: nothing to answer, nothing asked
             return web.Response(status=202)
         id_, method, params = message["id"], message.get("method"), message.get("params") or {}
+        if not isinstance(params, dict):
+            return _reply(id_, error=(-32602, "params must be an object"))
+        try:
+            await limiter.check(principal)
+            return await answer(http, principal, id_, method, params)
+        except Refused as exc:
+            # Answered within the session: a client's transport takes an HTTP error for the
+            # end of its session (the SDK's does), where this is one call refused, often
+            # for a moment (the bus, the store, a service away), and the caller asks again.
+            if method == "tools/call":
+                refusal = msgspec.json.encode(exc.problem)
+                return _reply(id_, result=_tool_result(refusal, is_error=True))
+            return _reply(id_, error=(_REFUSED, exc.problem.detail), data=exc.problem)
+
+    async def answer(
+        http: web.Request, principal: Principal, id_: Any, method: Any, params: dict
+    ) -> web.Response:
         match method:
             case "initialize":
                 asked = params.get("protocolVersion")
@@ -110,15 +128,7 @@ def mcp_endpoint(
                 problem, body = await ask(
                     http.app[NATS], subject, payload, principal, timeout=timeout
                 )
-                answer = _decode(body)
-                return _reply(
-                    id_,
-                    result={
-                        "content": [{"type": "text", "text": body.decode()}],
-                        "structuredContent": answer,
-                        "isError": problem is not None,
-                    },
-                )
+                return _reply(id_, result=_tool_result(body, is_error=problem is not None))
         return _reply(id_, error=(-32601, f"no method {method!r}"))
 
     return handler
@@ -128,10 +138,27 @@ def _tool_error(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def _reply(id_: Any, *, result: Any = None, error: tuple[int, str] | None = None) -> web.Response:
+def _tool_result(body: bytes, *, is_error: bool) -> dict[str, Any]:
+    """A reply or a problem, as the tool's text and its structured content."""
+    return {
+        "content": [{"type": "text", "text": body.decode()}],
+        "structuredContent": _decode(body),
+        "isError": is_error,
+    }
+
+
+def _reply(
+    id_: Any,
+    *,
+    result: Any = None,
+    error: tuple[int, str] | None = None,
+    data: Problem | None = None,
+) -> web.Response:
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": id_}
     if error is not None:
         body["error"] = {"code": error[0], "message": error[1]}
+        if data is not None:
+            body["error"]["data"] = data
     else:
         body["result"] = result
     return web.Response(body=msgspec.json.encode(body), content_type="application/json")

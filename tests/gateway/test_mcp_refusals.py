@@ -1,0 +1,75 @@
+"""A refused MCP call is answered within the session, as the call's error, never as an HTTP
+error: the SDK's transport takes one for the end of the session, so an agent would lose it
+to a moment's outage of the bus, the store or a service, where it should ask again."""
+
+import msgspec
+import pytest
+from aiohttp import ClientSession as HTTP
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import McpError
+
+from tests.gateway.conftest import ROUTES
+from tests.support import ECHO, Bus, bearer, token
+
+
+@pytest.fixture
+async def bus(tmp_path):
+    bus = Bus(tmp_path)
+    yield bus
+    await bus.stop()
+
+
+async def test_a_call_refused_while_the_bus_is_gone_is_the_tools_error_and_the_session_goes_on(
+    client_for, gateway_settings, bus
+):
+    settings = msgspec.structs.replace(
+        gateway_settings, nats_url=bus.url, nats_password="", request_timeout=1.0
+    )
+    api = await client_for(settings, services=(ECHO,), routes=ROUTES)
+    await bus.stop()
+    async with (
+        create_mcp_http_client(headers=bearer()) as http,
+        streamable_http_client(str(api.make_url("/v1/mcp")), http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        refused = await session.call_tool("mod", {"op": "read_surface"})
+        assert refused.isError
+        assert refused.structuredContent["type"] == "urn:tether:problem:bus-unavailable"
+        assert refused.structuredContent["status"] == 503
+        assert [t.name for t in (await session.list_tools()).tools] == ["mod"]  # still there
+
+
+async def test_a_caller_over_its_rate_is_refused_within_the_session(client_for, gateway_settings):
+    settings = msgspec.structs.replace(gateway_settings, rate_limit=3)
+    api = await client_for(settings, services=(ECHO,), routes=ROUTES)
+    agent = token(user="acme/ada", act="agent:acme/ada")
+    async with (
+        create_mcp_http_client(headers=bearer(agent)) as http,
+        streamable_http_client(str(api.make_url("/v1/mcp")), http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()  # one
+        await session.list_tools()  # two
+        await session.send_ping()  # three
+        with pytest.raises(McpError) as listing:
+            await session.list_tools()
+        assert listing.value.error.code == -32000
+        assert listing.value.error.data["type"] == "urn:tether:problem:rate-limited"
+        calling = await session.call_tool("mod", {"op": "read_surface"})
+        assert calling.isError
+        assert calling.structuredContent["type"] == "urn:tether:problem:rate-limited"
+
+
+async def test_params_that_are_not_an_object_are_named(client):
+    async with HTTP() as http:
+        url = str(client.make_url("/v1/mcp"))
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": [1]}
+        async with http.post(url, json=call, headers=bearer()) as response:
+            assert response.status == 200
+            assert (await response.json())["error"] == {
+                "code": -32602,
+                "message": "params must be an object",
+            }
