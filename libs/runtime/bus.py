@@ -3,6 +3,7 @@
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import nats.errors
 from nats.aio.client import Client
@@ -10,7 +11,7 @@ from nats.aio.msg import Msg
 
 from libs.contracts.permissions import inbox_prefix
 
-__all__ = ["NotSent", "connect", "connecting", "flushed", "let_go", "request"]
+__all__ = ["NotSent", "connect", "connecting", "flushed", "let_go"]
 
 _log = logging.getLogger(__name__)
 # A server is pinged this often, and left for another when three go unanswered: one whose
@@ -64,7 +65,7 @@ async def connecting(
         if reconnected is not None:
             await reconnected()
 
-    nc = Client()
+    nc = _Client()
     first = asyncio.create_task(
         nc.connect(
             url.split(","),
@@ -93,22 +94,35 @@ class NotSent(Exception):
     """A request not sent, because the connection is not up: it will not run."""
 
 
-async def request(
-    nc: Client, subject: str, payload: bytes, *, timeout: float, headers: dict[str, str] | None
-) -> Msg:
-    """`nc.request`, sent only while `nc` is connected. nats-py holds what is published
-    while it reconnects and sends it once a server is back, long after its asker stopped
-    waiting: that request would run unasked. `NotSent` says it did not leave."""
-    if not nc.is_connected:
-        raise NotSent(f"not connected to NATS; {subject} not sent")
-    try:
-        return await nc.request(subject, payload, timeout=timeout, headers=headers)
-    except (
-        nats.errors.OutboundBufferLimitError,
-        nats.errors.ConnectionClosedError,
-        nats.errors.ConnectionDrainingError,
-    ) as exc:
-        raise NotSent(f"the connection to NATS is going; {subject} not sent") from exc
+class _Client(Client):
+    """nats-py's client, whose requests are sent only while it is connected.
+
+    nats-py holds what is published while it reconnects and sends it once a server is
+    back, long after its asker stopped waiting. A request would run unasked, and a write
+    (JetStream's publishes and KV writes are requests) would be stored after its handler
+    had answered that it failed, and its record said so. `NotSent` says it did not leave.
+    """
+
+    async def request(
+        self,
+        subject: str,
+        payload: bytes = b"",
+        timeout: float = 0.5,
+        old_style: bool = False,
+        headers: dict[str, Any] | None = None,
+    ) -> Msg:
+        if not self.is_connected:
+            raise NotSent(f"not connected to NATS; {subject} not sent")
+        try:
+            return await super().request(
+                subject, payload, timeout=timeout, old_style=old_style, headers=headers
+            )
+        except (
+            nats.errors.OutboundBufferLimitError,
+            nats.errors.ConnectionClosedError,
+            nats.errors.ConnectionDrainingError,
+        ) as exc:
+            raise NotSent(f"the connection to NATS is going; {subject} not sent") from exc
 
 
 async def flushed(nc: Client) -> None:

@@ -39,8 +39,7 @@ async def call(
     if key is not None:
         headers[REQUEST_KEY_HEADER] = key
     try:
-        reply = await bus.request(
-            nc,
+        reply = await nc.request(
             subject.published_by(caller),
             codec.encode(request),
             timeout=timeout,

@@ -256,6 +256,7 @@ def _problem_of(exc: Exception, subject: Subject) -> Problem:
             NoStreamResponseError()
             | ServiceUnavailableError()
             | TimeoutError()
+            | bus.NotSent()
             | (nats.errors.NoRespondersError() | nats.errors.ConnectionClosedError())
         ):
             # The bus or a stream's leader is away (a node failing over, an election): the

@@ -243,9 +243,7 @@ async def ask(
     if key is not None:
         headers[REQUEST_KEY_HEADER] = key
     try:
-        reply = await bus.request(
-            nc, subject.name, payload, timeout=timeout, headers=headers or None
-        )
+        reply = await nc.request(subject.name, payload, timeout=timeout, headers=headers or None)
     except bus.NotSent as exc:
         raise _off_bus() from exc
     except NoRespondersError as exc:

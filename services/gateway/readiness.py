@@ -10,7 +10,6 @@ from libs.contracts import codec
 from libs.contracts.health import Health, HealthRequest
 from libs.contracts.problem import PROBLEM_HEADER
 from libs.contracts.registry import ServiceContract
-from libs.runtime import bus
 
 __all__ = ["readiness"]
 
@@ -33,7 +32,7 @@ async def readiness(nc: Client, services: Sequence[ServiceContract]) -> tuple[bo
 
 async def _health(nc: Client, svc: ServiceContract) -> tuple[bool, object]:
     try:
-        reply = await bus.request(nc, svc.health.name, _ASK, timeout=1.0, headers=None)
+        reply = await nc.request(svc.health.name, _ASK, timeout=1.0)
         if PROBLEM_HEADER in (reply.headers or {}):
             return False, msgspec.Raw(reply.data)
         health = _decode(reply.data)

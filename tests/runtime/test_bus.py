@@ -7,6 +7,7 @@ import logging
 
 import pytest
 from nats.errors import NoRespondersError
+from nats.js.errors import KeyNotFoundError
 
 from libs.contracts.permissions import GATEWAY
 from libs.contracts.principal import Principal
@@ -116,5 +117,37 @@ async def _answered(ask, request: Say) -> bool:
     try:
         await ask(request)
     except Unavailable:  # the echo's own connection may be a moment behind
+        return False
+    return True
+
+
+async def test_a_write_made_while_the_bus_is_gone_is_refused_at_once_and_never_lands(tmp_path):
+    """A KV write is a JetStream publish, which is a request. Made while the connection was
+    away, nats-py held it, its handler was told it timed out (a change that failed, so
+    recorded), and it was stored once the server was back. Now it is not sent at all."""
+    server = Bus(tmp_path)
+    nc = await bus.connect(server.url, user="", password="", name="writer")
+    try:
+        kv = await nc.jetstream().create_key_value(bucket="held", history=1)
+        await server.stop()
+        await eventually(lambda: asyncio.sleep(0, not nc.is_connected))
+        with pytest.raises(bus.NotSent):
+            await kv.put("gone", b"made while the bus was gone")
+
+        await server.start()
+        await eventually(lambda: asyncio.sleep(0, nc.is_connected), timeout=20)
+        # Stored after anything this connection held, as one connection's publishes are.
+        await eventually(lambda: _stored(kv, "after"), timeout=20)
+        with pytest.raises(KeyNotFoundError):
+            await kv.get("gone")
+    finally:
+        await nc.close()
+        await server.stop()
+
+
+async def _stored(kv, key: str) -> bool:
+    try:
+        await kv.put(key, b"made once the bus was back")
+    except (bus.NotSent, TimeoutError):  # the stream's leader may be a moment behind
         return False
     return True
