@@ -39,6 +39,7 @@ from libs.runtime.settings import BadSetting, Settings
 __all__ = [
     "Handler",
     "Service",
+    "Stopped",
     "ensure_shared_streams",
     "ensure_stream",
     "request_digest",
@@ -69,6 +70,10 @@ def request_digest() -> bytes:
     return keyed[1]
 
 
+class Stopped(Exception):
+    """A service stopped before it served: `run` ends it as any stop does, with status 0."""
+
+
 class Service:
     def __init__(
         self, contract: ServiceContract, settings: Settings | None = None, *, signals: bool = True
@@ -86,6 +91,10 @@ class Service:
 
     async def __aenter__(self) -> "Service":
         s = self.settings
+        if self._signals:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.stop)
         # Alive from the start, ready only while serving: a replica waiting for its server
         # is not one to restart.
         self._ops = await start_ops_server(
@@ -94,19 +103,35 @@ class Service:
             ready=lambda: self.serving.is_set() and self.nc.is_connected,
         )
         self.ops_port = self._ops.addresses[0][1]
-        self.nc = await bus.connect(
+        self.nc, first = await bus.connecting(
             s.nats_url, user=s.nats_user, password=s.nats_password, name=s.replica
         )
+        if not await self._until_connected(first):
+            await self.__aexit__()
+            raise Stopped(f"{self.contract.name} was stopped before it reached NATS")
         self.js: JetStreamContext = self.nc.jetstream()
         await ensure_shared_streams(self.js, self.contract.shared_streams, replicas=s.js_replicas)
         self._replies = await Replies.open(self.js, self.contract.name, replicas=s.js_replicas)
         metrics.IN_FLIGHT.labels(self.contract.name).set_function(lambda: len(self._tasks))
-        if self._signals:
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, self.stop)
         _log.info("started", extra={"ops_port": self.ops_port})
         return self
+
+    async def _until_connected(self, first: asyncio.Task[None]) -> bool:
+        """Until the first connect (True) or a stop (False): a replica stopped while it
+        waits for its server, in an outage or a rollout, leaves at once, cleanly."""
+        stopped = asyncio.create_task(self._stop.wait())
+        try:
+            await asyncio.wait((first, stopped), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            if not first.done():
+                first.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await first
+        if first.cancelled():
+            return False
+        first.result()  # a connect that failed, failing here
+        return True
 
     async def __aexit__(self, *_: object) -> None:
         await bus.let_go(self.nc)
@@ -228,6 +253,8 @@ def run(main: Callable[[Settings], Awaitable[None]], service: str) -> None:
         uvloop.run(main(settings))
     except BadSetting as exc:
         raise SystemExit(f"{service}: {exc}") from None
+    except Stopped:
+        pass  # its "stopped" is logged
 
 
 def _principal_of(msg: Msg, subject: Subject) -> Principal:

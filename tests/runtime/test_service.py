@@ -2,6 +2,11 @@
 
 import asyncio
 import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
 
 import msgspec
 import nats
@@ -162,3 +167,45 @@ async def test_a_service_is_alive_before_its_bus_and_ready_only_while_serving_on
             await serving
         if bus is not None:
             await bus.stop()
+
+
+async def test_a_service_stopped_while_it_waits_for_its_bus_ends_at_once_with_status_0():
+    """SIGTERM while a replica waits for its first server (an outage, a rollout): before,
+    its handlers were set only once it had connected, so the signal killed it (143) with
+    nothing said; now it stops as any stop does."""
+    from aiohttp import ClientSession
+
+    metrics_port = free_port()
+    env = os.environ | {
+        "NATS_URL": f"nats://127.0.0.1:{free_port()}",
+        "TETHER_METRICS_PORT": str(metrics_port),
+    }
+    ladder = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "services.ladder.main",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        async with ClientSession(f"http://127.0.0.1:{metrics_port}") as http:
+
+            async def waiting() -> bool:
+                try:
+                    return (await http.get("/readyz")).status == 503
+                except OSError:
+                    return False
+
+            await eventually(waiting, timeout=20)
+        ladder.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(10):
+            said, _ = await ladder.communicate()
+        assert ladder.returncode == 0
+    finally:
+        if ladder.returncode is None:
+            ladder.kill()
+            await ladder.wait()
+    lines = [json.loads(line) for line in said.splitlines()]
+    assert lines[-1]["msg"] == "stopped", lines
+    assert not [line for line in lines if line["level"] == "error"], lines
