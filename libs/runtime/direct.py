@@ -14,6 +14,8 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
+from libs.runtime.bus import NotSent
+
 __all__ = ["DirectGetUnavailable", "batch_get"]
 
 _TIMEOUT_S = 5.0
@@ -60,6 +62,8 @@ _replies: "weakref.WeakKeyDictionary[Client, _Replies]" = weakref.WeakKeyDiction
 async def batch_get(nc: Client, stream: str, request: dict[str, object]) -> tuple[list[Msg], int]:
     """The messages `request` selects (`batch` and `seq`/`next_by_subj` or `multi_last`),
     and how many more matched than the batch held."""
+    if not nc.is_connected:  # held until the server is back, it would wait out its time
+        raise NotSent(f"not connected to NATS; the direct get of {stream} not sent")
     replies = _replies.get(nc) or _replies.setdefault(nc, _Replies(nc))
     inbox, queue = await replies.inbox()
     found: list[Msg] = []

@@ -14,6 +14,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Unavailable
 from libs.runtime import bus
 from libs.runtime.calls import call
+from libs.runtime.kv import current
 from libs.runtime.service import Service
 from libs.runtime.settings import Settings
 from libs.stack.processes import stop_all
@@ -133,6 +134,8 @@ async def test_a_write_made_while_the_bus_is_gone_is_refused_at_once_and_never_l
         await eventually(lambda: asyncio.sleep(0, not nc.is_connected))
         with pytest.raises(bus.NotSent):
             await kv.put("gone", b"made while the bus was gone")
+        with pytest.raises(bus.NotSent):  # a read too: held, it would wait out its time
+            await current(kv, "gone")
 
         await server.start()
         await eventually(lambda: asyncio.sleep(0, nc.is_connected), timeout=20)
