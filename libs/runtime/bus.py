@@ -1,4 +1,5 @@
-"""Connecting to NATS: wait for the first connect, then reconnect forever."""
+"""Connecting to NATS: wait for the first connect, reconnect forever, and send a request
+only while connected."""
 
 import asyncio
 import logging
@@ -11,36 +12,13 @@ from nats.aio.msg import Msg
 
 from libs.contracts.permissions import inbox_prefix
 
-__all__ = ["NotSent", "connect", "connecting", "flushed", "let_go"]
+__all__ = ["NotSent", "connecting", "flushed", "let_go"]
 
 _log = logging.getLogger(__name__)
 # A server is pinged this often, and left for another when three go unanswered: one whose
 # machine died closes no connection, and at nats-py's default of 2 min it would be asked
 # for up to 6.
 PING_INTERVAL_S = 5
-
-
-async def connect(
-    url: str,
-    *,
-    user: str,
-    password: str,
-    name: str,
-    reconnected: Callable[[], Awaitable[None]] | None = None,
-) -> Client:
-    """Connect as `user`, waiting as long as it takes for a server to be there.
-
-    With no limit on reconnects nats-py retries the first connect too, a second apart, and
-    reports each refusal to `error_cb`: a replica that starts before its server (the usual
-    order on Kubernetes) waits for it, logging why. A server that stops answering is left
-    within three pings (PING_INTERVAL_S). `reconnected` is awaited each time the
-    connection is back, its subscriptions at the server again.
-    """
-    nc, first = await connecting(
-        url, user=user, password=password, name=name, reconnected=reconnected
-    )
-    await first
-    return nc
 
 
 async def connecting(
@@ -51,14 +29,20 @@ async def connecting(
     name: str,
     reconnected: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[Client, asyncio.Task[None]]:
-    """`connect`, without waiting for a server: the client at once, and the task that
-    connects it. For a process that must answer while its server is not there yet, with
-    503s and its probes. Until the task is done the client is not connected, and nothing
-    may be subscribed on it: nats-py would keep a subscription made before the first
-    connect where no server hears it. Cancel the task before letting the client go.
+    """A client of `url` as `user` at once, and the task that connects it, as long as it
+    takes for a server to be there: a process answers meanwhile (its probes, 503s), and
+    waits on the task, or on a stop, as it chooses.
 
-    A URL that is no URL is refused here, raised by the connect's first step, which has
-    run by the time this returns."""
+    With no limit on reconnects nats-py retries the first connect too, a second apart, and
+    reports each refusal to `error_cb`: a replica that starts before its server (the usual
+    order on Kubernetes) waits for it, logging why. A server that stops answering is left
+    within three pings (PING_INTERVAL_S). `reconnected` is awaited each time the
+    connection is back, its subscriptions at the server again.
+
+    Until the task is done nothing may be subscribed on the client: nats-py would keep a
+    subscription made before the first connect where no server hears it. Cancel the task
+    before letting the client go. A URL that is no URL is raised here, by the connect's
+    first step, which has run by the time this returns."""
 
     async def on_reconnected() -> None:
         _log.info("nats reconnected")

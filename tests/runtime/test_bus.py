@@ -27,15 +27,15 @@ async def test_the_first_connect_is_retried_until_a_server_is_there(tmp_path, ca
     port = free_port()
     url = f"nats://127.0.0.1:{port}"
     caplog.set_level(logging.WARNING, logger=bus.__name__)
-    connecting = asyncio.create_task(bus.connect(url, user="", password="", name="early"))
+    nc, connecting = await bus.connecting(url, user="", password="", name="early")
     async with asyncio.timeout(10):  # refused twice, and still trying
         while _refusals(caplog) < 2:  # noqa: ASYNC110 (its log is the only sign of a try)
             await asyncio.sleep(0.05)
-    assert not connecting.done()
+    assert not connecting.done() and not nc.is_connected
     config = {"listen": f"127.0.0.1:{port}", "http": f"127.0.0.1:{free_port()}"}
     server = await asyncio.to_thread(start_nats, config, tmp_path / "nats.json")
     try:
-        nc = await asyncio.wait_for(connecting, 10)
+        await asyncio.wait_for(connecting, 10)
         assert nc.is_connected
         await nc.close()
     finally:
@@ -93,7 +93,7 @@ async def test_a_call_made_while_the_bus_is_gone_is_unavailable_and_never_sent(t
     settings = Settings(service="echo", nats_url=server.url, metrics_port=0)
     try:
         async with running(ECHO, settings, lambda _: {SAY: echo.say}) as served:
-            nc = await bus.connect(server.url, user="", password="", name="caller")
+            nc = await _connected(server.url, "caller")
             ask = functools.partial(call, nc, SAY, caller="caller", principal=ada, timeout=1)
             await ask(Say(text="before"))
             await server.stop()
@@ -127,7 +127,7 @@ async def test_a_write_made_while_the_bus_is_gone_is_refused_at_once_and_never_l
     away, nats-py held it, its handler was told it timed out (a change that failed, so
     recorded), and it was stored once the server was back. Now it is not sent at all."""
     server = Bus(tmp_path)
-    nc = await bus.connect(server.url, user="", password="", name="writer")
+    nc = await _connected(server.url, "writer")
     try:
         kv = await nc.jetstream().create_key_value(bucket="held", history=1)
         await server.stop()
@@ -154,3 +154,9 @@ async def _stored(kv, key: str) -> bool:
     except (bus.NotSent, TimeoutError):  # the stream's leader may be a moment behind
         return False
     return True
+
+
+async def _connected(url: str, name: str):
+    nc, first = await bus.connecting(url, user="", password="", name=name)
+    await first
+    return nc
