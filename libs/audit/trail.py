@@ -4,8 +4,10 @@ Records reach an org's chain only through the audit service (`tether.audit.appen
 one credential that may publish to the AUDIT stream.
 """
 
+import asyncio
+import functools
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 from nats.aio.client import Client
 
 from libs.contracts.audit import APPEND, Append, AuditRecord
+from libs.contracts.base import key_token
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.calls import call
@@ -20,6 +23,7 @@ from libs.runtime.calls import call
 __all__ = ["AuditUnavailable", "Trail"]
 
 _log = logging.getLogger(__name__)
+_MOST_S = 30.0
 
 
 class AuditUnavailable(Unavailable):
@@ -30,6 +34,7 @@ class AuditUnavailable(Unavailable):
 class Trail:
     def __init__(self, nc: Client, *, service: str, timeout: float = 5.0) -> None:
         self._nc, self._service, self._timeout = nc, service, timeout
+        self._later: set[asyncio.Task[None]] = set()  # failures still to be recorded
 
     @asynccontextmanager
     async def change(
@@ -45,22 +50,30 @@ class Trail:
 
         If the record cannot be written the body never runs. If the body fails, a
         `<action>.failed` record follows, so the trail never claims a change that did not
-        happen without saying so.
+        happen without saying so. One that cannot be written at once (the bus away) is
+        asked again until it is, while the process runs.
         """
         record = await self.append(org, actor=actor, action=action, target=target, data=data)
         try:
             yield record
         except BaseException as exc:
+            failed = functools.partial(
+                self.append,
+                org,
+                actor=actor,
+                action=f"{action}.failed",
+                target=target,
+                data={"record": record.n, "error": type(exc).__name__},
+                key=f"failed.{key_token(org)}.{record.n}",  # recorded once, however often asked
+            )
             try:
-                await self.append(
-                    org,
-                    actor=actor,
-                    action=f"{action}.failed",
-                    target=target,
-                    data={"record": record.n, "error": type(exc).__name__},
-                )
+                await failed()
             except AuditUnavailable:
-                _log.error("could not record failure of audit record %s/%d", org, record.n)
+                # Most often the bus, which failed the change too: asked again once back.
+                _log.warning("failure of audit record %s/%d not yet recorded", org, record.n)
+                task = asyncio.create_task(_until_recorded(failed, f"{org}/{record.n}"))
+                self._later.add(task)
+                task.add_done_callback(self._later.discard)
             raise
 
     async def append(
@@ -72,12 +85,32 @@ class Trail:
         target: str = "",
         data: dict[str, Any] | None = None,
         at: datetime | None = None,
+        key: str | None = None,
     ) -> AuditRecord:
         request = Append(org=org, actor=actor, action=action, target=target, data=data or {}, at=at)
         try:
             return await call(
-                self._nc, APPEND, request, caller=self._service, timeout=self._timeout
+                self._nc, APPEND, request, caller=self._service, key=key, timeout=self._timeout
             )
         except Exception as exc:
             detail = f"audit record for {org} not written: {exc!r}"
             raise AuditUnavailable(Refused("audit-unavailable", 503, detail).problem) from exc
+
+
+async def _until_recorded(failed: Callable[[], Awaitable[AuditRecord]], record: str) -> None:
+    """Ask again, a second apart and doubling to 30 s, until the failure is recorded. A
+    process stopped before then leaves its record standing unanswered: said as an error."""
+    delay = 1.0
+    try:
+        while True:
+            await asyncio.sleep(delay)
+            try:
+                await failed()
+            except AuditUnavailable:
+                delay = min(_MOST_S, delay * 2)
+                continue
+            _log.info("failure of audit record %s recorded late", record)
+            return
+    except asyncio.CancelledError:
+        _log.error("could not record failure of audit record %s", record)
+        raise

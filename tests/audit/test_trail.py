@@ -2,6 +2,7 @@
 the verify command."""
 
 import asyncio
+import logging
 import subprocess
 import sys
 
@@ -123,3 +124,46 @@ async def test_a_stored_message_that_is_not_a_record_blocks_no_write_and_verify_
     lines = broken.stdout.splitlines()
     assert lines[0].startswith(f"{org}: sequence {ack.seq} breaks the chain: not an audit record")
     assert lines[1:] == [f"{org}: 4 valid records, 1 not"]
+
+
+async def test_a_failure_the_bus_kept_from_the_trail_is_recorded_once_it_is_back(
+    tmp_path, org, caplog
+):
+    """A change recorded, then failed because the bus went away: its `.failed` record
+    cannot be written either. Before, that was logged and dropped, and the chain went on
+    claiming a change that never happened. Now it is asked again, and lands once."""
+    from libs.contracts.audit import CONTRACT as AUDIT
+    from libs.runtime import bus as runtime_bus
+    from libs.runtime.settings import Settings
+    from services.audit.main import serve as serve_audit
+    from tests.personal.conftest import eventually
+    from tests.support import Bus, serving
+
+    caplog.set_level(logging.INFO, logger=Trail.__module__)
+    server = Bus(tmp_path)
+    settings = Settings(service="audit", nats_url=server.url, metrics_port=0)
+    try:
+        async with serving(AUDIT, settings, serve_audit) as audit:
+            nc, first = await runtime_bus.connecting(
+                server.url, user="", password="", name="writer"
+            )
+            await first
+            trail = Trail(nc, service="echo", timeout=1.0)
+            with pytest.raises(runtime_bus.NotSent):
+                async with trail.change(org, actor=ADA, action="test.change"):
+                    await server.stop()
+                    await eventually(lambda: asyncio.sleep(0, not nc.is_connected))
+                    raise runtime_bus.NotSent("the change's own write, as it would be")
+
+            await server.start()
+
+            async def recorded_late() -> bool:  # the one sign its asking is over
+                return any("recorded late" in r.getMessage() for r in caplog.records)
+
+            await eventually(recorded_late, timeout=30)
+            change, failed = await records(audit.nc.jetstream(), org)
+            assert (change.action, failed.action) == ("test.change", "test.change.failed")
+            assert failed.data == {"record": change.n, "error": "NotSent"}
+            await nc.close()
+    finally:
+        await server.stop()
