@@ -3,7 +3,11 @@
 import asyncio
 import contextlib
 import inspect
+import json
+import os
 import secrets
+import signal
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
@@ -11,6 +15,7 @@ from typing import Any
 
 import msgspec
 import nats
+from aiohttp import ClientSession
 from redis.asyncio import Redis
 
 from libs.contracts.base import Contract
@@ -196,6 +201,48 @@ async def serving(
 
 # Tokens, signed with the key the test gateways verify with.
 KEY = secrets.token_hex(32)
+
+
+@contextlib.asynccontextmanager
+async def module_process(
+    module: str, env: Mapping[str, str]
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`python -m module` with `env` over this one's, its output kept; killed at the end
+    if still running."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        module,
+        env=os.environ | dict(env),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def status_of(http: ClientSession, path: str) -> int | None:
+    """A GET's status, or None while nothing listens."""
+    try:
+        async with http.get(path) as response:
+            return response.status
+    except OSError:
+        return None
+
+
+async def stopped_cleanly(proc: asyncio.subprocess.Process) -> None:
+    """SIGTERM to `proc`: it exits 0 within 10 s, `stopped` its last line, none an error."""
+    proc.send_signal(signal.SIGTERM)
+    async with asyncio.timeout(10):
+        said, _ = await proc.communicate()
+    lines = [json.loads(line) for line in said.splitlines()]
+    assert proc.returncode == 0, lines
+    assert lines[-1]["msg"] == "stopped", lines
+    assert not [line for line in lines if line["level"] == "error"], lines
 
 
 def token(org: str | None = "acme", user: str = "acme/ada", **claims: object) -> str:

@@ -2,11 +2,6 @@
 sent, so it cannot run later, when the bus is back and its client has long given up."""
 
 import asyncio
-import json
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,7 +16,19 @@ from services.gateway.app import NATS
 from services.gateway.routes import ROUTES as TETHER_ROUTES
 from tests.gateway.conftest import ROUTES
 from tests.personal.conftest import eventually, problem
-from tests.support import ECHO, KEY, SAY, Bus, Echo, Link, bearer, running
+from tests.support import (
+    ECHO,
+    KEY,
+    SAY,
+    Bus,
+    Echo,
+    Link,
+    bearer,
+    module_process,
+    running,
+    status_of,
+    stopped_cleanly,
+)
 
 # The routes that hold a stream open on the bus: each subscribes, or watches, as it opens.
 STREAMING = tuple(r for r in TETHER_ROUTES if r.kind in ("stream", "pending_stream", "watch"))
@@ -132,45 +139,26 @@ async def test_a_gateway_process_that_never_reached_its_bus_stops_cleanly_on_sig
     """Its probes answer while it waits, and SIGTERM ends it at once with status 0: the
     connect still trying is cancelled, not waited on."""
     port = free_port()
-    env = os.environ | {
+    env = {
         "TETHER_PORT": str(port),
         "NATS_URL": f"nats://127.0.0.1:{free_port()}",
         "REDIS_URL": gateway_settings.redis_url,
         "TETHER_JWT_KEY": KEY,
         "TETHER_HOME": str(tmp_path),
     }
-    gateway = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "services.gateway.main",
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        async with ClientSession(f"http://127.0.0.1:{port}") as http:
+    async with (
+        module_process("services.gateway.main", env) as gateway,
+        ClientSession(f"http://127.0.0.1:{port}") as http,
+    ):
 
-            async def alive() -> bool:
-                try:
-                    return (await http.get("/healthz")).status == 200
-                except OSError:
-                    return False
+        async def alive() -> bool:  # and listening, though its bus is not there
+            return await status_of(http, "/healthz") == 200
 
-            await eventually(alive, timeout=20)
-            assert (await http.get("/readyz/gateway")).status == 503
-            asked = await http.get("/v1/agents/me", headers=bearer())
-            assert await problem(asked) == (503, "bus-unavailable")
-        gateway.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(10):
-            said, _ = await gateway.communicate()
-        assert gateway.returncode == 0
-    finally:
-        if gateway.returncode is None:
-            gateway.kill()
-            await gateway.wait()
-    lines = [json.loads(line) for line in said.splitlines()]
-    assert lines[-1]["msg"] == "stopped", lines
-    assert not [line for line in lines if line["level"] == "error"], lines
+        await eventually(alive, timeout=20)
+        assert await status_of(http, "/readyz/gateway") == 503
+        asked = await http.get("/v1/agents/me", headers=bearer())
+        assert await problem(asked) == (503, "bus-unavailable")
+        await stopped_cleanly(gateway)
 
 
 def _answered(api: TestClient, path: str):

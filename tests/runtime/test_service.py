@@ -2,11 +2,6 @@
 
 import asyncio
 import contextlib
-import json
-import os
-import signal
-import subprocess
-import sys
 
 import msgspec
 import nats
@@ -19,7 +14,19 @@ from libs.runtime.service import Service
 from libs.runtime.settings import Settings
 from libs.stack.servers import free_port
 from tests.personal.conftest import eventually
-from tests.support import ECHO, SAY, Bus, Echo, Said, Say, encode, running
+from tests.support import (
+    ECHO,
+    SAY,
+    Bus,
+    Echo,
+    Said,
+    Say,
+    encode,
+    module_process,
+    running,
+    status_of,
+    stopped_cleanly,
+)
 
 ADA = Principal(org="acme", sub="acme/ada")
 _HEADERS = {PRINCIPAL_HEADER: encode(ADA).decode()}
@@ -176,36 +183,14 @@ async def test_a_service_stopped_while_it_waits_for_its_bus_ends_at_once_with_st
     from aiohttp import ClientSession
 
     metrics_port = free_port()
-    env = os.environ | {
-        "NATS_URL": f"nats://127.0.0.1:{free_port()}",
-        "TETHER_METRICS_PORT": str(metrics_port),
-    }
-    ladder = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "services.ladder.main",
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        async with ClientSession(f"http://127.0.0.1:{metrics_port}") as http:
+    env = {"NATS_URL": f"nats://127.0.0.1:{free_port()}", "TETHER_METRICS_PORT": str(metrics_port)}
+    async with (
+        module_process("services.ladder.main", env) as ladder,
+        ClientSession(f"http://127.0.0.1:{metrics_port}") as http,
+    ):
 
-            async def waiting() -> bool:
-                try:
-                    return (await http.get("/readyz")).status == 503
-                except OSError:
-                    return False
+        async def waiting() -> bool:  # alive, not ready: no server yet
+            return await status_of(http, "/readyz") == 503
 
-            await eventually(waiting, timeout=20)
-        ladder.send_signal(signal.SIGTERM)
-        async with asyncio.timeout(10):
-            said, _ = await ladder.communicate()
-        assert ladder.returncode == 0
-    finally:
-        if ladder.returncode is None:
-            ladder.kill()
-            await ladder.wait()
-    lines = [json.loads(line) for line in said.splitlines()]
-    assert lines[-1]["msg"] == "stopped", lines
-    assert not [line for line in lines if line["level"] == "error"], lines
+        await eventually(waiting, timeout=20)
+        await stopped_cleanly(ladder)
