@@ -21,6 +21,7 @@ from libs.contracts.base import key_token
 from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET, HeldDrafts
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
+from libs.runtime import bus
 from services.gateway.events import BUS_BACK, KEEPALIVE_S, STREAMS
 from services.gateway.forward import caller, on_bus
 from services.gateway.limits import RateLimiter
@@ -84,7 +85,7 @@ async def _watching(js: JetStreamContext, own: Mapping[str, str], timeout: float
                 watched.append((bucket, layer, watcher))
                 while await watcher.updates(timeout) is not None:
                     pass
-    except (nats.errors.Error, TimeoutError) as exc:
+    except (nats.errors.Error, TimeoutError, bus.NotSent) as exc:
         for *_, watcher in watched:
             with contextlib.suppress(Exception):
                 await watcher.stop()
