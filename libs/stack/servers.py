@@ -11,8 +11,11 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+import msgspec
+
 from libs.contracts.permissions import permissions
 from libs.contracts.registry import ServiceContract
+from libs.runtime.settings import Port
 from libs.stack.processes import spawn, stop_all
 
 __all__ = [
@@ -145,9 +148,10 @@ def port_from_env(variable: str, default: int) -> int:
     raw = os.environ.get(variable, "")
     if not raw:
         return default
-    if not raw.isdigit() or int(raw) > 65535:
-        raise RuntimeError(f"{variable}={raw!r} is not a port (0-65535)")
-    return int(raw)
+    try:
+        return msgspec.convert(raw, Port, strict=False)
+    except msgspec.ValidationError:
+        raise RuntimeError(f"{variable}={raw!r} is not a port (0-65535)") from None
 
 
 def need_free(port: int, variable: str) -> None:
