@@ -2,6 +2,7 @@
 only while connected."""
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -12,7 +13,7 @@ from nats.aio.msg import Msg
 
 from libs.contracts.permissions import inbox_prefix
 
-__all__ = ["NotSent", "connecting", "flushed", "let_go"]
+__all__ = ["Connection", "NotSent", "connecting", "flushed", "let_go"]
 
 _log = logging.getLogger(__name__)
 # A server is pinged this often, and left for another when three go unanswered: one whose
@@ -40,16 +41,16 @@ async def connecting(
     connection is back, its subscriptions at the server again.
 
     Until the task is done nothing may be subscribed on the client: nats-py would keep a
-    subscription made before the first connect where no server hears it. Cancel the task
-    before letting the client go. A URL that is no URL is raised here, by the connect's
-    first step, which has run by the time this returns."""
+    subscription made before the first connect where no server hears it. `let_go` cancels
+    it if it is still trying. A URL that is no URL is raised here, by the connect's first
+    step, which has run by the time this returns."""
 
     async def on_reconnected() -> None:
         _log.info("nats reconnected")
         if reconnected is not None:
             await reconnected()
 
-    nc = _Client()
+    nc = Connection()
     first = asyncio.create_task(
         nc.connect(
             url.split(","),
@@ -68,6 +69,7 @@ async def connecting(
             reconnected_cb=on_reconnected,
         )
     )
+    nc.first_connect = first
     await asyncio.sleep(0)  # the connect's first step: it reads the URL, then dials
     if first.done():
         first.result()
@@ -78,7 +80,7 @@ class NotSent(Exception):
     """A request not sent, because the connection is not up: it will not run."""
 
 
-class _Client(Client):
+class Connection(Client):
     """nats-py's client, whose requests are sent only while it is connected.
 
     nats-py holds what is published while it reconnects and sends it once a server is
@@ -86,6 +88,8 @@ class _Client(Client):
     (JetStream's publishes and KV writes are requests) would be stored after its handler
     had answered that it failed, and its record said so. `NotSent` says it did not leave.
     """
+
+    first_connect: "asyncio.Task[None] | None" = None
 
     async def request(
         self,
@@ -118,9 +122,15 @@ async def flushed(nc: Client) -> None:
     await nc.flush()
 
 
-async def let_go(nc: Client) -> None:
+async def let_go(nc: Connection) -> None:
     """Drain `nc`, finishing what it has in hand, while its server is there; close it when
-    the server is gone, for a drain would wait for it and then raise."""
+    the server is gone, for a drain would wait for it and then raise. A first connect still
+    trying is cancelled first: it would try on."""
+    first = nc.first_connect
+    if first is not None and not first.done():
+        first.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await first
     if nc.is_connected:
         try:
             await nc.drain()

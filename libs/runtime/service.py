@@ -118,17 +118,14 @@ class Service:
 
     async def _until_connected(self, first: asyncio.Task[None]) -> bool:
         """Until the first connect (True) or a stop (False): a replica stopped while it
-        waits for its server, in an outage or a rollout, leaves at once, cleanly."""
+        waits for its server, in an outage or a rollout, leaves at once, cleanly (letting
+        its connection go cancels the connect)."""
         stopped = asyncio.create_task(self._stop.wait())
         try:
             await asyncio.wait((first, stopped), return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
-            if not first.done():
-                first.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await first
-        if first.cancelled():
+        if not first.done():
             return False
         first.result()  # a connect that failed, failing here
         return True

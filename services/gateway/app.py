@@ -165,9 +165,6 @@ def _nats(settings: GatewaySettings) -> CleanupContext:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(first), FIRST_CONNECT_S)
         yield
-        first.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await first
         await bus.let_go(app[NATS])
 
     return context
