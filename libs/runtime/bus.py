@@ -10,10 +10,11 @@ from typing import Any
 import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.js.errors import NoStreamResponseError, ServiceUnavailableError
 
 from libs.contracts.permissions import inbox_prefix
 
-__all__ = ["Connection", "NotSent", "connecting", "flushed", "let_go"]
+__all__ = ["AWAY", "Connection", "NotSent", "connecting", "flushed", "let_go"]
 
 _log = logging.getLogger(__name__)
 # A server is pinged this often, and left for another when three go unanswered: one whose
@@ -111,6 +112,18 @@ class Connection(Client):
             nats.errors.ConnectionDrainingError,
         ) as exc:
             raise NotSent(f"the connection to NATS is going; {subject} not sent") from exc
+
+
+# The bus, or a stream's leader, is away for a moment (a reconnect, a node failing over, an
+# election): what met one of these may be asked again, and is nothing to trace.
+AWAY: tuple[type[Exception], ...] = (
+    NotSent,
+    TimeoutError,  # nats-py's is one too
+    NoStreamResponseError,
+    ServiceUnavailableError,
+    nats.errors.NoRespondersError,
+    nats.errors.ConnectionClosedError,
+)
 
 
 async def flushed(nc: Client) -> None:

@@ -29,7 +29,7 @@ from prometheus_client import Counter
 
 from libs.contracts.problem import Refused, Unavailable
 from libs.contracts.streams import dead_subject
-from libs.runtime.bus import NotSent
+from libs.runtime.bus import AWAY
 from libs.runtime.metrics import child
 
 if TYPE_CHECKING:
@@ -181,9 +181,10 @@ class Consumer(Generic[T]):
                 await self._again(msg, f"{exc.problem.rule}: {exc}")
                 return
             error = f"{exc.problem.rule}: {exc}"
-        except (Unavailable, NotSent) as exc:  # a peer or the bus is away: nothing to trace
+        except (Unavailable, *AWAY) as exc:  # a peer or the bus is away: nothing to trace
             _log.warning(
-                "handling failed; it will be tried again", extra={**where, "error": str(exc)}
+                "handling failed; it will be tried again",
+                extra={**where, "error": str(exc) or type(exc).__name__},
             )
             rule = exc.problem.rule if isinstance(exc, Unavailable) else "bus-unavailable"
             await self._again(msg, f"{rule}: {exc}")

@@ -22,7 +22,7 @@ import uvloop
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
-from nats.js.errors import BadRequestError, NoStreamResponseError, ServiceUnavailableError
+from nats.js.errors import BadRequestError
 
 from libs.contracts import codec, streams
 from libs.contracts.health import Health
@@ -276,15 +276,8 @@ def _problem_of(exc: Exception, subject: Subject) -> Problem:
             return Refused("malformed-json", 400, f"request body is not JSON: {exc}").problem
         case RecursionError():
             return Refused("nesting-too-deep", 422, f"{subject.request.__name__}: {exc}").problem
-        case (
-            NoStreamResponseError()
-            | ServiceUnavailableError()
-            | TimeoutError()
-            | bus.NotSent()
-            | (nats.errors.NoRespondersError() | nats.errors.ConnectionClosedError())
-        ):
-            # The bus or a stream's leader is away (a node failing over, an election): the
-            # request may be asked again, and is answered 503 so its caller knows to.
+        case _ if isinstance(exc, bus.AWAY):
+            # Answered 503, so its caller knows to ask again.
             _log.warning("bus unavailable", extra={"subject": subject.name, "error": repr(exc)})
             return Refused(
                 "bus-unavailable", 503, f"{subject.name}: the bus did not answer; ask again"

@@ -3,14 +3,30 @@
 import asyncio
 import uuid
 
+import nats.errors
+import pytest
+from nats.js.errors import ServiceUnavailableError
+
 from libs.runtime.bus import NotSent
 from libs.runtime.consumer import Consumer, Retry
 from tests.personal.conftest import eventually
 
 
-async def test_a_handler_off_the_bus_is_tried_again_and_logged_without_a_trace(operator, caplog):
-    """NotSent says the connection is away for a moment, as Unavailable says a peer is: the
-    message comes back, and the log names why in one line rather than a traceback."""
+@pytest.mark.parametrize(
+    ("away", "said"),
+    [
+        (NotSent("not connected to NATS; a write not sent"), "not connected"),
+        (nats.errors.TimeoutError(), "nats: timeout"),
+        (ServiceUnavailableError(), "ServiceUnavailableError"),
+    ],
+    ids=["not-sent", "timed-out", "no-leader"],
+)
+async def test_a_handler_off_the_bus_is_tried_again_and_logged_without_a_trace(
+    operator, caplog, away, said
+):
+    """A connection away, a server that did not answer in time, a stream with no leader
+    for a moment, as Unavailable says a peer is away: the message comes back, and the log
+    names why in one line rather than a traceback."""
     js, name = operator.jetstream(), uuid.uuid4().hex[:8]
     stream, subject = f"OFF_{name}", f"off.{name}.said"
     await js.add_stream(name=stream, subjects=[subject])
@@ -19,7 +35,7 @@ async def test_a_handler_off_the_bus_is_tried_again_and_logged_without_a_trace(o
     async def handle(data: bytes) -> None:
         tries.append(data)
         if len(tries) == 1:
-            raise NotSent("not connected to NATS; a write not sent")
+            raise away
 
     reader = Consumer(
         js, stream=stream, durable="d", subjects=[subject], read=lambda m: m.data,
@@ -34,7 +50,7 @@ async def test_a_handler_off_the_bus_is_tried_again_and_logged_without_a_trace(o
 
         assert await eventually(handled_again), tries
         [failed] = [r for r in caplog.records if r.getMessage().startswith("handling failed")]
-        assert failed.exc_info is None and "not connected" in failed.error
+        assert failed.exc_info is None and said in failed.error
     finally:
         reader.stop()
         await reading
