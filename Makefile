@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# Test processes, each with its own nats-server and Redis: most tests wait on the bus
+# more than they compute, so two share two cores well.
+TEST_WORKERS ?= 2
 
 .PHONY: run test lint bench clean wheels lock
 
@@ -36,7 +39,7 @@ $(NODE_CLIENT): tests/interop/js/package-lock.json
 
 test: $(STAMP) $(CHROMIUM) $(LIBNATS) $(NODE_CLIENT)
 	$(BIN)/ruff check .
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
