@@ -5,6 +5,7 @@ one credential that may publish to the AUDIT stream.
 """
 
 import asyncio
+import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -34,7 +35,8 @@ class AuditUnavailable(Unavailable):
 class Trail:
     def __init__(self, nc: Client, *, service: str, timeout: float = 5.0) -> None:
         self._nc, self._service, self._timeout = nc, service, timeout
-        self._later: set[asyncio.Task[None]] = set()  # failures still to be recorded
+        # Failures still to be recorded: the task asking again, what it asks, and its name.
+        self._later: dict[asyncio.Task[None], tuple[Callable[[], Awaitable[Any]], str]] = {}
 
     @asynccontextmanager
     async def change(
@@ -51,7 +53,8 @@ class Trail:
         If the record cannot be written the body never runs. If the body fails, a
         `<action>.failed` record follows, so the trail never claims a change that did not
         happen without saying so. One that cannot be written at once (the bus away) is
-        asked again until it is, while the process runs.
+        asked again until it is, while the process runs, and once more when it stops
+        (`settle`).
         """
         record = await self.append(org, actor=actor, action=action, target=target, data=data)
         try:
@@ -71,10 +74,27 @@ class Trail:
             except AuditUnavailable:
                 # Most often the bus, which failed the change too: asked again once back.
                 _log.warning("failure of audit record %s/%d not yet recorded", org, record.n)
-                task = asyncio.create_task(_until_recorded(failed, f"{org}/{record.n}"))
-                self._later.add(task)
-                task.add_done_callback(self._later.discard)
+                name = f"{org}/{record.n}"
+                task = asyncio.create_task(_until_recorded(failed, name))
+                self._later[task] = (failed, name)
+                task.add_done_callback(self._later.pop)
             raise
+
+    async def settle(self) -> None:
+        """Ask for each failure not yet recorded once more, now. A service calls it as it
+        stops, before its connection goes: a stop between two tries (a rollout just after
+        an outage) would otherwise leave a record the bus would now take unwritten. One
+        still refused is said as an error, naming the record that stands unanswered."""
+        for task, (failed, name) in list(self._later.items()):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            try:
+                await failed()
+            except AuditUnavailable:
+                _log.error("could not record failure of audit record %s", name)
+                continue
+            _log.info("failure of audit record %s recorded as the service stopped", name)
 
     async def append(
         self,
@@ -98,19 +118,14 @@ class Trail:
 
 
 async def _until_recorded(failed: Callable[[], Awaitable[AuditRecord]], record: str) -> None:
-    """Ask again, a second apart and doubling to 30 s, until the failure is recorded. A
-    process stopped before then leaves its record standing unanswered: said as an error."""
+    """Ask again, a second apart and doubling to 30 s, until the failure is recorded."""
     delay = 1.0
-    try:
-        while True:
-            await asyncio.sleep(delay)
-            try:
-                await failed()
-            except AuditUnavailable:
-                delay = min(_MOST_S, delay * 2)
-                continue
-            _log.info("failure of audit record %s recorded late", record)
-            return
-    except asyncio.CancelledError:
-        _log.error("could not record failure of audit record %s", record)
-        raise
+    while True:
+        await asyncio.sleep(delay)
+        try:
+            await failed()
+        except AuditUnavailable:
+            delay = min(_MOST_S, delay * 2)
+            continue
+        _log.info("failure of audit record %s recorded late", record)
+        return

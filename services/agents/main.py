@@ -65,6 +65,7 @@ async def serve(svc: Service, model: Model, clock: Callable[[], datetime] = cloc
         ),
     ]
     await svc.serve({**handlers.table(), SPEAK: answering.speak}, readers)
+    await trail.settle()
 
 
 async def main(settings: Settings) -> None:

@@ -68,6 +68,7 @@ async def serve(svc: Service) -> None:
         trail=trail,
     )
     await svc.serve(handlers.table(), [timers, heard_events])
+    await trail.settle()
 
 
 async def main(settings: Settings) -> None:

@@ -56,6 +56,7 @@ async def serve(
         ),
     ]
     await svc.serve(handlers.table(), readers)
+    await trail.settle()
 
 
 async def main(settings: Settings) -> None:

@@ -76,6 +76,7 @@ async def serve(
         trail=trail,
     )
     await svc.serve(handlers.table(), [reader])
+    await trail.settle()
 
 
 async def main(settings: Settings) -> None:

@@ -53,6 +53,7 @@ async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
         ),
     ]
     await svc.serve(Handlers(grants, ledger, asking, trail, clock).table(), readers)
+    await trail.settle()
 
 
 async def main(settings: Settings) -> None:

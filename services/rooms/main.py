@@ -28,6 +28,7 @@ async def serve(svc: Service, sealer: Sealer, clock: Callable[[], datetime] = cl
     trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(svc.nc, store, trail, sealer, Recording(store), clock)
     await svc.serve(handlers.table())
+    await trail.settle()
 
 
 async def main(settings: Settings) -> None:

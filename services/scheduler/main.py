@@ -51,6 +51,7 @@ async def serve(svc: Service, targets: dict[str, tuple[str, ...]] | None = None)
         svc.stop()
         housekeeping.cancel()
         await asyncio.gather(serving, housekeeping, return_exceptions=True)
+        await trail.settle()
 
 
 async def main(settings: Settings) -> None:

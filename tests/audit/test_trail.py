@@ -2,6 +2,7 @@
 the verify command."""
 
 import asyncio
+import contextlib
 import logging
 import subprocess
 import sys
@@ -167,3 +168,37 @@ async def test_a_failure_the_bus_kept_from_the_trail_is_recorded_once_it_is_back
             await nc.close()
     finally:
         await server.stop()
+
+
+@pytest.mark.parametrize("back", [True, False], ids=["audit-back", "audit-still-away"])
+async def test_a_failure_unrecorded_when_its_service_stops_is_asked_once_more(
+    connect, operator, settings_for, org, caplog, back
+):
+    """A change failed while no audit replica answered, so its `.failed` record waits to be
+    asked again. Its service stops before the next try: the stop asks once more (`settle`),
+    and the record lands if the audit service is back, or is named as unrecorded if not.
+    Before, a stop between two tries dropped it, the trail claiming the change."""
+    from libs.contracts.audit import CONTRACT as AUDIT
+    from services.audit.main import serve as serve_audit
+    from tests.support import serving
+
+    caplog.set_level(logging.INFO, logger=Trail.__module__)
+    async with connect("echo") as nc:
+        trail = Trail(nc, service="echo", timeout=1.0)
+        async with contextlib.AsyncExitStack() as audit:
+            await audit.enter_async_context(serving(AUDIT, settings_for("audit"), serve_audit))
+            with pytest.raises(RuntimeError):
+                async with trail.change(org, actor=ADA, action="test.change") as record:
+                    await audit.aclose()
+                    raise RuntimeError("the change failed")
+        if back:
+            async with serving(AUDIT, settings_for("audit"), serve_audit):
+                await trail.settle()
+        else:
+            await trail.settle()
+
+    kept = [(r.action, r.data) for r in await records(operator.jetstream(), org)]
+    failure = ("test.change.failed", {"record": record.n, "error": "RuntimeError"})
+    assert kept == ([("test.change", {}), failure] if back else [("test.change", {})])
+    unrecorded = f"could not record failure of audit record {org}/{record.n}"
+    assert any(r.getMessage() == unrecorded for r in caplog.records) is not back
