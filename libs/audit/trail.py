@@ -36,7 +36,7 @@ class Trail:
     def __init__(self, nc: Client, *, service: str, timeout: float = 5.0) -> None:
         self._nc, self._service, self._timeout = nc, service, timeout
         # Failures still to be recorded: the task asking again, what it asks, and its name.
-        self._later: dict[asyncio.Task[None], tuple[Callable[[], Awaitable[Any]], str]] = {}
+        self._later: dict[asyncio.Task[None], tuple[Callable[[], Awaitable[AuditRecord]], str]] = {}
 
     @asynccontextmanager
     async def change(
