@@ -3,8 +3,10 @@ everything waiting on the person, live, each item done from it (a draft sent, a
 confirmation picked, a window stopped, an ask approved); and a person sets their level and
 window, reads what send means before choosing it, and watches, edits and stops pending sends."""
 
+import asyncio
+
 import pytest
-from playwright.async_api import expect
+from playwright.async_api import Route, expect
 
 from libs.contracts.ladder import SEND_MEANS
 from tests.personal.conftest import (
@@ -141,6 +143,42 @@ async def test_a_person_sets_their_level_and_window_and_stops_and_edits_pending_
         for m in await history(api, room, people.bob)
         if m["author_kind"] == "agent" and not m.get("notice")
     ]
+
+
+async def test_a_window_chosen_while_the_level_saves_is_the_window_saved(
+    api, operator, people, page
+):
+    """Saving the level read the whole ladder again and drew both forms from it: a window
+    chosen while that read was on its way was put back to the saved one, and `Save window`
+    then saved that (seen on a busy machine). Here every read of the ladder after sign-in
+    answers only once the window is chosen, with the ladder as it stood when asked."""
+    await announce(operator, people.ada_id)
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    await expect(page.locator("input[value=draft]")).to_be_checked()
+    chosen = asyncio.Event()
+
+    async def answer_once_chosen(route: Route) -> None:
+        if route.request.method != "GET":
+            await route.continue_()
+            return
+        response = await route.fetch()
+        await chosen.wait()
+        await route.fulfill(response=response)
+
+    await page.route("**/v1/ladder", answer_once_chosen)
+    await page.check("input[value=confirm]")
+    await page.click("#save-level")
+    await expect(page.locator("#status")).to_have_text("Saved: confirm.")
+    await page.select_option("#window", "1m")
+    chosen.set()
+    await expect(page.locator("#ladder")).not_to_have_attribute("aria-busy", "true")
+    await page.click("#save-window")
+
+    await expect(page.locator("#status")).to_have_text("Saved: window 1m.")
+    await expect(page.locator("#window")).to_have_value("1m")
+    mine = await (await api.get("/v1/ladder", headers=people.ada)).json()
+    assert (mine["settings"]["default"], mine["settings"]["window"]) == ("confirm", "1m")
 
 
 async def test_lowering_in_the_console_needs_no_confirmation(api, page, people):
