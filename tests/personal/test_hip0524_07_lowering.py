@@ -184,7 +184,7 @@ async def test_a_thousand_lowerings_at_the_moment_windows_end(api, operator, peo
         states = [msgspec.json.decode(e.value)["window"]["state"] for e in held]
         return len(held) >= RACERS and not {"open", "sending"} & set(states)
 
-    assert await eventually(all_ended, timeout=30)
+    assert await eventually(all_ended, timeout=120)  # a thousand fires, on a busy machine
     sent: dict[str, list[dict]] = {}
     after = 0
     while True:
