@@ -16,7 +16,6 @@ import copy
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -77,8 +76,8 @@ class Cluster:
 def start(home: Path, nodes: int = 3, *, metrics: bool = False) -> Cluster:
     """`tether up --cluster <nodes>` on free ports, once it says it is up; with `metrics`,
     each process's metrics on a port of its own (one replica each: one node)."""
-    port, nats_port, monitor, route = (_free_run(nodes) for _ in range(4))
-    metrics_base = _free_run(len(SERVICES)) if metrics else 0
+    port, nats_port, monitor, route = (free_port(nodes) for _ in range(4))
+    metrics_base = free_port(len(SERVICES)) if metrics else 0
     redis_port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")} | {
         "TETHER_HOME": str(home),
@@ -110,19 +109,6 @@ def start(home: Path, nodes: int = 3, *, metrics: bool = False) -> Cluster:
     ports = ports | ({"gateway": port} if metrics else {})
     redis_url = f"redis://127.0.0.1:{redis_port}/0"
     return Cluster(proc, f"http://127.0.0.1:{port}", home, monitors, nats_url, ports, redis_url)
-
-
-def _free_run(n: int) -> int:
-    """The first of `n` consecutive free ports."""
-    while True:
-        first = free_port()
-        try:
-            for i in range(n):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", first + i))
-            return first
-        except OSError:
-            continue
 
 
 @dataclass

