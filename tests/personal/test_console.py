@@ -145,6 +145,37 @@ async def test_a_person_sets_their_level_and_window_and_stops_and_edits_pending_
     ]
 
 
+async def test_what_a_person_wrote_in_a_pending_send_outlives_the_list_changing(
+    api, operator, people, page
+):
+    """Ada edits a pending send's text and clicks away, not sending it yet; another send
+    arrives and the list is drawn again. Her words are still there, and are what is sent."""
+    await announce(operator, people.ada_id)
+    await set_level(api, people.ada, "send")
+    await api.put("/v1/ladder/window", json={"window": "1m"}, headers=people.ada)
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    room = await room_with(api, people, people.bob_id)
+    await say(api, room, people.bob, "Can you resend the invoice?", to=people.ada_id)
+    windows = page.locator("#pending > li[data-kind=window]")
+    await expect(windows).to_have_count(1, timeout=10_000)
+    first = page.locator(f'#pending > li[data-id="{await windows.get_attribute("data-id")}"]')
+    await first.locator("textarea").fill("Attached again. Ada")
+    await page.locator("h1").click()  # away from what she wrote
+
+    await say(api, room, people.bob, "And the receipt?", to=people.ada_id)
+    await expect(windows).to_have_count(2, timeout=10_000)
+    await expect(first.locator("textarea")).to_have_value("Attached again. Ada")
+    await first.get_by_role("button", name="Send my version instead").click()
+    await expect(page.locator("#status")).to_have_text("Sent your version instead.")
+
+    async def mine_sent():
+        return [m for m in await history(api, room, people.bob) if m["author"] == people.ada_id]
+
+    [sent] = await eventually(mine_sent)
+    assert sent["text"] == "Attached again. Ada"
+
+
 async def test_a_window_chosen_while_the_level_saves_is_the_window_saved(
     api, operator, people, page
 ):
