@@ -2,8 +2,11 @@
 resolution, `instant` is offered saying it protects nothing, and a window's end is a timer
 on the one engine, the scheduler."""
 
+import contextlib
+
 import msgspec
 import pytest
+from nats.js.errors import KeyNotFoundError
 
 from libs.contracts.ladder import ChangeWindow
 from services.ladder.domain.windows import offered
@@ -56,7 +59,12 @@ async def test_a_windows_end_is_a_timer_on_the_scheduler(api, operator, people):
 
     [window] = await eventually(windows)
     kv = await operator.jetstream().key_value("scheduler-timers")
-    timer = msgspec.json.decode((await kv.get(f"ladder.w.{window['id']}")).value)
+
+    async def timed():  # the window is held, then its end is scheduled
+        with contextlib.suppress(KeyNotFoundError):
+            return await kv.get(f"ladder.w.{window['id']}")
+
+    timer = msgspec.json.decode((await eventually(timed)).value)
     assert (timer["owner"], timer["target"], timer["state"]) == ("ladder", "window_end", "pending")
     assert (
         timer["due_at"] == window["due_at"].replace("+00:00", "Z")
