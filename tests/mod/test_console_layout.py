@@ -3,9 +3,10 @@ Playwright): the composed rail, the agent's draft with Keep and Discard and the 
 versions with revert, redrawn as the watch stream reports changes."""
 
 import pytest
-from playwright.async_api import expect
+from playwright.async_api import Route, expect
 
 from tests.mod.conftest import HIDE_BOARD, write
+from tests.personal.conftest import eventually
 from tests.support import browser_page, token
 
 
@@ -50,3 +51,34 @@ async def test_a_person_keeps_their_agent_s_draft_and_reverts_it_in_the_console(
     await item.get_by_role("button", name="Discard").click()
     await expect(page.locator("#status")).to_have_text("Discarded.")
     await expect(page.locator("#no-drafts")).to_be_visible()
+
+
+async def test_the_page_follows_changes_again_after_its_watch_is_refused(api, people, page):
+    """The watch refused 503 (the bus away, as the gateway says `watch-unavailable`) is
+    opened again a second later, and the page follows changes again; before, it stopped
+    following until it was loaded again."""
+    asked: list[str] = []
+
+    async def refuse_the_first(route: Route) -> None:
+        asked.append(route.request.url)
+        if len(asked) > 1:
+            await route.continue_()
+            return
+        problem = {"type": "urn:tether:problem:watch-unavailable", "status": 503,
+                   "title": "watch unavailable", "detail": "the bus did not answer"}  # fmt: skip
+        await route.fulfill(status=503, json=problem)
+
+    await page.route("**/v1/mod/watch", refuse_the_first)
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
+    await page.click("#use")
+    rail = page.locator("#rail li")
+    await expect(rail).to_have_count(15)
+
+    async def asked_again() -> bool:
+        return len(asked) > 1
+
+    await eventually(asked_again)
+
+    rename = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": "Talk"}
+    assert (await write(api, people.ada, "user", [rename])).status == 200
+    await expect(rail.filter(has_text="Talk")).to_have_count(1)
