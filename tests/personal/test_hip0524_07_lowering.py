@@ -121,10 +121,11 @@ async def test_at_the_windows_end_the_level_is_read_again(api, operator, people)
 
 
 async def test_a_thousand_lowerings_at_the_moment_windows_end(api, operator, people, connect):
-    """Each of a thousand people has one window and lowers their level from two seconds
+    """Each of a thousand people has one window and lowers their level from five seconds
     before its end to a second after. (A lowering sent 0.3 s before the end, as this test
     first did, was acknowledged before it only 10 to 24 times in a thousand on two cores;
-    sent from 1.0 s before, none was when three test processes shared the two cores.)
+    sent from 1.0 s and then 2.0 s before, none was in some runs with three test processes
+    on the two cores, the services still working through the windows' notices.)
 
     Every lowering acknowledged before its window's end means nothing left; a window
     ends in exactly one message or none, never two; and both outcomes happen."""
@@ -169,7 +170,7 @@ async def test_a_thousand_lowerings_at_the_moment_windows_end(api, operator, peo
     acked: dict[str, tuple[float, int]] = {}
 
     async def lower(person: str) -> None:
-        at = due[person].timestamp() + random.uniform(-2.0, 1.0)
+        at = due[person].timestamp() + random.uniform(-5.0, 1.0)
         await asyncio.sleep(max(0.0, at - time.time()))
         for _ in range(5):  # a 503 or 504 on a busy machine is asked again, as a client would
             response = await api.put("/v1/ladder", json={"level": "confirm"}, headers=heads[person])
