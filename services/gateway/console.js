@@ -16,3 +16,34 @@ async function api(method, path, body) {
 }
 
 function say(text) { $("status").textContent = text; }
+
+// A stream of server-sent events, read with fetch (it carries the token in a header, which
+// EventSource cannot), and opened again a second after it ends or fails (a gateway
+// restarted, the bus away): `each(event, data)` for every event, `away(true)` while it is
+// not open and `away(false)` once it is again.
+async function follow(path, each, away) {
+  for (;;) {
+    try {
+      const response = await fetch(path, { headers: { "Authorization": "Bearer " + token } });
+      if (!response.ok) throw new Error((await response.json()).detail);
+      away(false);
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const lines = buffer.slice(0, end).split("\n");
+          buffer = buffer.slice(end + 2);
+          const event = (lines.find((l) => l.startsWith("event: ")) || "").slice(7);
+          const data = (lines.find((l) => l.startsWith("data: ")) || "").slice(6);
+          if (event) await each(event, data);
+        }
+      }
+    } catch { /* opened again below */ }
+    away(true);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}

@@ -2,6 +2,8 @@
 Playwright): the composed rail, the agent's draft with Keep and Discard and the time left,
 versions with revert, redrawn as the watch stream reports changes."""
 
+import asyncio
+
 import pytest
 from playwright.async_api import Route, expect
 
@@ -54,14 +56,16 @@ async def test_a_person_keeps_their_agent_s_draft_and_reverts_it_in_the_console(
 
 
 async def test_the_page_follows_changes_again_after_its_watch_is_refused(api, people, page):
-    """The watch refused 503 (the bus away, as the gateway says `watch-unavailable`) is
-    opened again a second later, and the page follows changes again; before, it stopped
-    following until it was loaded again."""
+    """The watch refused 503 (the bus away, as the gateway says `watch-unavailable`): the
+    page says it is not following, opens the watch again a second later, and follows
+    changes again. Before, it stopped following until it was loaded again, silently."""
     asked: list[str] = []
+    seen_away = asyncio.Event()  # the page is let open its watch again once it said so
 
     async def refuse_the_first(route: Route) -> None:
         asked.append(route.request.url)
         if len(asked) > 1:
+            await seen_away.wait()
             await route.continue_()
             return
         problem = {"type": "urn:tether:problem:watch-unavailable", "status": 503,
@@ -73,11 +77,14 @@ async def test_the_page_follows_changes_again_after_its_watch_is_refused(api, pe
     await page.click("#use")
     rail = page.locator("#rail li")
     await expect(rail).to_have_count(15)
+    await expect(page.locator("#away")).to_be_visible()  # it says it is not following
+    seen_away.set()
 
     async def asked_again() -> bool:
         return len(asked) > 1
 
     await eventually(asked_again)
+    await expect(page.locator("#away")).to_be_hidden()
 
     rename = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": "Talk"}
     assert (await write(api, people.ada, "user", [rename])).status == 200
