@@ -7,6 +7,7 @@ one credential that may publish to the AUDIT stream.
 import asyncio
 import contextlib
 import functools
+import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -20,11 +21,12 @@ from libs.contracts.base import key_token
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.calls import call
+from libs.runtime.consumer import Retry
 
 __all__ = ["AuditUnavailable", "Trail"]
 
 _log = logging.getLogger(__name__)
-_MOST_S = 30.0
+_AGAIN = Retry(first_s=1.0, most_s=30.0)  # its attempts unused: asked until recorded
 
 
 class AuditUnavailable(Unavailable):
@@ -119,13 +121,11 @@ class Trail:
 
 async def _until_recorded(failed: Callable[[], Awaitable[AuditRecord]], record: str) -> None:
     """Ask again, a second apart and doubling to 30 s, until the failure is recorded."""
-    delay = 1.0
-    while True:
-        await asyncio.sleep(delay)
+    for tries in itertools.count(1):
+        await asyncio.sleep(_AGAIN.delay(tries))
         try:
             await failed()
         except AuditUnavailable:
-            delay = min(_MOST_S, delay * 2)
             continue
         _log.info("failure of audit record %s recorded late", record)
         return
