@@ -31,7 +31,7 @@ __all__ = ["mod_watch"]
 
 _END = b""
 _last = msgspec.json.Decoder(HeldDrafts).decode
-_Watched = tuple[str, str, KeyValue.KeyWatcher]  # bucket, layer, its watcher
+_Watched = tuple[str, str, KeyValue.KeyWatcher, int]  # bucket, layer, its watcher, its floor
 
 
 def mod_watch(
@@ -75,18 +75,26 @@ def mod_watch(
 async def _watching(js: JetStreamContext, own: Mapping[str, str], timeout: float) -> list[_Watched]:
     """A watcher of each of the caller's keys in both buckets, each read past what was
     stored before it began, so that whatever is stored once the stream opens is news.
-    One that cannot begin (a bucket's stream electing its leader, say) is a 503."""
+    One that cannot begin (a bucket's stream electing its leader, say) is a 503.
+
+    Each has a floor, the last revision its consumer had delivered once it was read past:
+    nats-py marks the stored values read when the consumer's info says none is pending,
+    and that answer can overtake the last stored value on the wire, which then follows
+    the mark as if it were new. Nothing at or below the floor is news."""
     watched: list[_Watched] = []
     try:
         for bucket in (LAYERS_BUCKET, DRAFTS_BUCKET):
             kv = await js.key_value(bucket)
             for layer, key in own.items():
                 watcher = await kv.watch(key)
-                watched.append((bucket, layer, watcher))
+                watched.append((bucket, layer, watcher, 0))
                 while await watcher.updates(timeout) is not None:
                     pass
+                # nats-py keeps the watcher's consumer on it, and reads its info itself
+                info = await watcher._sub.consumer_info()
+                watched[-1] = (bucket, layer, watcher, info.delivered.stream_seq)
     except (nats.errors.Error, TimeoutError, bus.NotSent) as exc:
-        for *_, watcher in watched:
+        for _, _, watcher, _ in watched:
             with contextlib.suppress(Exception):
                 await watcher.stop()
         raise Refused(
@@ -99,13 +107,17 @@ async def _follow(
     bucket: str,
     layer: str,
     watcher: KeyValue.KeyWatcher,
+    floor: int,
     p: Principal,
     events: asyncio.Queue[bytes],
 ) -> None:
-    """Each change to the watched key, as an event. The stream ends with its watcher, so
-    that a client is never left watching what is no longer watched: it opens another."""
+    """Each change to the watched key past `floor`, as an event. The stream ends with its
+    watcher, so that a client is never left watching what is no longer watched: it opens
+    another."""
     try:
         async for entry in watcher:
+            if entry.revision <= floor:
+                continue
             if bucket == LAYERS_BUCKET:
                 data = {"layer": layer, "version": entry.revision}
                 await events.put(_event("layer", data))
