@@ -45,6 +45,13 @@ async def write_at(kv: KeyValue, key: str, value: bytes, revision: int) -> int:
         return await kv.update(key, value, last=revision)
     except KeyWrongLastSequenceError as exc:
         raise Conflict(key) from exc
+    except KeyNotFoundError as exc:
+        # A create that lost reads the entry to see whether it was deleted. Just after a
+        # leader moved, a replica not yet caught up answers that read: the entry is there,
+        # but not there yet. What it holds is known only once the replicas agree again.
+        raise Unavailable(
+            Refused("catching-up", 503, f"{key} is being copied to a new leader; retry").problem
+        ) from exc
 
 
 async def swap(
