@@ -20,7 +20,7 @@ from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.problem import Refused, Unavailable
-from libs.runtime.bus import NotSent
+from libs.runtime.bus import AWAY
 from libs.runtime.direct import DirectGetUnavailable, batch_get
 from libs.runtime.locks import KeyedLocks
 
@@ -207,8 +207,7 @@ async def _patiently(
     while True:
         try:
             return await attempt()
-        # nats-py's TimeoutError is one too; NotSent: the connection is away for a moment
-        except (TimeoutError, NotSent, *also) as exc:
+        except (*AWAY, *also) as exc:
             if loop.time() > deadline:
                 raise TimeoutError(f"{what}: not ready after {within:.0f} s") from exc
             await asyncio.sleep(0.1)
