@@ -240,3 +240,28 @@ async def test_the_console_shows_what_applies_in_each_room_and_which_setting_dec
         "team: confirm (set for this room)"
     )
     await expect(rooms.filter(has_text="lunch")).to_have_text("lunch: draft (my level everywhere)")
+
+
+async def test_what_changed_elsewhere_shows_and_what_the_person_is_choosing_stays(
+    api, page, people
+):
+    """The page reads the ladder again while it is open: the level Ada saved on another
+    device and the ceiling her org's admin set show there, and the window she has picked
+    but not yet saved stays picked, and is what `Save window` saves."""
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    await expect(page.locator("input[value=draft]")).to_be_checked()
+    await page.select_option("#window", "1h")
+
+    elsewhere = await api.put("/v1/ladder", json={"level": "confirm"}, headers=people.ada)
+    assert elsewhere.status == 200, await elsewhere.text()
+    ceiling = await api.put("/v1/ladder/ceiling", json={"level": "confirm"}, headers=people.root)
+    assert ceiling.status == 200, await ceiling.text()
+
+    await expect(page.locator("input[value=confirm]")).to_be_checked(timeout=15_000)
+    await expect(page.locator("#ceiling")).to_have_text("Your org allows at most: confirm.")
+    await expect(page.locator("#window")).to_have_value("1h")
+    await page.click("#save-window")
+    await expect(page.locator("#status")).to_have_text("Saved: window 1h.")
+    mine = await (await api.get("/v1/ladder", headers=people.ada)).json()
+    assert (mine["settings"]["default"], mine["settings"]["window"]) == ("confirm", "1h")
