@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import secrets
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,7 @@ from libs.runtime.settings import Settings
 from libs.stack.home import Home
 from libs.stack.local import start_local
 from libs.stack.processes import stop_all
+from libs.stack.servers import start_nodes
 from services.audit.main import serve as serve_audit
 from services.chonk.main import serve as serve_chonk
 from services.gateway.app import init_app
@@ -61,6 +63,19 @@ class Stack(msgspec.Struct):
             }
             | extra
         )
+
+
+@pytest.fixture(scope="module")
+def three_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[str], str]]:
+    """Three clustered nats-servers of their own, for a module's tests of replicated
+    buckets: their URLs, and the operator's password (its only user)."""
+    password = secrets.token_urlsafe(16)
+    root = tmp_path_factory.mktemp("three-nodes")
+    procs, urls = start_nodes(root, 3, {OPERATOR: password}, SERVICES)
+    try:
+        yield urls, password
+    finally:
+        stop_all(procs)
 
 
 @pytest.fixture(scope="session")

@@ -11,14 +11,16 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import nats
 from aiohttp import ClientSession
+from nats.js.errors import ServiceUnavailableError
 from redis.asyncio import Redis
 
 from libs.contracts.base import Contract
+from libs.contracts.permissions import OPERATOR, inbox_prefix
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import REPLIES_BUCKET, ServiceContract, Subject, service_contract
@@ -323,3 +325,24 @@ async def forget_idempotency_key(redis_url: str, key: str) -> None:
         await redis.delete(*names)
     finally:
         await redis.aclose()
+
+
+T = TypeVar("T")
+
+
+async def operator_on(url: str, password: str) -> nats.NATS:
+    """The operator's connection to one node of `three_nodes`."""
+    return await nats.connect(
+        url, user=OPERATOR, password=password, inbox_prefix=inbox_prefix(OPERATOR)
+    )
+
+
+async def asked_again(ask: Callable[..., Awaitable[T]], *args: object) -> T:
+    """`ask(*args)`, asked again while the stream elects a leader (503) or a busy node is late:
+    a read that fails is not one that misses, and the services ask again too."""
+    for _ in range(50):
+        try:
+            return await ask(*args)
+        except (ServiceUnavailableError, TimeoutError):
+            await asyncio.sleep(0.1)
+    return await ask(*args)

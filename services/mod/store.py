@@ -6,8 +6,14 @@
 
 Every key names the org, and a person's the person: a lookup that omits them cannot be
 written. A layer's version is its revision.
+
+A layer and its drafts are read with every acknowledged write in them (through the
+stream's leader on a replicated bucket, `libs.runtime.leader`): a person reads back what
+they just wrote, a draft's end sees the layer as it stands, and a 409 names the version
+that is there.
 """
 
+import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -30,8 +36,10 @@ from libs.contracts.mod import (
     Manifest,
     Op,
 )
+from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.direct import batch_get
 from libs.runtime.kv import GONE, Record, current, open_bucket, swap, write_at
+from libs.runtime.leader import Read, exact_reads
 
 __all__ = ["InstallRecord", "ModStore", "Stored", "install_of", "layer_key", "open_store"]
 
@@ -53,6 +61,10 @@ _drafts = codec.decoder(HeldDrafts)
 _install = codec.decoder(InstallRecord)
 
 
+# A replica behind the leader catches up within milliseconds; a second is past that.
+_CATCH_UP_TRIES, _CATCH_UP_S = 50, 0.02
+
+
 def install_of(value: bytes) -> InstallRecord:
     return _install.decode(value)
 
@@ -62,13 +74,15 @@ def layer_key(org: str, layer: LayerName, person: str) -> str:
 
 
 class ModStore:
-    def __init__(self, nc: Client, layers: KeyValue, drafts: KeyValue, installs: KeyValue) -> None:
-        self._nc = nc
+    def __init__(
+        self, nc: Client, layers: KeyValue, drafts: KeyValue, installs: KeyValue, exact: Read
+    ) -> None:
+        self._nc, self._exact = nc, exact
         self._layers, self._drafts, self._installs = layers, drafts, installs
 
     async def layers(self, *keys: str) -> list[tuple[Stored, int]]:
         """Several layers in one read, each as `layer` answers it."""
-        found = {entry.key: entry for entry in await current(self._layers, *keys)}
+        found = {entry.key: entry for entry in await self._exact(self._layers, *keys)}
         return [
             (_stored.decode(e.value or b"{}"), e.revision)
             if (e := found.get(k)) is not None
@@ -78,11 +92,8 @@ class ModStore:
 
     async def layer(self, key: str) -> tuple[Stored, int]:
         """The layer and its version (0 and no ops if it was never written)."""
-        try:
-            entry = await self._layers.get(key)
-        except KeyNotFoundError:
-            return Stored(), 0
-        return _stored.decode(entry.value or b"{}"), entry.revision
+        ((stored, version),) = await self.layers(key)
+        return stored, version
 
     async def write_layer(self, key: str, layer: Stored, base: int) -> int:
         """Compare-and-set on `base`; the new version, or Conflict if the layer moved."""
@@ -101,11 +112,20 @@ class ModStore:
     async def versions(self, key: str) -> list[tuple[int, Stored]]:
         """Every retained version, newest first: one batched direct get of the key's
         messages (nats-py's `history` watches, and a watch begun as a write lands can end
-        before it sees anything)."""
+        before it sees anything). Any replica may answer it, so it is asked again until it
+        holds the newest version, read as `layer` reads it."""
         kv = self._layers
-        found, _ = await batch_get(
-            kv._js._nc, kv._stream, {"seq": 1, "next_by_subj": f"{kv._pre}{key}", "batch": 64}
-        )
+        (_, newest), found = await self.layer(key), []
+        for _ in range(_CATCH_UP_TRIES):
+            found, _ = await batch_get(
+                kv._js._nc, kv._stream, {"seq": 1, "next_by_subj": f"{kv._pre}{key}", "batch": 64}
+            )
+            if not found or int(found[-1].headers["Nats-Sequence"]) >= newest:
+                break
+            await asyncio.sleep(_CATCH_UP_S)
+        else:
+            detail = f"{key}: its versions are still being copied; retry"
+            raise Unavailable(Refused("catching-up", 503, detail).problem)
         return [
             (int(m.headers["Nats-Sequence"]), _stored.decode(m.data))
             for m in reversed(found)
@@ -113,11 +133,8 @@ class ModStore:
         ]
 
     async def drafts(self, key: str) -> HeldDrafts:
-        try:
-            entry = await self._drafts.get(key)
-        except KeyNotFoundError:
-            return HeldDrafts()
-        return _drafts.decode(entry.value or b"{}")
+        found = await self._exact(self._drafts, key)
+        return _drafts.decode(found[0].value or b"{}") if found else HeldDrafts()
 
     async def change_drafts(
         self, key: str, change: Callable[[HeldDrafts], HeldDrafts], *, record: Record | None
@@ -175,4 +192,4 @@ async def open_store(nc: Client, *, draft_ttl: timedelta, replicas: int = 1) -> 
     installs = await open_bucket(
         js, KeyValueConfig(bucket=INSTALLS_BUCKET, history=1, replicas=replicas)
     )
-    return ModStore(nc, layers, drafts, installs)
+    return ModStore(nc, layers, drafts, installs, await exact_reads(layers))
