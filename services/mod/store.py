@@ -100,13 +100,15 @@ class ModStore:
         return await write_at(self._layers, key, codec.encode(layer), base)
 
     async def version(self, key: str, version: int) -> Stored | None:
-        """The layer as it was at `version`, if that version is still retained."""
+        """The layer as it was at `version`, if that version is still retained. The replica
+        that answers may not hold a version just written, so one it does not hold is
+        looked for among the versions, which hold the newest."""
         if version == 0:
             return Stored()
         try:
             entry = await self._layers.get(key, revision=version)
         except KeyNotFoundError:
-            return None
+            return dict(await self.versions(key)).get(version)
         return None if entry.value is None else _stored.decode(entry.value)
 
     async def versions(self, key: str) -> list[tuple[int, Stored]]:
