@@ -194,4 +194,6 @@ async def open_store(nc: Client, *, draft_ttl: timedelta, replicas: int = 1) -> 
     installs = await open_bucket(
         js, KeyValueConfig(bucket=INSTALLS_BUCKET, history=1, replicas=replicas)
     )
+    # The layers and drafts buckets are made alike, so their replicas call for one way of
+    # reading them exactly.
     return ModStore(nc, layers, drafts, installs, await exact_reads(layers))
