@@ -143,7 +143,11 @@ class Consumer(Generic[T]):
                 msgs = await sub.fetch(min(self._pending, _BATCH), timeout=wait)
             except TimeoutError:  # nothing new
                 continue
-            except Exception:  # the bus is reconnecting: try again shortly
+            except AWAY as exc:  # the bus reconnecting, the consumer's leader being elected
+                _log.warning("fetch failed", extra={"durable": self._durable, "error": repr(exc)})
+                await asyncio.sleep(0.5)
+                continue
+            except Exception:
                 _log.warning("fetch failed", exc_info=True, extra={"durable": self._durable})
                 await asyncio.sleep(0.5)
                 continue

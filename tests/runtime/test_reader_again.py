@@ -55,3 +55,39 @@ async def test_a_handler_off_the_bus_is_tried_again_and_logged_without_a_trace(
         reader.stop()
         await reading
         await js.delete_stream(stream)
+
+
+async def test_a_pull_no_one_answers_is_asked_again_and_logged_without_a_trace(operator, caplog):
+    """A pull that finds no consumer to answer it (503: its leader being elected on a
+    cluster as it starts, or here, the consumer gone) is asked again half a second later,
+    and logged in one line: a cluster's start logged a traceback per reader."""
+    js, name = operator.jetstream(), uuid.uuid4().hex[:8]
+    stream, subject = f"PULL_{name}", f"pull.{name}.said"
+    await js.add_stream(name=stream, subjects=[subject])
+    reader = Consumer(
+        js, stream=stream, durable="d", subjects=[subject], read=lambda m: m.data,
+        handle=lambda _: asyncio.sleep(0),
+    )  # fmt: skip
+    reading = asyncio.create_task(reader.run(wait=0.1))
+    try:
+        await eventually(lambda: _made(js, stream))
+        await js.delete_consumer(stream, "d")
+
+        async def failed_twice() -> bool:
+            return len(_fetches_failed(caplog)) >= 2
+
+        assert await eventually(failed_twice)
+        for failed in _fetches_failed(caplog):
+            assert failed.exc_info is None and "ServiceUnavailableError" in failed.error
+    finally:
+        reader.stop()
+        await reading
+        await js.delete_stream(stream)
+
+
+async def _made(js, stream: str) -> bool:
+    return bool(await js.consumers_info(stream))
+
+
+def _fetches_failed(caplog) -> list:
+    return [r for r in caplog.records if r.getMessage() == "fetch failed"]
