@@ -5,6 +5,7 @@ level is read again. Plus the race: 1,000 lowerings at the moment windows end.""
 import asyncio
 import random
 import time
+from collections import Counter
 from datetime import datetime
 
 import msgspec
@@ -182,13 +183,19 @@ async def test_a_thousand_lowerings_at_the_moment_windows_end(api, operator, peo
     await asyncio.gather(*(lower(p) for p in racers))
     ladder_kv = await operator.jetstream().key_value("ladder")
 
+    states: Counter[str] = Counter()
+
     async def all_ended() -> bool:  # every window past its end: none open, none sending
         mine = f"window.{people.org}/p"
         held = [e for e in await current(ladder_kv, "window.*.*") if e.key.startswith(mine)]
-        states = [msgspec.json.decode(e.value)["window"]["state"] for e in held]
+        states.clear()
+        states.update(msgspec.json.decode(e.value)["window"]["state"] for e in held)
         return len(held) >= RACERS and not {"open", "sending"} & set(states)
 
-    assert await eventually(all_ended, timeout=120)  # a thousand fires, on a busy machine
+    try:
+        await eventually(all_ended, timeout=120)  # a thousand fires, on a busy machine
+    except AssertionError as exc:
+        raise AssertionError(f"windows not all ended in 120 s: {dict(states)}") from exc
     sent: dict[str, list[dict]] = {}
     after = 0
     while True:
