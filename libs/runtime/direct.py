@@ -16,13 +16,23 @@ from nats.aio.subscription import Subscription
 
 from libs.runtime.bus import NotSent
 
-__all__ = ["DirectGetUnavailable", "batch_get"]
+__all__ = ["DirectGetRefused", "DirectGetUnavailable", "TooManyResults", "batch_get"]
 
 _TIMEOUT_S = 5.0
 
 
 class DirectGetUnavailable(Exception):
     """The stream does not serve direct gets (made without allow_direct)."""
+
+
+class DirectGetRefused(Exception):
+    """The server ended the batch with a status other than its end or "nothing matched":
+    what came before it is not the whole answer."""
+
+
+class TooManyResults(DirectGetRefused):
+    """More subjects match than one batch may answer (413; 1,024 for `multi_last` on
+    nats-server 2.15), and the server answers none of them."""
 
 
 class _Replies:
@@ -78,10 +88,13 @@ async def batch_get(nc: Client, stream: str, request: dict[str, object]) -> tupl
                 msg = await queue.get()
                 headers = msg.headers or {}
                 status = headers.get("Status")
+                if status in ("204", "404"):  # the end of the batch; nothing matched
+                    return found, pending
                 if status == "503":
                     raise DirectGetUnavailable(stream)
-                if status:  # 204 end of batch, 404 nothing matched
-                    return found, pending
+                if status:
+                    refused = f"{stream}: {status} {headers.get('Description', '')}".strip()
+                    raise (TooManyResults if status == "413" else DirectGetRefused)(refused)
                 found.append(msg)
                 pending = int(headers.get("Nats-Num-Pending", "0"))
                 deadline.reschedule(loop.time() + _TIMEOUT_S)

@@ -21,7 +21,7 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.bus import AWAY
-from libs.runtime.direct import DirectGetUnavailable, batch_get
+from libs.runtime.direct import DirectGetUnavailable, TooManyResults, batch_get
 from libs.runtime.locks import KeyedLocks
 
 __all__ = ["GONE", "Conflict", "Record", "current", "open_bucket", "retried", "swap", "write_at"]
@@ -110,7 +110,7 @@ async def retried(attempt: Callable[[], Awaitable[R]], key: str, *, attempts: in
     raise Unavailable(Refused("contended", 503, f"{key} kept changing; retry").problem)
 
 
-_LIMIT = 10_000
+_LIMIT = 1_024  # the most subjects one `multi_last` answers; past it, a 413 and none
 # The KV-Operation header of an entry deleted or purged: no value, whatever it held.
 GONE = ("DEL", "PURGE")
 
@@ -121,9 +121,9 @@ async def current(kv: KeyValue, *keys: str) -> list[KeyValue.Entry]:
 
     One batched direct get of the last message of each matching key: no consumer is made,
     so many readers at once cost the server nothing lasting, and several keys cost one
-    round trip. A bucket without direct gets, or more than 10,000 keys, is read with a
-    watch on each filter instead (nats-py's own `keys()` watches the whole bucket and
-    filters by substring).
+    round trip. A bucket without direct gets, or more keys than one batch answers (the
+    server answers none past 1,024), is read with a watch on each filter instead
+    (nats-py's own `keys()` watches the whole bucket and filters by substring).
     """
     # nats-py keeps the bucket's stream, key prefix and connection on the KeyValue.
     nc, stream, prefix = kv._js._nc, kv._stream, kv._pre
@@ -131,7 +131,7 @@ async def current(kv: KeyValue, *keys: str) -> list[KeyValue.Entry]:
         found, more = await batch_get(
             nc, stream, {"multi_last": [f"{prefix}{k}" for k in keys], "batch": _LIMIT}
         )
-    except DirectGetUnavailable:
+    except (DirectGetUnavailable, TooManyResults):
         found, more = [], True
     if more:
         return [entry for k in keys for entry in await _watched(kv, k)]

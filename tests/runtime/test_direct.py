@@ -76,3 +76,21 @@ async def test_a_bucket_two_make_at_once_with_other_settings_opens_for_both(oper
         assert (await second.get("k")).value == b"one"
     finally:
         await js.delete_key_value(bucket)
+
+
+async def test_a_filter_over_more_keys_than_one_batch_answers_is_read_whole(operator):
+    """The server answers a `multi_last` over more than 1,024 subjects with 413 and none of
+    them. That was read as the end of an empty batch: a ladder with more than 1,024
+    windows held read as none."""
+    bucket = f"many-{uuid.uuid4().hex[:8]}"
+    kv = await open_bucket(operator.jetstream(), KeyValueConfig(bucket=bucket))
+    try:
+        await asyncio.gather(*(kv.put(f"window.p{n}.w", b"open") for n in range(1_100)))
+        await kv.put("other.key", b"not matched")
+
+        found = await current(kv, "window.*.*")
+
+        assert sorted(e.key for e in found) == sorted(f"window.p{n}.w" for n in range(1_100))
+        assert len(await current(kv, "window.p1.*", "window.p2.*")) == 2
+    finally:
+        await operator.jetstream().delete_key_value(bucket)
