@@ -143,12 +143,12 @@ class Consumer(Generic[T]):
                 msgs = await sub.fetch(min(self._pending, _BATCH), timeout=wait)
             except TimeoutError:  # nothing new
                 continue
-            except AWAY as exc:  # the bus reconnecting, the consumer's leader being elected
-                _log.warning("fetch failed", extra={"durable": self._durable, "error": repr(exc)})
-                await asyncio.sleep(0.5)
-                continue
-            except Exception:
-                _log.warning("fetch failed", exc_info=True, extra={"durable": self._durable})
+            except Exception as exc:
+                # The bus reconnecting, or the consumer's leader being elected, is said in
+                # one line; anything else with its trace.
+                trace = None if isinstance(exc, AWAY) else exc
+                extra = {"durable": self._durable, "error": repr(exc)}
+                _log.warning("fetch failed", exc_info=trace, extra=extra)
                 await asyncio.sleep(0.5)
                 continue
             for msg in msgs:

@@ -24,7 +24,17 @@ from libs.runtime.bus import AWAY
 from libs.runtime.direct import DirectGetUnavailable, TooManyResults, batch_get
 from libs.runtime.locks import KeyedLocks
 
-__all__ = ["GONE", "Conflict", "Record", "current", "open_bucket", "retried", "swap", "write_at"]
+__all__ = [
+    "GONE",
+    "Conflict",
+    "Record",
+    "catching_up",
+    "current",
+    "open_bucket",
+    "retried",
+    "swap",
+    "write_at",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -49,9 +59,12 @@ async def write_at(kv: KeyValue, key: str, value: bytes, revision: int) -> int:
         # A create that lost reads the entry to see whether it was deleted. Just after a
         # leader moved, a replica not yet caught up answers that read: the entry is there,
         # but not there yet. What it holds is known only once the replicas agree again.
-        raise Unavailable(
-            Refused("catching-up", 503, f"{key} is being copied to a new leader; retry").problem
-        ) from exc
+        raise catching_up(f"{key} is being copied to a new leader") from exc
+
+
+def catching_up(what: str) -> Unavailable:
+    """A replica not yet caught up answered: a transient failure (503), to ask again."""
+    return Unavailable(Refused("catching-up", 503, f"{what}; retry").problem)
 
 
 async def swap(

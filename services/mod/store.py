@@ -36,9 +36,8 @@ from libs.contracts.mod import (
     Manifest,
     Op,
 )
-from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.direct import batch_get
-from libs.runtime.kv import GONE, Record, current, open_bucket, swap, write_at
+from libs.runtime.kv import GONE, Record, catching_up, current, open_bucket, swap, write_at
 from libs.runtime.leader import Read, exact_reads
 
 __all__ = ["InstallRecord", "ModStore", "Stored", "install_of", "layer_key", "open_store"]
@@ -126,8 +125,7 @@ class ModStore:
                 break
             await asyncio.sleep(_CATCH_UP_S)
         else:
-            detail = f"{key}: its versions are still being copied; retry"
-            raise Unavailable(Refused("catching-up", 503, detail).problem)
+            raise catching_up(f"{key}: its versions are still being copied")
         return [
             (int(m.headers["Nats-Sequence"]), _stored.decode(m.data))
             for m in reversed(found)
