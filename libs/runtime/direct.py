@@ -16,7 +16,7 @@ from nats.aio.subscription import Subscription
 
 from libs.runtime.bus import NotSent
 
-__all__ = ["DirectGetRefused", "DirectGetUnavailable", "TooManyResults", "batch_get"]
+__all__ = ["DirectGetRefused", "DirectGetUnavailable", "TooManyResults", "batch_get", "last_get"]
 
 _TIMEOUT_S = 5.0
 
@@ -72,6 +72,20 @@ _replies: "weakref.WeakKeyDictionary[Client, _Replies]" = weakref.WeakKeyDiction
 async def batch_get(nc: Client, stream: str, request: dict[str, object]) -> tuple[list[Msg], int]:
     """The messages `request` selects (`batch` and `seq`/`next_by_subj` or `multi_last`),
     and how many more matched than the batch held."""
+    return await _get(nc, stream, request, batched=True)
+
+
+async def last_get(nc: Client, stream: str, subject: str) -> list[Msg]:
+    """The last message on `subject` (a key's), if any: one reply and no end of batch,
+    the form of a direct get the server answers most cheaply (a `multi_last` over one
+    subject costs it more)."""
+    found, _ = await _get(nc, stream, {"last_by_subj": subject}, batched=False)
+    return found
+
+
+async def _get(
+    nc: Client, stream: str, request: dict[str, object], *, batched: bool
+) -> tuple[list[Msg], int]:
     if not nc.is_connected:  # held until the server is back, it would wait out its time
         raise NotSent(f"not connected to NATS; the direct get of {stream} not sent")
     replies = _replies.get(nc) or _replies.setdefault(nc, _Replies(nc))
@@ -96,6 +110,8 @@ async def batch_get(nc: Client, stream: str, request: dict[str, object]) -> tupl
                     refused = f"{stream}: {status} {headers.get('Description', '')}".strip()
                     raise (TooManyResults if status == "413" else DirectGetRefused)(refused)
                 found.append(msg)
+                if not batched:
+                    return found, 0
                 pending = int(headers.get("Nats-Num-Pending", "0"))
                 deadline.reschedule(loop.time() + _TIMEOUT_S)
     finally:

@@ -21,15 +21,18 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.bus import AWAY
-from libs.runtime.direct import DirectGetUnavailable, TooManyResults, batch_get
+from libs.runtime.direct import DirectGetUnavailable, TooManyResults, batch_get, last_get
 from libs.runtime.locks import KeyedLocks
 
 __all__ = [
     "GONE",
     "Conflict",
+    "Read",
     "Record",
     "catching_up",
     "current",
+    "current_and_newest",
+    "is_filter",
     "open_bucket",
     "retried",
     "swap",
@@ -39,6 +42,9 @@ __all__ = [
 T = TypeVar("T")
 R = TypeVar("R")
 Record = Callable[[Any, Any], AbstractAsyncContextManager[object]]
+# (kv, *keys) -> the entries found; a key may be a filter (`current`, and
+# `libs.runtime.leader.latest`, which has every acknowledged write in what it reads).
+Read = Callable[..., Awaitable[list[KeyValue.Entry]]]
 _writers = KeyedLocks()
 
 
@@ -76,6 +82,7 @@ async def swap(
     default: T,
     write: Callable[[T, int], Awaitable[object]] | None = None,
     record: Record | None = None,
+    read: Read | None = None,
     attempts: int = 16,
 ) -> tuple[T, T]:
     """Read the entry (`default` if none), apply the pure `change`, write the result at the
@@ -85,6 +92,11 @@ async def swap(
     `write(after, revision)` replaces the plain write (JSON at the revision) for an entry
     stored otherwise; it raises Conflict when it loses.
 
+    `read` is how the entry is read (`current` unless given). A write at a revision that
+    is not the newest loses, so a stale read costs only a retry; but a change that changes
+    nothing, or refuses, is decided on what was read, so a store that must not decide on a
+    replica behind the leader passes its exact read.
+
     `record(before, after)` is an async context manager around the write (the audit
     trail's `change`): the record is made before the write, and a write that loses is
     marked failed there. Writers of one key in this process take turns, so only a writer in
@@ -93,10 +105,10 @@ async def swap(
     put = write or (lambda value, revision: write_at(kv, key, codec.encode(value), revision))
 
     async def attempt() -> tuple[T, T]:
-        try:
-            entry = await kv.get(key)
-            before, revision = decode(entry.value or b""), entry.revision
-        except KeyNotFoundError:
+        found = await (read or current)(kv, key)
+        if found:
+            before, revision = decode(found[0].value or b""), found[0].revision
+        else:
             before, revision = default, 0
         after = change(before)
         if after == before:
@@ -130,41 +142,64 @@ GONE = ("DEL", "PURGE")
 
 async def current(kv: KeyValue, *keys: str) -> list[KeyValue.Entry]:
     """The entries under each of `keys` (keys, or subject wildcards such as `acme.ada.*`)
-    as stored now.
+    as stored now, by whichever replica answers."""
+    entries, _ = await current_and_newest(kv, *keys)
+    return entries
 
-    One batched direct get of the last message of each matching key: no consumer is made,
-    so many readers at once cost the server nothing lasting, and several keys cost one
-    round trip. A bucket without direct gets, or more keys than one batch answers (the
-    server answers none past 1,024), is read with a watch on each filter instead
-    (nats-py's own `keys()` watches the whole bucket and filters by substring).
+
+async def current_and_newest(kv: KeyValue, *keys: str) -> tuple[list[KeyValue.Entry], int]:
+    """`current`, and the newest revision the answering replica holds under `keys`, a
+    deletion's included: how far it has applied the bucket there (0 if it holds nothing).
+
+    One batched direct get of the last message of each matching key (one key alone, the
+    direct get's one-key form): no consumer is made, so many readers at once cost the
+    server nothing lasting, and several keys cost one round trip. A bucket without direct
+    gets, or more keys than one batch answers (the server answers none past 1,024), is read
+    with a watch on each filter instead (nats-py's own `keys()` watches the whole bucket
+    and filters by substring).
     """
     # nats-py keeps the bucket's stream, key prefix and connection on the KeyValue.
     nc, stream, prefix = kv._js._nc, kv._stream, kv._pre
     try:
-        found, more = await batch_get(
-            nc, stream, {"multi_last": [f"{prefix}{k}" for k in keys], "batch": _LIMIT}
-        )
+        if len(keys) == 1 and not is_filter(keys[0]):
+            found, more = await last_get(nc, stream, f"{prefix}{keys[0]}"), 0
+        else:
+            found, more = await batch_get(
+                nc, stream, {"multi_last": [f"{prefix}{k}" for k in keys], "batch": _LIMIT}
+            )
     except (DirectGetUnavailable, TooManyResults):
         found, more = [], True
     if more:
-        return [entry for k in keys for entry in await _watched(kv, k)]
-    return [
-        KeyValue.Entry(
-            bucket=kv._name,
-            key=msg.headers["Nats-Subject"][len(prefix) :],
-            value=msg.data,
-            revision=int(msg.headers["Nats-Sequence"]),
-            delta=None,
-            created=None,
-            operation=None,
-        )
-        for msg in found
-        if msg.headers.get("KV-Operation") not in GONE
-    ]
+        stored = [entry for k in keys for entry in await _watched(kv, k)]
+    else:
+        stored = [
+            KeyValue.Entry(
+                bucket=kv._name,
+                key=msg.headers["Nats-Subject"][len(prefix) :],
+                value=msg.data,
+                revision=int(msg.headers["Nats-Sequence"]),
+                delta=None,
+                created=None,
+                operation=msg.headers.get("KV-Operation"),
+            )
+            for msg in found
+        ]
+    newest = max((entry.revision for entry in stored), default=0)
+    return [entry for entry in stored if entry.operation not in GONE], newest
+
+
+def is_filter(keys: str) -> bool:
+    """Whether `keys` is a subject wildcard over keys (`acme.ada.*`) rather than a key."""
+    return any(token in ("*", ">") for token in keys.split("."))
+
+
+# How long a watch's consumer outlives the read (nats-py's default is five minutes): read
+# often, as a person's pending list is, consumers would pile up on the server.
+_WATCH_KEPT_S = 1.0
 
 
 async def _watched(kv: KeyValue, keys: str) -> list[KeyValue.Entry]:
-    watcher = await kv.watch(keys, ignore_deletes=True)
+    watcher = await kv.watch(keys, inactive_threshold=_WATCH_KEPT_S)
     found = []
     try:
         async for entry in watcher:

@@ -7,25 +7,30 @@ none on one node, none through the leader). The stream's leader has applied ever
 it acknowledged, so a level lowered or a grant revoked holds from the moment its person is
 told so. (During an election the read fails, with a 503 to ask again, rather than answer
 from a replica that may be behind.)
+
+The leader's message get answers one message, so what is under a filter (`acme.ada.*`) is
+read from any replica, once that replica holds the newest message the leader holds there.
 """
 
 import asyncio
 from base64 import b64decode
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from nats.js.errors import APIError
 from nats.js.kv import KeyValue
 
-from libs.runtime.kv import GONE, current
+from libs.runtime.kv import GONE, Read, catching_up, current, current_and_newest, is_filter
 
-__all__ = ["Read", "exact_reads", "latest"]
+__all__ = ["caught_up", "exact_reads", "latest"]
 
-Read = Callable[..., Awaitable[list[KeyValue.Entry]]]  # (kv, *keys) -> the entries found
+T = TypeVar("T")
 
 _TIMEOUT_S = 5.0
 _NO_MESSAGE_FOUND = 10037  # the JetStream API's err_code; a missing stream is another 404
+# A replica behind the leader catches up within milliseconds; a second is past that.
+_CATCH_UP_TRIES, _CATCH_UP_S = 50, 0.02
 
 
 class _StoredMsg(msgspec.Struct):
@@ -54,35 +59,63 @@ async def exact_reads(kv: KeyValue) -> Read:
 
 async def latest(kv: KeyValue, *keys: str) -> list[KeyValue.Entry]:
     """The entries at `keys` as the bucket's stream leader holds them: every write
-    acknowledged before this read is in them. One request per key, asked together."""
+    acknowledged before this read is in them. One request per key or filter, asked
+    together."""
+    found = await asyncio.gather(*(_under(kv, k) if is_filter(k) else _at(kv, k) for k in keys))
+    return [entry for entries in found for entry in entries]
 
+
+async def caught_up(read: Callable[[], Awaitable[tuple[T, int]]], newest: int, what: str) -> T:
+    """What `read()` answers (with the newest revision it was read at), asked again until a
+    replica that holds `newest` answers it; a 503 `catching-up` if none does for a second."""
+    for _ in range(_CATCH_UP_TRIES):
+        answer, held = await read()
+        if held >= newest:
+            return answer
+        await asyncio.sleep(_CATCH_UP_S)
+    raise catching_up(f"{what} is still being copied")
+
+
+async def _at(kv: KeyValue, key: str) -> list[KeyValue.Entry]:
+    stored = await _last(kv, key)
+    if stored is None or (stored.hdrs and _operation(b64decode(stored.hdrs)) in GONE):
+        return []
+    entry = KeyValue.Entry(
+        bucket=kv._name,
+        key=key,
+        value=b64decode(stored.data),
+        revision=stored.seq,
+        delta=None,
+        created=None,
+        operation=None,
+    )
+    return [entry]
+
+
+async def _under(kv: KeyValue, keys: str) -> list[KeyValue.Entry]:
+    """Every entry under the filter `keys`, read from a replica that holds the newest
+    message under it that the leader holds (a deletion's marker too, so a key just deleted
+    is not read back from a replica that has not applied the deletion)."""
+    newest = await _last(kv, keys)
+    return await caught_up(
+        lambda: current_and_newest(kv, keys), 0 if newest is None else newest.seq, keys
+    )
+
+
+async def _last(kv: KeyValue, keys: str) -> _StoredMsg | None:
+    """The newest message under `keys` (a key or a filter) as the stream's leader holds it,
+    a deletion's marker included; None if it holds none."""
     # The JetStream API's message get, asked and decoded here: nats-py's `get_msg` parses
     # each reply's headers with the email package, a large part of a decision's time.
     api = f"{kv._js._prefix}.STREAM.MSG.GET.{kv._stream}"
-
-    async def last(key: str) -> KeyValue.Entry | None:
-        request = msgspec.json.encode({"last_by_subj": f"{kv._pre}{key}"})
-        reply = _reply((await kv._js._nc.request(api, request, timeout=_TIMEOUT_S)).data)
-        stored = reply.message
-        if stored is None:
-            error = reply.error or {"code": 500, "description": f"{api}: an empty reply"}
-            if error.get("err_code") == _NO_MESSAGE_FOUND:
-                return None
-            raise APIError.from_error(error)  # its own kind: a 503 is asked again
-        if stored.hdrs and _operation(b64decode(stored.hdrs)) in GONE:
+    request = msgspec.json.encode({"last_by_subj": f"{kv._pre}{keys}"})
+    reply = _reply((await kv._js._nc.request(api, request, timeout=_TIMEOUT_S)).data)
+    if reply.message is None:
+        error = reply.error or {"code": 500, "description": f"{api}: an empty reply"}
+        if error.get("err_code") == _NO_MESSAGE_FOUND:
             return None
-        return KeyValue.Entry(
-            bucket=kv._name,
-            key=key,
-            value=b64decode(stored.data),
-            revision=stored.seq,
-            delta=None,
-            created=None,
-            operation=None,
-        )
-
-    found = await asyncio.gather(*(last(k) for k in keys))
-    return [entry for entry in found if entry is not None]
+        raise APIError.from_error(error)  # its own kind: a 503 is asked again
+    return reply.message
 
 
 def _operation(headers: bytes) -> str | None:

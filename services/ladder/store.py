@@ -8,6 +8,10 @@ and, to find those from elsewhere:
     ceiling.<org>                the org's ceiling
     open.<org>.<person>.<id>     an open window in a room of that org (a ceiling cancels it)
     asked.<room>.<seq>           whose confirmation a room's question is
+
+Every read has every acknowledged write in it (through the stream's leader on a replicated
+bucket, `libs.runtime.leader`): a level just lowered, a window just opened or a stop just
+made holds from the next request, whichever replica it reaches.
 """
 
 import logging
@@ -16,14 +20,13 @@ from collections.abc import Callable
 import msgspec
 from nats.aio.client import Client
 from nats.js.api import KeyValueConfig
-from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec, pending
 from libs.contracts.base import key_token
 from libs.contracts.ladder import LadderSettings, Level, PendingWindow
-from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
-from libs.runtime.leader import Read, exact_reads
+from libs.runtime.kv import Conflict, Read, Record, open_bucket, swap, write_at
+from libs.runtime.leader import exact_reads
 from services.ladder.domain.confirmations import Confirmation
 from services.ladder.domain.levels import salvage
 
@@ -90,7 +93,13 @@ class LadderStore:
         recorded only if it changed anything."""
         key = _settings_key(person)
         return await swap(
-            self._kv, key, change, decode=_settings_of, default=LadderSettings(), record=record
+            self._kv,
+            key,
+            change,
+            decode=_settings_of,
+            default=LadderSettings(),
+            record=record,
+            read=self._exact,
         )
 
     async def change_ceiling(
@@ -106,6 +115,7 @@ class LadderStore:
             default=None,
             write=lambda level, revision: write_at(self._kv, key, (level or "").encode(), revision),
             record=record,
+            read=self._exact,
         )
 
     async def hold(self, held: Held) -> bool:
@@ -124,12 +134,12 @@ class LadderStore:
         return None if found is None else _held.decode(found)
 
     async def windows(self, person: str) -> list[Held]:
-        entries = await current(self._kv, _window_key(person, "*"))
+        entries = await self._exact(self._kv, _window_key(person, "*"))
         return [_held.decode(e.value) for e in entries]
 
     async def open_in(self, org: str) -> list[tuple[str, str]]:
         """(person, window id) of every open window in rooms of `org`."""
-        entries = await current(self._kv, f"open.{org}.*.*")
+        entries = await self._exact(self._kv, f"open.{org}.*.*")
         return [(e.value.decode(), e.key.rsplit(".", 1)[1]) for e in entries]
 
     async def change_window(
@@ -149,6 +159,7 @@ class LadderStore:
             decode=_held.decode,
             default=None,
             record=record,
+            read=self._exact,
         )
         if before is not None and after is not None and after.window.state != "open":
             await self._kv.delete(_open_key(after.window.org, person, window_id))
@@ -178,7 +189,7 @@ class LadderStore:
         return None if found is None else _confirmation.decode(found)
 
     async def confirmations(self, person: str) -> list[Confirmation]:
-        entries = await current(self._kv, _confirm_key(person, "*"))
+        entries = await self._exact(self._kv, _confirm_key(person, "*"))
         return [_confirmation.decode(e.value) for e in entries]
 
     async def change_confirmation(
@@ -197,6 +208,7 @@ class LadderStore:
             decode=_confirmation.decode,
             default=None,
             record=record,
+            read=self._exact,
         )
         if after is not None and before != after:
             await self._nudge(after.org, person)
@@ -206,11 +218,8 @@ class LadderStore:
         await self._nc.publish(pending.changed("ladder", org, key_token(person)), b"")
 
     async def _get(self, key: str) -> bytes | None:
-        try:
-            entry = await self._kv.get(key)
-        except KeyNotFoundError:
-            return None
-        return entry.value or b""
+        found = await self._exact(self._kv, key)
+        return (found[0].value or b"") if found else None
 
 
 async def open_store(nc: Client, *, replicas: int = 1) -> LadderStore:

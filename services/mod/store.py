@@ -7,18 +7,18 @@
 Every key names the org, and a person's the person: a lookup that omits them cannot be
 written. A layer's version is its revision.
 
-A layer and its drafts are read with every acknowledged write in them (through the
-stream's leader on a replicated bucket, `libs.runtime.leader`): a person reads back what
-they just wrote, a draft's end sees the layer as it stands, and a 409 names the version
-that is there.
+A layer, its drafts and the installs are read with every acknowledged write in them
+(through the stream's leader on a replicated bucket, `libs.runtime.leader`): a person
+reads back what they just wrote, a draft's end sees the layer as it stands, a 409 names the
+version that is there, and a mod just installed is on the surface read next.
 """
 
-import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 
 import msgspec
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js.api import KeyValueConfig
 from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
@@ -37,8 +37,8 @@ from libs.contracts.mod import (
     Op,
 )
 from libs.runtime.direct import batch_get
-from libs.runtime.kv import GONE, Record, catching_up, current, open_bucket, swap, write_at
-from libs.runtime.leader import Read, exact_reads
+from libs.runtime.kv import GONE, Read, Record, open_bucket, swap, write_at
+from libs.runtime.leader import caught_up, exact_reads
 
 __all__ = ["InstallRecord", "ModStore", "Stored", "install_of", "layer_key", "open_store"]
 
@@ -58,10 +58,6 @@ class InstallRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 _stored = codec.decoder(Stored)
 _drafts = codec.decoder(HeldDrafts)
 _install = codec.decoder(InstallRecord)
-
-
-# A replica behind the leader catches up within milliseconds; a second is past that.
-_CATCH_UP_TRIES, _CATCH_UP_S = 50, 0.02
 
 
 def install_of(value: bytes) -> InstallRecord:
@@ -116,16 +112,15 @@ class ModStore:
         before it sees anything). Any replica may answer it, so it is asked again until it
         holds the newest version, read as `layer` reads it."""
         kv = self._layers
-        (_, newest), found = await self.layer(key), []
-        for _ in range(_CATCH_UP_TRIES):
+
+        async def read() -> tuple[list[Msg], int]:
             found, _ = await batch_get(
                 kv._js._nc, kv._stream, {"seq": 1, "next_by_subj": f"{kv._pre}{key}", "batch": 64}
             )
-            if not found or int(found[-1].headers["Nats-Sequence"]) >= newest:
-                break
-            await asyncio.sleep(_CATCH_UP_S)
-        else:
-            raise catching_up(f"{key}: its versions are still being copied")
+            return found, int(found[-1].headers["Nats-Sequence"]) if found else 0
+
+        _, newest = await self.layer(key)
+        found = await caught_up(read, newest, f"the versions of {key}")
         return [
             (int(m.headers["Nats-Sequence"]), _stored.decode(m.data))
             for m in reversed(found)
@@ -148,6 +143,7 @@ class ModStore:
             decode=lambda raw: _drafts.decode(raw or b"{}"),
             default=HeldDrafts(),
             record=record,
+            read=self._exact,
         )
         if before != after:
             org, layer = key.split(".", 1)
@@ -162,14 +158,12 @@ class ModStore:
         """The installs under `prefix` (`<org>.org` or `<org>.user.<person>`), as stored:
         (revision, value), so a reader can tell a set it has seen from one it has not
         without decoding it (`install_of` decodes one)."""
-        entries = await current(self._installs, f"{prefix}.*.*")
+        entries = await self._exact(self._installs, f"{prefix}.*.*")
         return sorted((e.revision, e.value) for e in entries)
 
     async def uninstall(self, key: str, *, record: Record) -> bool:
         """Purged, recorded before, if installed; if not, False and nothing recorded."""
-        try:
-            await self._installs.get(key)
-        except KeyNotFoundError:
+        if not await self._exact(self._installs, key):
             return False
         async with record(None, None):
             await self._installs.purge(key)
@@ -192,6 +186,6 @@ async def open_store(nc: Client, *, draft_ttl: timedelta, replicas: int = 1) -> 
     installs = await open_bucket(
         js, KeyValueConfig(bucket=INSTALLS_BUCKET, history=1, replicas=replicas)
     )
-    # The layers and drafts buckets are made alike, so their replicas call for one way of
-    # reading them exactly.
+    # The three buckets are made alike, so their replicas call for one way of reading them
+    # exactly.
     return ModStore(nc, layers, drafts, installs, await exact_reads(layers))

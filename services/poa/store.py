@@ -19,8 +19,8 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.poa import AskRecord, Decision, GrantRecord
-from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
-from libs.runtime.leader import Read, exact_reads
+from libs.runtime.kv import Conflict, Read, Record, current, open_bucket, swap, write_at
+from libs.runtime.leader import exact_reads
 from services.poa.domain.ledger import Keyed, RootLedger
 
 __all__ = ["AskStore", "GrantStore", "LedgerStore", "open_stores"]
@@ -68,11 +68,13 @@ class GrantStore:
     ) -> GrantRecord:
         """The grant after `change`, by compare-and-set on the grant as stored now."""
         key = _key(record.org, record.owner, record.id)
-        _, after = await swap(self._kv, key, change, decode=_grant.decode, default=record)
+        _, after = await swap(
+            self._kv, key, change, decode=_grant.decode, default=record, read=self._exact
+        )
         return after
 
     async def of_owner(self, org: str, owner: str) -> list[GrantRecord]:
-        entries = await current(self._kv, _key(org, owner, "*"))
+        entries = await self._exact(self._kv, _key(org, owner, "*"))
         return [_grant.decode(e.value) for e in entries]
 
     async def lineage(self, record: GrantRecord) -> list[GrantRecord]:

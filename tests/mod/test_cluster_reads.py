@@ -4,12 +4,14 @@ layer, its versions (each one by its number too) and its drafts are read with ev
 acknowledged write in them: what a person just wrote is what they read back, what a
 draft's end decides on is the layer as it stands, and a 409 names the version there."""
 
+import contextlib
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 
-from libs.contracts.mod import DraftEvent, HeldDrafts
-from services.mod.store import Stored, layer_key, open_store
+from libs.contracts import codec
+from libs.contracts.mod import DraftEvent, HeldDrafts, Installed, Manifest
+from services.mod.store import InstallRecord, Stored, layer_key, open_store
 from tests.support import asked_again, operator_on
 
 WRITES = 2000  # a direct get missed 16 to 117 of 3,000 such reads (bench/exact_reads.py)
@@ -59,6 +61,51 @@ async def test_drafts_read_as_soon_as_they_change_are_that_change(three_nodes):
     finally:
         await writer.close()
         await other.close()
+
+
+async def test_installs_read_as_soon_as_they_change_are_that_change(three_nodes):
+    (first, second, _), password = three_nodes
+    writer, other = await operator_on(first, password), await operator_on(second, password)
+    try:
+        store = await open_store(writer, draft_ttl=timedelta(hours=1), replicas=3)
+        elsewhere = await open_store(other, draft_ttl=timedelta(hours=1), replicas=3)
+        prefix = layer_key("acme", "org", "acme/ada")
+        key = f"{prefix}.acme.tool"
+        missed = []
+        for i in range(WRITES):
+            record = _installed_at(datetime(2026, 12, 3, tzinfo=UTC) + timedelta(seconds=i))
+            await asked_again(store.install, key, record)
+            found = [value for _, value in await asked_again(elsewhere.installed, prefix)]
+            if found != [codec.encode(record)]:
+                missed.append(("installed", i))
+            if i % 10 == 0:
+                uninstall = partial(elsewhere.uninstall, key, record=_unrecorded)
+                if not await asked_again(uninstall):
+                    missed.append(("uninstall", i))
+                if await asked_again(store.installed, prefix) != []:
+                    missed.append(("uninstalled", i))
+        assert missed == []
+    finally:
+        await writer.close()
+        await other.close()
+
+
+def _unrecorded(*_: object) -> contextlib.nullcontext[None]:
+    return contextlib.nullcontext()
+
+
+def _installed_at(when: datetime) -> InstallRecord:
+    manifest = Manifest(id="tool", publisher="acme", title="Tool", version="1.0.0")
+    installed = Installed(
+        mod="acme/tool",
+        title="Tool",
+        layer="org",
+        digest="sha256:" + "0" * 64,
+        permissions=(),
+        installed_by="acme/ada",
+        installed_at=when,
+    )
+    return InstallRecord(manifest=manifest, installed=installed)
 
 
 def _writer_is(writer: str) -> Callable[[HeldDrafts], HeldDrafts]:

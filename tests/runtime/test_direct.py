@@ -2,11 +2,12 @@
 connection each get their own replies, all of them and nothing of another's."""
 
 import asyncio
+import time
 import uuid
 
 from nats.js.api import KeyValueConfig
 
-from libs.runtime.kv import current, open_bucket
+from libs.runtime.kv import current, current_and_newest, open_bucket
 
 
 async def test_reads_at_once_on_one_connection_each_get_their_own(operator):
@@ -26,7 +27,8 @@ async def test_reads_at_once_on_one_connection_each_get_their_own(operator):
         await operator.jetstream().delete_key_value(bucket)
 
 
-# Two keys, a filter over three of which one was deleted, and a key never written.
+# Two keys, a filter over three of which one was deleted, and a key never written; the
+# newest revision read is the deletion's, the last write.
 SEVERAL = {
     "settings.ada": b"send",
     "ceiling.acme": b"confirm",
@@ -36,13 +38,20 @@ SEVERAL = {
 
 
 async def _several_keys(kv) -> dict[str, bytes]:
+    read = ("settings.ada", "ceiling.acme", "open.acme.*", "settings.bob")
     await kv.put("settings.ada", b"send")
     await kv.put("ceiling.acme", b"confirm")
     await kv.put("open.acme.1", b"one")
     await kv.put("open.acme.2", b"two")
     await kv.put("open.acme.3", b"three")
     await kv.delete("open.acme.3")
-    entries = await current(kv, "settings.ada", "ceiling.acme", "open.acme.*", "settings.bob")
+    entries, newest = await current_and_newest(kv, *read)
+    assert newest == (await kv._js.stream_info(kv._stream)).state.last_seq
+    assert await current(kv, *read) == entries
+    # one key alone is read by the direct get's one-key form, to the same answer
+    assert await current_and_newest(kv, "open.acme.3") == ([], newest)
+    assert [e.value for e in await current(kv, "settings.ada")] == [b"send"]
+    assert await current(kv, "settings.bob") == []
     return {e.key: e.value for e in entries}
 
 
@@ -85,12 +94,18 @@ async def test_a_filter_over_more_keys_than_one_batch_answers_is_read_whole(oper
     bucket = f"many-{uuid.uuid4().hex[:8]}"
     kv = await open_bucket(operator.jetstream(), KeyValueConfig(bucket=bucket))
     try:
-        await asyncio.gather(*(kv.put(f"window.p{n}.w", b"open") for n in range(1_100)))
+        put = await asyncio.gather(*(kv.put(f"window.p{n}.w", b"open") for n in range(1_100)))
         await kv.put("other.key", b"not matched")
 
-        found = await current(kv, "window.*.*")
+        found, newest = await current_and_newest(kv, "window.*.*")
 
         assert sorted(e.key for e in found) == sorted(f"window.p{n}.w" for n in range(1_100))
+        assert newest == max(put)
+        # read by a watch, whose consumer is gone within seconds, not five minutes on
+        deadline = time.monotonic() + 10
+        while (await kv._js.stream_info(kv._stream)).state.consumer_count:
+            assert time.monotonic() < deadline, "the watch's consumer outlived its read"
+            await asyncio.sleep(0.05)
         assert len(await current(kv, "window.p1.*", "window.p2.*")) == 2
     finally:
         await operator.jetstream().delete_key_value(bucket)

@@ -1,6 +1,7 @@
 """On three nodes a direct get may be answered by a replica that has not yet applied an
-acknowledged write; `latest` reads through the stream's leader, so a read made as soon as a
-write is acknowledged sees it, from the writer's connection and from another node's."""
+acknowledged write; `latest` reads through the stream's leader (a filter, from a replica
+that holds what the leader holds under it), so a read made as soon as a write is
+acknowledged sees it, from the writer's connection and from another node's."""
 
 from nats.js.api import KeyValueConfig
 
@@ -32,6 +33,35 @@ async def test_a_read_through_the_leader_sees_every_acknowledged_write(three_nod
         await kv.delete("level")
         assert await latest(kv, "level") == []
         assert await latest(elsewhere, "level", "never-written") == []
+    finally:
+        await writer.close()
+        await other.close()
+
+
+async def test_a_filter_read_through_the_leader_sees_every_acknowledged_write(three_nodes):
+    """Writes and deletions under a filter, each read back under it at once from another
+    node: a key just written is there with its value, one just deleted is not."""
+    (first, second, _), password = three_nodes
+    writer, other = await operator_on(first, password), await operator_on(second, password)
+    try:
+        kv = await open_bucket(
+            writer.jetstream(), KeyValueConfig(bucket="filtered", history=1, replicas=3)
+        )
+        elsewhere = await other.jetstream().key_value("filtered")
+        held: dict[str, bytes] = {}
+        missed = []
+        for i in range(WRITES):
+            key = f"open.acme.w{i % 7}"
+            if i % 3 == 2 and key in held:
+                await asked_again(kv.delete, key)
+                del held[key]
+            else:
+                held[key] = str(i).encode()
+                await asked_again(kv.put, key, held[key])
+            read = await asked_again(latest, elsewhere, "open.acme.*", "never.written.*")
+            if {e.key: e.value for e in read} != held:
+                missed.append(i)
+        assert missed == []
     finally:
         await writer.close()
         await other.close()

@@ -1,0 +1,55 @@
+"""On three nodes any replica may answer a direct get, and one that has not yet applied an
+acknowledged write answers with what was there before. A person's grants are read with
+every acknowledged change in them: a grant just issued is listed, and revoked, through
+whichever replica the next request reaches (a revoke looks the grant up among them)."""
+
+from datetime import UTC, datetime
+
+import msgspec
+
+from libs.contracts.poa import GrantRecord
+from services.poa.store import open_stores
+from tests.support import asked_again, operator_on
+
+GRANTS = 1000
+
+
+async def test_a_grant_read_as_soon_as_it_is_issued_or_revoked_is_that_grant(three_nodes):
+    (first, second, _), password = three_nodes
+    writer, other = await operator_on(first, password), await operator_on(second, password)
+    try:
+        grants, _, _ = await open_stores(writer.jetstream(), replicas=3)
+        elsewhere, _, _ = await open_stores(other.jetstream(), replicas=3)
+        missed = []
+        for i in range(GRANTS):
+            record = _issued(f"acme/p{i % 20}", f"g-{i}")
+            await asked_again(grants.create, record)
+            listed = await asked_again(elsewhere.of_owner, "acme", record.owner)
+            if record not in listed:
+                missed.append(("listed", i))
+            revoked = await asked_again(elsewhere.change, record, _revoked)
+            if not revoked.revoked:
+                missed.append(("revoked", i))
+            found = await asked_again(grants.get, "acme", record.owner, record.id)
+            if found is None or not found.revoked:
+                missed.append(("read", i))
+        assert missed == []
+    finally:
+        await writer.close()
+        await other.close()
+
+
+def _issued(owner: str, grant_id: str) -> GrantRecord:
+    return GrantRecord(
+        id=grant_id,
+        org="acme",
+        owner=owner,
+        delegate=None,
+        parent_id=None,
+        revoked=False,
+        issued_at=datetime(2026, 12, 3, tzinfo=UTC),
+    )
+
+
+def _revoked(record: GrantRecord) -> GrantRecord:
+    return msgspec.structs.replace(record, revoked=True)
