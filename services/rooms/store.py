@@ -13,6 +13,11 @@ Keys in `rooms-lines`:
     claim.<person>.<transport>       a line waiting for its code
     line.<person>.<transport>        a person's connected line, its credential sealed
     address.<transport>.<address>    whose line an address is, for inbound webhooks
+
+A room and a member's way in are written once and never changed, so any replica that holds
+one answers rightly; one that does not may only be behind, so the room is called absent
+only once the stream's leader agrees (`libs.runtime.leader`): a room just made is not a
+404 from another node, and a member's rooms list it at once.
 """
 
 import asyncio
@@ -42,7 +47,8 @@ from libs.contracts.rooms import (
     delivery_subject,
 )
 from libs.runtime.direct import batch_get
-from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
+from libs.runtime.kv import Conflict, Read, Record, current, open_bucket, swap, write_at
+from libs.runtime.leader import exact_reads
 from libs.runtime.service import ensure_stream
 from services.rooms.domain.claims import Claim
 
@@ -69,9 +75,9 @@ _claim = codec.decoder(Claim)
 
 
 class RoomStore:
-    def __init__(self, nc: Client, rooms: KeyValue, lines: KeyValue) -> None:
+    def __init__(self, nc: Client, rooms: KeyValue, lines: KeyValue, exact: Read) -> None:
         self._nc, self._js = nc, nc.jetstream()
-        self._rooms, self._lines = rooms, lines
+        self._rooms, self._lines, self._exact = rooms, lines, exact
 
     # rooms and members
 
@@ -93,19 +99,27 @@ class RoomStore:
 
     async def room_of(self, member: str, room_id: str) -> Room | None:
         """The room, reached through `member`'s membership; None if they are not in it."""
-        if await _get(self._rooms, f"member.{key_token(member)}.{room_id}") is None:
+        if await self._written(f"member.{key_token(member)}.{room_id}") is None:
             return None
         return await self.room(room_id)
 
     async def room(self, room_id: str) -> Room | None:
-        found = await _get(self._rooms, f"room.{room_id}")
-        return None if found is None else _room.decode(found[0])
+        found = await self._written(f"room.{room_id}")
+        return None if found is None else _room.decode(found)
+
+    async def _written(self, key: str) -> bytes | None:
+        """A key written once: from any replica, and from the leader if that one lacks it."""
+        found = await _get(self._rooms, key)
+        if found is not None:
+            return found[0]
+        confirmed = await self._exact(self._rooms, key)
+        return confirmed[0].value if confirmed else None
 
     async def rooms_of(
         self, member: str, *, after: str | None, limit: int
     ) -> tuple[list[Room], str | None]:
         """A page of the member's rooms by room id, and the cursor of the next page."""
-        entries = await current(self._rooms, f"member.{key_token(member)}.*")
+        entries = await self._exact(self._rooms, f"member.{key_token(member)}.*")
         ids = sorted(e.key.rsplit(".", 1)[1] for e in entries)
         ids = [i for i in ids if after is None or i > after]
         page, more = ids[:limit], len(ids) > limit
@@ -378,7 +392,7 @@ async def open_store(nc: Client, *, replicas: int = 1) -> RoomStore:
     lines = await open_bucket(
         js, KeyValueConfig(bucket="rooms-lines", history=2, replicas=replicas)
     )
-    return RoomStore(nc, rooms, lines)
+    return RoomStore(nc, rooms, lines, await exact_reads(rooms))
 
 
 def _subject(org: str, room_id: str) -> str:

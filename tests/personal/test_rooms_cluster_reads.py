@@ -1,0 +1,52 @@
+"""On three nodes any replica may answer a direct get, and one that has not yet applied an
+acknowledged write answers that the key is not there. A room just made is found through
+each member's way in from another node at once, and listed among their rooms: never a 404
+for a room that exists."""
+
+from datetime import UTC, datetime
+
+from libs.contracts.rooms import Member, Room
+from services.rooms.store import open_store
+from tests.support import asked_again, operator_on
+
+ROOMS = 1000
+
+
+async def test_a_room_read_as_soon_as_it_is_made_is_found(three_nodes):
+    (first, _, third), password = three_nodes
+    writer, other = await operator_on(first, password), await operator_on(third, password)
+    try:
+        store = await open_store(writer, replicas=3)
+        elsewhere = await open_store(other, replicas=3)
+        missed = []
+        for i in range(ROOMS):
+            room = _room(f"r-{i:016x}", member=f"acme/p{i % 20}")
+            assert await asked_again(store.create_room, room)
+            if await asked_again(elsewhere.room, room.id) != room:
+                missed.append(("room", i))
+            if await asked_again(elsewhere.room_of, "acme/ada", room.id) != room:
+                missed.append(("room_of", i))
+            listed, _ = await asked_again(_rooms_of, elsewhere, room.members[1].id)
+            if room not in listed:
+                missed.append(("rooms_of", i))
+        assert missed == []
+        assert await elsewhere.room_of("acme/bob", room.id) is None  # not a member
+        assert await elsewhere.room("r-never-made") is None
+    finally:
+        await writer.close()
+        await other.close()
+
+
+def _rooms_of(store, member: str):
+    return store.rooms_of(member, after=None, limit=200)
+
+
+def _room(room_id: str, *, member: str) -> Room:
+    return Room(
+        id=room_id,
+        org="acme",
+        scope="org",
+        title="team",
+        members=(Member(kind="human", id="acme/ada"), Member(kind="human", id=member)),
+        created_at=datetime(2026, 12, 3, tzinfo=UTC),
+    )
