@@ -18,12 +18,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import msgspec
+from nats.js import JetStreamContext
 from nats.js.errors import APIError
 from nats.js.kv import KeyValue
 
 from libs.runtime.kv import GONE, Read, catching_up, current, current_and_newest, is_filter
 
-__all__ = ["caught_up", "exact_reads", "latest"]
+__all__ = ["caught_up", "exact_reads", "latest", "newest_seq"]
 
 T = TypeVar("T")
 
@@ -65,19 +66,27 @@ async def latest(kv: KeyValue, *keys: str) -> list[KeyValue.Entry]:
     return [entry for entries in found for entry in entries]
 
 
-async def caught_up(read: Callable[[], Awaitable[tuple[T, int]]], newest: int, what: str) -> T:
-    """What `read()` answers (with the newest revision it was read at), asked again until a
-    replica that holds `newest` answers it; a 503 `catching-up` if none does for a second."""
+async def caught_up(read: Callable[[], Awaitable[tuple[T, bool]]], what: str) -> T:
+    """What `read()` answers (with whether the replica that answered holds what the leader
+    held before it), asked again until one that does answers; a 503 `catching-up` if none
+    does for a second."""
     for _ in range(_CATCH_UP_TRIES):
-        answer, held = await read()
-        if held >= newest:
+        answer, holds = await read()
+        if holds:
             return answer
         await asyncio.sleep(_CATCH_UP_S)
     raise catching_up(f"{what} is still being copied")
 
 
+async def newest_seq(js: JetStreamContext, stream: str, subject: str) -> int:
+    """The sequence of the newest message on `subject` (or under a filter) that `stream`'s
+    leader holds; 0 if none."""
+    stored = await _leader_last(js, stream, subject)
+    return 0 if stored is None else stored.seq
+
+
 async def _at(kv: KeyValue, key: str) -> list[KeyValue.Entry]:
-    stored = await _last(kv, key)
+    stored = await _leader_last(kv._js, kv._stream, f"{kv._pre}{key}")
     if stored is None or (stored.hdrs and _operation(b64decode(stored.hdrs)) in GONE):
         return []
     entry = KeyValue.Entry(
@@ -96,20 +105,23 @@ async def _under(kv: KeyValue, keys: str) -> list[KeyValue.Entry]:
     """Every entry under the filter `keys`, read from a replica that holds the newest
     message under it that the leader holds (a deletion's marker too, so a key just deleted
     is not read back from a replica that has not applied the deletion)."""
-    newest = await _last(kv, keys)
-    return await caught_up(
-        lambda: current_and_newest(kv, keys), 0 if newest is None else newest.seq, keys
-    )
+    newest = await newest_seq(kv._js, kv._stream, f"{kv._pre}{keys}")
+
+    async def read() -> tuple[list[KeyValue.Entry], bool]:
+        entries, held = await current_and_newest(kv, keys)
+        return entries, held >= newest
+
+    return await caught_up(read, keys)
 
 
-async def _last(kv: KeyValue, keys: str) -> _StoredMsg | None:
-    """The newest message under `keys` (a key or a filter) as the stream's leader holds it,
-    a deletion's marker included; None if it holds none."""
+async def _leader_last(js: JetStreamContext, stream: str, subject: str) -> _StoredMsg | None:
+    """The newest message on `subject` (or under a filter) as the stream's leader holds it,
+    a KV deletion's marker included; None if it holds none."""
     # The JetStream API's message get, asked and decoded here: nats-py's `get_msg` parses
     # each reply's headers with the email package, a large part of a decision's time.
-    api = f"{kv._js._prefix}.STREAM.MSG.GET.{kv._stream}"
-    request = msgspec.json.encode({"last_by_subj": f"{kv._pre}{keys}"})
-    reply = _reply((await kv._js._nc.request(api, request, timeout=_TIMEOUT_S)).data)
+    api = f"{js._prefix}.STREAM.MSG.GET.{stream}"
+    request = msgspec.json.encode({"last_by_subj": subject})
+    reply = _reply((await js._nc.request(api, request, timeout=_TIMEOUT_S)).data)
     if reply.message is None:
         error = reply.error or {"code": 500, "description": f"{api}: an empty reply"}
         if error.get("err_code") == _NO_MESSAGE_FOUND:

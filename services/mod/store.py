@@ -113,14 +113,15 @@ class ModStore:
         holds the newest version, read as `layer` reads it."""
         kv = self._layers
 
-        async def read() -> tuple[list[Msg], int]:
+        _, newest = await self.layer(key)
+
+        async def read() -> tuple[list[Msg], bool]:
             found, _ = await batch_get(
                 kv._js._nc, kv._stream, {"seq": 1, "next_by_subj": f"{kv._pre}{key}", "batch": 64}
             )
-            return found, int(found[-1].headers["Nats-Sequence"]) if found else 0
+            return found, (int(found[-1].headers["Nats-Sequence"]) if found else 0) >= newest
 
-        _, newest = await self.layer(key)
-        found = await caught_up(read, newest, f"the versions of {key}")
+        found = await caught_up(read, f"the versions of {key}")
         return [
             (int(m.headers["Nats-Sequence"]), _stored.decode(m.data))
             for m in reversed(found)

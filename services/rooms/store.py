@@ -23,9 +23,11 @@ only once the stream's leader agrees (`libs.runtime.leader`): a room just made i
 import asyncio
 import contextlib
 from collections.abc import Callable
+from functools import partial
 
 import msgspec
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js.api import KeyValueConfig
 from nats.js.errors import KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
@@ -48,7 +50,7 @@ from libs.contracts.rooms import (
 )
 from libs.runtime.direct import batch_get
 from libs.runtime.kv import Conflict, Read, Record, current, open_bucket, swap, write_at
-from libs.runtime.leader import exact_reads
+from libs.runtime.leader import caught_up, exact_reads, newest_seq
 from libs.runtime.service import ensure_stream
 from services.rooms.domain.claims import Claim
 
@@ -75,9 +77,12 @@ _claim = codec.decoder(Claim)
 
 
 class RoomStore:
-    def __init__(self, nc: Client, rooms: KeyValue, lines: KeyValue, exact: Read) -> None:
+    def __init__(
+        self, nc: Client, rooms: KeyValue, lines: KeyValue, exact: Read, *, replicated: bool
+    ) -> None:
         self._nc, self._js = nc, nc.jetstream()
         self._rooms, self._lines, self._exact = rooms, lines, exact
+        self._replicated = replicated  # the history's stream: a page is read as caught up
 
     # rooms and members
 
@@ -156,11 +161,17 @@ class RoomStore:
     async def message(
         self, org: str, room_id: str, seq: int, *, reader: str | None = None
     ) -> Message | None:
-        """Message `seq` of the room, if it is the members' or `reader`'s alone."""
+        """Message `seq` of the room, if it is the members' or `reader`'s alone. A message
+        is stored once and never changed, so any replica holding it answers rightly; one
+        that does not may only be behind, so the stream's leader is asked before it is
+        called absent."""
         try:
             raw = await self._js.get_msg(ROOMS.name, seq, direct=True)
         except NotFoundError:
-            return None
+            try:
+                raw = await self._js.get_msg(ROOMS.name, seq)
+            except NotFoundError:
+                return None
         readable = {_subject(org, room_id), *([_private(org, room_id, reader)] if reader else [])}
         if raw.subject not in readable or raw.data is None:
             return None
@@ -171,21 +182,36 @@ class RoomStore:
     ) -> tuple[list[Message], bool]:
         """Up to `limit` messages after seq `after`, oldest first, and whether there are
         more: the members' and, with `reader`, what is for that reader alone (each one
-        batched direct get of its own subject, so nothing of another's is ever read)."""
+        batched direct get of its own subject, so nothing of another's is ever read).
+
+        On a replicated stream, a page is read from a replica that holds, on each subject,
+        the newest message the leader held when the read began (or more than one page
+        holds): a message just stored is in the page that ends the history."""
         subjects = [_subject(org, room_id), *([_private(org, room_id, reader)] if reader else [])]
-        pages = await asyncio.gather(
-            *(
-                batch_get(
-                    self._nc, ROOMS.name, {"seq": after + 1, "next_by_subj": s, "batch": limit}
+
+        async def read() -> list[tuple[list[Msg], int]]:
+            return await asyncio.gather(
+                *(
+                    batch_get(
+                        self._nc, ROOMS.name, {"seq": after + 1, "next_by_subj": s, "batch": limit}
+                    )
+                    for s in subjects
                 )
-                for s in subjects
             )
-        )
+
+        if self._replicated:
+            newest = await asyncio.gather(*(newest_seq(self._js, ROOMS.name, s) for s in subjects))
+
+            async def held() -> tuple[list[tuple[list[Msg], int]], bool]:
+                pages = await read()
+                return pages, all(map(partial(_holds, after), pages, newest))
+
+            pages = await caught_up(held, f"the history of {room_id}")
+        else:
+            pages = await read()
         found = sorted(
             (
-                msgspec.structs.replace(
-                    _message.decode(m.data), seq=int(m.headers["Nats-Sequence"])
-                )
+                msgspec.structs.replace(_message.decode(m.data), seq=_seq(m))
                 for msgs, _ in pages
                 for m in msgs
             ),
@@ -392,7 +418,21 @@ async def open_store(nc: Client, *, replicas: int = 1) -> RoomStore:
     lines = await open_bucket(
         js, KeyValueConfig(bucket="rooms-lines", history=2, replicas=replicas)
     )
-    return RoomStore(nc, rooms, lines, await exact_reads(rooms))
+    history = await js.stream_info(ROOMS.name)
+    return RoomStore(
+        nc, rooms, lines, await exact_reads(rooms), replicated=history.config.num_replicas > 1
+    )
+
+
+def _holds(after: int, page: tuple[list[Msg], int], newest: int) -> bool:
+    """Whether a page read after `after` holds the subject's `newest` message, or is one of
+    several pages (the next holds it)."""
+    msgs, more = page
+    return more > 0 or newest <= after or (bool(msgs) and _seq(msgs[-1]) >= newest)
+
+
+def _seq(msg: Msg) -> int:
+    return int(msg.headers["Nats-Sequence"])
 
 
 def _subject(org: str, room_id: str) -> str:
