@@ -41,6 +41,9 @@ T = TypeVar("T")
 
 _log = logging.getLogger(__name__)
 _BATCH = 256
+# A cluster elects each consumer's leader within seconds of starting; a durable still not
+# there after this is not coming (a permission refused is never answered, only timed out).
+_SUBSCRIBE_WITHIN_S = 10.0
 SYSTEM_ORG = "tether"  # the chain of what belongs to no org: the system's own acts
 DEAD_LETTERS = Counter(
     "tether_dead_letters", "Messages parked after every retry failed, by reader.", ["durable"]
@@ -132,13 +135,8 @@ class Consumer(Generic[T]):
             max_ack_pending=self._pending,
             filter_subjects=self._subjects if len(self._subjects) > 1 else None,
         )
-        sub = await self._js.pull_subscribe(
-            self._subjects[0] if len(self._subjects) == 1 else "",
-            durable=self._durable,
-            stream=self._stream,
-            config=config,
-        )
-        while not self._stop.is_set():
+        sub = await self._subscribed(config)
+        while sub is not None and not self._stop.is_set():
             try:
                 msgs = await sub.fetch(min(self._pending, _BATCH), timeout=wait)
             except TimeoutError:  # nothing new
@@ -163,7 +161,31 @@ class Consumer(Generic[T]):
                 self._tasks.add(task)
                 task.add_done_callback(self._done)
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await sub.unsubscribe()
+        if sub is not None:
+            await sub.unsubscribe()
+
+    async def _subscribed(self, config: ConsumerConfig) -> JetStreamContext.PullSubscription | None:
+        """The durable, made or found. Asked again while the bus or the consumer's leader is
+        away (a cluster starting elects one per consumer), each failure said in one line,
+        for `_SUBSCRIBE_WITHIN_S`; past that the reader stops, and its service with it,
+        loudly (a durable it may not make never answers at all). None if stopped first."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _SUBSCRIBE_WITHIN_S
+        while not self._stop.is_set():
+            try:
+                return await self._js.pull_subscribe(
+                    self._subjects[0] if len(self._subjects) == 1 else "",
+                    durable=self._durable,
+                    stream=self._stream,
+                    config=config,
+                )
+            except AWAY as exc:
+                if loop.time() > deadline:
+                    raise
+                extra = {"durable": self._durable, "error": repr(exc)}
+                _log.warning("subscribe failed", extra=extra)
+                await asyncio.sleep(0.5)
+        return None
 
     def stop(self) -> None:
         self._stop.set()

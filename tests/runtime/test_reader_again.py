@@ -7,9 +7,10 @@ import nats.errors
 import pytest
 from nats.js.errors import ServiceUnavailableError
 
-from libs.runtime.bus import NotSent
+from libs.runtime.bus import NotSent, connecting, let_go
 from libs.runtime.consumer import Consumer, Retry
 from tests.personal.conftest import eventually
+from tests.support import Bus
 
 
 @pytest.mark.parametrize(
@@ -83,6 +84,43 @@ async def test_a_pull_no_one_answers_is_asked_again_and_logged_without_a_trace(o
         reader.stop()
         await reading
         await js.delete_stream(stream)
+
+
+async def test_a_reader_started_while_the_bus_is_away_subscribes_once_it_is_back(tmp_path, caplog):
+    """A reader whose durable cannot be made or found yet (its server away; on a cluster
+    starting, the consumer's leader not elected) asks again, saying why in one line, and
+    reads once it is there: a cluster's start stopped a service on it, to be started again."""
+    bus = Bus(tmp_path)
+    nc, connected = await connecting(bus.url, user="", password="", name="reader-again")
+    await connected
+    js, handled = nc.jetstream(), []
+    await js.add_stream(name="AWAY", subjects=["away.said"])
+    reader = Consumer(
+        js, stream="AWAY", durable="d", subjects=["away.said"], read=lambda m: m.data,
+        handle=lambda data: asyncio.sleep(0, handled.append(data)),
+    )  # fmt: skip
+    reading = None
+    try:
+        await bus.stop()
+        await eventually(lambda: asyncio.sleep(0, not nc.is_connected))
+        reading = asyncio.create_task(reader.run(wait=0.1))
+        await eventually(lambda: asyncio.sleep(0, _said(caplog, "subscribe failed")))
+        await bus.start()
+        await eventually(lambda: asyncio.sleep(0, nc.is_connected))
+        await js.publish("away.said", b"one")
+        await eventually(lambda: asyncio.sleep(0, handled == [b"one"]))
+        for failed in _said(caplog, "subscribe failed"):
+            assert failed.exc_info is None and "NotSent" in failed.error
+    finally:
+        reader.stop()
+        if reading is not None:
+            await reading
+        await let_go(nc)
+        await bus.stop()
+
+
+def _said(caplog, message: str) -> list:
+    return [r for r in caplog.records if r.getMessage() == message]
 
 
 async def _made(js, stream: str) -> bool:
