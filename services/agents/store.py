@@ -21,7 +21,8 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.agents import METER, Agent, Persona, Preferences
 from libs.contracts.base import key_token
-from libs.runtime.kv import Conflict, current, open_bucket, swap, write_at
+from libs.runtime.kv import Conflict, Read, current, open_bucket, swap, write_at
+from libs.runtime.leader import exact_reads
 from libs.runtime.service import ensure_stream
 from services.agents.domain.meter import MeterMonth
 from services.agents.domain.roster import Roster
@@ -50,8 +51,8 @@ _meter = codec.decoder(MeterMonth)
 
 
 class AgentStore:
-    def __init__(self, js: JetStreamContext, buckets: dict[str, KeyValue]) -> None:
-        self.js = js
+    def __init__(self, js: JetStreamContext, buckets: dict[str, KeyValue], exact: Read) -> None:
+        self.js, self._exact = js, exact
         self._agents = buckets["agents"]
         self._personas = buckets["agents-personas"]
         self._preferences = buckets["agents-preferences"]
@@ -59,7 +60,7 @@ class AgentStore:
         self._making = buckets["agents-making"]
 
     async def personal(self, org: str, user: str) -> Agent | None:
-        found = await _get(self._agents, f"personal.{org}.{key_token(user)}")
+        found = await self._get(self._agents, f"personal.{org}.{key_token(user)}")
         return None if found is None else _agent.decode(found)
 
     async def create_personal(self, agent: Agent) -> bool:
@@ -71,7 +72,7 @@ class AgentStore:
         return len(await current(self._agents, f"personal.{org}.*"))
 
     async def org_agent(self, org: str, agent_id: str) -> Agent | None:
-        found = await _get(self._agents, f"org.{org}.{key_token(agent_id)}")
+        found = await self._get(self._agents, f"org.{org}.{key_token(agent_id)}")
         return None if found is None else _agent.decode(found)
 
     async def create_org_agent(self, agent: Agent) -> bool:
@@ -84,14 +85,14 @@ class AgentStore:
         return await self.org_agent(agent.org, agent.id)
 
     async def making(self, key: str) -> Making | None:
-        found = await _get(self._making, key)
+        found = await self._get(self._making, key)
         return None if found is None else _making.decode(found)
 
     async def note_making(self, key: str, making: Making) -> None:
         await self._making.put(key, codec.encode(making))
 
     async def roster(self, org: str) -> Roster:
-        found = await _get(self._agents, f"roster.{org}")
+        found = await self._get(self._agents, f"roster.{org}")
         return Roster() if found is None else _roster.decode(found)
 
     async def change_roster(self, org: str, change: Callable[[Roster], Roster]) -> Roster:
@@ -102,7 +103,7 @@ class AgentStore:
         return after
 
     async def plan(self, org: str) -> str:
-        found = await _get(self._agents, f"plan.{org}")
+        found = await self._get(self._agents, f"plan.{org}")
         return "free" if found is None else found.decode()
 
     async def set_plan(self, org: str, plan: str) -> None:
@@ -114,21 +115,21 @@ class AgentStore:
 
     async def persona(self, org: str, name: str) -> Persona | None:
         """The org's own persona `name`, read alone (an agent wears one, not the library)."""
-        found = await _get(self._personas, f"{org}.{name}")
+        found = await self._get(self._personas, f"{org}.{name}")
         return None if found is None else _persona.decode(found)
 
     async def put_persona(self, org: str, persona: Persona) -> None:
         await self._personas.put(f"{org}.{persona.name}", codec.encode(persona))
 
     async def preferences(self, org: str, user: str) -> Preferences:
-        found = await _get(self._preferences, f"{org}.{key_token(user)}")
+        found = await self._get(self._preferences, f"{org}.{key_token(user)}")
         return Preferences() if found is None else _preferences.decode(found)
 
     async def put_preferences(self, org: str, user: str, preferences: Preferences) -> None:
         await self._preferences.put(f"{org}.{key_token(user)}", codec.encode(preferences))
 
     async def meter(self, org: str, month: str) -> MeterMonth:
-        found = await _get(self._meter, f"{org}.{month}")
+        found = await self._get(self._meter, f"{org}.{month}")
         return MeterMonth(month=month) if found is None else _meter.decode(found)
 
     async def change_meter(
@@ -143,6 +144,15 @@ class AgentStore:
             default=MeterMonth(month=month),
         )
 
+    async def _get(self, kv: KeyValue, key: str) -> bytes | None:
+        """`key` from any replica; one that lacks it may only be behind, so an absence is
+        asked of the stream's leader before it is believed: a person's agent just made is
+        never a 404 from another node, and a create that lost to another always finds it."""
+        found = await _any_replica(kv, key)
+        if found is None and (confirmed := await self._exact(kv, key)):
+            found = confirmed[0].value or None
+        return found
+
 
 async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
     buckets = {
@@ -154,10 +164,11 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
         KeyValueConfig(bucket="agents-making", history=1, ttl=MAKING_KEPT_S, replicas=replicas),
     )
     await ensure_stream(js, METER, replicas=replicas)
-    return AgentStore(js, buckets)
+    # The buckets are made alike, so their replicas call for one way of reading them exactly.
+    return AgentStore(js, buckets, await exact_reads(buckets["agents"]))
 
 
-async def _get(kv: KeyValue, key: str) -> bytes | None:
+async def _any_replica(kv: KeyValue, key: str) -> bytes | None:
     try:
         entry = await kv.get(key)
     except KeyNotFoundError:
