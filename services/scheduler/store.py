@@ -16,7 +16,6 @@ from nats.js.api import KeyValueConfig, StreamConfig
 from nats.js.errors import (
     APIError,
     BadRequestError,
-    KeyNotFoundError,
     NotFoundError,
 )
 from nats.js.kv import KeyValue
@@ -24,7 +23,8 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.scheduler import ENGINE, Fired, Timer
 from libs.contracts.streams import timer_subject
-from libs.runtime.kv import Conflict, current, led, open_bucket, swap
+from libs.runtime.kv import Conflict, Read, led, open_bucket, swap
+from libs.runtime.leader import exact_reads
 from libs.runtime.service import ensure_shared_streams
 
 __all__ = ["Due", "Engine", "Timers", "due", "open_store"]
@@ -53,19 +53,18 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> tuple["Timer
         await js.update_stream(engine)
     await led(js, ENGINE.name)
     await ensure_shared_streams(js, ("TIMERS",), replicas=replicas)
-    return Timers(js, kv), Engine(js)
+    return Timers(js, kv, await exact_reads(kv)), Engine(js)
 
 
 class Timers:
-    def __init__(self, js: JetStreamContext, kv: KeyValue) -> None:
-        self._js, self._kv = js, kv
+    def __init__(self, js: JetStreamContext, kv: KeyValue, exact: Read) -> None:
+        self._js, self._kv, self._exact = js, kv, exact
 
     async def get(self, owner: str, key: str) -> Timer | None:
-        try:
-            entry = await self._kv.get(f"{owner}.{key}")
-        except KeyNotFoundError:
-            return None
-        return _timer.decode(entry.value) if entry.value else None
+        """The timer with every acknowledged change in it (through the stream's leader on a
+        replicated bucket): a timer just scheduled is there to cancel from any node."""
+        found = await self._exact(self._kv, f"{owner}.{key}")
+        return _timer.decode(found[0].value) if found and found[0].value else None
 
     async def change(
         self, owner: str, key: str, change: Callable[[Timer | None], Timer | None]
@@ -78,6 +77,7 @@ class Timers:
             decode=lambda raw: _timer.decode(raw) if raw else None,
             default=None,
             write=self._put,
+            read=self._exact,
         )
 
     async def _put(self, timer: Timer | None, revision: int) -> int:
@@ -97,7 +97,7 @@ class Timers:
         return ack.seq
 
     async def of_owner(self, owner: str, prefix: str) -> list[Timer]:
-        timers = [_timer.decode(e.value) for e in await current(self._kv, f"{owner}.>")]
+        timers = [_timer.decode(e.value) for e in await self._exact(self._kv, f"{owner}.>")]
         return [t for t in timers if t.key.startswith(prefix)]
 
 
