@@ -24,7 +24,7 @@ from nats.js.kv import KeyValue
 
 from libs.runtime.kv import GONE, Read, catching_up, current, current_and_newest, is_filter
 
-__all__ = ["caught_up", "exact_reads", "latest", "newest_seq"]
+__all__ = ["caught_up", "exact_reads", "latest", "newest_seq", "seen"]
 
 T = TypeVar("T")
 
@@ -64,6 +64,15 @@ async def latest(kv: KeyValue, *keys: str) -> list[KeyValue.Entry]:
     together."""
     found = await asyncio.gather(*(_under(kv, k) if is_filter(k) else _at(kv, k) for k in keys))
     return [entry for entries in found for entry in entries]
+
+
+async def seen(kv: KeyValue, key: str, exact: Read) -> bytes | None:
+    """The value at `key` from whichever replica answers, or, where that one has none, as
+    `exact` reads it. A replica may be behind, never ahead, so for a key written once and
+    never changed (a room, an agent) only an absence needs the leader's word: the hot path
+    stays one direct get."""
+    found = await current(kv, key) or await exact(kv, key)
+    return found[0].value if found else None
 
 
 async def caught_up(read: Callable[[], Awaitable[tuple[T, bool]]], what: str) -> T:

@@ -15,14 +15,13 @@ from collections.abc import Callable
 import msgspec
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
-from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.agents import METER, Agent, Persona, Preferences
 from libs.contracts.base import key_token
 from libs.runtime.kv import Conflict, Read, current, open_bucket, swap, write_at
-from libs.runtime.leader import exact_reads
+from libs.runtime.leader import exact_reads, seen
 from libs.runtime.service import ensure_stream
 from services.agents.domain.meter import MeterMonth
 from services.agents.domain.roster import Roster
@@ -145,13 +144,10 @@ class AgentStore:
         )
 
     async def _get(self, kv: KeyValue, key: str) -> bytes | None:
-        """`key` from any replica; one that lacks it may only be behind, so an absence is
-        asked of the stream's leader before it is believed: a person's agent just made is
-        never a 404 from another node, and a create that lost to another always finds it."""
-        found = await _any_replica(kv, key)
-        if found is None and (confirmed := await self._exact(kv, key)):
-            found = confirmed[0].value or None
-        return found
+        """`key` from any replica, an absence from the stream's leader: a person's agent
+        just made is never a 404 from another node, and a create that lost to another
+        always finds it."""
+        return await seen(kv, key, self._exact) or None
 
 
 async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
@@ -166,14 +162,6 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
     await ensure_stream(js, METER, replicas=replicas)
     # The buckets are made alike, so their replicas call for one way of reading them exactly.
     return AgentStore(js, buckets, await exact_reads(buckets["agents"]))
-
-
-async def _any_replica(kv: KeyValue, key: str) -> bytes | None:
-    try:
-        entry = await kv.get(key)
-    except KeyNotFoundError:
-        return None
-    return entry.value or None
 
 
 async def _create(kv: KeyValue, key: str, value: msgspec.Struct) -> bool:

@@ -50,7 +50,7 @@ from libs.contracts.rooms import (
 )
 from libs.runtime.direct import batch_get
 from libs.runtime.kv import Conflict, Read, Record, current, open_bucket, swap, write_at
-from libs.runtime.leader import caught_up, exact_reads, newest_seq
+from libs.runtime.leader import caught_up, exact_reads, newest_seq, seen
 from libs.runtime.service import ensure_stream
 from services.rooms.domain.claims import Claim
 
@@ -104,21 +104,13 @@ class RoomStore:
 
     async def room_of(self, member: str, room_id: str) -> Room | None:
         """The room, reached through `member`'s membership; None if they are not in it."""
-        if await self._written(f"member.{key_token(member)}.{room_id}") is None:
+        if await seen(self._rooms, f"member.{key_token(member)}.{room_id}", self._exact) is None:
             return None
         return await self.room(room_id)
 
     async def room(self, room_id: str) -> Room | None:
-        found = await self._written(f"room.{room_id}")
+        found = await seen(self._rooms, f"room.{room_id}", self._exact)
         return None if found is None else _room.decode(found)
-
-    async def _written(self, key: str) -> bytes | None:
-        """A key written once: from any replica, and from the leader if that one lacks it."""
-        found = await _get(self._rooms, key)
-        if found is not None:
-            return found[0]
-        confirmed = await self._exact(self._rooms, key)
-        return confirmed[0].value if confirmed else None
 
     async def rooms_of(
         self, member: str, *, after: str | None, limit: int
