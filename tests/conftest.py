@@ -32,7 +32,7 @@ from services.poa.main import serve as serve_poa
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
 from services.scheduler.main import serve as serve_scheduler
-from tests.support import KEY, LINES_KEY, TEST_SERVICES, serving
+from tests.support import KEY, LINES_KEY, TEST_SERVICES, operator_on, serving
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -76,6 +76,17 @@ def three_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list
         yield urls, password
     finally:
         stop_all(procs)
+
+
+@pytest.fixture
+async def two_nodes(three_nodes) -> AsyncIterator[tuple[nats.NATS, nats.NATS]]:
+    """The operator connected to two nodes of `three_nodes`: one that writes, and another,
+    whose direct gets a replica behind the leader may answer."""
+    (first, _, third), password = three_nodes
+    writer, other = await operator_on(first, password), await operator_on(third, password)
+    yield writer, other
+    await writer.close()
+    await other.close()
 
 
 @pytest.fixture(scope="session")

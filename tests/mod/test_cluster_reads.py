@@ -12,82 +12,67 @@ from functools import partial
 from libs.contracts import codec
 from libs.contracts.mod import DraftEvent, HeldDrafts, Installed, Manifest
 from services.mod.store import InstallRecord, Stored, layer_key, open_store
-from tests.support import asked_again, operator_on
+from tests.support import asked_again
 
 WRITES = 2000  # a direct get missed 16 to 117 of 3,000 such reads (bench/exact_reads.py)
 
 
-async def test_a_layer_read_as_soon_as_it_is_written_is_that_write(three_nodes):
-    (first, _, third), password = three_nodes
-    writer, other = await operator_on(first, password), await operator_on(third, password)
-    try:
-        stores = [
-            await open_store(nc, draft_ttl=timedelta(hours=1), replicas=3) for nc in (writer, other)
-        ]
-        key = layer_key("acme", "user", "acme/ada")
-        missed, version = [], 0
-        for i in range(WRITES):
-            version = await asked_again(stores[0].write_layer, key, Stored(), version)
-            if i % 5 == 0 and await asked_again(stores[1].version, key, version) is None:
-                missed.append(("version", i, version))
-            for n, store in enumerate(stores):
-                _, read = await asked_again(store.layer, key)
-                if read != version:
-                    missed.append(("layer", i, n, read, version))
-            if i % 10 == 0:
-                newest = (await asked_again(stores[1].versions, key))[0][0]
-                if newest != version:
-                    missed.append(("versions", i, newest, version))
-        assert missed == []
-    finally:
-        await writer.close()
-        await other.close()
+async def test_a_layer_read_as_soon_as_it_is_written_is_that_write(two_nodes):
+    writer, other = two_nodes
+    stores = [
+        await open_store(nc, draft_ttl=timedelta(hours=1), replicas=3) for nc in (writer, other)
+    ]
+    key = layer_key("acme", "user", "acme/ada")
+    missed, version = [], 0
+    for i in range(WRITES):
+        version = await asked_again(stores[0].write_layer, key, Stored(), version)
+        if i % 5 == 0 and await asked_again(stores[1].version, key, version) is None:
+            missed.append(("version", i, version))
+        for n, store in enumerate(stores):
+            _, read = await asked_again(store.layer, key)
+            if read != version:
+                missed.append(("layer", i, n, read, version))
+        if i % 10 == 0:
+            newest = (await asked_again(stores[1].versions, key))[0][0]
+            if newest != version:
+                missed.append(("versions", i, newest, version))
+    assert missed == []
 
 
-async def test_drafts_read_as_soon_as_they_change_are_that_change(three_nodes):
-    (first, second, _), password = three_nodes
-    writer, other = await operator_on(first, password), await operator_on(second, password)
-    try:
-        store = await open_store(writer, draft_ttl=timedelta(hours=1), replicas=3)
-        elsewhere = await open_store(other, draft_ttl=timedelta(hours=1), replicas=3)
-        key = layer_key("acme", "user", "acme/bob")
-        missed = []
-        for i in range(WRITES):
-            change = partial(store.change_drafts, key, _writer_is(f"w{i}"), record=None)
-            _, after = await asked_again(change)
-            if await asked_again(elsewhere.drafts, key) != after:
-                missed.append(i)
-        assert missed == []
-    finally:
-        await writer.close()
-        await other.close()
+async def test_drafts_read_as_soon_as_they_change_are_that_change(two_nodes):
+    writer, other = two_nodes
+    store = await open_store(writer, draft_ttl=timedelta(hours=1), replicas=3)
+    elsewhere = await open_store(other, draft_ttl=timedelta(hours=1), replicas=3)
+    key = layer_key("acme", "user", "acme/bob")
+    missed = []
+    for i in range(WRITES):
+        change = partial(store.change_drafts, key, _writer_is(f"w{i}"), record=None)
+        _, after = await asked_again(change)
+        if await asked_again(elsewhere.drafts, key) != after:
+            missed.append(i)
+    assert missed == []
 
 
-async def test_installs_read_as_soon_as_they_change_are_that_change(three_nodes):
-    (first, second, _), password = three_nodes
-    writer, other = await operator_on(first, password), await operator_on(second, password)
-    try:
-        store = await open_store(writer, draft_ttl=timedelta(hours=1), replicas=3)
-        elsewhere = await open_store(other, draft_ttl=timedelta(hours=1), replicas=3)
-        prefix = layer_key("acme", "org", "acme/ada")
-        key = f"{prefix}.acme.tool"
-        missed = []
-        for i in range(WRITES):
-            record = _installed_at(datetime(2026, 12, 3, tzinfo=UTC) + timedelta(seconds=i))
-            await asked_again(store.install, key, record)
-            found = [value for _, value in await asked_again(elsewhere.installed, prefix)]
-            if found != [codec.encode(record)]:
-                missed.append(("installed", i))
-            if i % 10 == 0:
-                uninstall = partial(elsewhere.uninstall, key, record=_unrecorded)
-                if not await asked_again(uninstall):
-                    missed.append(("uninstall", i))
-                if await asked_again(store.installed, prefix) != []:
-                    missed.append(("uninstalled", i))
-        assert missed == []
-    finally:
-        await writer.close()
-        await other.close()
+async def test_installs_read_as_soon_as_they_change_are_that_change(two_nodes):
+    writer, other = two_nodes
+    store = await open_store(writer, draft_ttl=timedelta(hours=1), replicas=3)
+    elsewhere = await open_store(other, draft_ttl=timedelta(hours=1), replicas=3)
+    prefix = layer_key("acme", "org", "acme/ada")
+    key = f"{prefix}.acme.tool"
+    missed = []
+    for i in range(WRITES):
+        record = _installed_at(datetime(2026, 12, 3, tzinfo=UTC) + timedelta(seconds=i))
+        await asked_again(store.install, key, record)
+        found = [value for _, value in await asked_again(elsewhere.installed, prefix)]
+        if found != [codec.encode(record)]:
+            missed.append(("installed", i))
+        if i % 10 == 0:
+            uninstall = partial(elsewhere.uninstall, key, record=_unrecorded)
+            if not await asked_again(uninstall):
+                missed.append(("uninstall", i))
+            if await asked_again(store.installed, prefix) != []:
+                missed.append(("uninstalled", i))
+    assert missed == []
 
 
 def _unrecorded(*_: object) -> contextlib.nullcontext[None]:

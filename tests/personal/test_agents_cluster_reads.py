@@ -7,25 +7,20 @@ from datetime import UTC, datetime
 
 from services.agents.domain.roster import personal_agent
 from services.agents.store import open_store
-from tests.support import asked_again, operator_on
+from tests.support import asked_again
 
 AGENTS = 3000  # a replica behind missed none of the first 2,000 in two runs, 4 and 19 after
 
 
-async def test_an_agent_read_as_soon_as_it_is_made_is_found(three_nodes):
-    (first, _, third), password = three_nodes
-    writer, other = await operator_on(first, password), await operator_on(third, password)
-    try:
-        store = await open_store(writer.jetstream(), replicas=3)
-        elsewhere = await open_store(other.jetstream(), replicas=3)
-        missed = []
-        for i in range(AGENTS):
-            agent = personal_agent(f"acme/p{i}", "self", datetime(2026, 12, 3, tzinfo=UTC))
-            assert await asked_again(store.create_personal, agent)
-            if await asked_again(elsewhere.personal, "acme", f"acme/p{i}") != agent:
-                missed.append(i)
-        assert missed == []
-        assert await elsewhere.personal("acme", "acme/never-made") is None
-    finally:
-        await writer.close()
-        await other.close()
+async def test_an_agent_read_as_soon_as_it_is_made_is_found(two_nodes):
+    writer, other = two_nodes
+    store = await open_store(writer.jetstream(), replicas=3)
+    elsewhere = await open_store(other.jetstream(), replicas=3)
+    missed = []
+    for i in range(AGENTS):
+        agent = personal_agent(f"acme/p{i}", "self", datetime(2026, 12, 3, tzinfo=UTC))
+        assert await asked_again(store.create_personal, agent)
+        if await asked_again(elsewhere.personal, "acme", f"acme/p{i}") != agent:
+            missed.append(i)
+    assert missed == []
+    assert await elsewhere.personal("acme", "acme/never-made") is None

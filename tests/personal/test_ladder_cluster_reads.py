@@ -9,39 +9,34 @@ import msgspec
 
 from libs.contracts.ladder import PendingWindow
 from services.ladder.store import Held, open_store
-from tests.support import asked_again, operator_on
+from tests.support import asked_again
 
 WINDOWS = 1000  # each leaves its open window's key; a batched read answers 1,024 of them
 
 
-async def test_a_window_read_as_soon_as_it_opens_or_closes_is_that_window(three_nodes):
+async def test_a_window_read_as_soon_as_it_opens_or_closes_is_that_window(two_nodes):
     """Each window is opened, and the one before it stopped, then read from another node:
     the org's open windows are the new one alone, as are its person's."""
-    (first, _, third), password = three_nodes
-    writer, other = await operator_on(first, password), await operator_on(third, password)
-    try:
-        store = await open_store(writer, replicas=3)
-        elsewhere = await open_store(other, replicas=3)
-        missed, before = [], None
-        for i in range(WINDOWS):
-            held = _window(f"acme/p{i % 20}", f"w-{i}")
-            person, window_id = held.person, held.window.id
-            await asked_again(store.hold, held)
-            if before is not None:
-                await asked_again(store.change_window, *before, _stopped)
-            if await asked_again(elsewhere.open_in, "acme") != [(person, window_id)]:
-                missed.append(("open_in", i))
-            listed = await asked_again(elsewhere.windows, person)
-            if [h.window.id for h in listed if h.window.state == "open"] != [window_id]:
-                missed.append(("windows", i))
-            found = await asked_again(elsewhere.held, person, window_id)
-            if found is None or found.window.state != "open":
-                missed.append(("held", i))
-            before = (person, window_id)
-        assert missed == []
-    finally:
-        await writer.close()
-        await other.close()
+    writer, other = two_nodes
+    store = await open_store(writer, replicas=3)
+    elsewhere = await open_store(other, replicas=3)
+    missed, before = [], None
+    for i in range(WINDOWS):
+        held = _window(f"acme/p{i % 20}", f"w-{i}")
+        person, window_id = held.person, held.window.id
+        await asked_again(store.hold, held)
+        if before is not None:
+            await asked_again(store.change_window, *before, _stopped)
+        if await asked_again(elsewhere.open_in, "acme") != [(person, window_id)]:
+            missed.append(("open_in", i))
+        listed = await asked_again(elsewhere.windows, person)
+        if [h.window.id for h in listed if h.window.state == "open"] != [window_id]:
+            missed.append(("windows", i))
+        found = await asked_again(elsewhere.held, person, window_id)
+        if found is None or found.window.state != "open":
+            missed.append(("held", i))
+        before = (person, window_id)
+    assert missed == []
 
 
 def _window(person: str, window_id: str) -> Held:

@@ -9,34 +9,29 @@ import msgspec
 
 from libs.contracts.poa import GrantRecord
 from services.poa.store import open_stores
-from tests.support import asked_again, operator_on
+from tests.support import asked_again
 
 GRANTS = 1000
 
 
-async def test_a_grant_read_as_soon_as_it_is_issued_or_revoked_is_that_grant(three_nodes):
-    (first, second, _), password = three_nodes
-    writer, other = await operator_on(first, password), await operator_on(second, password)
-    try:
-        grants, _, _ = await open_stores(writer.jetstream(), replicas=3)
-        elsewhere, _, _ = await open_stores(other.jetstream(), replicas=3)
-        missed = []
-        for i in range(GRANTS):
-            record = _issued(f"acme/p{i % 20}", f"g-{i}")
-            await asked_again(grants.create, record)
-            listed = await asked_again(elsewhere.of_owner, "acme", record.owner)
-            if record not in listed:
-                missed.append(("listed", i))
-            revoked = await asked_again(elsewhere.change, record, _revoked)
-            if not revoked.revoked:
-                missed.append(("revoked", i))
-            found = await asked_again(grants.get, "acme", record.owner, record.id)
-            if found is None or not found.revoked:
-                missed.append(("read", i))
-        assert missed == []
-    finally:
-        await writer.close()
-        await other.close()
+async def test_a_grant_read_as_soon_as_it_is_issued_or_revoked_is_that_grant(two_nodes):
+    writer, other = two_nodes
+    grants, _, _ = await open_stores(writer.jetstream(), replicas=3)
+    elsewhere, _, _ = await open_stores(other.jetstream(), replicas=3)
+    missed = []
+    for i in range(GRANTS):
+        record = _issued(f"acme/p{i % 20}", f"g-{i}")
+        await asked_again(grants.create, record)
+        listed = await asked_again(elsewhere.of_owner, "acme", record.owner)
+        if record not in listed:
+            missed.append(("listed", i))
+        revoked = await asked_again(elsewhere.change, record, _revoked)
+        if not revoked.revoked:
+            missed.append(("revoked", i))
+        found = await asked_again(grants.get, "acme", record.owner, record.id)
+        if found is None or not found.revoked:
+            missed.append(("read", i))
+    assert missed == []
 
 
 def _issued(owner: str, grant_id: str) -> GrantRecord:

@@ -12,59 +12,49 @@ from tests.support import asked_again, operator_on
 WRITES = 2000  # bench/exact_reads.py: 16 to 117 of 3,000 direct gets made at once missed
 
 
-async def test_a_read_through_the_leader_sees_every_acknowledged_write(three_nodes):
-    (first, _, third), password = three_nodes
-    writer, other = await operator_on(first, password), await operator_on(third, password)
-    try:
-        kv = await open_bucket(
-            writer.jetstream(), KeyValueConfig(bucket="latest", history=1, replicas=3)
-        )
-        elsewhere = await other.jetstream().key_value("latest")
-        missed = []
-        for i in range(WRITES):
-            written = str(i).encode()
-            revision = await asked_again(kv.put, "level", written)
-            for bucket in (kv, elsewhere):
-                (entry,) = await asked_again(latest, bucket, "level")
-                if (entry.value, entry.revision) != (written, revision):
-                    missed.append((i, entry.value))
-        assert missed == []
+async def test_a_read_through_the_leader_sees_every_acknowledged_write(two_nodes):
+    writer, other = two_nodes
+    kv = await open_bucket(
+        writer.jetstream(), KeyValueConfig(bucket="latest", history=1, replicas=3)
+    )
+    elsewhere = await other.jetstream().key_value("latest")
+    missed = []
+    for i in range(WRITES):
+        written = str(i).encode()
+        revision = await asked_again(kv.put, "level", written)
+        for bucket in (kv, elsewhere):
+            (entry,) = await asked_again(latest, bucket, "level")
+            if (entry.value, entry.revision) != (written, revision):
+                missed.append((i, entry.value))
+    assert missed == []
 
-        await kv.delete("level")
-        assert await latest(kv, "level") == []
-        assert await latest(elsewhere, "level", "never-written") == []
-    finally:
-        await writer.close()
-        await other.close()
+    await kv.delete("level")
+    assert await latest(kv, "level") == []
+    assert await latest(elsewhere, "level", "never-written") == []
 
 
-async def test_a_filter_read_through_the_leader_sees_every_acknowledged_write(three_nodes):
+async def test_a_filter_read_through_the_leader_sees_every_acknowledged_write(two_nodes):
     """Writes and deletions under a filter, each read back under it at once from another
     node: a key just written is there with its value, one just deleted is not."""
-    (first, second, _), password = three_nodes
-    writer, other = await operator_on(first, password), await operator_on(second, password)
-    try:
-        kv = await open_bucket(
-            writer.jetstream(), KeyValueConfig(bucket="filtered", history=1, replicas=3)
-        )
-        elsewhere = await other.jetstream().key_value("filtered")
-        held: dict[str, bytes] = {}
-        missed = []
-        for i in range(WRITES):
-            key = f"open.acme.w{i % 7}"
-            if i % 3 == 2 and key in held:
-                await asked_again(kv.delete, key)
-                del held[key]
-            else:
-                held[key] = str(i).encode()
-                await asked_again(kv.put, key, held[key])
-            read = await asked_again(latest, elsewhere, "open.acme.*", "never.written.*")
-            if {e.key: e.value for e in read} != held:
-                missed.append(i)
-        assert missed == []
-    finally:
-        await writer.close()
-        await other.close()
+    writer, other = two_nodes
+    kv = await open_bucket(
+        writer.jetstream(), KeyValueConfig(bucket="filtered", history=1, replicas=3)
+    )
+    elsewhere = await other.jetstream().key_value("filtered")
+    held: dict[str, bytes] = {}
+    missed = []
+    for i in range(WRITES):
+        key = f"open.acme.w{i % 7}"
+        if i % 3 == 2 and key in held:
+            await asked_again(kv.delete, key)
+            del held[key]
+        else:
+            held[key] = str(i).encode()
+            await asked_again(kv.put, key, held[key])
+        read = await asked_again(latest, elsewhere, "open.acme.*", "never.written.*")
+        if {e.key: e.value for e in read} != held:
+            missed.append(i)
+    assert missed == []
 
 
 async def test_a_bucket_is_read_by_the_replicas_its_stream_has(three_nodes):

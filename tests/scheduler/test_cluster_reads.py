@@ -9,32 +9,27 @@ import msgspec
 
 from libs.contracts.scheduler import Timer
 from services.scheduler.store import open_store
-from tests.support import asked_again, operator_on
+from tests.support import asked_again
 
 TIMERS = 3000  # a replica behind missed none of the first 2,000 reads in some runs
 
 
-async def test_a_timer_read_as_soon_as_it_is_scheduled_is_found_and_canceled(three_nodes):
-    (first, second, _), password = three_nodes
-    writer, other = await operator_on(first, password), await operator_on(second, password)
-    try:
-        timers, _ = await open_store(writer.jetstream(), replicas=3)
-        elsewhere, _ = await open_store(other.jetstream(), replicas=3)
-        missed = []
-        for i in range(TIMERS):
-            timer = _pending(f"w-{i}")
-            await asked_again(timers.change, "ladder", timer.key, lambda _, t=timer: t)
-            if await asked_again(elsewhere.get, "ladder", timer.key) != timer:
-                missed.append(("get", i))
-            before, after = await asked_again(elsewhere.change, "ladder", timer.key, _canceled)
-            if before != timer or after is None or after.state != "canceled":
-                missed.append(("cancel", i))
-        assert missed == []
-        listed = await asked_again(elsewhere.of_owner, "ladder", "w-")
-        assert len(listed) == TIMERS and {t.state for t in listed} == {"canceled"}
-    finally:
-        await writer.close()
-        await other.close()
+async def test_a_timer_read_as_soon_as_it_is_scheduled_is_found_and_canceled(two_nodes):
+    writer, other = two_nodes
+    timers, _ = await open_store(writer.jetstream(), replicas=3)
+    elsewhere, _ = await open_store(other.jetstream(), replicas=3)
+    missed = []
+    for i in range(TIMERS):
+        timer = _pending(f"w-{i}")
+        await asked_again(timers.change, "ladder", timer.key, lambda _, t=timer: t)
+        if await asked_again(elsewhere.get, "ladder", timer.key) != timer:
+            missed.append(("get", i))
+        before, after = await asked_again(elsewhere.change, "ladder", timer.key, _canceled)
+        if before != timer or after is None or after.state != "canceled":
+            missed.append(("cancel", i))
+    assert missed == []
+    listed = await asked_again(elsewhere.of_owner, "ladder", "w-")
+    assert len(listed) == TIMERS and {t.state for t in listed} == {"canceled"}
 
 
 def _pending(key: str) -> Timer:
