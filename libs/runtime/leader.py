@@ -69,8 +69,9 @@ async def latest(kv: KeyValue, *keys: str) -> list[KeyValue.Entry]:
 async def seen(kv: KeyValue, key: str, exact: Read) -> bytes | None:
     """The value at `key` from whichever replica answers, or, where that one has none, as
     `exact` reads it. A replica may be behind, never ahead, so for a key written once and
-    never changed (a room, an agent) only an absence needs the leader's word: the hot path
-    stays one direct get."""
+    never changed (a room) only an absence needs the leader's word, and the hot path stays
+    one direct get; a key that changes (an agent's persona) may still be read as it was a
+    moment before."""
     found = await current(kv, key) or await exact(kv, key)
     return found[0].value if found else None
 
