@@ -19,8 +19,8 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.poa import AskRecord, Decision, GrantRecord
-from libs.runtime.kv import Conflict, Read, Record, current, open_bucket, swap, write_at
-from libs.runtime.leader import exact_reads
+from libs.runtime.kv import Conflict, Read, Record, open_bucket, swap, write_at
+from libs.runtime.leader import exact_reads, seen
 from services.poa.domain.ledger import Keyed, RootLedger
 
 __all__ = ["AskStore", "GrantStore", "LedgerStore", "open_stores"]
@@ -47,7 +47,9 @@ async def open_stores(
         js, KeyValueConfig(bucket="poa-acts", history=1, ttl=ACTS_KEPT_S, replicas=replicas)
     )
     asks = await open_bucket(js, KeyValueConfig(bucket="poa-asks", history=1, replicas=replicas))
-    return GrantStore(grants, await exact_reads(grants)), LedgerStore(ledger, acts), AskStore(asks)
+    # The buckets are made alike, so their replicas call for one way of reading them exactly.
+    exact = await exact_reads(grants)
+    return GrantStore(grants, exact), LedgerStore(ledger, acts), AskStore(asks, exact)
 
 
 class GrantStore:
@@ -142,15 +144,15 @@ class LedgerStore:
 
 
 class AskStore:
-    def __init__(self, kv: KeyValue) -> None:
-        self._kv = kv
+    """Read exactly, as the grants are: an ask just put to its person is there to answer
+    from any node, and a create that lost to the same act's ask finds that one."""
+
+    def __init__(self, kv: KeyValue, exact: Read) -> None:
+        self._kv, self._exact = kv, exact
 
     async def get(self, org: str, person: str, ask_id: str) -> AskRecord | None:
-        try:
-            entry = await self._kv.get(_key(org, person, ask_id))
-        except KeyNotFoundError:
-            return None
-        return None if entry.value is None else _ask.decode(entry.value)
+        found = await self._exact(self._kv, _key(org, person, ask_id))
+        return _ask.decode(found[0].value) if found and found[0].value else None
 
     async def create(self, ask: AskRecord, *, record: Record) -> AskRecord:
         """The ask as stored: this one, or the same act's ask stored before it."""
@@ -182,10 +184,11 @@ class AskStore:
             decode=_ask.decode,
             default=found,
             record=record,
+            read=self._exact,
         )
 
     async def of_person(self, org: str, person: str) -> list[AskRecord]:
-        entries = await current(self._kv, _key(org, person, "*"))
+        entries = await self._exact(self._kv, _key(org, person, "*"))
         return [_ask.decode(e.value) for e in entries]
 
     async def put_question(self, ask: AskRecord, room: str, seq: int) -> None:
@@ -194,13 +197,8 @@ class AskStore:
 
     async def asked(self, room: str, seq: int) -> tuple[str, str, str] | None:
         """Which ask question `seq` of `room` puts: (org, person, ask id)."""
-        try:
-            entry = await self._kv.get(f"_question.{room}.{seq}")
-        except KeyNotFoundError:
-            return None
-        if entry.value is None:
-            return None
-        return _where(entry.value)
+        found = await seen(self._kv, f"_question.{room}.{seq}", self._exact)
+        return None if found is None else _where(found)
 
 
 def _key(org: str, owner: str, *rest: str) -> str:
