@@ -72,7 +72,9 @@ async def seen(kv: KeyValue, key: str, exact: Read) -> bytes | None:
     never changed (a room) only an absence needs the leader's word, and the hot path stays
     one direct get; a key that changes (an agent's persona) may still be read as it was a
     moment before."""
-    found = await current(kv, key) or await exact(kv, key)
+    found = await current(kv, key)
+    if not found and exact is not current:  # on one node the direct get was already exact
+        found = await exact(kv, key)
     return found[0].value if found else None
 
 
