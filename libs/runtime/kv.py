@@ -3,12 +3,15 @@ an entry that must not race (a compare-and-set, retried a bounded number of time
 stream's compare-and-set is retried by the same rule)."""
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
+import nats.errors
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import KeyValueConfig
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, KeyValueConfig
 from nats.js.errors import (
     BadRequestError,
     BucketNotFoundError,
@@ -155,7 +158,7 @@ async def current_and_newest(kv: KeyValue, *keys: str) -> tuple[list[KeyValue.En
     direct get's one-key form): no consumer is made, so many readers at once cost the
     server nothing lasting, and several keys cost one round trip. A bucket without direct
     gets, or more keys than one batch answers (the server answers none past 1,024), is read
-    with a watch on each filter instead (nats-py's own `keys()` watches the whole bucket
+    by a consumer on each filter instead (nats-py's own `keys()` watches the whole bucket
     and filters by substring).
     """
     # nats-py keeps the bucket's stream, key prefix and connection on the KeyValue.
@@ -170,7 +173,7 @@ async def current_and_newest(kv: KeyValue, *keys: str) -> tuple[list[KeyValue.En
     except (DirectGetUnavailable, TooManyResults):
         found, more = [], True
     if more:
-        stored = [entry for k in keys for entry in await _watched(kv, k)]
+        stored = [entry for k in keys for entry in await _consumed(kv, k)]
     else:
         stored = [
             KeyValue.Entry(
@@ -193,22 +196,58 @@ def is_filter(keys: str) -> bool:
     return any(token in ("*", ">") for token in keys.split("."))
 
 
-# How long a watch's consumer outlives the read (nats-py's default is five minutes): read
-# often, as a person's pending list is, consumers would pile up on the server.
-_WATCH_KEPT_S = 1.0
+# How long a read's consumer outlives the read should its deletion be lost (nats-py's
+# default is five minutes): read often, as a person's pending list is, consumers would
+# pile up on the server, which refuses a stream's thousand-and-first.
+_CONSUMER_KEPT_S = 1.0
+_FETCHED = 256  # messages asked for at once
 
 
-async def _watched(kv: KeyValue, keys: str) -> list[KeyValue.Entry]:
-    watcher = await kv.watch(keys, inactive_threshold=_WATCH_KEPT_S)
-    found = []
+async def _consumed(kv: KeyValue, keys: str) -> list[KeyValue.Entry]:
+    """The last entry of each key under `keys`, by a pull consumer of the read's own.
+
+    Nothing is delivered to a pull consumer before it is asked, so the count pending its
+    making answers is the whole of what there is to read, and the read ends on the last
+    of it. (A watch ends on its consumer's "none pending", and that answer can overtake
+    the last stored entry on the wire: the read would end without it.)"""
+    js, stream = kv._js, kv._stream
+    config = ConsumerConfig(
+        filter_subject=f"{kv._pre}{keys}",
+        deliver_policy=DeliverPolicy.LAST_PER_SUBJECT,
+        ack_policy=AckPolicy.NONE,
+        inactive_threshold=_CONSUMER_KEPT_S,
+        mem_storage=True,
+        num_replicas=1,
+    )
+    made = await js.add_consumer(stream, config)
+    found: list[KeyValue.Entry] = []
     try:
-        async for entry in watcher:
-            if entry is None:
-                break
-            found.append(entry)
+        pending = made.num_pending or 0
+        if pending:
+            sub = await js.pull_subscribe_bind(consumer=made.name, stream=stream)
+            try:
+                while pending:
+                    for msg in await sub.fetch(min(pending, _FETCHED)):
+                        found.append(_entry(kv, msg))
+                        pending = msg.metadata.num_pending
+            finally:
+                await sub.unsubscribe()
     finally:
-        await watcher.stop()
+        with contextlib.suppress(nats.errors.Error):
+            await js.delete_consumer(stream, made.name)
     return found
+
+
+def _entry(kv: KeyValue, msg: Msg) -> KeyValue.Entry:
+    return KeyValue.Entry(
+        bucket=kv._name,
+        key=msg.subject[len(kv._pre) :],
+        value=msg.data,
+        revision=msg.metadata.sequence.stream,
+        delta=msg.metadata.num_pending,
+        created=msg.metadata.timestamp,
+        operation=(msg.headers or {}).get("KV-Operation"),
+    )
 
 
 async def open_bucket(js: JetStreamContext, config: KeyValueConfig) -> KeyValue:
