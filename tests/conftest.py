@@ -27,6 +27,7 @@ from services.gateway.app import init_app
 from services.gateway.routes import ROUTES
 from services.gateway.settings import GatewaySettings
 from services.ladder.main import serve as serve_ladder
+from services.ladder.store import KEPT as LADDER_KEPT
 from services.mod.main import serve as serve_mod
 from services.poa.main import serve as serve_poa
 from services.rooms.main import serve as serve_rooms
@@ -200,9 +201,17 @@ def ladder_clock() -> Callable[[], datetime]:
 
 
 @pytest.fixture
-async def ladder_service(settings_for, ladder_clock, audit_service):
+def ladder_kept() -> timedelta:
+    """How long the ladder keeps what is settled; a module may keep it shorter."""
+    return LADDER_KEPT
+
+
+@pytest.fixture
+async def ladder_service(settings_for, ladder_clock, ladder_kept, audit_service):
     async with serving(
-        ladder.CONTRACT, settings_for("ladder"), lambda svc: serve_ladder(svc, ladder_clock)
+        ladder.CONTRACT,
+        settings_for("ladder"),
+        lambda svc: serve_ladder(svc, ladder_clock, kept=ladder_kept),
     ) as svc:
         yield svc
 

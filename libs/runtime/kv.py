@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import nats.errors
@@ -13,6 +14,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, KeyValueConfig
 from nats.js.errors import (
+    APIError,
     BadRequestError,
     BucketNotFoundError,
     KeyNotFoundError,
@@ -37,6 +39,7 @@ __all__ = [
     "current_and_newest",
     "is_filter",
     "open_bucket",
+    "remove",
     "retried",
     "swap",
     "write_at",
@@ -55,9 +58,19 @@ class Conflict(Exception):
     """The entry exists (for a create), or changed since it was read."""
 
 
-async def write_at(kv: KeyValue, key: str, value: bytes, revision: int) -> int:
+async def write_at(
+    kv: KeyValue, key: str, value: bytes, revision: int, *, keep: timedelta | None = None
+) -> int:
     """Compare-and-set: create the entry when `revision` is 0, else update it at
-    `revision`; its new revision, or Conflict if another writer got there first."""
+    `revision`; its new revision, or Conflict if another writer got there first.
+
+    With `keep`, the entry is settled: it becomes the key's only message (what came
+    before is rolled up, so nothing older is read once it is gone) and the server removes
+    it once `keep` has passed. What is only read back for a while, kept forever, would be
+    read whole with what is live under the same filter."""
+    if keep is not None:
+        headers = {"Nats-Rollup": "sub", "Nats-Expected-Last-Subject-Sequence": str(revision)}
+        return await _published(kv, key, value, headers, keep)
     try:
         if revision == 0:
             return await kv.create(key, value)
@@ -69,6 +82,32 @@ async def write_at(kv: KeyValue, key: str, value: bytes, revision: int) -> int:
         # leader moved, a replica not yet caught up answers that read: the entry is there,
         # but not there yet. What it holds is known only once the replicas agree again.
         raise catching_up(f"{key} is being copied to a new leader") from exc
+
+
+async def remove(kv: KeyValue, key: str, *, keep: timedelta) -> None:
+    """Remove the entry and what came before it. Its marker, which tells a reader that the
+    entry is gone (a replica behind the leader holds it still), is removed in turn once
+    `keep` has passed; a deletion's marker would stay, and be read, forever."""
+    await _published(kv, key, b"", {"KV-Operation": "PURGE", "Nats-Rollup": "sub"}, keep)
+
+
+# The stream's answer to a write whose expected last sequence was not the last.
+_WRONG_LAST_SEQUENCE = (10071, 10164)
+
+
+async def _published(
+    kv: KeyValue, key: str, value: bytes, headers: dict[str, str], keep: timedelta
+) -> int:
+    """A write nats-py's KeyValue has no form for: a message with a time to live (the
+    bucket's stream allows one per message)."""
+    headers["Nats-TTL"] = f"{max(1, int(keep.total_seconds()))}s"
+    try:
+        ack = await kv._js.publish(f"{kv._pre}{key}", value, headers=headers)
+    except APIError as exc:
+        if exc.err_code in _WRONG_LAST_SEQUENCE:
+            raise Conflict(key) from exc
+        raise
+    return ack.seq
 
 
 def catching_up(what: str) -> Unavailable:

@@ -1,7 +1,7 @@
 """`python -m services.ladder.main`: the ladder, until SIGTERM."""
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from libs.audit.trail import Trail
 from libs.contracts.ladder import CONTRACT
@@ -12,7 +12,7 @@ from libs.runtime.consumer import RETRY, Consumer, Retry, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.ladder.handlers import WINDOW_END, Handlers
-from services.ladder.store import open_store
+from services.ladder.store import KEPT, open_store
 
 
 def clock() -> datetime:
@@ -20,10 +20,15 @@ def clock() -> datetime:
 
 
 async def serve(
-    svc: Service, clock: Callable[[], datetime] = clock, *, retry: Retry = RETRY
+    svc: Service,
+    clock: Callable[[], datetime] = clock,
+    *,
+    retry: Retry = RETRY,
+    kept: timedelta = KEPT,
 ) -> None:
-    """Serve the subjects, the windows' ends and the answers until `svc` is stopped."""
-    store = await open_store(svc.nc, replicas=svc.settings.js_replicas)
+    """Serve the subjects, the windows' ends and the answers until `svc` is stopped;
+    what is settled is kept for `kept`."""
+    store = await open_store(svc.nc, replicas=svc.settings.js_replicas, kept=kept)
     trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(svc.nc, store, trail, clock)
     window_end = timer_subject(CONTRACT.name, WINDOW_END)

@@ -9,13 +9,21 @@ and, to find those from elsewhere:
     open.<org>.<person>.<id>     an open window in a room of that org (a ceiling cancels it)
     asked.<room>.<seq>           whose confirmation a room's question is
 
+A settled window or confirmation (and the question that asked it) is kept a week by
+default, to be listed among the closed and to answer a request made again, and the
+server then removes it: kept forever, every window a person ever had would be read on
+each look at their pending list. A window leaving the open index leaves a marker there
+for an hour, long enough for any replica to have applied the removal.
+
 Every read has every acknowledged write in it (through the stream's leader on a replicated
 bucket, `libs.runtime.leader`): a level just lowered, a window just opened or a stop just
 made holds from the next request, whichever replica it reaches.
 """
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
 
 import msgspec
 from nats.aio.client import Client
@@ -25,12 +33,15 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec, pending
 from libs.contracts.base import key_token
 from libs.contracts.ladder import LadderSettings, Level, PendingWindow
-from libs.runtime.kv import Conflict, Read, Record, open_bucket, swap, write_at
+from libs.runtime.kv import Conflict, Read, Record, open_bucket, remove, swap, write_at
 from libs.runtime.leader import exact_reads
 from services.ladder.domain.confirmations import Confirmation
 from services.ladder.domain.levels import salvage
 
-__all__ = ["Held", "LadderStore", "open_store"]
+__all__ = ["KEPT", "Held", "LadderStore", "open_store"]
+
+KEPT = timedelta(days=7)
+_MARKER_KEPT = timedelta(hours=1)
 
 
 class Held(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -71,8 +82,8 @@ _confirmation = codec.decoder(Confirmation)
 
 
 class LadderStore:
-    def __init__(self, nc: Client, kv: KeyValue, exact: Read) -> None:
-        self._nc, self._kv, self._exact = nc, kv, exact
+    def __init__(self, nc: Client, kv: KeyValue, exact: Read, *, kept: timedelta = KEPT) -> None:
+        self._nc, self._kv, self._exact, self._kept = nc, kv, exact, kept
 
     async def standing(self, person: str, org: str) -> tuple[LadderSettings, Level | None]:
         """The person's settings and their org's ceiling, what every level is resolved
@@ -151,25 +162,35 @@ class LadderStore:
         record: Record | None = None,
     ) -> tuple[Held | None, Held | None]:
         """The window before and after `change`, by compare-and-set; a window that closes
-        leaves the org's open index."""
+        leaves the org's open index, and a settled one is kept for a while."""
+        key = _window_key(person, window_id)
+
+        def write(held: Held | None, revision: int) -> Awaitable[int]:
+            assert held is not None, "a window is never removed, only settled"
+            keep = None if held.window.state in ("open", "sending") else self._kept
+            return write_at(self._kv, key, codec.encode(held), revision, keep=keep)
+
         before, after = await swap(
             self._kv,
-            _window_key(person, window_id),
+            key,
             change,
             decode=_held.decode,
             default=None,
+            write=write,
             record=record,
             read=self._exact,
         )
         if before is not None and after is not None and after.window.state != "open":
-            await self._kv.delete(_open_key(after.window.org, person, window_id))
+            await remove(
+                self._kv, _open_key(after.window.org, person, window_id), keep=_MARKER_KEPT
+            )
         if after is not None and before != after:
             await self._nudge(after.window.org, person)
         return before, after
 
     async def ask(self, confirmation: Confirmation) -> None:
         c = confirmation
-        await self._kv.put(f"asked.{c.room}.{c.question_seq}", f"{c.person} {c.id}".encode())
+        await self._kv.put(_asked_key(c.room, c.question_seq), f"{c.person} {c.id}".encode())
         try:
             await write_at(self._kv, _confirm_key(c.person, c.id), codec.encode(c), 0)
         except Conflict:
@@ -178,7 +199,7 @@ class LadderStore:
 
     async def asked(self, room: str, seq: int) -> tuple[str, str] | None:
         """(person, confirmation id) of a room's question, if the ladder asked it."""
-        found = await self._get(f"asked.{room}.{seq}")
+        found = await self._get(_asked_key(room, seq))
         if found is None:
             return None
         person, _, id_ = found.decode().rpartition(" ")
@@ -200,19 +221,38 @@ class LadderStore:
         *,
         record: Record | None = None,
     ) -> Confirmation | None:
-        """The confirmation after `change`, by compare-and-set; None if there is none."""
+        """The confirmation after `change`, by compare-and-set; None if there is none. One
+        answered is kept for a while, and so is the question that asked it."""
+        key = _confirm_key(person, id_)
+
+        def write(c: Confirmation | None, revision: int) -> Awaitable[int]:
+            assert c is not None, "a confirmation is never removed, only answered"
+            keep = None if c.state == "open" else self._kept
+            return write_at(self._kv, key, codec.encode(c), revision, keep=keep)
+
         before, after = await swap(
             self._kv,
-            _confirm_key(person, id_),
+            key,
             lambda c: None if c is None else change(c),
             decode=_confirmation.decode,
             default=None,
+            write=write,
             record=record,
             read=self._exact,
         )
+        if before is not None and after is not None and before.state != after.state:
+            await self._settle(_asked_key(after.room, after.question_seq))
         if after is not None and before != after:
             await self._nudge(after.org, person)
         return after
+
+    async def _settle(self, key: str) -> None:
+        """Keep what `key` holds as long as what it names, and no longer."""
+        found = await self._exact(self._kv, key)
+        if found:
+            # Written once; one rewritten since (asked again) is left as it is.
+            with contextlib.suppress(Conflict):
+                await write_at(self._kv, key, found[0].value, found[0].revision, keep=self._kept)
 
     async def _nudge(self, org: str, person: str) -> None:
         await self._nc.publish(pending.changed("ladder", org, key_token(person)), b"")
@@ -222,10 +262,10 @@ class LadderStore:
         return (found[0].value or b"") if found else None
 
 
-async def open_store(nc: Client, *, replicas: int = 1) -> LadderStore:
+async def open_store(nc: Client, *, replicas: int = 1, kept: timedelta = KEPT) -> LadderStore:
     config = KeyValueConfig(bucket="ladder", history=4, replicas=replicas)
     kv = await open_bucket(nc.jetstream(), config)
-    return LadderStore(nc, kv, await exact_reads(kv))
+    return LadderStore(nc, kv, await exact_reads(kv), kept=kept)
 
 
 def _settings_key(person: str) -> str:
@@ -246,3 +286,7 @@ def _open_key(org: str, person: str, window_id: str) -> str:
 
 def _confirm_key(person: str, id_: str) -> str:
     return f"confirm.{key_token(person)}.{id_}"
+
+
+def _asked_key(room: str, seq: int) -> str:
+    return f"asked.{room}.{seq}"

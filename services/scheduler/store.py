@@ -7,7 +7,7 @@ whose id is not the record's is a replaced schedule and does nothing.
 """
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import msgspec
 from nats.aio.msg import Msg
@@ -23,7 +23,7 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.scheduler import ENGINE, Fired, Timer
 from libs.contracts.streams import timer_subject
-from libs.runtime.kv import Conflict, Read, led, open_bucket, swap
+from libs.runtime.kv import Read, led, open_bucket, swap, write_at
 from libs.runtime.leader import exact_reads
 from libs.runtime.service import ensure_shared_streams
 
@@ -31,10 +31,9 @@ __all__ = ["Due", "Engine", "Timers", "due", "open_store"]
 
 _BUCKET = "scheduler-timers"
 _DUE_AT = "Tether-Due-At"
-_WRONG_LAST_SEQUENCE = (10071, 10164)
 _timer = codec.decoder(Timer)
 # A fired or canceled timer is kept this long to be read back, then the server removes it.
-_KEEP_DONE = "168h"
+_KEEP_DONE = timedelta(days=7)
 
 
 async def open_store(js: JetStreamContext, *, replicas: int = 1) -> tuple["Timers", "Engine"]:
@@ -83,18 +82,9 @@ class Timers:
     async def _put(self, timer: Timer | None, revision: int) -> int:
         """Compare-and-set on `revision` (0: the key must be new); terminal states expire."""
         assert timer is not None, "a timer is never removed, only settled"
-        headers = {"Nats-Expected-Last-Subject-Sequence": str(revision)}
-        if timer.state != "pending":
-            headers["Nats-TTL"] = _KEEP_DONE
-        try:
-            ack = await self._js.publish(
-                f"$KV.{_BUCKET}.{timer.owner}.{timer.key}", codec.encode(timer), headers=headers
-            )
-        except APIError as exc:
-            if exc.err_code in _WRONG_LAST_SEQUENCE:
-                raise Conflict(timer.key) from exc
-            raise
-        return ack.seq
+        keep = None if timer.state == "pending" else _KEEP_DONE
+        key = f"{timer.owner}.{timer.key}"
+        return await write_at(self._kv, key, codec.encode(timer), revision, keep=keep)
 
     async def of_owner(self, owner: str, prefix: str) -> list[Timer]:
         timers = [_timer.decode(e.value) for e in await self._exact(self._kv, f"{owner}.>")]

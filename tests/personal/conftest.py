@@ -147,6 +147,27 @@ async def say(api, room: dict, headers: dict, text: str, **fields: Any) -> dict:
     return await response.json()
 
 
+async def pending_send(api, people, operator) -> tuple[dict, dict]:
+    """A room where Bob asked Ada, and her agent's reply waiting out a 15 m window."""
+    await announce(operator, people.ada_id)
+
+    async def has_agent():
+        return (await api.get("/v1/agents/me", headers=people.ada)).status == 200
+
+    await eventually(has_agent)
+    await set_level(api, people.ada, "send")
+    changed = await api.put("/v1/ladder/window", json={"window": "15m"}, headers=people.ada)
+    assert changed.status == 200, await changed.text()
+    room = await room_with(api, people, people.bob_id)
+    await say(api, room, people.bob, "Can we move the call?", to=people.ada_id)
+
+    async def windows():
+        return (await (await api.get("/v1/windows", headers=people.ada)).json())["windows"]
+
+    [window] = await eventually(windows)
+    return room, window
+
+
 async def drafts(api, room: dict, headers: dict) -> list[dict]:
     response = await api.get(f"/v1/rooms/{room['id']}/drafts", headers=headers)
     assert response.status == 200, await response.text()

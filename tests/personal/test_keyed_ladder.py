@@ -11,6 +11,7 @@ from tests.personal.conftest import (
     announce,
     eventually,
     history,
+    pending_send,
     problem,
     room_with,
     say,
@@ -23,27 +24,6 @@ from tests.support import (
 )
 
 TEXT = "Yes: 4pm works for me."
-
-
-async def pending_send(api, people, operator) -> tuple[dict, dict]:
-    """A room where Bob asked Ada, and her agent's reply waiting out a 15 m window."""
-    await announce(operator, people.ada_id)
-
-    async def has_agent():
-        return (await api.get("/v1/agents/me", headers=people.ada)).status == 200
-
-    await eventually(has_agent)
-    await set_level(api, people.ada, "send")
-    changed = await api.put("/v1/ladder/window", json={"window": "15m"}, headers=people.ada)
-    assert changed.status == 200, await changed.text()
-    room = await room_with(api, people, people.bob_id)
-    await say(api, room, people.bob, "Can we move the call?", to=people.ada_id)
-
-    async def windows():
-        return (await (await api.get("/v1/windows", headers=people.ada)).json())["windows"]
-
-    [window] = await eventually(windows)
-    return room, window
 
 
 async def own_messages(api, people, room) -> list[dict]:
