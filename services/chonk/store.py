@@ -15,6 +15,12 @@
                    reads.<org>.<person>                 who read that person's facts, for what
 
 Every key names the org, and a person's the person.
+
+Every read has every acknowledged write in it (through the stream's leader on a replicated
+bucket, `libs.runtime.leader`), and so does the entry each compare-and-set starts from: an
+answer to a question just asked finds what the question holds, a decline just stored is
+counted, and who took a shift is decided on the cover as it stands. Nothing here is read
+often enough for the leader's cost to matter.
 """
 
 from collections.abc import Callable
@@ -23,14 +29,14 @@ from datetime import datetime, timedelta
 import msgspec
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
-from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.chonk import ActionReady, HandoffRequest, MemoryRead, Packet, RunReport
 from libs.contracts.rooms import Tell
-from libs.runtime.kv import Conflict, Record, current, open_bucket, swap, write_at
+from libs.runtime.kv import Conflict, Read, Record, open_bucket, swap, write_at
+from libs.runtime.leader import exact_reads
 from services.chonk.domain.ladder import Chase
 from services.chonk.domain.memory import MemoryFact
 
@@ -121,16 +127,15 @@ _reads = msgspec.json.Decoder(list[MemoryRead])
 
 
 class ChonkStore:
-    def __init__(self, runs: KeyValue, memory: KeyValue) -> None:
+    def __init__(self, runs: KeyValue, memory: KeyValue, in_runs: Read, in_memory: Read) -> None:
+        """`in_runs` and `in_memory` read each bucket with every acknowledged write in it."""
         self._runs, self._memory = runs, memory
+        self._in_runs, self._in_memory = in_runs, in_memory
 
     async def _value(self, key: str) -> bytes | None:
-        """The run bucket's entry at `key` as stored; None when there is none."""
-        try:
-            entry = await self._runs.get(key)
-        except KeyNotFoundError:
-            return None
-        return entry.value
+        """The run bucket's entry at `key`; None when there is none."""
+        found = await self._in_runs(self._runs, key)
+        return found[0].value if found else None
 
     async def put_report(self, org: str, report: RunReport) -> None:
         await self._runs.put(f"{org}.{report.id}", codec.encode(report))
@@ -146,14 +151,13 @@ class ChonkStore:
             return True
         except Conflict:
             pass
-        try:
-            entry = await self._runs.get(key)
-        except KeyNotFoundError:  # released since: the next delivery claims it
+        found = await self._in_runs(self._runs, key)
+        if not found:  # released since: the next delivery claims it
             return False
-        if not _lapsed(entry.value, now, lease):
+        if not _lapsed(found[0].value, now, lease):
             return False
         try:
-            await write_at(self._runs, key, claimed, entry.revision)
+            await write_at(self._runs, key, claimed, found[0].revision)
         except Conflict:  # taken over by another
             return False
         return True
@@ -168,7 +172,7 @@ class ChonkStore:
         await self._runs.put(key, codec.encode(request))
 
     async def declines(self, tenant: str) -> list[HandoffRequest]:
-        entries = await current(self._runs, f"declined.{tenant}.*")
+        entries = await self._in_runs(self._runs, f"declined.{tenant}.*")
         return [_handoff.decode(e.value) for e in entries]
 
     async def put_proposal(self, room: str, seq: int, proposal: Proposal) -> None:
@@ -191,6 +195,7 @@ class ChonkStore:
             change,
             decode=lambda raw: _chase.decode(raw or b"{}"),
             default=ChaseState(),
+            read=self._in_runs,
         )
 
     async def put_chased(self, room: str, seq: int, chased: Chased) -> None:
@@ -205,7 +210,12 @@ class ChonkStore:
         self, org: str, shift: str, change: Callable[[Cover | None], Cover | None]
     ) -> tuple[Cover | None, Cover | None]:
         return await swap(
-            self._runs, f"cover.{org}.{shift}", change, decode=_cover.decode, default=None
+            self._runs,
+            f"cover.{org}.{shift}",
+            change,
+            decode=_cover.decode,
+            default=None,
+            read=self._in_runs,
         )
 
     async def put_offer(self, room: str, seq: int, offer: Offer) -> None:
@@ -221,7 +231,7 @@ class ChonkStore:
 
     async def packets(self, org: str, decider: str) -> list[Packet]:
         """The packets `decider` decides: the key names them, so no one else's are read."""
-        entries = await current(self._runs, f"packet.{org}.{key_token(decider)}.*")
+        entries = await self._in_runs(self._runs, f"packet.{org}.{key_token(decider)}.*")
         return sorted((_packet.decode(e.value) for e in entries), key=lambda p: p.opened_at)
 
     async def add_outside(
@@ -235,6 +245,7 @@ class ChonkStore:
             lambda seen: [t for t in [*seen, *at] if t > week],
             decode=_times,
             default=[],
+            read=self._in_runs,
         )
         return after
 
@@ -250,7 +261,7 @@ class ChonkStore:
         return _report.decode(raw) if raw else None
 
     async def facts(self, org: str, person: str) -> list[MemoryFact]:
-        entries = await current(self._memory, f"facts.{org}.{key_token(person)}.*")
+        entries = await self._in_memory(self._memory, f"facts.{org}.{key_token(person)}.*")
         return [_fact.decode(e.value) for e in entries]
 
     async def change_fact(
@@ -269,15 +280,13 @@ class ChonkStore:
             decode=_fact.decode,
             default=None,
             record=record,
+            read=self._in_memory,
         )
         return after
 
     async def reads(self, org: str, person: str) -> list[MemoryRead]:
-        try:
-            entry = await self._memory.get(f"reads.{org}.{key_token(person)}")
-        except KeyNotFoundError:
-            return []
-        return _reads.decode(entry.value)
+        found = await self._in_memory(self._memory, f"reads.{org}.{key_token(person)}")
+        return _reads.decode(found[0].value) if found else []
 
     async def read_by(self, org: str, person: str, read: MemoryRead) -> None:
         await swap(
@@ -286,6 +295,7 @@ class ChonkStore:
             lambda reads: [*reads, read][-200:],
             decode=_reads.decode,
             default=[],
+            read=self._in_memory,
         )
 
 
@@ -294,7 +304,7 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> ChonkStore:
     memory = await open_bucket(
         js, KeyValueConfig(bucket="chonk-memory", history=4, replicas=replicas)
     )
-    return ChonkStore(runs, memory)
+    return ChonkStore(runs, memory, await exact_reads(runs), await exact_reads(memory))
 
 
 def _lapsed(claimed: bytes | None, now: datetime, lease: timedelta) -> bool:
