@@ -8,6 +8,10 @@ Keys in `agents`:
 `agents-personas` holds `<org>.<name>`, `agents-preferences` `<home org>.<user>`,
 `agents-meter` `<org>.<YYYY-MM>`, and `agents-making` `<request key>` for 25 h: the agent a
 keyed create was about to make. Every key that holds a person's thing names the person.
+
+A key is read from any replica and its absence from the stream's leader (`_get`); what is
+under a filter (the personas, the agents counted against the plan) and the entry each
+compare-and-set starts from are read with every acknowledged write in them.
 """
 
 from collections.abc import Callable
@@ -20,7 +24,7 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.agents import METER, Agent, Persona, Preferences
 from libs.contracts.base import key_token
-from libs.runtime.kv import Conflict, Read, current, open_bucket, swap, write_at
+from libs.runtime.kv import Conflict, Read, open_bucket, swap, write_at
 from libs.runtime.leader import exact_reads, seen
 from libs.runtime.service import ensure_stream
 from services.agents.domain.meter import MeterMonth
@@ -68,7 +72,7 @@ class AgentStore:
         return await _create(self._agents, f"personal.{agent.org}.{key_token(agent.user)}", agent)
 
     async def personal_count(self, org: str) -> int:
-        return len(await current(self._agents, f"personal.{org}.*"))
+        return len(await self._exact(self._agents, f"personal.{org}.*"))
 
     async def org_agent(self, org: str, agent_id: str) -> Agent | None:
         found = await self._get(self._agents, f"org.{org}.{key_token(agent_id)}")
@@ -97,7 +101,12 @@ class AgentStore:
     async def change_roster(self, org: str, change: Callable[[Roster], Roster]) -> Roster:
         """The org's roster after `change`, written by compare-and-set."""
         _, after = await swap(
-            self._agents, f"roster.{org}", change, decode=_roster.decode, default=Roster()
+            self._agents,
+            f"roster.{org}",
+            change,
+            decode=_roster.decode,
+            default=Roster(),
+            read=self._exact,
         )
         return after
 
@@ -109,7 +118,7 @@ class AgentStore:
         await self._agents.put(f"plan.{org}", plan.encode())
 
     async def personas(self, org: str) -> dict[str, Persona]:
-        entries = await current(self._personas, f"{org}.*")
+        entries = await self._exact(self._personas, f"{org}.*")
         return {p.name: p for p in (_persona.decode(e.value) for e in entries)}
 
     async def persona(self, org: str, name: str) -> Persona | None:
@@ -141,6 +150,7 @@ class AgentStore:
             change,
             decode=_meter.decode,
             default=MeterMonth(month=month),
+            read=self._exact,
         )
 
     async def _get(self, kv: KeyValue, key: str) -> bytes | None:

@@ -1,10 +1,12 @@
 """On three nodes any replica may answer a direct get, and one that has not yet applied an
 acknowledged write answers that the key is not there. A person's agent just made is found
 from another node at once: never a 404 for an agent that exists, and a create that lost to
-another's finds the one made (it asserted so, and a replica behind made that a 500)."""
+another's finds the one made (it asserted so, and a replica behind made that a 500). An
+org's persona just made is in its list, and its agents are counted, from another node."""
 
 from datetime import UTC, datetime
 
+from libs.contracts.agents import Persona
 from services.agents.domain.roster import personal_agent
 from services.agents.store import open_store
 from tests.support import asked_again
@@ -24,3 +26,21 @@ async def test_an_agent_read_as_soon_as_it_is_made_is_found(two_nodes):
             missed.append(i)
     assert missed == []
     assert await elsewhere.personal("acme", "acme/never-made") is None
+
+
+async def test_a_persona_just_made_is_listed_and_an_agent_counted_from_another_node(two_nodes):
+    writer, other = two_nodes
+    store = await open_store(writer.jetstream(), replicas=3)
+    elsewhere = await open_store(other.jetstream(), replicas=3)
+    missed = []
+    for i in range(AGENTS):
+        org = f"org-{i}"
+        persona = Persona(name="cto", description="the CTO", instructions="Decide.")
+        await asked_again(store.put_persona, org, persona)
+        if await asked_again(elsewhere.personas, org) != {"cto": persona}:
+            missed.append(("persona", i))
+        agent = personal_agent(f"{org}/ada", "self", datetime(2026, 12, 3, tzinfo=UTC))
+        assert await asked_again(store.create_personal, agent)
+        if await asked_again(elsewhere.personal_count, org) != 1:
+            missed.append(("counted", i))
+    assert missed == []
