@@ -30,6 +30,7 @@ from services.ladder.main import serve as serve_ladder
 from services.ladder.store import KEPT as LADDER_KEPT
 from services.mod.main import serve as serve_mod
 from services.poa.main import serve as serve_poa
+from services.poa.store import ASKS_KEPT
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
 from services.scheduler.main import serve as serve_scheduler
@@ -201,17 +202,18 @@ def ladder_clock() -> Callable[[], datetime]:
 
 
 @pytest.fixture
-def ladder_kept() -> timedelta:
-    """How long the ladder keeps what is settled; a module may keep it shorter."""
-    return LADDER_KEPT
+def kept() -> timedelta | None:
+    """How long the ladder and PoA keep what is settled (a week, as they do unless told);
+    a module may keep it shorter."""
+    return None
 
 
 @pytest.fixture
-async def ladder_service(settings_for, ladder_clock, ladder_kept, audit_service):
+async def ladder_service(settings_for, ladder_clock, kept, audit_service):
     async with serving(
         ladder.CONTRACT,
         settings_for("ladder"),
-        lambda svc: serve_ladder(svc, ladder_clock, kept=ladder_kept),
+        lambda svc: serve_ladder(svc, ladder_clock, kept=kept or LADDER_KEPT),
     ) as svc:
         yield svc
 
@@ -231,10 +233,14 @@ def poa_clock() -> Callable[[], datetime]:
 
 
 @pytest.fixture
-async def poa_service(settings_for, poa_clock, audit_service, rooms_service, scheduler_service):
+async def poa_service(
+    settings_for, poa_clock, kept, audit_service, rooms_service, scheduler_service
+):
     """PoA with what its asks need: the rooms to ask in and the scheduler to time them."""
     async with serving(
-        poa.CONTRACT, settings_for("poa"), lambda svc: serve_poa(svc, poa_clock)
+        poa.CONTRACT,
+        settings_for("poa"),
+        lambda svc: serve_poa(svc, poa_clock, kept=kept or ASKS_KEPT),
     ) as svc:
         yield svc
 

@@ -41,6 +41,7 @@ __all__ = [
     "open_bucket",
     "remove",
     "retried",
+    "settle",
     "swap",
     "write_at",
 ]
@@ -82,6 +83,16 @@ async def write_at(
         # leader moved, a replica not yet caught up answers that read: the entry is there,
         # but not there yet. What it holds is known only once the replicas agree again.
         raise catching_up(f"{key} is being copied to a new leader") from exc
+
+
+async def settle(kv: KeyValue, key: str, *, keep: timedelta, read: Read | None = None) -> None:
+    """What `key` holds (read by `read`, `current` unless given), kept from now for `keep`
+    only, as `write_at` keeps it: for an entry written once that names something which has
+    just settled. One changed since it was read is left as it is."""
+    found = await (read or current)(kv, key)
+    if found:
+        with contextlib.suppress(Conflict):
+            await write_at(kv, key, found[0].value or b"", found[0].revision, keep=keep)
 
 
 async def remove(kv: KeyValue, key: str, *, keep: timedelta) -> None:

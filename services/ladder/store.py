@@ -20,7 +20,6 @@ bucket, `libs.runtime.leader`): a level just lowered, a window just opened or a 
 made holds from the next request, whichever replica it reaches.
 """
 
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -33,7 +32,16 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec, pending
 from libs.contracts.base import key_token
 from libs.contracts.ladder import LadderSettings, Level, PendingWindow
-from libs.runtime.kv import Conflict, Read, Record, open_bucket, remove, swap, write_at
+from libs.runtime.kv import (
+    Conflict,
+    Read,
+    Record,
+    open_bucket,
+    remove,
+    settle,
+    swap,
+    write_at,
+)
 from libs.runtime.leader import exact_reads
 from services.ladder.domain.confirmations import Confirmation
 from services.ladder.domain.levels import salvage
@@ -241,18 +249,11 @@ class LadderStore:
             read=self._exact,
         )
         if before is not None and after is not None and before.state != after.state:
-            await self._settle(_asked_key(after.room, after.question_seq))
+            asked = _asked_key(after.room, after.question_seq)
+            await settle(self._kv, asked, keep=self._kept, read=self._exact)
         if after is not None and before != after:
             await self._nudge(after.org, person)
         return after
-
-    async def _settle(self, key: str) -> None:
-        """Keep what `key` holds as long as what it names, and no longer."""
-        found = await self._exact(self._kv, key)
-        if found:
-            # Written once; one rewritten since (asked again) is left as it is.
-            with contextlib.suppress(Conflict):
-                await write_at(self._kv, key, found[0].value, found[0].revision, keep=self._kept)
 
     async def _nudge(self, org: str, person: str) -> None:
         await self._nc.publish(pending.changed("ladder", org, key_token(person)), b"")

@@ -1,7 +1,7 @@
 """`python -m services.poa.main`: the poa service, until SIGTERM."""
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from libs.audit.trail import Trail
 from libs.contracts.poa import CONTRACT
@@ -13,16 +13,20 @@ from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.poa.asking import ASK_EXPIRY, Asking
 from services.poa.handlers import Handlers
-from services.poa.store import open_stores
+from services.poa.store import ASKS_KEPT, open_stores
 
 
 def clock() -> datetime:
     return datetime.now(UTC)
 
 
-async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
-    """Serve the subjects, the asks' expiries and their answers in rooms until stopped."""
-    grants, ledger, asks = await open_stores(svc.js, replicas=svc.settings.js_replicas)
+async def serve(
+    svc: Service, clock: Callable[[], datetime] = clock, *, kept: timedelta = ASKS_KEPT
+) -> None:
+    """Serve the subjects, the asks' expiries and their answers in rooms until stopped;
+    an ask settled is kept for `kept`."""
+    replicas = svc.settings.js_replicas
+    grants, ledger, asks = await open_stores(svc.js, replicas=replicas, asks_kept=kept)
     trail = Trail(svc.nc, service=CONTRACT.name)
     asking = Asking(svc.nc, grants, ledger, asks, trail, clock)
     expiry = timer_subject(CONTRACT.name, ASK_EXPIRY)

@@ -5,10 +5,14 @@ decisions of keyed acts a ledger let go, for as long as their key may be sent ag
 Keys are `<org>.<owner>.<grant id>[.<month>]` and `<org>.<person>.<ask id>`, so every read
 names the person: a lookup without the owner cannot even be written. An ask's question is
 found again from its room's answer by `_question.<room>.<seq>`, which holds the ask's key.
+An ask answered or expired, and its question's key, are kept a week (`ASKS_KEPT`), to be
+read back by the agent that asked and to answer its act sent again, then the server
+removes them: kept forever, every ask a person was ever put was read for their list.
 """
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
 
 import msgspec
 from nats.js import JetStreamContext
@@ -19,11 +23,11 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.poa import AskRecord, Decision, GrantRecord
-from libs.runtime.kv import Conflict, Read, Record, open_bucket, swap, write_at
+from libs.runtime.kv import Conflict, Read, Record, open_bucket, settle, swap, write_at
 from libs.runtime.leader import exact_reads, seen
 from services.poa.domain.ledger import Keyed, RootLedger
 
-__all__ = ["AskStore", "GrantStore", "LedgerStore", "open_stores"]
+__all__ = ["ASKS_KEPT", "AskStore", "GrantStore", "LedgerStore", "open_stores"]
 
 _grant = codec.decoder(GrantRecord)
 _ledger = codec.decoder(RootLedger)
@@ -32,10 +36,11 @@ _where = msgspec.json.Decoder(tuple[str, str, str]).decode
 _keyed = codec.decoder(Keyed | Decision)
 # An Idempotency-Key runs once for 24 h (the gateway's promise), an hour's margin on.
 ACTS_KEPT_S = 25 * 3600
+ASKS_KEPT = timedelta(days=7)
 
 
 async def open_stores(
-    js: JetStreamContext, *, replicas: int = 1
+    js: JetStreamContext, *, replicas: int = 1, asks_kept: timedelta = ASKS_KEPT
 ) -> tuple["GrantStore", "LedgerStore", "AskStore"]:
     grants = await open_bucket(
         js, KeyValueConfig(bucket="poa-grants", history=8, replicas=replicas)
@@ -49,7 +54,11 @@ async def open_stores(
     asks = await open_bucket(js, KeyValueConfig(bucket="poa-asks", history=1, replicas=replicas))
     # The buckets are made alike, so their replicas call for one way of reading them exactly.
     exact = await exact_reads(grants)
-    return GrantStore(grants, exact), LedgerStore(ledger, acts), AskStore(asks, exact)
+    return (
+        GrantStore(grants, exact),
+        LedgerStore(ledger, acts),
+        AskStore(asks, exact, kept=asks_kept),
+    )
 
 
 class GrantStore:
@@ -147,8 +156,8 @@ class AskStore:
     """Read exactly, as the grants are: an ask just put to its person is there to answer
     from any node, and a create that lost to the same act's ask finds that one."""
 
-    def __init__(self, kv: KeyValue, exact: Read) -> None:
-        self._kv, self._exact = kv, exact
+    def __init__(self, kv: KeyValue, exact: Read, *, kept: timedelta = ASKS_KEPT) -> None:
+        self._kv, self._exact, self._kept = kv, exact, kept
 
     async def get(self, org: str, person: str, ask_id: str) -> AskRecord | None:
         found = await self._exact(self._kv, _key(org, person, ask_id))
@@ -174,18 +183,30 @@ class AskStore:
         *,
         record: Record | None = None,
     ) -> tuple[AskRecord, AskRecord] | None:
-        """The ask before and after `change`, by compare-and-set; None if there is none."""
+        """The ask before and after `change`, by compare-and-set; None if there is none.
+        One that settles is kept for a while, and so is its question's key."""
         if (found := await self.get(org, person, ask_id)) is None:
             return None
-        return await swap(
+        key = _key(org, person, ask_id)
+
+        def write(ask: AskRecord, revision: int) -> Awaitable[int]:
+            keep = None if ask.state == "open" else self._kept
+            return write_at(self._kv, key, codec.encode(ask), revision, keep=keep)
+
+        before, after = await swap(
             self._kv,
-            _key(org, person, ask_id),
+            key,
             change,
             decode=_ask.decode,
             default=found,
+            write=write,
             record=record,
             read=self._exact,
         )
+        if before.state == "open" and after.state != "open" and after.room is not None:
+            question = f"_question.{after.room}.{after.question_seq}"
+            await settle(self._kv, question, keep=self._kept, read=self._exact)
+        return before, after
 
     async def of_person(self, org: str, person: str) -> list[AskRecord]:
         entries = await self._exact(self._kv, _key(org, person, "*"))

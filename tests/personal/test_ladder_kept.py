@@ -26,7 +26,7 @@ STREAM = "KV_ladder"
 
 
 @pytest.fixture
-def ladder_kept() -> timedelta:
+def kept() -> timedelta:
     return timedelta(seconds=2)
 
 
