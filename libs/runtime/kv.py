@@ -4,12 +4,14 @@ stream's compare-and-set is retried by the same rule)."""
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any, TypeVar
 
 import nats.errors
+from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, KeyValueConfig
@@ -26,7 +28,13 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.bus import AWAY
-from libs.runtime.direct import DirectGetUnavailable, TooManyResults, batch_get, last_get
+from libs.runtime.direct import (
+    DirectGetRefused,
+    DirectGetUnavailable,
+    TooManyResults,
+    batch_get,
+    last_get,
+)
 from libs.runtime.locks import KeyedLocks
 
 __all__ = [
@@ -250,7 +258,7 @@ def is_filter(keys: str) -> bool:
 # default is five minutes): read often, as a person's pending list is, consumers would
 # pile up on the server, which refuses a stream's thousand-and-first.
 _CONSUMER_KEPT_S = 1.0
-_FETCHED = 256  # messages asked for at once
+_PULL_TIMEOUT_S = 5.0
 
 
 async def _consumed(kv: KeyValue, keys: str) -> list[KeyValue.Entry]:
@@ -273,18 +281,49 @@ async def _consumed(kv: KeyValue, keys: str) -> list[KeyValue.Entry]:
     found: list[KeyValue.Entry] = []
     try:
         pending = made.num_pending or 0
-        if pending:
-            sub = await js.pull_subscribe_bind(consumer=made.name, stream=stream)
-            try:
-                while pending:
-                    for msg in await sub.fetch(min(pending, _FETCHED)):
-                        found.append(_entry(kv, msg))
-                        pending = msg.metadata.num_pending
-            finally:
-                await sub.unsubscribe()
+        while pending:
+            msgs = await _pulled(js._nc, stream, made.name, pending)
+            if not msgs:  # what was pending went before it was read (a key's TTL, say)
+                break
+            found += [_entry(kv, msg) for msg in msgs]
+            pending = msgs[-1].metadata.num_pending
     finally:
         with contextlib.suppress(nats.errors.Error):
             await js.delete_consumer(stream, made.name)
+    return found
+
+
+async def _pulled(nc: Client, stream: str, consumer: str, batch: int) -> list[Msg]:
+    """Up to `batch` messages of `consumer` (one that takes no acks), in one pull that does
+    not wait: what it has pending, to `batch`. (nats-py's `fetch` returns what has arrived
+    when it looks, often one message, and pulls again for the rest: a pull per entry.)
+    A delivery keeps its stored subject, so the pull has an inbox of its own."""
+    found: list[Msg] = []
+    queue: asyncio.Queue[Msg] = asyncio.Queue()
+
+    async def deliver(msg: Msg) -> None:
+        queue.put_nowait(msg)
+
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox, cb=deliver)
+    loop = asyncio.get_running_loop()
+    request = json.dumps({"batch": batch, "no_wait": True}).encode()
+    try:
+        await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", request, reply=inbox)
+        # One deadline, pushed on by each message: a long pull may take its time, a
+        # silent server may not.
+        async with asyncio.timeout(_PULL_TIMEOUT_S) as deadline:
+            while len(found) < batch:
+                msg = await queue.get()
+                status = (msg.headers or {}).get("Status")
+                if status in ("404", "408"):  # nothing more pending
+                    break
+                if status:
+                    raise DirectGetRefused(f"{stream} {consumer}: {status}")
+                found.append(msg)
+                deadline.reschedule(loop.time() + _PULL_TIMEOUT_S)
+    finally:
+        await sub.unsubscribe()
     return found
 
 
