@@ -168,6 +168,21 @@ async def pending_send(api, people, operator) -> tuple[dict, dict]:
     return room, window
 
 
+async def confirmation_asked(api, people, operator) -> tuple[dict, dict]:
+    """A room where Bob asked Ada, and her agent's confirmation of its reply (at confirm)."""
+    await announce(operator, people.ada_id)
+    await set_level(api, people.ada, "confirm")
+    room = await room_with(api, people, people.bob_id)
+    await say(api, room, people.bob, "Lunch on Friday?", to=people.ada_id)
+
+    async def confirmations():
+        listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
+        return listed["confirmations"]
+
+    [confirmation] = await eventually(confirmations)
+    return room, confirmation
+
+
 async def drafts(api, room: dict, headers: dict) -> list[dict]:
     response = await api.get(f"/v1/rooms/{room['id']}/drafts", headers=headers)
     assert response.status == 200, await response.text()

@@ -7,16 +7,7 @@ import msgspec
 import pytest
 
 from libs.contracts.base import key_token
-from tests.personal.conftest import (
-    announce,
-    eventually,
-    history,
-    pending_send,
-    problem,
-    room_with,
-    say,
-    set_level,
-)
+from tests.personal.conftest import confirmation_asked, history, pending_send, problem
 from tests.support import (
     answered_again_after_a_failover,
     forget_idempotency_key,
@@ -84,16 +75,7 @@ async def test_a_keyed_confirmation_answer_run_again_is_answered_as_made(
 ):
     """The pick, answered in the room and sent, its answer lost: answered again with it, not
     refused as already answered, and the pick sent once."""
-    await announce(operator, people.ada_id)
-    await set_level(api, people.ada, "confirm")
-    room = await room_with(api, people, people.bob_id)
-    await say(api, room, people.bob, "Lunch on Friday?", to=people.ada_id)
-
-    async def confirmations():
-        listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
-        return listed["confirmations"]
-
-    [confirmation] = await eventually(confirmations)
+    room, confirmation = await confirmation_asked(api, people, operator)
     keyed = people.ada | {"Idempotency-Key": "confirm-pick-1"}
     body = {"choice": {"type": "pick", "option": 0}}
 

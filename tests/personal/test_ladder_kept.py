@@ -12,15 +12,7 @@ import pytest
 
 from libs.contracts.base import key_token
 from libs.runtime.leader import newest_seq
-from tests.personal.conftest import (
-    announce,
-    eventually,
-    pending_send,
-    problem,
-    room_with,
-    say,
-    set_level,
-)
+from tests.personal.conftest import confirmation_asked, eventually, pending_send, problem
 
 STREAM = "KV_ladder"
 
@@ -71,16 +63,7 @@ async def test_a_stopped_window_is_listed_closed_then_nothing_of_it_is_stored(
 
 async def test_an_answered_confirmation_and_its_question_are_kept_then_gone(api, people, operator):
     js = operator.jetstream()
-    await announce(operator, people.ada_id)
-    await set_level(api, people.ada, "confirm")
-    room = await room_with(api, people, people.bob_id)
-    await say(api, room, people.bob, "Lunch on Friday?", to=people.ada_id)
-
-    async def confirmations():
-        listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
-        return listed["confirmations"]
-
-    [confirmation] = await eventually(confirmations)
+    room, confirmation = await confirmation_asked(api, people, operator)
     confirm_key = f"confirm.{key_token(people.ada_id)}.{confirmation['id']}"
     asked_key = f"asked.{room['id']}.{confirmation['question_seq']}"
     path = f"/v1/confirmations/{confirmation['id']}"
