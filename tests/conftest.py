@@ -27,10 +27,8 @@ from services.gateway.app import init_app
 from services.gateway.routes import ROUTES
 from services.gateway.settings import GatewaySettings
 from services.ladder.main import serve as serve_ladder
-from services.ladder.store import KEPT as LADDER_KEPT
 from services.mod.main import serve as serve_mod
 from services.poa.main import serve as serve_poa
-from services.poa.store import ASKS_KEPT
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
 from services.scheduler.main import serve as serve_scheduler
@@ -202,18 +200,22 @@ def ladder_clock() -> Callable[[], datetime]:
 
 
 @pytest.fixture
-def kept() -> timedelta | None:
-    """How long the ladder and PoA keep what is settled (a week, as they do unless told);
-    a module may keep it shorter."""
+def settled_kept() -> int | None:
+    """Seconds the ladder and PoA keep what is settled (None: their settings' default); a
+    module may keep it shorter."""
     return None
 
 
+def _keeping(settings: Settings, seconds: int | None) -> Settings:
+    return settings if seconds is None else msgspec.structs.replace(settings, settled_kept=seconds)
+
+
 @pytest.fixture
-async def ladder_service(settings_for, ladder_clock, kept, audit_service):
+async def ladder_service(settings_for, ladder_clock, settled_kept, audit_service):
     async with serving(
         ladder.CONTRACT,
-        settings_for("ladder"),
-        lambda svc: serve_ladder(svc, ladder_clock, kept=kept or LADDER_KEPT),
+        _keeping(settings_for("ladder"), settled_kept),
+        lambda svc: serve_ladder(svc, ladder_clock),
     ) as svc:
         yield svc
 
@@ -234,13 +236,13 @@ def poa_clock() -> Callable[[], datetime]:
 
 @pytest.fixture
 async def poa_service(
-    settings_for, poa_clock, kept, audit_service, rooms_service, scheduler_service
+    settings_for, poa_clock, settled_kept, audit_service, rooms_service, scheduler_service
 ):
     """PoA with what its asks need: the rooms to ask in and the scheduler to time them."""
     async with serving(
         poa.CONTRACT,
-        settings_for("poa"),
-        lambda svc: serve_poa(svc, poa_clock, kept=kept or ASKS_KEPT),
+        _keeping(settings_for("poa"), settled_kept),
+        lambda svc: serve_poa(svc, poa_clock),
     ) as svc:
         yield svc
 

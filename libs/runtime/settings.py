@@ -3,16 +3,27 @@
 import os
 import socket
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Annotated, Literal, TypeVar
 
 import msgspec
 from msgspec import Meta
 
-__all__ = ["BadSetting", "Port", "Positive", "Settings", "converted", "key_from_env"]
+__all__ = [
+    "SETTLED_KEPT",
+    "BadSetting",
+    "Port",
+    "Positive",
+    "Settings",
+    "converted",
+    "key_from_env",
+]
 
 S = TypeVar("S", bound=msgspec.Struct)
 Port = Annotated[int, Meta(ge=0, le=65535)]
 Positive = Annotated[float, Meta(gt=0)]
+# How long a settled window, confirmation or ask is kept to be read back, unless told.
+SETTLED_KEPT = timedelta(days=7)
 
 
 class BadSetting(ValueError):
@@ -66,6 +77,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     |                       |                           | creates (3 on a three-node cluster)     |
     | TETHER_PULL_WAIT      | 0.5                       | seconds a reader's pull waits for new   |
     |                       |                           | messages: the longest a stop waits      |
+    | TETHER_SETTLED_KEPT   | 604800 (a week)           | seconds the ladder and PoA keep what is |
+    |                       |                           | settled (a window, a confirmation, an   |
+    |                       |                           | ask) to be read back; then it is gone   |
     """
 
     service: str
@@ -79,6 +93,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     replica: str = ""
     js_replicas: Annotated[int, Meta(ge=1, le=5)] = 1
     pull_wait: Positive = 0.5
+    settled_kept: Annotated[int, Meta(ge=1)] = int(SETTLED_KEPT.total_seconds())
 
     @classmethod
     def from_env(cls, service: str, env: Mapping[str, str] | None = None) -> "Settings":
@@ -99,6 +114,7 @@ _ENV = {
     "TETHER_REPLICA": "replica",
     "TETHER_JS_REPLICAS": "js_replicas",
     "TETHER_PULL_WAIT": "pull_wait",
+    "TETHER_SETTLED_KEPT": "settled_kept",
 }
 
 

@@ -12,7 +12,7 @@ from libs.runtime.consumer import RETRY, Consumer, Retry, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.ladder.handlers import WINDOW_END, Handlers
-from services.ladder.store import KEPT, open_store
+from services.ladder.store import open_store
 
 
 def clock() -> datetime:
@@ -24,10 +24,9 @@ async def serve(
     clock: Callable[[], datetime] = clock,
     *,
     retry: Retry = RETRY,
-    kept: timedelta = KEPT,
 ) -> None:
-    """Serve the subjects, the windows' ends and the answers until `svc` is stopped;
-    what is settled is kept for `kept`."""
+    """Serve the subjects, the windows' ends and the answers until `svc` is stopped."""
+    kept = timedelta(seconds=svc.settings.settled_kept)
     store = await open_store(svc.nc, replicas=svc.settings.js_replicas, kept=kept)
     trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(svc.nc, store, trail, clock)

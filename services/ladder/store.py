@@ -10,10 +10,10 @@ and, to find those from elsewhere:
     asked.<room>.<seq>           whose confirmation a room's question is
 
 A settled window or confirmation (and the question that asked it) is kept a week by
-default, to be listed among the closed and to answer a request made again, and the
-server then removes it: kept forever, every window a person ever had would be read on
-each look at their pending list. A window leaving the open index leaves a marker there
-for an hour, long enough for any replica to have applied the removal.
+default (`TETHER_SETTLED_KEPT`), to be listed among the closed and to answer a request
+made again, and the server then removes it: kept forever, every window a person ever had
+would be read on each look at their pending list. A window leaving the open index leaves
+a marker there for an hour, long enough for any replica to have applied the removal.
 
 Every read has every acknowledged write in it (through the stream's leader on a replicated
 bucket, `libs.runtime.leader`): a level just lowered, a window just opened or a stop just
@@ -43,12 +43,12 @@ from libs.runtime.kv import (
     write_at,
 )
 from libs.runtime.leader import exact_reads
+from libs.runtime.settings import SETTLED_KEPT
 from services.ladder.domain.confirmations import Confirmation
 from services.ladder.domain.levels import salvage
 
-__all__ = ["KEPT", "Held", "LadderStore", "open_store"]
+__all__ = ["Held", "LadderStore", "open_store"]
 
-KEPT = timedelta(days=7)
 _MARKER_KEPT = timedelta(hours=1)
 
 
@@ -90,7 +90,9 @@ _confirmation = codec.decoder(Confirmation)
 
 
 class LadderStore:
-    def __init__(self, nc: Client, kv: KeyValue, exact: Read, *, kept: timedelta = KEPT) -> None:
+    def __init__(
+        self, nc: Client, kv: KeyValue, exact: Read, *, kept: timedelta = SETTLED_KEPT
+    ) -> None:
         self._nc, self._kv, self._exact, self._kept = nc, kv, exact, kept
 
     async def standing(self, person: str, org: str) -> tuple[LadderSettings, Level | None]:
@@ -263,7 +265,9 @@ class LadderStore:
         return (found[0].value or b"") if found else None
 
 
-async def open_store(nc: Client, *, replicas: int = 1, kept: timedelta = KEPT) -> LadderStore:
+async def open_store(
+    nc: Client, *, replicas: int = 1, kept: timedelta = SETTLED_KEPT
+) -> LadderStore:
     config = KeyValueConfig(bucket="ladder", history=4, replicas=replicas)
     kv = await open_bucket(nc.jetstream(), config)
     return LadderStore(nc, kv, await exact_reads(kv), kept=kept)

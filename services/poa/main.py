@@ -13,18 +13,16 @@ from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.poa.asking import ASK_EXPIRY, Asking
 from services.poa.handlers import Handlers
-from services.poa.store import ASKS_KEPT, open_stores
+from services.poa.store import open_stores
 
 
 def clock() -> datetime:
     return datetime.now(UTC)
 
 
-async def serve(
-    svc: Service, clock: Callable[[], datetime] = clock, *, kept: timedelta = ASKS_KEPT
-) -> None:
-    """Serve the subjects, the asks' expiries and their answers in rooms until stopped;
-    an ask settled is kept for `kept`."""
+async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
+    """Serve the subjects, the asks' expiries and their answers in rooms until stopped."""
+    kept = timedelta(seconds=svc.settings.settled_kept)
     replicas = svc.settings.js_replicas
     grants, ledger, asks = await open_stores(svc.js, replicas=replicas, asks_kept=kept)
     trail = Trail(svc.nc, service=CONTRACT.name)

@@ -5,9 +5,10 @@ decisions of keyed acts a ledger let go, for as long as their key may be sent ag
 Keys are `<org>.<owner>.<grant id>[.<month>]` and `<org>.<person>.<ask id>`, so every read
 names the person: a lookup without the owner cannot even be written. An ask's question is
 found again from its room's answer by `_question.<room>.<seq>`, which holds the ask's key.
-An ask answered or expired, and its question's key, are kept a week (`ASKS_KEPT`), to be
-read back by the agent that asked and to answer its act sent again, then the server
-removes them: kept forever, every ask a person was ever put was read for their list.
+An ask answered or expired, and its question's key, are kept a week by default
+(`TETHER_SETTLED_KEPT`), to be read back by the agent that asked and to answer its act
+sent again, then the server removes them: kept forever, every ask a person was ever put
+was read for their list.
 """
 
 import asyncio
@@ -25,9 +26,10 @@ from libs.contracts.base import key_token
 from libs.contracts.poa import AskRecord, Decision, GrantRecord
 from libs.runtime.kv import Conflict, Read, Record, open_bucket, settle, swap, write_at
 from libs.runtime.leader import exact_reads, seen
+from libs.runtime.settings import SETTLED_KEPT
 from services.poa.domain.ledger import Keyed, RootLedger
 
-__all__ = ["ASKS_KEPT", "AskStore", "GrantStore", "LedgerStore", "open_stores"]
+__all__ = ["AskStore", "GrantStore", "LedgerStore", "open_stores"]
 
 _grant = codec.decoder(GrantRecord)
 _ledger = codec.decoder(RootLedger)
@@ -36,11 +38,10 @@ _where = msgspec.json.Decoder(tuple[str, str, str]).decode
 _keyed = codec.decoder(Keyed | Decision)
 # An Idempotency-Key runs once for 24 h (the gateway's promise), an hour's margin on.
 ACTS_KEPT_S = 25 * 3600
-ASKS_KEPT = timedelta(days=7)
 
 
 async def open_stores(
-    js: JetStreamContext, *, replicas: int = 1, asks_kept: timedelta = ASKS_KEPT
+    js: JetStreamContext, *, replicas: int = 1, asks_kept: timedelta = SETTLED_KEPT
 ) -> tuple["GrantStore", "LedgerStore", "AskStore"]:
     grants = await open_bucket(
         js, KeyValueConfig(bucket="poa-grants", history=8, replicas=replicas)
@@ -156,7 +157,7 @@ class AskStore:
     """Read exactly, as the grants are: an ask just put to its person is there to answer
     from any node, and a create that lost to the same act's ask finds that one."""
 
-    def __init__(self, kv: KeyValue, exact: Read, *, kept: timedelta = ASKS_KEPT) -> None:
+    def __init__(self, kv: KeyValue, exact: Read, *, kept: timedelta = SETTLED_KEPT) -> None:
         self._kv, self._exact, self._kept = kv, exact, kept
 
     async def get(self, org: str, person: str, ask_id: str) -> AskRecord | None:

@@ -6,8 +6,6 @@ index leaves only a marker that expires in turn. Kept here for two seconds, not 
 before this, each stayed forever, and a person's pending list read every window they
 ever had."""
 
-from datetime import timedelta
-
 import pytest
 
 from libs.contracts.base import key_token
@@ -18,8 +16,9 @@ STREAM = "KV_ladder"
 
 
 @pytest.fixture
-def kept() -> timedelta:
-    return timedelta(seconds=2)
+def settled_kept() -> int:
+    """TETHER_SETTLED_KEPT, as the services read it."""
+    return 2
 
 
 async def _messages_on(js, key: str) -> int:

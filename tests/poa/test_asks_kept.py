@@ -2,7 +2,7 @@
 removed by the server with its question's key: before this, every ask a person was ever put
 stayed, and each look at their asks read them all. Kept here for two seconds, not a week."""
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
@@ -18,8 +18,9 @@ STREAM = "KV_poa-asks"
 
 
 @pytest.fixture
-def kept() -> timedelta:
-    return timedelta(seconds=2)
+def settled_kept() -> int:
+    """TETHER_SETTLED_KEPT, as the services read it."""
+    return 2
 
 
 @pytest.fixture

@@ -16,6 +16,8 @@ def test_the_environment_sets_what_it_names_and_the_rest_keep_their_defaults():
     defaults = (settings.nats_user, settings.max_in_flight, settings.metrics_port)
     assert defaults == ("rooms", 256, 9100)
     assert Settings.from_env("rooms", {}).pull_wait == 0.5
+    kept = Settings.from_env("ladder", {"TETHER_SETTLED_KEPT": "3600"}).settled_kept
+    assert (kept, Settings.from_env("poa", {}).settled_kept) == (3600, 7 * 24 * 3600)
 
 
 def _service(env: dict[str, str]) -> Settings:
@@ -34,6 +36,7 @@ def _gateway(env: dict[str, str]) -> GatewaySettings:
         (_service, "TETHER_METRICS_PORT", "70000", "Expected `int` <= 65535"),
         (_service, "TETHER_MAX_IN_FLIGHT", "0", "Expected `int` >= 1"),
         (_service, "TETHER_JS_REPLICAS", "7", "Expected `int` <= 5"),
+        (_service, "TETHER_SETTLED_KEPT", "0", "Expected `int` >= 1"),
         (_service, "TETHER_LOG_LEVEL", "loud", "Invalid enum value 'loud'"),
         (_gateway, "TETHER_REDIS_TIMEOUT", "-1", "Expected `float` > 0.0"),
         (_gateway, "TETHER_REQUEST_TIMEOUT", "0", "Expected `float` > 0.0"),
