@@ -186,24 +186,25 @@ class AskStore:
     ) -> tuple[AskRecord, AskRecord] | None:
         """The ask before and after `change`, by compare-and-set; None if there is none.
         One that settles is kept for a while, and so is its question's key."""
-        if (found := await self.get(org, person, ask_id)) is None:
-            return None
         key = _key(org, person, ask_id)
 
-        def write(ask: AskRecord, revision: int) -> Awaitable[int]:
+        def write(ask: AskRecord | None, revision: int) -> Awaitable[int]:
+            assert ask is not None, "an ask is never removed, only settled"
             keep = None if ask.state == "open" else self._kept
             return write_at(self._kv, key, codec.encode(ask), revision, keep=keep)
 
         before, after = await swap(
             self._kv,
             key,
-            change,
+            lambda ask: None if ask is None else change(ask),
             decode=_ask.decode,
-            default=found,
+            default=None,
             write=write,
             record=record,
             read=self._exact,
         )
+        if before is None or after is None:
+            return None
         if before.state == "open" and after.state != "open" and after.room is not None:
             question = f"_question.{after.room}.{after.question_seq}"
             await settle(self._kv, question, keep=self._kept, read=self._exact)

@@ -52,12 +52,12 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> tuple["Timer
         await js.update_stream(engine)
     await led(js, ENGINE.name)
     await ensure_shared_streams(js, ("TIMERS",), replicas=replicas)
-    return Timers(js, kv, await exact_reads(kv)), Engine(js)
+    return Timers(kv, await exact_reads(kv)), Engine(js)
 
 
 class Timers:
-    def __init__(self, js: JetStreamContext, kv: KeyValue, exact: Read) -> None:
-        self._js, self._kv, self._exact = js, kv, exact
+    def __init__(self, kv: KeyValue, exact: Read) -> None:
+        self._kv, self._exact = kv, exact
 
     async def get(self, owner: str, key: str) -> Timer | None:
         """The timer with every acknowledged change in it (through the stream's leader on a

@@ -10,7 +10,7 @@ from nats.js.errors import KeyNotFoundError
 
 from libs.contracts.ladder import ChangeWindow
 from services.ladder.domain.windows import offered
-from tests.personal.conftest import announce, eventually, room_with, say, set_level
+from tests.personal.conftest import eventually, pending_send
 
 
 def test_windows_shorter_than_the_resolution_are_not_offered():
@@ -43,21 +43,7 @@ async def test_a_window_not_on_the_list_is_refused(api, people, window):
 
 
 async def test_a_windows_end_is_a_timer_on_the_scheduler(api, operator, people):
-    await announce(operator, people.ada_id)
-
-    async def has_agent():
-        return (await api.get("/v1/agents/me", headers=people.ada)).status == 200
-
-    await eventually(has_agent)
-    await set_level(api, people.ada, "send")
-    await api.put("/v1/ladder/window", json={"window": "15m"}, headers=people.ada)
-    room = await room_with(api, people, people.bob_id)
-    await say(api, room, people.bob, "Draft the memo?", to=people.ada_id)
-
-    async def windows():
-        return (await (await api.get("/v1/windows", headers=people.ada)).json())["windows"]
-
-    [window] = await eventually(windows)
+    _, window = await pending_send(api, people, operator)
     kv = await operator.jetstream().key_value("scheduler-timers")
 
     async def timed():  # the window is held, then its end is scheduled
