@@ -1,5 +1,6 @@
 """The poa service on the test stack, with a clock fixed inside the vectors' validity."""
 
+import asyncio
 import copy
 from datetime import UTC, datetime, timedelta
 
@@ -37,3 +38,20 @@ def valid_now(grant: dict) -> dict:
         "expires": (today + timedelta(days=5)).isoformat(),
     }
     return grant
+
+
+async def decided(api, grant_id: str, envelope: dict, headers: dict, key: str) -> tuple[int, dict]:
+    """An act on `grant_id`, sent under the Idempotency-Key `key` and asked again, as a
+    client would, while the answer is a transient failure (a busy machine's 503 or 504, or
+    the key still in flight): decided once, and only a decision is an answer."""
+    keyed = headers | {"Idempotency-Key": key}
+    for _ in range(100):
+        response = await api.post(
+            f"/v1/poa/grants/{grant_id}/acts", json={"envelope": envelope}, headers=keyed
+        )
+        outcome = await response.json()
+        if response.status not in (409, 503, 504) or "decision" in outcome:
+            break
+        await asyncio.sleep(0.1)
+    assert "decision" in outcome, (response.status, outcome)
+    return response.status, outcome

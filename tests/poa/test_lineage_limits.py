@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from libs.contracts.poa import CONTRACT
-from tests.poa.conftest import root_grant
+from tests.poa.conftest import decided, root_grant
 from tests.poa.vectors import case
 from tests.support import bearer, token
 
@@ -49,23 +49,10 @@ async def _flood(api, helper: dict) -> list[dict]:
     envelope["invocation"]["arguments"]["amount"] = 20  # each child's per-act limit
 
     async def act(i: int) -> dict:
-        """Sent under a key of its own and asked again, as a client would, while the answer
-        is a transient failure (a busy machine's 503 or 504, or the key still in flight):
-        each act is decided once, and only a decision is an answer."""
-        keyed = helper | {"Idempotency-Key": f"flood-{i}"}
-        for _ in range(100):
-            response = await api.post(
-                f"/v1/poa/grants/sibling_{i % SIBLINGS}/acts",
-                json={"envelope": envelope},
-                headers=keyed,
-            )
-            outcome = await response.json()
-            if response.status not in (409, 503, 504) or "decision" in outcome:
-                break
-            await asyncio.sleep(0.1)
-        assert "decision" in outcome, (response.status, outcome)
+        grant = f"sibling_{i % SIBLINGS}"
+        status, outcome = await decided(api, grant, envelope, helper, f"flood-{i}")
         asks = outcome["decision"]["decision"] == "ASK_USER"
-        assert response.status == (202 if asks else 200), outcome
+        assert status == (202 if asks else 200), outcome
         return outcome
 
     return await asyncio.gather(*(act(i) for i in range(ACTS)))

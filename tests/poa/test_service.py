@@ -10,7 +10,7 @@ from libs.audit.chain import breaks
 from libs.audit.reading import records as audit_records
 from libs.audit.reading import stored
 from libs.contracts.poa import CONTRACT
-from tests.poa.conftest import purchase, root_grant
+from tests.poa.conftest import decided, purchase, root_grant
 from tests.poa.vectors import OFFICIAL, case
 from tests.support import bearer, token
 
@@ -151,13 +151,11 @@ async def test_concurrent_purchases_never_pass_the_monthly_limit_without_asking(
     grant["defaults"]["max_binding_per_day"] = 1000
     await _issue(api, ada, grant)
 
-    async def buy():
-        response = await api.post("/v1/poa/grants/poa_8c21/acts",
-                                  json={"envelope": purchase(99.99)},
-                                  headers=ada["agent"])  # fmt: skip
-        return await response.json()
+    async def buy(i: int) -> dict:
+        _, outcome = await decided(api, "poa_8c21", purchase(99.99), ada["agent"], f"buy-{i}")
+        return outcome
 
-    outcomes = await asyncio.gather(*(buy() for _ in range(30)))
+    outcomes = await asyncio.gather(*(buy(i) for i in range(30)))
     recorded = [o for o in outcomes if o["recorded"]]
     asked = {o["decision"]["rule_id"] for o in outcomes if not o["recorded"]}
     assert len(recorded) == 8  # 8 x 99.99 = 799.92; a ninth would pass 800
