@@ -201,8 +201,8 @@ def ladder_clock() -> Callable[[], datetime]:
 
 @pytest.fixture
 def settled_kept() -> int | None:
-    """Seconds the ladder and PoA keep what is settled (None: their settings' default); a
-    module may keep it shorter."""
+    """Seconds the ladder, PoA and the Chonks keep what is settled (None: their settings'
+    default); a module may keep it shorter."""
     return None
 
 
@@ -285,8 +285,11 @@ async def mod_service(settings_for, audit_service, mod_clock, draft_ttl, reviewe
 
 
 @pytest.fixture
-async def chonk_service(settings_for, audit_service, rooms_service, scheduler_service):
+async def chonk_service(
+    settings_for, settled_kept, audit_service, rooms_service, scheduler_service
+):
     """The manager agents, with the rooms their messages are carried into and the
     scheduler their follow-ups wait on."""
-    async with serving(chonk.CONTRACT, settings_for("chonk"), serve_chonk) as svc:
+    chonk_settings = _keeping(settings_for("chonk"), settled_kept)
+    async with serving(chonk.CONTRACT, chonk_settings, serve_chonk) as svc:
         yield svc

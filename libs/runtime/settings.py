@@ -22,7 +22,8 @@ __all__ = [
 S = TypeVar("S", bound=msgspec.Struct)
 Port = Annotated[int, Meta(ge=0, le=65535)]
 Positive = Annotated[float, Meta(gt=0)]
-# How long a settled window, confirmation or ask is kept to be read back, unless told.
+# How long what has settled (a window, a confirmation, an ask, a run's claim, a cover) is
+# kept, unless told.
 SETTLED_KEPT = timedelta(days=7)
 
 
@@ -77,9 +78,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     |                       |                           | creates (3 on a three-node cluster)     |
     | TETHER_PULL_WAIT      | 0.5                       | seconds a reader's pull waits for new   |
     |                       |                           | messages: the longest a stop waits      |
-    | TETHER_SETTLED_KEPT   | 604800 (a week)           | seconds the ladder and PoA keep what is |
-    |                       |                           | settled (a window, a confirmation, an   |
-    |                       |                           | ask) to be read back; then it is gone   |
+    | TETHER_SETTLED_KEPT   | 604800 (a week)           | seconds the ladder, PoA and the Chonks  |
+    |                       |                           | keep what is settled (a window, a       |
+    |                       |                           | confirmation, an ask, a run's claim, a  |
+    |                       |                           | cover); then it is gone                 |
     """
 
     service: str

@@ -127,7 +127,8 @@ class Handlers(Covering):
         """A run a delivered event starts: claimed first, so a redelivery handled at the
         same time runs nothing; released if it fails, so the next delivery runs it. Claimed
         and not reported, it is under way or its claimer died: asked again later, it is
-        taken over once the claim's lease is out."""
+        taken over once the claim's lease is out. Reported, it is never run again while
+        its claim is kept."""
         if not await self._store.claim_run(p.org, run_id, self._clock(), lease=RUN_LEASE):
             if await self._store.report(p.org, run_id) is None:
                 raise Refused("run-under-way", 503, f"run {run_id} is under way; ask again")
@@ -137,6 +138,7 @@ class Handlers(Covering):
         except BaseException:
             await self._store.release_run(p.org, run_id)
             raise
+        await self._store.finish_run(p.org, run_id)
 
     async def _run(
         self,

@@ -1,6 +1,6 @@
 """`python -m services.chonk.main`: the manager agents, until SIGTERM."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from importlib.resources import files
 
 from libs.audit.trail import Trail
@@ -32,7 +32,8 @@ async def serve(svc: Service) -> None:
     handoffs other Chonks send and the answers to the Chonks' questions, until `svc` is
     stopped."""
     roster, never = shipped()
-    store = await open_store(svc.js, replicas=svc.settings.js_replicas)
+    kept = timedelta(seconds=svc.settings.settled_kept)
+    store = await open_store(svc.js, replicas=svc.settings.js_replicas, kept=kept)
     trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(svc.nc, store, trail, roster, never, clock)
     targets = {CHASE: handlers.stage_due, CADENCE: handlers.cadence_due, COVER: handlers.cover_due}

@@ -16,6 +16,12 @@
 
 Every key names the org, and a person's the person.
 
+What has settled is kept for a while (`TETHER_SETTLED_KEPT`, a week by default) and then
+removed by the server: a run's claim once its report is stored, and a cover once it is
+closed. A released claim or an answered proposal leaves only a marker that is removed
+within the hour. Reports, declines (two Chonks disagreeing twice names no period), packets
+(nothing closes one yet), chases and the questions they asked stay.
+
 Every read has every acknowledged write in it (through the stream's leader on a replicated
 bucket, `libs.runtime.leader`), and so does the entry each compare-and-set starts from: an
 answer to a question just asked finds what the question holds, a decline just stored is
@@ -23,7 +29,7 @@ counted, and who took a shift is decided on the cover as it stands. Nothing here
 often enough for the leader's cost to matter.
 """
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
 import msgspec
@@ -35,8 +41,9 @@ from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.chonk import ActionReady, HandoffRequest, MemoryRead, Packet, RunReport
 from libs.contracts.rooms import Tell
-from libs.runtime.kv import Conflict, Read, Record, open_bucket, swap, write_at
+from libs.runtime.kv import Conflict, Read, Record, open_bucket, remove, settle, swap, write_at
 from libs.runtime.leader import exact_reads
+from libs.runtime.settings import SETTLED_KEPT
 from services.chonk.domain.ladder import Chase
 from services.chonk.domain.memory import MemoryFact
 
@@ -124,13 +131,25 @@ _packet = codec.decoder(Packet)
 _times = msgspec.json.Decoder(list[datetime]).decode
 _modes = msgspec.json.Decoder(dict[str, str]).decode
 _reads = msgspec.json.Decoder(list[MemoryRead])
+# A marker tells a replica behind the leader that its key is gone; past an hour it has caught up.
+_MARKER_KEPT = timedelta(hours=1)
 
 
 class ChonkStore:
-    def __init__(self, runs: KeyValue, memory: KeyValue, in_runs: Read, in_memory: Read) -> None:
-        """`in_runs` and `in_memory` read each bucket with every acknowledged write in it."""
+    def __init__(
+        self,
+        runs: KeyValue,
+        memory: KeyValue,
+        in_runs: Read,
+        in_memory: Read,
+        *,
+        kept: timedelta = SETTLED_KEPT,
+    ) -> None:
+        """`in_runs` and `in_memory` read each bucket with every acknowledged write in it;
+        what has settled is kept for `kept`."""
         self._runs, self._memory = runs, memory
         self._in_runs, self._in_memory = in_runs, in_memory
+        self._kept = kept
 
     async def _value(self, key: str) -> bytes | None:
         """The run bucket's entry at `key`; None when there is none."""
@@ -143,8 +162,8 @@ class ChonkStore:
     async def claim_run(self, org: str, run_id: str, now: datetime, *, lease: timedelta) -> bool:
         """True for the one caller that claims `run_id`, however many ask at once: a run
         started by a timer or a handoff, each delivered at least once, is made once. A claim
-        made more than `lease` ago is taken over: its claimer died mid-run (one that lives
-        has finished, or failed and released it, long before)."""
+        made more than `lease` ago with no report yet is taken over: its claimer died
+        mid-run (one that lives has reported, or failed and released it, long before)."""
         key, claimed = f"claimed.{org}.{run_id}", now.isoformat().encode()
         try:
             await write_at(self._runs, key, claimed, 0)
@@ -154,7 +173,7 @@ class ChonkStore:
         found = await self._in_runs(self._runs, key)
         if not found:  # released since: the next delivery claims it
             return False
-        if not _lapsed(found[0].value, now, lease):
+        if not _lapsed(found[0].value, now, lease) or await self.report(org, run_id):
             return False
         try:
             await write_at(self._runs, key, claimed, found[0].revision)
@@ -162,9 +181,14 @@ class ChonkStore:
             return False
         return True
 
+    async def finish_run(self, org: str, run_id: str) -> None:
+        """A claimed run that reported: its claim is kept for a while, then removed, as a
+        delivery comes again within minutes, not weeks."""
+        await settle(self._runs, f"claimed.{org}.{run_id}", keep=self._kept, read=self._in_runs)
+
     async def release_run(self, org: str, run_id: str) -> None:
         """A claimed run that failed: its redelivery may claim it again."""
-        await self._runs.purge(f"claimed.{org}.{run_id}")
+        await remove(self._runs, f"claimed.{org}.{run_id}", keep=_MARKER_KEPT)
 
     async def put_decline(self, request: HandoffRequest) -> None:
         """A declined handoff, kept to see two Chonks disagree twice."""
@@ -184,7 +208,9 @@ class ChonkStore:
         return _proposal(raw) if raw else None
 
     async def drop_proposal(self, room: str, seq: int) -> None:
-        await self._runs.delete(f"proposed.{room}.{seq}")
+        """An answered proposal: a later answer to its question finds none, and carries out
+        nothing."""
+        await remove(self._runs, f"proposed.{room}.{seq}", keep=_MARKER_KEPT)
 
     async def change_chase(
         self, org: str, run: str, change: Callable[[ChaseState], ChaseState]
@@ -209,12 +235,22 @@ class ChonkStore:
     async def change_cover(
         self, org: str, shift: str, change: Callable[[Cover | None], Cover | None]
     ) -> tuple[Cover | None, Cover | None]:
+        """A cover after `change`; one closed is kept for a while (a yes that comes after
+        it is gone finds no cover, and takes nothing)."""
+        key = f"cover.{org}.{shift}"
+
+        def write(cover: Cover | None, revision: int) -> Awaitable[int]:
+            assert cover is not None, "a cover is never removed, only closed"
+            keep = self._kept if cover.closed else None
+            return write_at(self._runs, key, codec.encode(cover), revision, keep=keep)
+
         return await swap(
             self._runs,
-            f"cover.{org}.{shift}",
+            key,
             change,
             decode=_cover.decode,
             default=None,
+            write=write,
             read=self._in_runs,
         )
 
@@ -299,12 +335,15 @@ class ChonkStore:
         )
 
 
-async def open_store(js: JetStreamContext, *, replicas: int = 1) -> ChonkStore:
+async def open_store(
+    js: JetStreamContext, *, replicas: int = 1, kept: timedelta = SETTLED_KEPT
+) -> ChonkStore:
     runs = await open_bucket(js, KeyValueConfig(bucket="chonk-runs", history=1, replicas=replicas))
     memory = await open_bucket(
         js, KeyValueConfig(bucket="chonk-memory", history=4, replicas=replicas)
     )
-    return ChonkStore(runs, memory, await exact_reads(runs), await exact_reads(memory))
+    in_runs, in_memory = await exact_reads(runs), await exact_reads(memory)
+    return ChonkStore(runs, memory, in_runs, in_memory, kept=kept)
 
 
 def _lapsed(claimed: bytes | None, now: datetime, lease: timedelta) -> bool:

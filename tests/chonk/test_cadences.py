@@ -13,7 +13,7 @@ from libs.contracts import scheduler
 from libs.contracts.streams import timer_subject
 from services.chonk.domain.cadences import Cadence, next_at
 from services.chonk.handlers import RUN_LEASE
-from tests.chonk.conftest import ORG, person
+from tests.chonk.conftest import ORG, deliver_cadence, owner_update, person, report_of
 from tests.personal.conftest import eventually, problem
 
 ROOT, BEN = person("priya", roles=("admin",)), person("ben")
@@ -80,23 +80,30 @@ async def test_a_run_whose_claimer_died_mid_run_is_run_by_a_later_delivery(api, 
     """A replica that claimed the run and died left its claim and no report: once the
     claim's lease is out, a delivery of the timer runs it."""
     due = datetime(2027, 3, 1, 15, tzinfo=UTC)  # a Monday, 07:00 in Los Angeles
-    run_id = f"run_owner_update_0907_{due:%Y%m%d}"
     kv = await operator.jetstream().key_value("chonk-runs")
     lapsed = datetime.now(UTC) - RUN_LEASE - timedelta(seconds=1)
+    await kv.put(f"claimed.{ORG}.{owner_update(due)}", lapsed.isoformat().encode())
+    await deliver_cadence(operator, due)
+    assert (await report_of(api, owner_update(due)))["trigger"] == "cadence"
+
+
+async def test_a_reported_run_is_not_run_again_by_a_delivery_past_its_lease(api, operator):
+    """The run reported and its delivery came again more than a minute later (its ack
+    was lost with the replica that ran it): the claim, as old as the lease, is not taken
+    over, and the run is not made twice. Its claim is kept a week (the default)."""
+    due = datetime(2027, 3, 8, 15, tzinfo=UTC)
+    run_id, js = owner_update(due), operator.jetstream()
+    await deliver_cadence(operator, due)
+    assert (await report_of(api, run_id))["trigger"] == "cadence"
+    claim = await js.get_last_msg("KV_chonk-runs", f"$KV.chonk-runs.claimed.{ORG}.{run_id}")
+    assert (claim.headers or {}).get("Nats-TTL") == "604800s"
+
+    kv = await js.key_value("chonk-runs")
+    lapsed = datetime.now(UTC) - RUN_LEASE - timedelta(seconds=1)
     await kv.put(f"claimed.{ORG}.{run_id}", lapsed.isoformat().encode())
-    fired = scheduler.Fired(
-        owner="chonk", key=_key(due), target="cadence", due_at=due, fired_at=due,
-        late_ms=0.0, payload={"org": ORG, "cadence": "cad_owner_update"},
-    )  # fmt: skip
-    await operator.jetstream().publish(
-        timer_subject("chonk", "cadence"), msgspec.json.encode(fired)
-    )
-
-    async def reported() -> dict | None:
-        found = await api.get(f"/v1/chonk/runs/{run_id}", headers=ROOT)
-        return await found.json() if found.status == 200 else None
-
-    assert (await eventually(reported))["trigger"] == "cadence"
+    await deliver_cadence(operator, due)
+    runs = [x for x in await records(js, ORG) if x.action == "chonk.run" and x.target == run_id]
+    assert len(runs) == 1
 
 
 async def test_only_an_admin_starts_a_cadence_and_only_one_the_tenant_has(api):

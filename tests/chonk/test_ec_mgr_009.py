@@ -161,6 +161,10 @@ async def test_ec_mgr_009_a_call_out_is_covered_within_the_labor_rules(api, oper
     await _fire_cover(operator, LINE)
     (covered,) = await _recorded(operator, "chonk.cover.covered", LINE)
     assert covered.data == {"by": f"{HARBOR}/marco"}
+    # Closed, the cover is kept a week (the default), then removed by the server.
+    cover = await js.get_last_msg("KV_chonk-runs", f"$KV.chonk-runs.cover.{HARBOR}.{LINE}")
+    assert msgspec.json.decode(cover.data)["closed"] is True
+    assert (cover.headers or {}).get("Nats-TTL") == "604800s"
     assert await _said(api, "kwame", "No cover yet") is None
     (taken,) = await _recorded(operator, "chonk.cover.taken", LINE)
     assert taken.data == {"by": f"{HARBOR}/marco"}

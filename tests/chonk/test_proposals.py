@@ -54,3 +54,12 @@ async def test_a_proposed_message_waits_for_the_owner_s_yes_asked_in_her_room(ap
     assert (message["text"], message["author"]) == (report["message"], f"bot:{ORG}:chonk-build")
     actions = [(x.action, x.target) for x in await records(operator.jetstream(), ORG)]
     assert ("chonk.proposal.approve", "run_chase_ben_proposed_0929-0") in actions
+    # Answered, the proposal leaves a marker that is removed within the hour, not for good.
+    subject = f"$KV.chonk-runs.proposed.{proposed['room']}.{proposed['seq']}"
+
+    async def dropped() -> dict[str, str] | None:
+        last = await operator.jetstream().get_last_msg("KV_chonk-runs", subject)
+        return last.headers if (last.headers or {}).get("KV-Operation") else None
+
+    marker = await eventually(dropped)
+    assert (marker["KV-Operation"], marker.get("Nats-TTL")) == ("PURGE", "3600s")
