@@ -1,7 +1,8 @@
 """One handler per `tether.chonk.*` subject: a run on a simulation tenant (started by an
-admin, by a cadence's timer, or by an accepted handoff), its report, a person's knows page
-with what they may do to a fact about them, and a decider's packets. Every memory read and
-write is recorded before it happens (§6.4, §6.5)."""
+admin, by a cadence's timer, or by an accepted handoff), its report, a person's message to
+a Chonk, and a decider's packets; a person's knows page and their answer to a fact about
+them are `remembering.py`'s, what a run carries out `carrying.py`'s and a call-out
+`covering.py`'s."""
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -27,14 +28,14 @@ from services.chonk.domain import (
     handoffs,
     intents,
     ladder,
-    memory,
     receipts,
     triage,
 )
 from services.chonk.domain.prompt import TenantDirection
 from services.chonk.domain.run import configure
-from services.chonk.domain.types import Draft, ProposedAction, RoleCharter, SourceRef
+from services.chonk.domain.types import Draft, ProposedAction, RoleCharter
 from services.chonk.harness import ModelOutputInvalid, Outcome, run
+from services.chonk.remembering import Remembering
 from services.chonk.simulations import run_of, script, tenant
 from services.chonk.store import ChonkStore, Proposal
 
@@ -62,7 +63,7 @@ class _Carried(NamedTuple):
     now: datetime
 
 
-class Handlers(Covering):
+class Handlers(Covering, Remembering):
     def __init__(
         self,
         nc: Client,
@@ -472,48 +473,6 @@ class Handlers(Covering):
             raise Refused("run-not-found", 404, f"no run {req.id}")
         return found
 
-    async def knows(self, _: chonk.GetKnows, p: Principal) -> chonk.Knows:
-        """§6.4: what the Chonks know about me, and every read of it."""
-        facts = await self._store.facts(p.org, p.sub)
-        return chonk.Knows(
-            facts=[_known(f) for f in sorted(facts, key=lambda f: f.id)],
-            reads=await self._store.reads(p.org, p.sub),
-        )
-
-    async def answer(self, req: chonk.MemoryAnswer, p: Principal) -> chonk.KnownFact:
-        """Redaction by the subject (§6.2's last column): gone at once where it may be;
-        feedback keeps the person's answer and its deletion becomes the MoR's decision."""
-        if p.is_agent:
-            raise Refused("agent-may-not", 403, "a fact about a person is theirs to redact")
-        now = self._clock()
-        outcome: dict[str, memory.Redacted] = {}
-
-        def redact(fact: memory.MemoryFact | None) -> memory.MemoryFact | None:
-            if fact is None:
-                raise Refused("fact-not-found", 404, f"there is no fact {req.id} about you")
-            outcome["done"] = memory.redacted(fact, req.response, now)
-            return outcome["done"].fact
-
-        after = await self._store.change_fact(
-            p.org,
-            p.sub,
-            req.id,
-            redact,
-            record=lambda *_: self._trail.change(
-                p.org, actor=p, action="chonk.memory.redact", target=req.id
-            ),
-        )
-        assert after is not None
-        if (decision := outcome["done"].decision) is not None:
-            await self._trail.append(
-                p.org,
-                actor=p,
-                action="chonk.decision.open",
-                target=req.id,
-                data={"decision": decision, "for": "mor"},
-            )
-        return _known(after)
-
     def table(self) -> Mapping[Subject, Handler]:
         return {
             chonk.START: self.start,
@@ -524,122 +483,6 @@ class Handlers(Covering):
             chonk.PACKETS: self.packets,
             chonk.MESSAGE: self.message,
         }
-
-    async def _fixtures(self, p: Principal, fixtures: list[dict[str, Any]]) -> None:
-        """A simulation tenant's memory, stored once."""
-        for f in fixtures:
-            fact = memory.MemoryFact(
-                id=f["id"],
-                tenant_id=p.org,
-                subject_id=f["subject"],
-                kind=f["kind"],
-                content=f["content"],
-                source=SourceRef(
-                    n=0,
-                    kind="memory",
-                    ref=f"fixture:{f['id']}",
-                    label="simulation fixture",
-                    as_of=self._clock(),
-                ),
-                shared_by="chonk",
-                written_by_run_id="fixture",
-                written_by_chonk_id=f["writer"],
-                used_for=tuple(f.get("usedFor", ())),
-                evidence=(
-                    SourceRef(
-                        n=0, kind="message", ref="fixture", label="fixture", as_of=self._clock()
-                    ),
-                ),
-            )
-            stored = memory.committed(
-                fact, writer=f["writer"], manages=True, consent=True, now=self._clock()
-            )
-            await self._store.change_fact(
-                p.org, fact.subject_id, fact.id, lambda old, s=stored: old or s
-            )
-
-    async def _context(self, p: Principal, r: dict[str, Any]) -> dict[str, Any]:
-        """§5.2, for a run about one person: their facts, read through here only, each
-        read recorded before it is made and shown on their knows page."""
-        subject, chonk_id = r["subject"], r["chonk"]
-        facts = await self._store.facts(p.org, subject)
-        readable = [
-            f
-            for f in facts
-            if f.redacted_at is None
-            and (chonk_id == "human" or not f.kind.startswith(("feedback_", "growth_plan")))
-            and f.kind != "owner_report"
-        ]
-        read = chonk.MemoryRead(
-            at=self._clock(),
-            chonk=chonk_id,
-            run=r["id"],
-            purpose=r.get("purpose", ""),
-            facts=[f.id for f in readable],
-        )
-        await self._trail.append(
-            p.org,
-            actor=p,
-            action="chonk.memory.read",
-            target=subject,
-            data={"run": r["id"], "facts": read.facts},
-        )
-        await self._store.read_by(p.org, subject, read)
-        return {
-            "subject": subject,
-            "memory": [{"id": f.id, "kind": f.kind, "content": f.content} for f in readable],
-        }
-
-    async def _owner_reports(
-        self, p: Principal, r: dict[str, Any], people: dict[str, str], outcome: Any
-    ) -> list[str]:
-        """§6.5: anything written to the owner about a person is that person's owner_report,
-        in the same commit, recorded like any other write."""
-        reports = memory.owner_reports(
-            outcome.draft.body,
-            people,
-            source=_source(outcome.receipt.id, self._clock()),
-            run=r["id"],
-            tenant=p.org,
-        )
-        for fact in reports:
-            await self._commit(p, fact, writer="executor")
-        return [f.id for f in reports]
-
-    async def _write(
-        self, p: Principal, r: dict[str, Any], w: dict[str, Any], chonk_id: str, receipt: str
-    ) -> str:
-        """§6.5: at memory.commit, filtered through the table, recorded before it is stored."""
-        fact = memory.MemoryFact(
-            id=f"mem_{r['id']}_{w['kind']}",
-            tenant_id=p.org,
-            subject_id=r["subject"],
-            kind=w["kind"],
-            content=w["content"],
-            source=_source(receipt, self._clock()),
-            shared_by="chonk",
-            written_by_run_id=r["id"],
-            written_by_chonk_id=chonk_id,
-        )
-        await self._commit(p, fact, writer=w["writer"])
-        return fact.id
-
-    async def _commit(self, p: Principal, fact: memory.MemoryFact, *, writer: str) -> None:
-        """A fact through §6.2's table, recorded, then stored."""
-        try:
-            stored = memory.committed(
-                fact, writer=writer, manages=True, consent=False, now=self._clock()
-            )
-        except memory.MemoryRefused as exc:
-            raise Refused("memory-refused", 422, str(exc)) from exc
-        async with self._trail.change(
-            p.org,
-            actor=p,
-            action="chonk.memory.write",
-            target=fact.subject_id,
-            data={"fact": fact.id, "kind": fact.kind},
-        ):
-            await self._store.change_fact(p.org, fact.subject_id, fact.id, lambda _: stored)
 
 
 class _CadenceDue(msgspec.Struct, frozen=True):
@@ -663,21 +506,3 @@ def _tenant_for(name: str, p: Principal, what: str) -> dict[str, Any]:
 
 def _said(text: str) -> Draft:
     return Draft(step_id="followup", surface="chat", body=text)
-
-
-def _source(receipt: str, now: datetime) -> SourceRef:
-    return SourceRef(n=0, kind="message", ref=receipt, label="this run", as_of=now)
-
-
-def _known(f: memory.MemoryFact) -> chonk.KnownFact:
-    return chonk.KnownFact(
-        id=f.id,
-        kind=f.kind,
-        content="" if f.redacted_at else f.content,
-        visibility=f.visibility,
-        written_by=f.written_by_chonk_id,
-        used_for=list(f.used_for),
-        expires_at=f.expires_at,
-        response=f.subject_response,
-        redacted=f.redacted_at is not None,
-    )
