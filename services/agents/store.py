@@ -9,9 +9,12 @@ Keys in `agents`:
 `agents-meter` `<org>.<YYYY-MM>`, and `agents-making` `<request key>` for 25 h: the agent a
 keyed create was about to make. Every key that holds a person's thing names the person.
 
-A key is read from any replica and its absence from the stream's leader (`_get`); what is
-under a filter (the personas, the agents counted against the plan) and the entry each
-compare-and-set starts from are read with every acknowledged write in them.
+A key is read from any replica and its absence from the stream's leader (`_get`): an agent
+is written once, and an org's persona changed a moment ago may be read as it was on
+another node. What is read with every acknowledged write in it: what is under a filter
+(the personas, the agents counted against the plan), the org's plan (its limits hold from
+the moment it is set), a person's preferences (their own document, read back as they
+wrote it), and the entry each compare-and-set starts from.
 """
 
 from collections.abc import Callable
@@ -111,8 +114,8 @@ class AgentStore:
         return after
 
     async def plan(self, org: str) -> str:
-        found = await self._get(self._agents, f"plan.{org}")
-        return "free" if found is None else found.decode()
+        found = await self._exact(self._agents, f"plan.{org}")
+        return found[0].value.decode() if found and found[0].value else "free"
 
     async def set_plan(self, org: str, plan: str) -> None:
         await self._agents.put(f"plan.{org}", plan.encode())
@@ -130,8 +133,8 @@ class AgentStore:
         await self._personas.put(f"{org}.{persona.name}", codec.encode(persona))
 
     async def preferences(self, org: str, user: str) -> Preferences:
-        found = await self._get(self._preferences, f"{org}.{key_token(user)}")
-        return Preferences() if found is None else _preferences.decode(found)
+        found = await self._exact(self._preferences, f"{org}.{key_token(user)}")
+        return _preferences.decode(found[0].value) if found and found[0].value else Preferences()
 
     async def put_preferences(self, org: str, user: str, preferences: Preferences) -> None:
         await self._preferences.put(f"{org}.{key_token(user)}", codec.encode(preferences))

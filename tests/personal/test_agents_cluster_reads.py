@@ -6,7 +6,7 @@ org's persona just made is in its list, and its agents are counted, from another
 
 from datetime import UTC, datetime
 
-from libs.contracts.agents import Persona
+from libs.contracts.agents import Persona, Preferences
 from services.agents.domain.roster import personal_agent
 from services.agents.store import open_store
 from tests.support import asked_again
@@ -43,4 +43,26 @@ async def test_a_persona_just_made_is_listed_and_an_agent_counted_from_another_n
         assert await asked_again(store.create_personal, agent)
         if await asked_again(elsewhere.personal_count, org) != 1:
             missed.append(("counted", i))
+    assert missed == []
+
+
+async def test_a_plan_and_preferences_just_changed_are_read_as_changed_from_another_node(
+    two_nodes,
+):
+    """The plan decides the org's limits, and a person reads back their own preferences:
+    neither may be read from a replica that still holds the value before."""
+    writer, other = two_nodes
+    store = await open_store(writer.jetstream(), replicas=3)
+    elsewhere = await open_store(other.jetstream(), replicas=3)
+    missed = []
+    for i in range(AGENTS):
+        org, user = f"org-{i}", f"org-{i}/ada"
+        for plan in ("team", "free"):
+            await asked_again(store.set_plan, org, plan)
+        if await asked_again(elsewhere.plan, org) != "free":
+            missed.append(("plan", i))
+        for tone in ("warm", "brief"):
+            await asked_again(store.put_preferences, org, user, Preferences(tone=tone))
+        if await asked_again(elsewhere.preferences, org, user) != Preferences(tone="brief"):
+            missed.append(("preferences", i))
     assert missed == []
