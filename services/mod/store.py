@@ -37,7 +37,7 @@ from libs.contracts.mod import (
     Op,
 )
 from libs.runtime.direct import batch_get
-from libs.runtime.kv import GONE, Read, Record, open_bucket, swap, write_at
+from libs.runtime.kv import GONE, Read, Record, current, open_bucket, swap, write_at
 from libs.runtime.leader import caught_up, exact_reads
 
 __all__ = ["InstallRecord", "ModStore", "Stored", "install_of", "layer_key", "open_store"]
@@ -109,11 +109,11 @@ class ModStore:
     async def versions(self, key: str) -> list[tuple[int, Stored]]:
         """Every retained version, newest first: one batched direct get of the key's
         messages (nats-py's `history` watches, and a watch begun as a write lands can end
-        before it sees anything). Any replica may answer it, so it is asked again until it
-        holds the newest version, read as `layer` reads it."""
+        before it sees anything). Any replica may answer it, so on a replicated bucket it is
+        asked again until it holds the newest version, read as `layer` reads it; one node's
+        answer is already whole."""
         kv = self._layers
-
-        _, newest = await self.layer(key)
+        newest = 0 if self._exact is current else (await self.layer(key))[1]
 
         async def read() -> tuple[list[Msg], bool]:
             found, _ = await batch_get(
