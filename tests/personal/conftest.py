@@ -17,6 +17,7 @@ import pytest
 from libs.contracts import agents, ladder, mod, poa, rooms, scheduler
 from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
 from libs.contracts.ladder import SEND_MEANS
+from libs.contracts.problem import PROBLEM_HEADER
 from libs.model import Prompt, Scripted
 from services.agents.domain.prompt import acknowledged
 from services.agents.main import serve as serve_agents
@@ -166,6 +167,25 @@ async def pending_send(api, people, operator) -> tuple[dict, dict]:
 
     [window] = await eventually(windows)
     return room, window
+
+
+async def route(nc, reply: dict[str, Any], *, timeout: float = 10) -> dict:
+    """What the ladder made of an agent's `reply`, routed on the bus as the agents service
+    routes it. A transient answer (a 5xx problem, or none in time) is asked again, as that
+    service's reader asks again; the route is keyed by the reply, so it is made once."""
+    for _ in range(5):
+        try:
+            answer = await nc.request(
+                ladder.ROUTE.published_by("agents"), msgspec.json.encode(reply), timeout=timeout
+            )
+        except TimeoutError:
+            continue
+        status = int((answer.headers or {}).get(PROBLEM_HEADER, 0))
+        if status < 500:
+            routed = msgspec.json.decode(answer.data)
+            assert not status, routed
+            return routed
+    raise AssertionError(f"the route of {reply} was transient five times")
 
 
 async def confirmation_asked(api, people, operator) -> tuple[dict, dict]:

@@ -11,7 +11,6 @@ from datetime import datetime
 import msgspec
 import pytest
 
-from libs.contracts.ladder import ROUTE
 from libs.runtime.kv import current
 from tests.personal.conftest import (
     announce,
@@ -20,6 +19,7 @@ from tests.personal.conftest import (
     eventually,
     history,
     room_with,
+    route,
     say,
     set_level,
 )
@@ -151,7 +151,7 @@ async def test_a_thousand_lowerings_at_the_moment_windows_end(api, operator, peo
     due: dict[str, datetime] = {}
     async with connect("agents") as nc:
 
-        async def route(person: str) -> None:
+        async def window_for(person: str) -> None:
             body = {
                 "org": people.org,
                 "person": person,
@@ -160,13 +160,10 @@ async def test_a_thousand_lowerings_at_the_moment_windows_end(api, operator, peo
                 "candidates": [f"{person} is in"],
             }
             async with limit:
-                reply = await nc.request(
-                    ROUTE.published_by("agents"), msgspec.json.encode(body), timeout=30
-                )
-            routed = msgspec.json.decode(reply.data)
+                routed = await route(nc, body, timeout=30)
             due[person] = datetime.fromisoformat(routed["due_at"])
 
-        await asyncio.gather(*(route(p) for p in racers))
+        await asyncio.gather(*(window_for(p) for p in racers))
 
     acked: dict[str, tuple[float, int]] = {}
 

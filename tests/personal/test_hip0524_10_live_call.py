@@ -9,9 +9,17 @@ from urllib.parse import urlencode
 import msgspec
 import pytest
 
-from libs.contracts.ladder import DECIDE, ROUTE
+from libs.contracts.ladder import DECIDE
 from services.rooms.domain.lines import sign_twilio
-from tests.personal.conftest import announce, fresh_number, history, room_with, say, set_level
+from tests.personal.conftest import (
+    announce,
+    fresh_number,
+    history,
+    room_with,
+    route,
+    say,
+    set_level,
+)
 from tests.personal.test_hip0524_09_personal_line import code_sent
 
 
@@ -50,10 +58,8 @@ async def test_a_confirm_on_a_live_call_stores_no_question_and_sends_nothing(api
         "candidates": ["Yes, go on."],
     }
     async with connect("agents") as nc:
-        routed = await nc.request(
-            ROUTE.published_by("agents"), msgspec.json.encode(reply), timeout=5
-        )
-    assert msgspec.json.decode(routed.data)["decision"]["action"] == "silent"
+        routed = await route(nc, reply)
+    assert routed["decision"]["action"] == "silent"
     assert await history(api, room, people.ada) == [asked]
 
 

@@ -17,11 +17,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
 import pytest
 
 from libs.contracts import SERVICES
-from libs.contracts.ladder import ROUTE
 from services.gateway.routes import ROUTES
 from tests.mod.conftest import weather
 from tests.personal.conftest import People, announce, eventually, fresh_number, set_level
@@ -118,19 +116,21 @@ class World:
         assert draft_id, "no draft"
         return room, draft_id
 
-    async def routed(self, level: str) -> dict:
-        """Ada's agent routes a reply to Cy's message to her, at `level`."""
+    async def replied(self, level: str, listed: str) -> str:
+        """Cy writes to Ada; her agent's reply, routed by her ladder at `level`, waits in
+        her `listed` (`windows` or `confirmations`): its id. The agent routes it itself, as
+        it would any message to her: a second route of the same reply with other words
+        would be refused its key."""
         await set_level(self.api, self.who("ada"), level)
         room = await self.room("cy")
         body = {"text": f"{self.secret}?", "to": f"{self.org}/ada"}
-        seq = (await self.ok("POST", f"/v1/rooms/{room}/messages", self.who("cy"), body))["seq"]
-        ask = {"org": self.org, "person": f"{self.org}/ada", "room": room, "reply_to": seq,
-               "candidates": [self.secret]}  # fmt: skip
-        async with self.connect("agents") as agents:
-            reply = await agents.request(
-                ROUTE.published_by("agents"), msgspec.json.encode(ask), timeout=10
-            )
-        return msgspec.json.decode(reply.data)
+        await self.ok("POST", f"/v1/rooms/{room}/messages", self.who("cy"), body)
+
+        async def waiting() -> str | None:
+            found = await self.ok("GET", f"/v1/{listed}", self.who("ada"))
+            return next((x["id"] for x in found[listed] if x["room"] == room), None)
+
+        return await eventually(waiting)
 
     async def grant(self) -> str:
         """Ada's grant, whose delegate is her own agent."""
@@ -295,8 +295,8 @@ async def _disconnect_line(w: World) -> tuple[str, Any]:
 
 async def _window(w: World, act: str, body: Any) -> tuple[str, Any]:
     await w.ok("PUT", "/v1/ladder/window", w.who("ada"), {"window": "1h"})
-    routed = await w.routed("send")
-    return f"/v1/windows/{routed['window']}/{act}", body
+    window = await w.replied("send", "windows")
+    return f"/v1/windows/{window}/{act}", body
 
 
 async def _edit(w: World) -> tuple[str, Any]:
@@ -312,8 +312,8 @@ async def _stop(w: World) -> tuple[str, Any]:
 
 
 async def _confirmation(w: World) -> tuple[str, Any]:
-    routed = await w.routed("confirm")
-    return f"/v1/confirmations/{routed['confirmation']}", {"choice": {"type": "decline"}}
+    confirmation = await w.replied("confirm", "confirmations")
+    return f"/v1/confirmations/{confirmation}", {"choice": {"type": "decline"}}
 
 
 async def _uninstall(w: World) -> tuple[str, Any]:
