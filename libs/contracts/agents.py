@@ -294,6 +294,13 @@ CONTRACT = service_contract(
         LIMITS,
         SPEAK,
     ],
-    buckets=("agents", "agents-personas", "agents-preferences", "agents-meter", "agents-making"),
+    buckets=(
+        "agents",
+        "agents-personas",
+        "agents-preferences",
+        "agents-meter",
+        "agents-making",
+        "agents-replies",
+    ),
     streams=(METER,),
 )

@@ -59,7 +59,7 @@ class Answering:
         agent = await self._agent(stored.answerer or "", stored.org)
         if agent is None:
             return  # a person without an agent yet, or an org without an ambient agent
-        replies = await self._run(agent, stored.org, stored.room, stored.seq)
+        replies = await self._replies(agent, stored)
         if not replies:
             return
         if agent.user is None:  # the org's agent answers under org policy: a draft
@@ -82,6 +82,19 @@ class Answering:
             candidates=replies,
         )
         await call(self._nc, ladder.ROUTE, reply, caller="agents")
+
+    async def _replies(self, agent: Agent, stored: rooms.MessageStored) -> tuple[str, ...]:
+        """The agent's candidates for `stored`, drafted in one run however often the message
+        is delivered: a delivery again (the route failed, or a replica died before it
+        acknowledged) routes what was drafted. Another run would be metered again, and its
+        other words refused under the reply's key, once the person holds its notice or
+        question."""
+        where = (stored.org, stored.room, stored.seq, agent.id)
+        noted = await self._store.replied(*where)
+        if noted is not None:
+            return noted
+        drafted = await self._run(agent, stored.org, stored.room, stored.seq)
+        return await self._store.note_replied(*where, drafted)
 
     async def speak(self, req: Speak, _: Principal) -> Spoken:
         """On a live call the ladder let the agent take (the rooms service asked it): the

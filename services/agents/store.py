@@ -6,8 +6,10 @@ Keys in `agents`:
     roster.<org>                 their ids, compare-and-set against the plan's capacity
     plan.<org>                   the org's plan; none is `free`
 `agents-personas` holds `<org>.<name>`, `agents-preferences` `<home org>.<user>`,
-`agents-meter` `<org>.<YYYY-MM>`, and `agents-making` `<request key>` for 25 h: the agent a
-keyed create was about to make. Every key that holds a person's thing names the person.
+`agents-meter` `<org>.<YYYY-MM>`, `agents-making` `<request key>` for 25 h: the agent a
+keyed create was about to make, and `agents-replies` `<org>.<room>.<seq>.<agent>` for 25 h:
+what an agent drafted in answer to a message, routed again as it was if the message is
+delivered again. Every key that holds a person's thing names the person.
 
 A key is read from any replica and its absence from the stream's leader (`_get`): an agent
 is written once, and an org's persona changed a moment ago may be read as it was on
@@ -38,6 +40,8 @@ __all__ = ["AgentStore", "Making", "open_store"]
 
 # As long as the runtime keeps a keyed request's answer in `replies`.
 MAKING_KEPT_S = 25 * 3600
+# Far past the last redelivery of a message the agent answers.
+REPLIES_KEPT_S = 25 * 3600
 
 
 class Making(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -54,6 +58,7 @@ _persona = codec.decoder(Persona)
 _preferences = codec.decoder(Preferences)
 _roster = codec.decoder(Roster)
 _meter = codec.decoder(MeterMonth)
+_candidates = msgspec.json.Decoder(tuple[str, ...]).decode
 
 
 class AgentStore:
@@ -64,6 +69,7 @@ class AgentStore:
         self._preferences = buckets["agents-preferences"]
         self._meter = buckets["agents-meter"]
         self._making = buckets["agents-making"]
+        self._replies = buckets["agents-replies"]
 
     async def personal(self, org: str, user: str) -> Agent | None:
         found = await self._get(self._agents, f"personal.{org}.{key_token(user)}")
@@ -96,6 +102,23 @@ class AgentStore:
 
     async def note_making(self, key: str, making: Making) -> None:
         await self._making.put(key, codec.encode(making))
+
+    async def replied(self, org: str, room: str, seq: int, agent: str) -> tuple[str, ...] | None:
+        """What `agent` drafted in answer to message `seq` of `room`, if it has."""
+        found = await self._get(self._replies, _reply_key(org, room, seq, agent))
+        return None if found is None else _candidates(found)
+
+    async def note_replied(
+        self, org: str, room: str, seq: int, agent: str, candidates: tuple[str, ...]
+    ) -> tuple[str, ...]:
+        """`candidates` noted as the agent's answer to the message; if another run noted
+        its own first, those."""
+        key = _reply_key(org, room, seq, agent)
+        if await _create(self._replies, key, msgspec.json.encode(candidates)):
+            return candidates
+        found = await self._get(self._replies, key)
+        assert found is not None, "a reply noted is never removed before its time"
+        return _candidates(found)
 
     async def roster(self, org: str) -> Roster:
         found = await self._get(self._agents, f"roster.{org}")
@@ -168,18 +191,23 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
         name: await open_bucket(js, KeyValueConfig(bucket=name, history=4, replicas=replicas))
         for name in ("agents", "agents-personas", "agents-preferences", "agents-meter")
     }
-    buckets["agents-making"] = await open_bucket(
-        js,
-        KeyValueConfig(bucket="agents-making", history=1, ttl=MAKING_KEPT_S, replicas=replicas),
-    )
+    for name, kept in (("agents-making", MAKING_KEPT_S), ("agents-replies", REPLIES_KEPT_S)):
+        buckets[name] = await open_bucket(
+            js, KeyValueConfig(bucket=name, history=1, ttl=kept, replicas=replicas)
+        )
     await ensure_stream(js, METER, replicas=replicas)
     # The buckets are made alike, so their replicas call for one way of reading them exactly.
     return AgentStore(js, buckets, await exact_reads(buckets["agents"]))
 
 
-async def _create(kv: KeyValue, key: str, value: msgspec.Struct) -> bool:
+async def _create(kv: KeyValue, key: str, value: msgspec.Struct | bytes) -> bool:
+    raw = value if isinstance(value, bytes) else codec.encode(value)
     try:
-        await write_at(kv, key, codec.encode(value), 0)
+        await write_at(kv, key, raw, 0)
     except Conflict:
         return False
     return True
+
+
+def _reply_key(org: str, room: str, seq: int, agent: str) -> str:
+    return f"{org}.{room}.{seq}.{key_token(agent)}"
