@@ -114,11 +114,13 @@ class AgentStore:
         """`candidates` noted as the agent's answer to the message; if another run noted
         its own first, those."""
         key = _reply_key(org, room, seq, agent)
-        if await _create(self._replies, key, msgspec.json.encode(candidates)):
-            return candidates
-        found = await self._get(self._replies, key)
-        assert found is not None, "a reply noted is never removed before its time"
-        return _candidates(found)
+        try:
+            await write_at(self._replies, key, msgspec.json.encode(candidates), 0)
+        except Conflict:
+            found = await self._get(self._replies, key)
+            assert found is not None, "a reply noted is never removed before its time"
+            return _candidates(found)
+        return candidates
 
     async def roster(self, org: str) -> Roster:
         found = await self._get(self._agents, f"roster.{org}")
@@ -200,10 +202,9 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
     return AgentStore(js, buckets, await exact_reads(buckets["agents"]))
 
 
-async def _create(kv: KeyValue, key: str, value: msgspec.Struct | bytes) -> bool:
-    raw = value if isinstance(value, bytes) else codec.encode(value)
+async def _create(kv: KeyValue, key: str, value: msgspec.Struct) -> bool:
     try:
-        await write_at(kv, key, raw, 0)
+        await write_at(kv, key, codec.encode(value), 0)
     except Conflict:
         return False
     return True

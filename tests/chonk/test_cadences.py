@@ -13,7 +13,14 @@ from libs.contracts import scheduler
 from libs.contracts.streams import timer_subject
 from services.chonk.domain.cadences import Cadence, next_at
 from services.chonk.handlers import RUN_LEASE
-from tests.chonk.conftest import ORG, deliver_cadence, owner_update, person, report_of
+from tests.chonk.conftest import (
+    ORG,
+    cadence_timer,
+    deliver_cadence,
+    owner_update,
+    person,
+    report_of,
+)
 from tests.personal.conftest import eventually, problem
 
 ROOT, BEN = person("priya", roles=("admin",)), person("ben")
@@ -24,10 +31,6 @@ async def _timer(operator, key: str) -> dict:
     get = msgspec.json.encode(scheduler.GetTimer(key=key))
     reply = await operator.request(scheduler.GET.published_by("chonk"), get, timeout=5)
     return msgspec.json.decode(reply.data)
-
-
-def _key(due: datetime) -> str:
-    return f"cadence.{ORG}.cad_owner_update.{due:%Y%m%dT%H%M}"
 
 
 async def test_a_cadence_runs_its_run_each_time_it_comes_round_and_times_the_next(api, operator):
@@ -41,7 +44,7 @@ async def test_a_cadence_runs_its_run_each_time_it_comes_round_and_times_the_nex
     assert next_at(WEEKLY, before) <= due <= next_at(WEEKLY, datetime.now(UTC))
     local = due.astimezone(ZoneInfo("America/Los_Angeles"))
     assert (local.weekday(), local.hour, local.minute) == (0, 7, 0)
-    assert (started["run"], started["timer"]) == ("owner_update", _key(due))
+    assert (started["run"], started["timer"]) == ("owner_update", cadence_timer(due))
     held = await _timer(operator, started["timer"])
     assert (held["target"], held["state"]) == ("cadence", "pending")
 
@@ -53,13 +56,8 @@ async def test_a_cadence_runs_its_run_each_time_it_comes_round_and_times_the_nex
         await operator.jetstream().publish(
             timer_subject("chonk", "cadence"), msgspec.json.encode(fired)
         )
-    run_id = f"run_owner_update_0907_{due:%Y%m%d}"
-
-    async def reported() -> dict | None:
-        found = await api.get(f"/v1/chonk/runs/{run_id}", headers=ROOT)
-        return await found.json() if found.status == 200 else None
-
-    report = await eventually(reported)
+    run_id = owner_update(due)
+    report = await eventually(lambda: report_of(api, run_id))
     assert (report["chonk"], report["trigger"], report["correlation"]) == (
         "chonksworth", "cadence", run_id
     )  # fmt: skip
@@ -67,7 +65,7 @@ async def test_a_cadence_runs_its_run_each_time_it_comes_round_and_times_the_nex
 
     following = next_at(WEEKLY, due)
     assert (following - due).days == 7
-    held = await eventually(lambda: _pending(operator, _key(following)))
+    held = await eventually(lambda: _pending(operator, cadence_timer(following)))
     assert datetime.fromisoformat(held["due_at"]) == following
     runs = [
         x for x in await records(operator.jetstream(), ORG)
