@@ -401,12 +401,15 @@ class Handlers(Covering, Remembering):
         )
         me = Principal(org=request.tenant_id, sub=f"service:{CONTRACT.name}")
         action = "chonk.handoff.accept" if decision.accepted else "chonk.handoff.decline"
-        async with self._trail.change(
-            request.tenant_id, actor=me, action=action, target=request.id,
-            data={"reason": decision.reason},
-        ):  # fmt: skip
-            if not decision.accepted:
-                await self._store.put_decline(request)
+        if not await self._store.judged(request):  # else delivered again: recorded once
+            async with self._trail.change(
+                request.tenant_id, actor=me, action=action, target=request.id,
+                data={"reason": decision.reason},
+            ):  # fmt: skip
+                if decision.accepted:
+                    await self._store.put_accept(request)
+                else:
+                    await self._store.put_decline(request)
         event = chonk.HANDOFF_ACCEPTED if decision.accepted else chonk.HANDOFF_DECLINED
         await self._publish(event.name, decided, f"decided-{request.id}")
         if decision.accepted:

@@ -3,6 +3,7 @@
     chonk-runs     <org>.<run id>                       a run's report
                    claimed.<org>.<run id>               a timed or handed-off run, taken once
                    declined.<org>.<handoff id>          a handoff its receiver declined
+                   accepted.<org>.<handoff id>          one it accepted
                    proposed.<room>.<seq>                an action held for its decider's yes
                    chase.<org>.<run>                    a chase: the stage taken, who answered
                    chased.<room>.<seq>                  a chase's question: which chase
@@ -17,10 +18,11 @@
 Every key names the org, and a person's the person.
 
 What has settled is kept for a while (`TETHER_SETTLED_KEPT`, a week by default) and then
-removed by the server: a run's claim once its report is stored, and a cover once it is
-closed. A released claim or an answered proposal leaves only a marker that is removed
-within the hour. Reports, declines (two Chonks disagreeing twice names no period), packets
-(nothing closes one yet), chases and the questions they asked stay.
+removed by the server: a run's claim once its report is stored, a cover once it is
+closed, and a handoff's acceptance. A released claim or an answered proposal leaves only
+a marker that is removed within the hour. Reports, declines (two Chonks disagreeing twice
+names no period), packets (nothing closes one yet), chases and the questions they asked
+stay.
 
 Every read has every acknowledged write in it (through the stream's leader on a replicated
 bucket, `libs.runtime.leader`), and so does the entry each compare-and-set starts from: an
@@ -29,6 +31,7 @@ counted, and who took a shift is decided on the cover as it stands. Nothing here
 often enough for the leader's cost to matter.
 """
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
@@ -189,6 +192,17 @@ class ChonkStore:
     async def release_run(self, org: str, run_id: str) -> None:
         """A claimed run that failed: its redelivery may claim it again."""
         await remove(self._runs, f"claimed.{org}.{run_id}", keep=_MARKER_KEPT)
+
+    async def judged(self, request: HandoffRequest) -> bool:
+        """Whether the handoff was accepted or declined before: it is delivered again."""
+        keys = (f"{judged}.{request.tenant_id}.{request.id}" for judged in ("declined", "accepted"))
+        return bool(await self._in_runs(self._runs, *keys))
+
+    async def put_accept(self, request: HandoffRequest) -> None:
+        """An accepted handoff, kept for a while to be judged once (its run is claimed)."""
+        key = f"accepted.{request.tenant_id}.{request.id}"
+        with contextlib.suppress(Conflict):  # accepted by a delivery at the same time
+            await write_at(self._runs, key, b"", 0, keep=self._kept)
 
     async def put_decline(self, request: HandoffRequest) -> None:
         """A declined handoff, kept to see two Chonks disagree twice."""
