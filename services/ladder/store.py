@@ -20,6 +20,7 @@ bucket, `libs.runtime.leader`): a level just lowered, a window just opened or a 
 made holds from the next request, whichever replica it reaches.
 """
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -199,12 +200,16 @@ class LadderStore:
         return before, after
 
     async def ask(self, confirmation: Confirmation) -> None:
+        """The confirmation and its question's key, each made once: asked again (its reply
+        routed again), what stands is left as it is, settled and expiring if answered."""
         c = confirmation
-        await self._kv.put(_asked_key(c.room, c.question_seq), f"{c.person} {c.id}".encode())
-        try:
-            await write_at(self._kv, _confirm_key(c.person, c.id), codec.encode(c), 0)
-        except Conflict:
-            pass  # asked before: the question's key stored it once too
+        made = (
+            (_asked_key(c.room, c.question_seq), f"{c.person} {c.id}".encode()),
+            (_confirm_key(c.person, c.id), codec.encode(c)),
+        )
+        for key, value in made:
+            with contextlib.suppress(Conflict):
+                await write_at(self._kv, key, value, 0)
         await self._nudge(c.org, c.person)
 
     async def asked(self, room: str, seq: int) -> tuple[str, str] | None:

@@ -8,9 +8,17 @@ ever had."""
 
 import pytest
 
+from libs.contracts import codec
 from libs.contracts.base import key_token
+from libs.contracts.rooms import MESSAGE_STORED, MessageStored
 from libs.runtime.leader import newest_seq
-from tests.personal.conftest import confirmation_asked, eventually, pending_send, problem
+from tests.personal.conftest import (
+    confirmation_asked,
+    consumed,
+    eventually,
+    pending_send,
+    problem,
+)
 
 STREAM = "KV_ladder"
 
@@ -77,3 +85,26 @@ async def test_an_answered_confirmation_and_its_question_are_kept_then_gone(api,
     await eventually(lambda: _gone(js, confirm_key, asked_key), timeout=30)
     again = await api.post(path, json=body, headers=people.ada)
     assert await problem(again) == (404, "confirmation-not-found")
+
+
+async def test_a_message_delivered_again_once_its_question_is_answered_leaves_it_kept(
+    api, people, operator
+):
+    """The agents service reads the message again (its replica died before acknowledging
+    it) after Ada answered: the reply is routed again, as it was, and finds its
+    confirmation asked. Its question's key keeps its keep; before, it was written again
+    without one and stayed for good."""
+    js = operator.jetstream()
+    room, confirmation = await confirmation_asked(api, people, operator)
+    asked_key = f"asked.{room['id']}.{confirmation['question_seq']}"
+    path = f"/v1/confirmations/{confirmation['id']}"
+    answered = await api.post(path, json={"choice": {"type": "decline"}}, headers=people.ada)
+    assert answered.status == 200, await answered.text()
+
+    again = MessageStored(
+        org=people.org, room=room["id"], seq=confirmation["reply_to"], author_kind="human",
+        to=people.ada_id, answerer=f"agent:{people.ada_id}", first_contact=False,
+    )  # fmt: skip
+    await js.publish(MESSAGE_STORED.name, codec.encode(again))
+    await consumed(operator, "EVENTS", "agents")
+    await eventually(lambda: _gone(js, asked_key), timeout=30)
