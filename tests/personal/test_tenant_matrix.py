@@ -58,7 +58,6 @@ class World:
     api: Any
     people: People
     operator: Any
-    connect: Any
     secret: str
 
     @property
@@ -425,8 +424,8 @@ def test_every_resource_route_has_its_row():
     assert set(ROWS) - named == set(), "a row for a route that is gone"
 
 
-async def test_the_matrix(api, people, operator, connect):
-    world = World(api, people, operator, connect, secret=f"secret-{secrets.token_hex(6)}")
+async def test_the_matrix(api, people, operator):
+    world = World(api, people, operator, secret=f"secret-{secrets.token_hex(6)}")
     org = people.org
     await announce(operator, f"{org}/ada", f"{org}/bob", f"{org}/cy")
     seen: dict[tuple[str, str], dict[str, int]] = {}
