@@ -117,7 +117,9 @@ class Seen:
 
     statuses: Counter = field(default_factory=Counter)
     problems: Counter = field(default_factory=Counter)  # (route, status, problem type)
-    failures: list[tuple[float, str]] = field(default_factory=list)  # (when, what)
+    # (when the client saw it, what): a request sent before the kill and failed by it is
+    # the failover's, so each is timed at its answer, not at its start.
+    failures: list[tuple[float, str]] = field(default_factory=list)
     hangs: int = 0
     messages: set[str] = field(default_factory=set)  # texts acknowledged
     versions: dict[int, str] = field(default_factory=dict)  # layer version → its title
@@ -142,7 +144,6 @@ class Load:
         give_up = time.monotonic() + RETRY_FOR_S
         while True:
             self.seen.requests += 1
-            started = time.monotonic()
             try:
                 async with self.http.request(
                     method, path, headers=headers, timeout=aiohttp.ClientTimeout(total=HANG_S), **kw
@@ -151,17 +152,17 @@ class Load:
                     status = r.status
             except TimeoutError:
                 self.seen.hangs += 1
-                self.seen.failures.append((started, "hang"))
+                self.seen.failures.append((time.monotonic(), "hang"))
                 status, body = 0, {}
             except aiohttp.ClientError as exc:
-                self.seen.failures.append((started, type(exc).__name__))
+                self.seen.failures.append((time.monotonic(), type(exc).__name__))
                 status, body = 0, {}
             self.seen.statuses[status] += 1
             if status >= 400:
                 route = path.split("?")[0].rsplit("/", 1)[-1]
                 self.seen.problems[(method, route, status, str(body.get("type", "")))] += 1
             if status in TRANSIENT:
-                self.seen.failures.append((started, str(status)))
+                self.seen.failures.append((time.monotonic(), str(status)))
             in_use = status == 409 and str(body.get("type", "")).endswith("idempotency-key-in-use")
             if status not in TRANSIENT and status != 0 and not in_use:
                 return status, body
