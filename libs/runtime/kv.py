@@ -133,6 +133,7 @@ async def swap(
     decode: Callable[[bytes], T],
     default: T,
     write: Callable[[T, int], Awaitable[object]] | None = None,
+    kept: Callable[[T], timedelta | None] | None = None,
     record: Record | None = None,
     read: Read | None = None,
     attempts: int = 16,
@@ -142,7 +143,9 @@ async def swap(
     nothing writes and records nothing; one that refuses raises, and nothing is written.
 
     `write(after, revision)` replaces the plain write (JSON at the revision) for an entry
-    stored otherwise; it raises Conflict when it loses.
+    stored otherwise; it raises Conflict when it loses. `kept(after)` is how long the
+    plain write keeps the entry (`write_at`'s `keep`): None, for good; a time, once what
+    it holds has settled.
 
     `read` is how the entry is read (`current` unless given). A write at a revision that
     is not the newest loses, so a stale read costs only a retry; but a change that changes
@@ -154,7 +157,11 @@ async def swap(
     marked failed there. Writers of one key in this process take turns, so only a writer in
     another replica can make one lose; a lost race is then decided again, and recorded
     again only if it still changes something."""
-    put = write or (lambda value, revision: write_at(kv, key, codec.encode(value), revision))
+    put = write or (
+        lambda value, revision: write_at(
+            kv, key, codec.encode(value), revision, keep=kept(value) if kept else None
+        )
+    )
 
     async def attempt() -> tuple[T, T]:
         found = await (read or current)(kv, key)

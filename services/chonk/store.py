@@ -32,7 +32,7 @@ often enough for the leader's cost to matter.
 """
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import msgspec
@@ -251,20 +251,13 @@ class ChonkStore:
     ) -> tuple[Cover | None, Cover | None]:
         """A cover after `change`; one closed is kept for a while (a yes that comes after
         it is gone finds no cover, and takes nothing)."""
-        key = f"cover.{org}.{shift}"
-
-        def write(cover: Cover | None, revision: int) -> Awaitable[int]:
-            assert cover is not None, "a cover is never removed, only closed"
-            keep = self._kept if cover.closed else None
-            return write_at(self._runs, key, codec.encode(cover), revision, keep=keep)
-
         return await swap(
             self._runs,
-            key,
+            f"cover.{org}.{shift}",
             change,
             decode=_cover.decode,
             default=None,
-            write=write,
+            kept=lambda cover: self._kept if cover.closed else None,
             read=self._in_runs,
         )
 

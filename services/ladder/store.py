@@ -22,7 +22,7 @@ made holds from the next request, whichever replica it reaches.
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import timedelta
 
 import msgspec
@@ -174,20 +174,13 @@ class LadderStore:
     ) -> tuple[Held | None, Held | None]:
         """The window before and after `change`, by compare-and-set; a window that closes
         leaves the org's open index, and a settled one is kept for a while."""
-        key = _window_key(person, window_id)
-
-        def write(held: Held | None, revision: int) -> Awaitable[int]:
-            assert held is not None, "a window is never removed, only settled"
-            keep = None if held.window.state in ("open", "sending") else self._kept
-            return write_at(self._kv, key, codec.encode(held), revision, keep=keep)
-
         before, after = await swap(
             self._kv,
-            key,
+            _window_key(person, window_id),
             change,
             decode=_held.decode,
             default=None,
-            write=write,
+            kept=lambda held: None if held.window.state in ("open", "sending") else self._kept,
             record=record,
             read=self._exact,
         )
@@ -238,20 +231,13 @@ class LadderStore:
     ) -> Confirmation | None:
         """The confirmation after `change`, by compare-and-set; None if there is none. One
         answered is kept for a while, and so is the question that asked it."""
-        key = _confirm_key(person, id_)
-
-        def write(c: Confirmation | None, revision: int) -> Awaitable[int]:
-            assert c is not None, "a confirmation is never removed, only answered"
-            keep = None if c.state == "open" else self._kept
-            return write_at(self._kv, key, codec.encode(c), revision, keep=keep)
-
         before, after = await swap(
             self._kv,
-            key,
+            _confirm_key(person, id_),
             lambda c: None if c is None else change(c),
             decode=_confirmation.decode,
             default=None,
-            write=write,
+            kept=lambda c: None if c.state == "open" else self._kept,
             record=record,
             read=self._exact,
         )

@@ -12,7 +12,7 @@ was read for their list.
 """
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 
 import msgspec
@@ -186,20 +186,13 @@ class AskStore:
     ) -> tuple[AskRecord, AskRecord] | None:
         """The ask before and after `change`, by compare-and-set; None if there is none.
         One that settles is kept for a while, and so is its question's key."""
-        key = _key(org, person, ask_id)
-
-        def write(ask: AskRecord | None, revision: int) -> Awaitable[int]:
-            assert ask is not None, "an ask is never removed, only settled"
-            keep = None if ask.state == "open" else self._kept
-            return write_at(self._kv, key, codec.encode(ask), revision, keep=keep)
-
         before, after = await swap(
             self._kv,
-            key,
+            _key(org, person, ask_id),
             lambda ask: None if ask is None else change(ask),
             decode=_ask.decode,
             default=None,
-            write=write,
+            kept=lambda ask: None if ask.state == "open" else self._kept,
             record=record,
             read=self._exact,
         )
