@@ -8,18 +8,25 @@ what its person reads."""
 from datetime import UTC, datetime
 from functools import partial
 
+import pytest
+
 from libs.contracts.chonk import HandoffRequest
 from services.chonk.domain.memory import MemoryFact
 from services.chonk.domain.types import SourceRef
-from services.chonk.store import Proposal, open_store
+from services.chonk.store import ChonkStore, Proposal, open_store
 from tests.support import asked_again
 
 WRITES = 2000  # a direct get missed 16 to 117 of 3,000 such reads (bench/exact_reads.py)
 
 
-async def test_a_proposal_just_put_is_found_by_its_answer_from_another_node(two_nodes):
-    writer, other = two_nodes
-    store, elsewhere = [await open_store(nc.jetstream(), replicas=3) for nc in (writer, other)]
+@pytest.fixture
+async def stores(two_nodes) -> tuple[ChonkStore, ChonkStore]:
+    """The Chonks' store on the node that writes, and on another."""
+    return tuple([await open_store(nc.jetstream(), replicas=3) for nc in two_nodes])
+
+
+async def test_a_proposal_just_put_is_found_by_its_answer_from_another_node(stores):
+    store, elsewhere = stores
     missed = []
     for seq in range(WRITES):
         proposal = Proposal(key=f"run-{seq}", decider="acme/ada")
@@ -29,9 +36,8 @@ async def test_a_proposal_just_put_is_found_by_its_answer_from_another_node(two_
     assert missed == []
 
 
-async def test_a_decline_just_stored_is_counted_from_another_node(two_nodes):
-    writer, other = two_nodes
-    store, elsewhere = [await open_store(nc.jetstream(), replicas=3) for nc in (writer, other)]
+async def test_a_decline_just_stored_is_counted_from_another_node(stores):
+    store, elsewhere = stores
     missed = []
     for n in range(WRITES):
         declined = _handoff(f"tenant-{n}")
@@ -41,9 +47,8 @@ async def test_a_decline_just_stored_is_counted_from_another_node(two_nodes):
     assert missed == []
 
 
-async def test_a_fact_just_written_is_read_from_another_node(two_nodes):
-    writer, other = two_nodes
-    store, elsewhere = [await open_store(nc.jetstream(), replicas=3) for nc in (writer, other)]
+async def test_a_fact_just_written_is_read_from_another_node(stores):
+    store, elsewhere = stores
     missed = []
     for n in range(WRITES):
         fact = _fact(f"fact-{n}")

@@ -6,18 +6,24 @@ org's persona just made is in its list, and its agents are counted, from another
 
 from datetime import UTC, datetime
 
+import pytest
+
 from libs.contracts.agents import Persona, Preferences
 from services.agents.domain.roster import personal_agent
-from services.agents.store import open_store
+from services.agents.store import AgentStore, open_store
 from tests.support import asked_again
 
 AGENTS = 3000  # a replica behind missed none of the first 2,000 in two runs, 4 and 19 after
 
 
-async def test_an_agent_read_as_soon_as_it_is_made_is_found(two_nodes):
-    writer, other = two_nodes
-    store = await open_store(writer.jetstream(), replicas=3)
-    elsewhere = await open_store(other.jetstream(), replicas=3)
+@pytest.fixture
+async def stores(two_nodes) -> tuple[AgentStore, AgentStore]:
+    """The agents' store on the node that writes, and on another."""
+    return tuple([await open_store(nc.jetstream(), replicas=3) for nc in two_nodes])
+
+
+async def test_an_agent_read_as_soon_as_it_is_made_is_found(stores):
+    store, elsewhere = stores
     missed = []
     for i in range(AGENTS):
         agent = personal_agent(f"acme/p{i}", "self", datetime(2026, 12, 3, tzinfo=UTC))
@@ -28,10 +34,8 @@ async def test_an_agent_read_as_soon_as_it_is_made_is_found(two_nodes):
     assert await elsewhere.personal("acme", "acme/never-made") is None
 
 
-async def test_a_persona_just_made_is_listed_and_an_agent_counted_from_another_node(two_nodes):
-    writer, other = two_nodes
-    store = await open_store(writer.jetstream(), replicas=3)
-    elsewhere = await open_store(other.jetstream(), replicas=3)
+async def test_a_persona_just_made_is_listed_and_an_agent_counted_from_another_node(stores):
+    store, elsewhere = stores
     missed = []
     for i in range(AGENTS):
         org = f"org-{i}"
@@ -46,14 +50,10 @@ async def test_a_persona_just_made_is_listed_and_an_agent_counted_from_another_n
     assert missed == []
 
 
-async def test_a_plan_and_preferences_just_changed_are_read_as_changed_from_another_node(
-    two_nodes,
-):
+async def test_a_plan_and_preferences_just_changed_are_read_as_changed_from_another_node(stores):
     """The plan decides the org's limits, and a person reads back their own preferences:
     neither may be read from a replica that still holds the value before."""
-    writer, other = two_nodes
-    store = await open_store(writer.jetstream(), replicas=3)
-    elsewhere = await open_store(other.jetstream(), replicas=3)
+    store, elsewhere = stores
     missed = []
     for i in range(AGENTS):
         org, user = f"org-{i}", f"org-{i}/ada"
