@@ -6,10 +6,12 @@ import json
 import os
 import sys
 import time
+from typing import get_args
 
 from libs.contracts import EXTERNAL_EVENTS, SERVICES
 from libs.contracts.document import document
 from libs.runtime import logs
+from libs.runtime.settings import LogLevel
 from libs.stack.home import Home
 
 __all__ = ["main"]
@@ -29,7 +31,12 @@ def _up(args: argparse.Namespace) -> int:
     from libs.stack.servers import port_from_env
     from libs.stack.up import ROLES, up
 
-    logs.configure("tether-up", f"up-{os.getpid()}")
+    level = os.environ.get("TETHER_LOG_LEVEL") or "INFO"
+    if level not in get_args(LogLevel):
+        levels = ", ".join(get_args(LogLevel))
+        print(f"tether up: TETHER_LOG_LEVEL={level!r}: one of {levels}", file=sys.stderr)
+        return 1
+    logs.configure("tether-up", f"up-{os.getpid()}", level)
     home = Home()
 
     def ready(url: str, nats_url: str) -> None:

@@ -236,8 +236,9 @@ async def status_of(http: ClientSession, path: str) -> int | None:
         return None
 
 
-async def stopped_cleanly(proc: asyncio.subprocess.Process) -> None:
-    """SIGTERM to `proc`: it exits 0 within 10 s, `stopped` its last line, none an error."""
+async def stopped_cleanly(proc: asyncio.subprocess.Process) -> list[dict[str, Any]]:
+    """SIGTERM to `proc`: it exits 0 within 10 s, `stopped` its last line, none an error;
+    every line it logged."""
     proc.send_signal(signal.SIGTERM)
     async with asyncio.timeout(10):
         said, _ = await proc.communicate()
@@ -245,6 +246,7 @@ async def stopped_cleanly(proc: asyncio.subprocess.Process) -> None:
     assert proc.returncode == 0, lines
     assert lines[-1]["msg"] == "stopped", lines
     assert not [line for line in lines if line["level"] == "error"], lines
+    return lines
 
 
 def token(org: str | None = "acme", user: str = "acme/ada", **claims: object) -> str:

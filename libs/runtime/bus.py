@@ -51,6 +51,13 @@ async def connecting(
         if reconnected is not None:
             await reconnected()
 
+    async def on_disconnected() -> None:
+        # nats-py says so of a close of our own too: a stop is no fault to warn of.
+        if nc.is_closed:
+            _log.info("nats closed")
+        else:
+            _log.warning("nats disconnected")
+
     nc = Connection()
     first = asyncio.create_task(
         nc.connect(
@@ -66,7 +73,7 @@ async def connecting(
             ping_interval=PING_INTERVAL_S,
             max_outstanding_pings=2,
             error_cb=_on_error,
-            disconnected_cb=_on_disconnected,
+            disconnected_cb=on_disconnected,
             reconnected_cb=on_reconnected,
         )
     )
@@ -155,7 +162,3 @@ async def let_go(nc: Connection) -> None:
 
 async def _on_error(exc: Exception) -> None:
     _log.warning("nats error", extra={"error": repr(exc)})
-
-
-async def _on_disconnected() -> None:
-    _log.warning("nats disconnected")

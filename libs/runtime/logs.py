@@ -5,6 +5,7 @@ import sys
 from datetime import UTC, datetime
 
 import msgspec
+from aiohttp.http_exceptions import HttpProcessingError
 
 __all__ = ["configure"]
 
@@ -31,9 +32,28 @@ class _JsonLines(logging.Formatter):
         return _encode(line).decode()
 
 
+class _ClientFaults(logging.Filter):
+    """aiohttp logs a request it cannot parse as an error of its own, with a traceback. It
+    is the client's fault, already answered 4xx: a warning that names what was wrong."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        fault = record.exc_info[1] if record.exc_info else None
+        if isinstance(fault, HttpProcessingError) and fault.code < 500:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            remote = record.args[0] if isinstance(record.args, tuple) and record.args else None
+            record.msg = "a malformed request from %s refused %d: %s"
+            record.args = (remote, fault.code, fault.message)
+            record.exc_info = record.exc_text = None
+        return True
+
+
+_client_faults = _ClientFaults()
+
+
 def configure(service: str, replica: str, level: str = "INFO") -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_JsonLines(service, replica))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    logging.getLogger("aiohttp.server").addFilter(_client_faults)

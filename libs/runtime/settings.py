@@ -12,16 +12,19 @@ from msgspec import Meta
 __all__ = [
     "SETTLED_KEPT",
     "BadSetting",
+    "LogLevel",
     "Port",
     "Positive",
     "Settings",
     "converted",
+    "default_replica",
     "key_from_env",
 ]
 
 S = TypeVar("S", bound=msgspec.Struct)
 Port = Annotated[int, Meta(ge=0, le=65535)]
 Positive = Annotated[float, Meta(gt=0)]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 # How long what has settled (a window, a confirmation, an ask, a run's claim, a cover) is
 # kept, unless told.
 SETTLED_KEPT = timedelta(days=7)
@@ -91,7 +94,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     metrics_host: str = "127.0.0.1"
     metrics_port: Port = 9100
     max_in_flight: Annotated[int, Meta(ge=1)] = 256
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: LogLevel = "INFO"
     replica: str = ""
     js_replicas: Annotated[int, Meta(ge=1, le=5)] = 1
     pull_wait: Positive = 0.5
@@ -101,7 +104,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     def from_env(cls, service: str, env: Mapping[str, str] | None = None) -> "Settings":
         env = os.environ if env is None else env
         given = {field: env[var] for var, field in _ENV.items() if env.get(var)}
-        defaults = {"service": service, "nats_user": service, "replica": _replica()}
+        defaults = {"service": service, "nats_user": service, "replica": default_replica()}
         return converted(cls, defaults | given, _ENV)
 
 
@@ -120,5 +123,5 @@ _ENV = {
 }
 
 
-def _replica() -> str:
+def default_replica() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"

@@ -85,6 +85,7 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None], cluster: 
                 "NATS_USER": GATEWAY,
                 "NATS_PASSWORD": passwords[GATEWAY],
                 "TETHER_PORT": str(port),
+                "TETHER_REPLICA": f"{GATEWAY}-{r}",
                 # Two processes on one port: the kernel spreads connections between them.
                 "TETHER_REUSE_PORT": "1" if replicas > 1 else "",
             }

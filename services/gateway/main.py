@@ -16,7 +16,7 @@ def main() -> None:
         settings = GatewaySettings.from_env()
     except BadSetting as exc:
         raise SystemExit(f"gateway: {exc}") from None
-    logs.configure("gateway", f"gateway-{settings.port}")
+    logs.configure("gateway", settings.replica, settings.log_level)
     # aiohttp's run_app stops on SIGTERM and SIGINT, runs the cleanup contexts (NATS drain).
     web.run_app(
         init_app(settings),

@@ -7,7 +7,14 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from libs.runtime.settings import Port, Positive, converted, key_from_env
+from libs.runtime.settings import (
+    LogLevel,
+    Port,
+    Positive,
+    converted,
+    default_replica,
+    key_from_env,
+)
 
 __all__ = ["GatewaySettings"]
 
@@ -34,6 +41,8 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     |                          |                         | URL their webhook signatures cover     |
     | TETHER_REUSE_PORT        | (off)                   | 1: share the port with the gateway's   |
     |                          |                         | other processes (SO_REUSEPORT)         |
+    | TETHER_LOG_LEVEL         | INFO                    | DEBUG, INFO, WARNING, ERROR            |
+    | TETHER_REPLICA           | <hostname>-<pid>        | this process's name in its log lines   |
     """
 
     host: str = "127.0.0.1"
@@ -49,13 +58,15 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     late_timeout: Annotated[float, Meta(ge=0)] = 60.0
     public_url: str = ""
     reuse_port: bool = False
+    log_level: LogLevel = "INFO"
+    replica: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "GatewaySettings":
         env = os.environ if env is None else env
         given = {field: env[var] for var, field in _ENV.items() if env.get(var)}
         _, given["jwt_key"] = key_from_env(env, "TETHER_JWT_KEY", "jwt.key")
-        return converted(cls, given, _ENV)
+        return converted(cls, {"replica": default_replica()} | given, _ENV)
 
 
 _ENV = {
@@ -71,4 +82,6 @@ _ENV = {
     "TETHER_REQUEST_TIMEOUT": "request_timeout",
     "TETHER_LATE_TIMEOUT": "late_timeout",
     "TETHER_PUBLIC_URL": "public_url",
+    "TETHER_LOG_LEVEL": "log_level",
+    "TETHER_REPLICA": "replica",
 }

@@ -131,7 +131,9 @@ async def test_ops_endpoint_serves_metrics_and_health(settings_for, connect):
     assert healthz.status == 200
 
 
-async def test_a_service_is_alive_before_its_bus_and_ready_only_while_serving_on_it(tmp_path):
+async def test_a_service_is_alive_before_its_bus_and_ready_only_while_serving_on_it(
+    tmp_path, caplog
+):
     """Liveness says the process answers, readiness that it serves: a replica waiting for
     NATS, or cut off from it, is not ready but is alive. Were it dead, Kubernetes would
     restart every replica through a NATS outage, into a back-off outlasting it."""
@@ -165,6 +167,8 @@ async def test_a_service_is_alive_before_its_bus_and_ready_only_while_serving_on
             await bus.stop()
             await eventually(lambda: asyncio.sleep(0, not svc.nc.is_connected))
             assert await probes() == (200, 503)
+            lost = [r for r in caplog.records if r.getMessage() == "nats disconnected"]
+            assert [r.levelname for r in lost] == ["WARNING"]
     finally:
         if svc.serving.is_set():
             svc.stop()
@@ -194,3 +198,29 @@ async def test_a_service_stopped_while_it_waits_for_its_bus_ends_at_once_with_st
 
         await eventually(waiting, timeout=20)
         await stopped_cleanly(ladder)
+
+
+async def test_a_service_stopped_while_on_its_bus_says_nothing_is_wrong(stack):
+    """A stop is no fault: its lines hold neither an error nor a warning (nats-py calls
+    its disconnected callback for a close of our own too, once logged as a warning)."""
+    from aiohttp import ClientSession
+
+    metrics_port = free_port()
+    env = {
+        "NATS_URL": stack.nats_url,
+        "NATS_USER": "audit",
+        "NATS_PASSWORD": stack.passwords["audit"],
+        "TETHER_METRICS_PORT": str(metrics_port),
+    }
+    async with (
+        module_process("services.audit.main", env) as audit,
+        ClientSession(f"http://127.0.0.1:{metrics_port}") as http,
+    ):
+
+        async def serving() -> bool:
+            return await status_of(http, "/readyz") == 200
+
+        await eventually(serving, timeout=20)
+        lines = await stopped_cleanly(audit)
+    assert [line["msg"] for line in lines if line["level"] == "warning"] == [], lines
+    assert "nats closed" in [line["msg"] for line in lines]

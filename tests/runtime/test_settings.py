@@ -11,6 +11,8 @@ from services.gateway.settings import GatewaySettings
 
 
 def test_the_environment_sets_what_it_names_and_the_rest_keep_their_defaults():
+    gateway = GatewaySettings.from_env({"TETHER_JWT_KEY": "k", "TETHER_LOG_LEVEL": "DEBUG"})
+    assert (gateway.log_level, gateway.replica) == ("DEBUG", f"{os.uname().nodename}-{os.getpid()}")
     settings = Settings.from_env("rooms", {"TETHER_PULL_WAIT": "0.2", "TETHER_JS_REPLICAS": "3"})
     assert (settings.pull_wait, settings.js_replicas) == (0.2, 3)
     defaults = (settings.nats_user, settings.max_in_flight, settings.metrics_port)
@@ -42,6 +44,7 @@ def _gateway(env: dict[str, str]) -> GatewaySettings:
         (_gateway, "TETHER_REQUEST_TIMEOUT", "0", "Expected `float` > 0.0"),
         (_gateway, "TETHER_RATE_LIMIT", "-5", "Expected `int` >= 0"),
         (_gateway, "TETHER_PORT", "http", "Expected `int`, got `str`"),
+        (_gateway, "TETHER_LOG_LEVEL", "loud", "Invalid enum value 'loud'"),
     ],
 )
 def test_a_value_a_setting_cannot_take_is_refused_by_its_variable(read, variable, value, reason):
@@ -93,3 +96,16 @@ def test_a_process_with_a_bad_setting_stops_with_one_line_naming_it(module, env,
         timeout=60,
     )
     assert (done.returncode, done.stderr) == (1, line + "\n")
+
+
+def test_tether_up_with_a_log_level_it_cannot_take_stops_before_it_starts_anything(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", "up"],
+        env={"PATH": os.environ["PATH"], "TETHER_HOME": str(tmp_path), "TETHER_LOG_LEVEL": "loud"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    line = "tether up: TETHER_LOG_LEVEL='loud': one of DEBUG, INFO, WARNING, ERROR\n"
+    assert (done.returncode, done.stderr) == (1, line)
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,66 @@
+"""The gateway process's log lines: at the level and under the replica name its environment
+gives, and a request that is not HTTP logged as the client's fault, never as its own."""
+
+import asyncio
+import json
+
+from aiohttp import ClientSession
+
+from libs.contracts.permissions import GATEWAY
+from libs.stack.servers import free_port
+from tests.personal.conftest import eventually
+from tests.support import KEY, module_process, status_of
+
+
+async def _gateway_lines(stack, tmp_path, level: str) -> list[dict]:
+    """Every line a gateway process at `level` logged, sent one request with a NUL in a
+    header (answered 400), then SIGTERM (exit status 0)."""
+    port = free_port()
+    env = {
+        "TETHER_PORT": str(port),
+        "NATS_URL": stack.nats_url,
+        "NATS_USER": GATEWAY,
+        "NATS_PASSWORD": stack.passwords[GATEWAY],
+        "REDIS_URL": stack.redis_url,
+        "TETHER_JWT_KEY": KEY,
+        "TETHER_HOME": str(tmp_path),
+        "TETHER_LOG_LEVEL": level,
+        "TETHER_REPLICA": "gateway-under-test",
+    }
+    async with (
+        module_process("services.gateway.main", env) as gateway,
+        ClientSession(f"http://127.0.0.1:{port}") as http,
+    ):
+
+        async def ready() -> bool:
+            return await status_of(http, "/readyz/gateway") == 200
+
+        await eventually(ready, timeout=20)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: tether\r\nX-Probe: \x00\r\n\r\n")
+        await writer.drain()
+        answer = await reader.read()  # the server closes the connection it could not parse
+        writer.close()
+        gateway.terminate()
+        async with asyncio.timeout(10):
+            said, _ = await gateway.communicate()
+    assert gateway.returncode == 0, said
+    assert answer.split(b"\r\n")[0].endswith(b" 400 Bad Request"), answer
+    return [json.loads(line) for line in said.splitlines()]
+
+
+async def test_a_request_that_is_not_http_is_logged_as_a_warning_naming_it(stack, tmp_path):
+    lines = await _gateway_lines(stack, tmp_path, "INFO")
+    faults = [line for line in lines if line["logger"] == "aiohttp.server"]
+    assert len(faults) == 1, lines
+    assert faults[0]["level"] == "warning"
+    assert "refused 400: Invalid header value char" in faults[0]["msg"], faults
+    assert "exc" not in faults[0]
+    assert not [line for line in lines if line["level"] == "error"], lines
+    assert lines[-1]["msg"] == "stopped"
+
+
+async def test_the_gateway_logs_at_its_level_under_its_replica_name(stack, tmp_path):
+    lines = await _gateway_lines(stack, tmp_path, "WARNING")
+    assert [line["level"] for line in lines] == ["warning"], lines
+    assert {line["replica"] for line in lines} == {"gateway-under-test"}
