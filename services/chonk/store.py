@@ -38,6 +38,7 @@ from datetime import datetime, timedelta
 import msgspec
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
+from nats.js.errors import KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
@@ -214,7 +215,11 @@ class ChonkStore:
         return [_handoff.decode(e.value) for e in entries]
 
     async def put_proposal(self, room: str, seq: int, proposal: Proposal) -> None:
-        await self._runs.put(f"proposed.{room}.{seq}", codec.encode(proposal))
+        """Held once. A run made again asks its question again under the same key, and the
+        room answers with the question it has; one answered already leaves a marker, and is
+        not held again where no answer could reach it (a create would write over it)."""
+        with contextlib.suppress(KeyWrongLastSequenceError):
+            await self._runs.update(f"proposed.{room}.{seq}", codec.encode(proposal), last=0)
 
     async def proposal(self, room: str, seq: int) -> Proposal | None:
         """What question `seq` of `room` holds for its decider's yes, if it is a proposal."""

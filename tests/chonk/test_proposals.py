@@ -63,3 +63,13 @@ async def test_a_proposed_message_waits_for_the_owner_s_yes_asked_in_her_room(ap
 
     marker = await eventually(dropped)
     assert (marker["KV-Operation"], marker.get("Nats-TTL")) == ("PURGE", "3600s")
+
+    # Started again by hand, the run asks the same question, answered: nothing is held
+    # for an answer that cannot come.
+    again = await api.post(
+        "/v1/chonk/runs", json={"tenant": ORG, "run": "chase_ben_proposed"}, headers=ROOT
+    )
+    assert again.status == 201, await again.text()
+    asked = (await again.json())["delivered"][0]
+    assert (asked["room"], asked["seq"]) == (proposed["room"], proposed["seq"])
+    assert (await dropped()) == marker
