@@ -5,6 +5,7 @@ schemas shipped beside them, and the base still what the contracts make."""
 import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -192,3 +193,46 @@ def test_every_process_the_service_monitor_scrapes_serves_metrics_where_it_looks
         assert target["containerPort"] == served, name
         policies = find(objects, "NetworkPolicy")
         assert _scraper_reaches(policies, pod["metadata"]["labels"], served), name
+
+
+@pytest.mark.parametrize("overlay", ["dev", "prod"])
+def test_each_nats_node_s_config_is_one_the_shipped_nats_server_accepts(overlay, tmp_path):
+    """The rendered nats.conf and nats-auth.conf, checked by nats-server itself (`-t`), with
+    the environment the StatefulSet gives it (every password the secret holds)."""
+    objects = render(overlay)
+    (config,) = [c for c in find(objects, "ConfigMap") if "nats.conf" in c["data"]]
+    for name, text in config["data"].items():
+        (tmp_path / name).write_text(text)
+    auth = config["data"]["nats-auth.conf"]
+    env = {name: "pw" for name in re.findall(r"password: \$(\w+)", auth)} | {"POD_NAME": "nats-0"}
+    checked = subprocess.run(
+        [str(Path(sys.executable).parent / "nats-server"), "-c", "nats.conf", "-t"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stderr + checked.stdout
+    assert "is valid" in checked.stderr + checked.stdout
+
+
+def test_a_nats_node_stopping_moves_its_clients_off_in_lame_duck_mode_first():
+    """The preStop signal names the pid file the config writes, in a writable volume, and
+    lame duck mode ends within the pod's grace period; the node's liveness never asks its
+    streams to be caught up, which a node restarted with much to catch up may not be for
+    minutes (the startup probe waits for that)."""
+    objects = render("prod")
+    (nats,) = find(objects, "StatefulSet", "nats")
+    pod = nats["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (config,) = [c for c in find(objects, "ConfigMap") if "nats.conf" in c["data"]]
+    conf = config["data"]["nats.conf"]
+    named = re.search(r"^pid_file: (\S+)$", conf, re.M)
+    assert named, "nats.conf names no pid file for the preStop signal to find"
+    pid_file = named.group(1)
+    assert container["lifecycle"]["preStop"]["exec"]["command"][-1] == f"ldm={pid_file}"
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert "emptyDir" in volumes[mounts[str(Path(pid_file).parent)]]
+    seconds = {k: int(v) for k, v in re.findall(r"^(lame_duck_\w+): (\d+)s$", conf, re.M)}
+    ldm = seconds["lame_duck_duration"] + seconds["lame_duck_grace_period"]
+    assert ldm < pod["terminationGracePeriodSeconds"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz?js-enabled-only=true"
+    assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
