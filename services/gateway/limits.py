@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator
 import msgspec
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from libs.contracts import codec
@@ -34,14 +35,15 @@ def _who(p: Principal) -> str:
 
 
 class StoreUnavailable(Refused):
-    """Redis refused the connection or did not answer in time: a transient failure, so a
-    503 to ask again. A request that cannot be counted or keyed is not let through."""
+    """Redis refused the connection, did not answer in time, or is full: a transient
+    failure, so a 503 to ask again. A request that cannot be counted or keyed is not let
+    through."""
 
-    def __init__(self) -> None:
+    def __init__(self, why: str = "did not answer") -> None:
         super().__init__(
             "store-unavailable",
             503,
-            "the gateway's store of rate limits and Idempotency-Keys did not answer; ask again",
+            f"the gateway's store of rate limits and Idempotency-Keys {why}; ask again",
         )
 
 
@@ -52,6 +54,15 @@ def _asking_store() -> Iterator[None]:
     except (RedisConnectionError, RedisTimeoutError) as exc:
         _log.warning("the store did not answer", extra={"error": type(exc).__name__})
         raise StoreUnavailable() from exc
+    except ResponseError as exc:
+        # At its maxmemory, which it never evicts to reach (a key dropped early would run
+        # a request twice), a write is refused OOM (inside a script, as the script's
+        # error). Room comes back as keys expire, or when its operator gives it more: an
+        # error for the operator to see, and a 503 for the client to ask again.
+        if not isinstance(exc, OutOfMemoryError) and "OOM command not allowed" not in str(exc):
+            raise
+        _log.error("the store is full", extra={"error": str(exc)})
+        raise StoreUnavailable("is full") from exc
 
 
 class RateLimiter:

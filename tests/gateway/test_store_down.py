@@ -11,6 +11,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+import redis
 from aiohttp.test_utils import TestClient
 
 from libs.stack.servers import free_port, start_redis
@@ -43,6 +44,13 @@ class Store:
 
     def freeze(self, frozen: bool) -> None:
         os.kill(self.proc.pid, signal.SIGSTOP if frozen else signal.SIGCONT)
+
+    def fill(self, full: bool) -> None:
+        """At its maxmemory (one byte), which it never evicts to reach, as deploy/k8s's
+        Redis is configured; or with no limit again."""
+        with redis.Redis.from_url(self.url) as r:
+            r.config_set("maxmemory-policy", "noeviction")
+            r.config_set("maxmemory", 1 if full else 0)
 
 
 @pytest.fixture
@@ -89,6 +97,36 @@ async def test_a_store_that_is_down_refuses_503_and_serves_again_once_back(api, 
     after = await api.get("/v1/echo/back", headers=bearer())
     assert after.status == 200
     assert [r.text for r in echo.handled] == ["before", "back"]
+
+
+async def test_a_store_that_is_full_refuses_503_naming_it_and_serves_again_with_room(
+    api, client_for, gateway_settings, echo, store, org, caplog
+):
+    """Not a 500: the store at its maxmemory refuses every write, so nothing can be counted
+    (the rate limit's script) or keyed (a gateway without a rate limit takes the key
+    first), and nothing passes; the operator is told why, as an error."""
+    unlimited = msgspec.structs.replace(gateway_settings, redis_url=store.url, rate_limit=0)
+    keys_only = await client_for(unlimited, services=(ECHO,), routes=ROUTES)
+    store.fill(True)
+    unkeyed = api.get("/v1/echo/full", headers=bearer())
+    keyed = keys_only.post(
+        "/v1/echo", json={"text": "full"}, headers=bearer() | {"Idempotency-Key": f"{org}-f"}
+    )
+    for request in (unkeyed, keyed):
+        response = await request
+        body = await response.json()
+        assert (response.status, body["type"]) == (503, "urn:tether:problem:store-unavailable")
+        assert "is full" in body["detail"]
+    assert echo.handled == []
+    assert [r.levelname for r in caplog.records if r.getMessage() == "the store is full"] == [
+        "ERROR",
+        "ERROR",
+    ]
+
+    store.fill(False)
+    after = await api.get("/v1/echo/room", headers=bearer())
+    assert after.status == 200
+    assert [r.text for r in echo.handled] == ["room"]
 
 
 async def test_a_store_that_hangs_refuses_503_and_never_hangs_the_request(api, echo, store):
