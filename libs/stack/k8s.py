@@ -21,6 +21,7 @@ __all__ = ["base", "consumers"]
 NAMESPACE = "tether"
 METRICS = 9100
 HTTP = 8080
+UNLISTED_S = 5  # how long a stopping gateway listens on while it leaves the Service
 # The durable consumers that are not a service's EVENTS or TIMERS reader: the agents
 # service's meter and the scheduler's engine.
 OTHER_CONSUMERS = {"agents": [("METER", "meter")], "scheduler": [("SCHEDULER", "scheduler")]}
@@ -135,6 +136,11 @@ def deployment(name: str, *, gateway: bool = False) -> list[dict]:
         },
         "volumeMounts": mounts,
     }
+    if gateway:
+        # Kubernetes takes a stopping pod out of the Service as it stops it; the gateway
+        # listens on until every node has heard, so no connection meanwhile is refused.
+        # Then SIGTERM: it finishes the requests it holds (10 s at most).
+        container["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", str(UNLISTED_S)]}}}
     labels = {"app": name, "tether/role": role}
     made = [
         {

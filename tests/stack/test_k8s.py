@@ -236,3 +236,15 @@ def test_a_nats_node_stopping_moves_its_clients_off_in_lame_duck_mode_first():
     assert ldm < pod["terminationGracePeriodSeconds"]
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz?js-enabled-only=true"
     assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
+
+
+def test_a_stopping_gateway_listens_on_while_it_leaves_the_service():
+    """A pod is taken out of its Service as it is stopped, and the nodes hear of it a
+    moment later: the gateway waits before its SIGTERM, so no connection sent meanwhile is
+    refused, and the grace period holds that wait and its 10 s drain."""
+    (gateway,) = find(render("prod"), "Deployment", GATEWAY)
+    pod = gateway["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    command = container["lifecycle"]["preStop"]["exec"]["command"]
+    assert command[0] == "sleep" and int(command[1]) >= 5
+    assert pod["terminationGracePeriodSeconds"] >= int(command[1]) + 10
