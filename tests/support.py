@@ -236,14 +236,28 @@ async def status_of(http: ClientSession, path: str) -> int | None:
         return None
 
 
-async def stopped_cleanly(proc: asyncio.subprocess.Process) -> list[dict[str, Any]]:
-    """SIGTERM to `proc`: it exits 0 within 10 s, `stopped` its last line, none an error;
-    every line it logged."""
+def answers(http: ClientSession, path: str, status: int) -> Callable[[], Awaitable[bool]]:
+    """A check for `eventually`: a GET of `path` answers `status`."""
+
+    async def check() -> bool:
+        return await status_of(http, path) == status
+
+    return check
+
+
+async def stopped(proc: asyncio.subprocess.Process) -> list[dict[str, Any]]:
+    """SIGTERM to `proc`: it exits 0 within 10 s; every line it logged."""
     proc.send_signal(signal.SIGTERM)
     async with asyncio.timeout(10):
         said, _ = await proc.communicate()
     lines = [json.loads(line) for line in said.splitlines()]
     assert proc.returncode == 0, lines
+    return lines
+
+
+async def stopped_cleanly(proc: asyncio.subprocess.Process) -> list[dict[str, Any]]:
+    """`stopped`, with `stopped` its last line and none an error."""
+    lines = await stopped(proc)
     assert lines[-1]["msg"] == "stopped", lines
     assert not [line for line in lines if line["level"] == "error"], lines
     return lines

@@ -23,6 +23,7 @@ from tests.support import (
     Bus,
     Echo,
     Link,
+    answers,
     bearer,
     module_process,
     running,
@@ -150,11 +151,8 @@ async def test_a_gateway_process_that_never_reached_its_bus_stops_cleanly_on_sig
         module_process("services.gateway.main", env) as gateway,
         ClientSession(f"http://127.0.0.1:{port}") as http,
     ):
-
-        async def alive() -> bool:  # and listening, though its bus is not there
-            return await status_of(http, "/healthz") == 200
-
-        await eventually(alive, timeout=20)
+        # Alive and listening, though its bus is not there.
+        await eventually(answers(http, "/healthz", 200), timeout=20)
         assert await status_of(http, "/readyz/gateway") == 503
         asked = await http.get("/v1/agents/me", headers=bearer())
         assert await problem(asked) == (503, "bus-unavailable")

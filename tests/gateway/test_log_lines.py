@@ -2,14 +2,13 @@
 gives, and a request that is not HTTP logged as the client's fault, never as its own."""
 
 import asyncio
-import json
 
 from aiohttp import ClientSession
 
 from libs.contracts.permissions import GATEWAY
 from libs.stack.servers import free_port
 from tests.personal.conftest import eventually
-from tests.support import KEY, module_process, status_of
+from tests.support import KEY, answers, module_process, stopped
 
 
 async def _gateway_lines(stack, tmp_path, level: str) -> list[dict]:
@@ -31,22 +30,15 @@ async def _gateway_lines(stack, tmp_path, level: str) -> list[dict]:
         module_process("services.gateway.main", env) as gateway,
         ClientSession(f"http://127.0.0.1:{port}") as http,
     ):
-
-        async def ready() -> bool:
-            return await status_of(http, "/readyz/gateway") == 200
-
-        await eventually(ready, timeout=20)
+        await eventually(answers(http, "/readyz/gateway", 200), timeout=20)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"GET /healthz HTTP/1.1\r\nHost: tether\r\nX-Probe: \x00\r\n\r\n")
         await writer.drain()
         answer = await reader.read()  # the server closes the connection it could not parse
         writer.close()
-        gateway.terminate()
-        async with asyncio.timeout(10):
-            said, _ = await gateway.communicate()
-    assert gateway.returncode == 0, said
+        lines = await stopped(gateway)
     assert answer.split(b"\r\n")[0].endswith(b" 400 Bad Request"), answer
-    return [json.loads(line) for line in said.splitlines()]
+    return lines
 
 
 async def test_a_request_that_is_not_http_is_logged_as_a_warning_naming_it(stack, tmp_path):

@@ -21,10 +21,10 @@ from tests.support import (
     Echo,
     Said,
     Say,
+    answers,
     encode,
     module_process,
     running,
-    status_of,
     stopped_cleanly,
 )
 
@@ -192,11 +192,7 @@ async def test_a_service_stopped_while_it_waits_for_its_bus_ends_at_once_with_st
         module_process("services.ladder.main", env) as ladder,
         ClientSession(f"http://127.0.0.1:{metrics_port}") as http,
     ):
-
-        async def waiting() -> bool:  # alive, not ready: no server yet
-            return await status_of(http, "/readyz") == 503
-
-        await eventually(waiting, timeout=20)
+        await eventually(answers(http, "/readyz", 503), timeout=20)  # alive, no server yet
         await stopped_cleanly(ladder)
 
 
@@ -216,11 +212,7 @@ async def test_a_service_stopped_while_on_its_bus_says_nothing_is_wrong(stack):
         module_process("services.audit.main", env) as audit,
         ClientSession(f"http://127.0.0.1:{metrics_port}") as http,
     ):
-
-        async def serving() -> bool:
-            return await status_of(http, "/readyz") == 200
-
-        await eventually(serving, timeout=20)
+        await eventually(answers(http, "/readyz", 200), timeout=20)
         lines = await stopped_cleanly(audit)
     assert [line["msg"] for line in lines if line["level"] == "warning"] == [], lines
     assert "nats closed" in [line["msg"] for line in lines]

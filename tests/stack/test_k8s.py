@@ -44,6 +44,12 @@ def find(objects: list[dict], kind: str, name: str | None = None) -> list[dict]:
     ]  # fmt: skip
 
 
+def config_map(objects: list[dict], name: str) -> dict:
+    """The ConfigMap kustomize generated from `name` (it appends a hash of the content)."""
+    (found,) = [c for c in find(objects, "ConfigMap") if c["metadata"]["name"].startswith(name)]
+    return found
+
+
 @pytest.mark.parametrize("overlay", ["dev", "prod"])
 def test_every_object_of_an_overlay_validates_strictly(overlay):
     objects = render(overlay)
@@ -98,13 +104,13 @@ def test_prod_runs_three_nats_nodes_on_volumes_and_dev_one():
     prod, dev = render("prod"), render("dev")
     (nats,) = find(prod, "StatefulSet", "nats")
     assert nats["spec"]["replicas"] == 3 and nats["spec"]["volumeClaimTemplates"]
-    (env,) = [c for c in find(prod, "ConfigMap") if c["metadata"]["name"].startswith("tether-env")]
+    env = config_map(prod, "tether-env")
     assert env["data"]["TETHER_JS_REPLICAS"] == "3"
     (redis,) = find(prod, "StatefulSet", "redis")
     assert "--appendonly" in redis["spec"]["template"]["spec"]["containers"][0]["args"]
     (nats,) = find(dev, "StatefulSet", "nats")
     assert nats["spec"]["replicas"] == 1
-    (env,) = [c for c in find(dev, "ConfigMap") if c["metadata"]["name"].startswith("tether-env")]
+    env = config_map(dev, "tether-env")
     assert env["data"]["TETHER_JS_REPLICAS"] == "1"
 
 
@@ -173,7 +179,7 @@ def test_every_process_the_service_monitor_scrapes_serves_metrics_where_it_looks
     objects = render("prod")
     (monitor,) = find(objects, "ServiceMonitor")
     scraped = monitor["spec"]["selector"]["matchLabels"].items()
-    (config,) = [c for c in find(objects, "ConfigMap") if "TETHER_JS_REPLICAS" in c["data"]]
+    config = config_map(objects, "tether-env")
     services = [s for s in find(objects, "Service") if scraped <= s["metadata"]["labels"].items()]
     deployments = {
         d["metadata"]["name"]: d["spec"]["template"] for d in find(objects, "Deployment")
@@ -200,7 +206,7 @@ def test_each_nats_node_s_config_is_one_the_shipped_nats_server_accepts(overlay,
     """The rendered nats.conf and nats-auth.conf, checked by nats-server itself (`-t`), with
     the environment the StatefulSet gives it (every password the secret holds)."""
     objects = render(overlay)
-    (config,) = [c for c in find(objects, "ConfigMap") if "nats.conf" in c["data"]]
+    config = config_map(objects, "nats-config")
     for name, text in config["data"].items():
         (tmp_path / name).write_text(text)
     auth = config["data"]["nats-auth.conf"]
@@ -222,7 +228,7 @@ def test_a_nats_node_stopping_moves_its_clients_off_in_lame_duck_mode_first():
     (nats,) = find(objects, "StatefulSet", "nats")
     pod = nats["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    (config,) = [c for c in find(objects, "ConfigMap") if "nats.conf" in c["data"]]
+    config = config_map(objects, "nats-config")
     conf = config["data"]["nats.conf"]
     named = re.search(r"^pid_file: (\S+)$", conf, re.M)
     assert named, "nats.conf names no pid file for the preStop signal to find"
