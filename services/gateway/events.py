@@ -8,10 +8,14 @@ message. `Last-Event-ID` (or `?after=`) resumes. How a message that left by a li
 comes as `delivery` events `{seq, delivery}` (no id: the history read on resuming carries
 each message's delivery as it is then; one that changed while the gateway was off the bus
 is seen on resuming).
+
+Every stream ends when the token that opened it stops being taken, with a `refused` event
+naming `token-expired`: what a token no longer admits, it no longer reads.
 """
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
 
 import msgspec
@@ -22,13 +26,14 @@ from libs.contracts.problem import Refused
 from services.gateway.forward import NATS, ask, caller, request_of
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
+from services.gateway.tokens import refused_after, token_expired
 
-__all__ = ["BUS_BACK", "STREAMS", "bus_back", "close_streams", "room_stream"]
+__all__ = ["BUS_BACK", "END", "STREAMS", "bus_back", "close_streams", "next_of", "room_stream"]
 
 # Each open stream's queue, so a stopping gateway can end them at once (an empty item), and
 # one back on the bus can have them read what they missed (BUS_BACK).
 STREAMS = web.AppKey("streams", set)
-_END = b""
+END = b""
 BUS_BACK = b"\x00bus-back"
 _DELIVERY = b"\x00delivery"  # marks a delivery update among the live messages
 
@@ -43,6 +48,7 @@ def room_stream(
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(http: web.Request) -> web.StreamResponse:
         principal = await caller(route, http, key=key, limiter=limiter)
+        until = refused_after(http.headers.get("Authorization"), key)
         nc = http.app[NATS]
         problem, body = await ask(
             nc, route.subject, await request_of(route, http), principal, timeout=timeout
@@ -101,12 +107,8 @@ def room_stream(
             await response.prepare(http)
             last = await stored_since(after)
             while last is not None and not overflowed.is_set():
-                try:
-                    data = await asyncio.wait_for(live.get(), KEEPALIVE_S)
-                except TimeoutError:
-                    await response.write(b": keepalive\n\n")
-                    continue
-                if data == _END:
+                data = await next_of(live, response, until)
+                if data == END:
                     break
                 if data == BUS_BACK:  # what was published while off the bus never came
                     last = await stored_since(last)
@@ -141,7 +143,19 @@ async def close_streams(app: web.Application) -> None:
     """On shutdown: every stream ends now; clients resume with Last-Event-ID elsewhere."""
     for live in list(app[STREAMS]):
         with contextlib.suppress(asyncio.QueueFull):
-            live.put_nowait(_END)
+            live.put_nowait(END)
+
+
+async def next_of(queue: asyncio.Queue[bytes], response: web.StreamResponse, until: float) -> bytes:
+    """A stream's next item, with a keepalive written while none comes; END once `until`,
+    its token's end, has passed, told to the client as a `refused` event."""
+    while (left := until - time.time()) > 0:
+        try:
+            return await asyncio.wait_for(queue.get(), min(KEEPALIVE_S, left))
+        except TimeoutError:
+            await response.write(b": keepalive\n\n")
+    await response.write(b"event: refused\ndata: %s\n\n" % codec.encode(token_expired().problem))
+    return END
 
 
 def _cursor(http: web.Request) -> int:

@@ -26,14 +26,14 @@ from libs.contracts.pending import ADMINS, Action, Pending, PendingItem
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import live_subject
-from services.gateway.events import KEEPALIVE_S, STREAMS
+from services.gateway.events import END, STREAMS, next_of
 from services.gateway.forward import NATS, ask, caller, on_bus
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
+from services.gateway.tokens import refused_after
 
 __all__ = ["pending_list", "pending_stream"]
 
-_END = b""
 _SETTLE_S = 0.05  # nudges that come together are read as one
 _RETRY_S = 1.0
 _drafts = codec.decoder(rooms.DraftList).decode
@@ -60,6 +60,7 @@ def pending_stream(
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(http: web.Request) -> web.StreamResponse:
         p = _person(await caller(route, http, key=key, limiter=limiter))
+        until = refused_after(http.headers.get("Authorization"), key)
         nc = on_bus(http)
         nudges: asyncio.Queue[bytes] = asyncio.Queue(1000)
 
@@ -94,7 +95,7 @@ def pending_stream(
                 if body != last:
                     await response.write(b"event: pending\ndata: %s\n\n" % body)
                     last = body
-                if not await _nudged(nudges, response):
+                if not await _nudged(nudges, response, until):
                     break
         except ConnectionResetError:
             pass  # the client went away
@@ -108,19 +109,15 @@ def pending_stream(
     return handler
 
 
-async def _nudged(nudges: asyncio.Queue[bytes], response: web.StreamResponse) -> bool:
-    """Until something of the person's changes (the nudges that come with it read as one),
-    with a keepalive now and then; False when the gateway is stopping."""
-    while True:
-        try:
-            nudge = await asyncio.wait_for(nudges.get(), KEEPALIVE_S)
-            break
-        except TimeoutError:
-            await response.write(b": keepalive\n\n")
-    await asyncio.sleep(_SETTLE_S)
-    while nudge != _END and not nudges.empty():
+async def _nudged(nudges: asyncio.Queue[bytes], response: web.StreamResponse, until: float) -> bool:
+    """Until something of the person's changes (the nudges that come with it read as one);
+    False when the gateway is stopping or the token has expired."""
+    nudge = await next_of(nudges, response, until)
+    if nudge != END:
+        await asyncio.sleep(_SETTLE_S)
+    while nudge != END and not nudges.empty():
         nudge = nudges.get_nowait()
-    return nudge != _END
+    return nudge != END
 
 
 async def gathered(nc: Client, p: Principal, *, timeout: float) -> Pending:

@@ -10,10 +10,10 @@ import msgspec
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 
-__all__ = ["is_delegate", "mint", "principal_from"]
+__all__ = ["LEEWAY_S", "is_delegate", "mint", "principal_from", "refused_after", "token_expired"]
 
 _ISSUER = _AUDIENCE = "tether"
-_LEEWAY_S = 30
+LEEWAY_S = 30  # a clock a little behind ours still has its tokens taken
 # `agent:<person>` is that person's own agent (hip-0524 §2): it acts for them alone.
 _PERSONAL_AGENT = re.compile(r"^agent:([^:/]+/[^:]+)$")
 # `agent:<org>`, `agent:<org>:<name>`, `bot:<org>:<name>`: an org's own agents and bots,
@@ -52,9 +52,20 @@ def principal_from(authorization: str | None, key: str) -> Principal:
     if scheme.lower() != "bearer" or not token.strip():
         raise Refused("token-missing", 401, "send `Authorization: Bearer <token>`")
     principal, expires = _verified(token.strip(), key)
-    if time.time() > expires + _LEEWAY_S:
-        raise Refused("token-expired", 401, "the token has expired")
+    if time.time() > expires + LEEWAY_S:
+        raise token_expired()
     return principal
+
+
+def refused_after(authorization: str | None, key: str) -> float:
+    """When a verified `Authorization` header's token stops being taken (its expiry and
+    leeway): a stream it opened ends then, for the client to open it again with a new one."""
+    _, expires = _verified((authorization or "").partition(" ")[2].strip(), key)
+    return expires + LEEWAY_S
+
+
+def token_expired() -> Refused:
+    return Refused("token-expired", 401, "the token has expired")
 
 
 # A token's signature and claims verify the same way every time it is sent, and checking
@@ -70,7 +81,7 @@ def _verified(token: str, key: str) -> tuple[Principal, float]:
             audience=_AUDIENCE,
             issuer=_ISSUER,
             options={"require": ["exp", "iat", "sub"], "verify_exp": False},
-            leeway=_LEEWAY_S,
+            leeway=LEEWAY_S,
         )
     except jwt.InvalidSignatureError as exc:
         raise Refused("token-forged", 401, "the token's signature does not verify") from exc

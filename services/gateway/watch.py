@@ -22,14 +22,14 @@ from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET, HeldDrafts
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime import bus
-from services.gateway.events import BUS_BACK, KEEPALIVE_S, STREAMS
+from services.gateway.events import BUS_BACK, END, STREAMS, next_of
 from services.gateway.forward import caller, on_bus
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
+from services.gateway.tokens import refused_after
 
 __all__ = ["mod_watch"]
 
-_END = b""
 _last = msgspec.json.Decoder(HeldDrafts).decode
 _Watched = tuple[str, str, KeyValue.KeyWatcher, int]  # bucket, layer, its watcher, its floor
 
@@ -39,6 +39,7 @@ def mod_watch(
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(http: web.Request) -> web.StreamResponse:
         p = await caller(route, http, key=key, limiter=limiter)
+        until = refused_after(http.headers.get("Authorization"), key)
         own = {"org": f"{p.org}.org", "user": f"{p.org}.user.{key_token(p.sub)}"}
         watched = await _watching(on_bus(http).jetstream(), own, timeout)
         events: asyncio.Queue[bytes] = asyncio.Queue(1000)
@@ -51,12 +52,8 @@ def mod_watch(
             await response.prepare(http)
             await response.write(b": watching\n\n")
             while True:
-                try:
-                    event = await asyncio.wait_for(events.get(), KEEPALIVE_S)
-                except TimeoutError:
-                    await response.write(b": keepalive\n\n")
-                    continue
-                if event == _END:
+                event = await next_of(events, response, until)
+                if event == END:
                     break
                 if event != BUS_BACK:  # ordered consumers pick up where they were on their own
                     await response.write(event)
@@ -128,7 +125,7 @@ async def _follow(
                     await events.put(_event("draft", data))
     finally:
         with contextlib.suppress(asyncio.QueueFull):
-            events.put_nowait(_END)
+            events.put_nowait(END)
         with contextlib.suppress(Exception):
             await watcher.stop()
 

@@ -1,0 +1,58 @@
+"""A stream ends when the token that opened it stops being taken: what a token no longer
+admits, it no longer reads, however long its stream was open."""
+
+import asyncio
+import time
+
+import msgspec
+
+from services.gateway.tokens import LEEWAY_S, mint
+from tests.personal.conftest import problem, room_with, say
+from tests.support import KEY, bearer
+
+_TAKEN_FOR_S = 4
+
+
+def _expiring(org: str, user: str) -> dict[str, str]:
+    """A token of `user`'s taken for a few seconds more: it expired, within the leeway."""
+    expired = int(time.time()) - LEEWAY_S + _TAKEN_FOR_S
+    return bearer(mint(KEY, org=org, user=user, now=expired - 60, ttl=60))
+
+
+def _events(body: bytes) -> list[tuple[str, str]]:
+    """(event, data) of each event in a whole stream's body; comments passed over."""
+    found = []
+    for block in body.decode().split("\n\n"):
+        fields = dict(
+            line.split(": ", 1) for line in block.splitlines() if not line.startswith(":")
+        )
+        if "event" in fields:
+            found.append((fields["event"], fields.get("data", "")))
+    return found
+
+
+async def test_every_stream_ends_refused_when_its_token_expires(whole_api, people):
+    api = whole_api
+    room = await room_with(api, people)
+    said = await say(api, room, people.ada, "before the stream")
+    token = _expiring(people.org, people.ada_id)
+    streams = {
+        f"/v1/rooms/{room['id']}/messages/stream": "message",
+        "/v1/pending/stream": "pending",
+        "/v1/mod/watch": None,
+    }
+
+    async def read(path: str) -> list[tuple[str, str]]:
+        async with api.get(path, headers=token) as stream:
+            assert stream.status == 200, await stream.text()
+            return _events(await asyncio.wait_for(stream.content.read(), 10 + _TAKEN_FOR_S))
+
+    bodies = await asyncio.gather(*(read(path) for path in streams))
+    for (path, first), events in zip(streams.items(), bodies, strict=True):
+        *before, (last, data) = events
+        assert [name for name, _ in before] == ([first] if first else []), path
+        assert last == "refused", path
+        refusal = msgspec.json.decode(data)
+        assert (refusal["status"], refusal["type"]) == (401, "urn:tether:problem:token-expired")
+        assert await problem(await api.get(path, headers=token)) == (401, "token-expired")
+    assert msgspec.json.decode(bodies[0][0][1])["seq"] == said["seq"]
