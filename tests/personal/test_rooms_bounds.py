@@ -40,6 +40,16 @@ async def test_a_member_of_another_org_is_refused_by_name(api, people):
     assert (response.status, body["errors"]) == (422, [eve])
 
 
+async def test_a_title_with_a_control_character_is_refused_naming_it(api, people):
+    for title in ("two\nlines", "a\x00b", "bell\x07", "del\x7f"):
+        response = await api.post("/v1/rooms", json={"title": title}, headers=people.ada)
+        body = await response.json(content_type=None)
+        assert (response.status, body["type"]) == (422, "urn:tether:problem:invalid-request")
+        assert "$.title" in body["detail"], body
+    listed = await (await api.get("/v1/rooms", headers=people.ada)).json()
+    assert listed == {"rooms": [], "next": None}
+
+
 async def test_my_rooms_come_in_pages(api, people):
     made = sorted([(await room_with(api, people, title=f"r{i}"))["id"] for i in range(5)])
     seen, after = [], None
