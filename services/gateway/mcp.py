@@ -80,6 +80,8 @@ def mcp_endpoint(
         if "id" not in message:  # a notification: nothing to answer, nothing asked
             return web.Response(status=202)
         id_, method, params = message["id"], message.get("method"), message.get("params") or {}
+        if isinstance(id_, bool) or not isinstance(id_, str | int | float):  # MCP: never null
+            return _reply(None, error=(-32600, "id must be a string or a number"))
         if not isinstance(params, dict):
             return _reply(id_, error=(-32602, "params must be an object"))
         try:

@@ -73,3 +73,16 @@ async def test_params_that_are_not_an_object_are_named(client):
                 "code": -32602,
                 "message": "params must be an object",
             }
+
+
+async def test_an_id_that_is_neither_a_string_nor_a_number_is_an_invalid_request(client):
+    async with HTTP() as http:
+        url = str(client.make_url("/v1/mcp"))
+        for id_ in (None, {"a": 1}, [1], True):
+            call = {"jsonrpc": "2.0", "id": id_, "method": "ping"}
+            async with http.post(url, json=call, headers=bearer()) as response:
+                assert await response.json() == {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": -32600, "message": "id must be a string or a number"},
+                }, id_
