@@ -19,7 +19,7 @@ from libs.contracts.permissions import GATEWAY
 from libs.contracts.registry import ServiceContract
 from libs.runtime import bus
 from libs.runtime.metrics import count_tasks
-from services.gateway.events import STREAMS, bus_back, close_streams, room_stream
+from services.gateway.events import room_stream
 from services.gateway.forward import NATS, forwarding
 from services.gateway.limits import IdempotencyKeys, RateLimiter
 from services.gateway.mcp import mcp_endpoint
@@ -29,6 +29,7 @@ from services.gateway.pending import pending_list, pending_stream
 from services.gateway.readiness import readiness
 from services.gateway.routes import ROUTES, Route
 from services.gateway.settings import GatewaySettings
+from services.gateway.streams import STREAMS, OpenStreams, bus_back, close_streams
 from services.gateway.watch import mod_watch
 from services.gateway.webhooks import webhook
 
@@ -62,7 +63,7 @@ def init_app(
     keys = IdempotencyKeys(redis, in_flight_s=in_flight)
     app = web.Application(client_max_size=MAX_BODY, middlewares=[problems])
     app[REDIS] = redis
-    app[STREAMS] = set()
+    app[STREAMS] = OpenStreams(settings.streams_per_caller)
     app.on_shutdown.append(close_streams)
     app.on_startup.append(_count_tasks)
     app.cleanup_ctx.append(_nats(settings))

@@ -8,36 +8,27 @@ message. `Last-Event-ID` (or `?after=`) resumes. How a message that left by a li
 comes as `delivery` events `{seq, delivery}` (no id: the history read on resuming carries
 each message's delivery as it is then; one that changed while the gateway was off the bus
 is seen on resuming).
-
-Every stream ends when the token that opened it stops being taken, with a `refused` event
-naming `token-expired`: what a token no longer admits, it no longer reads.
 """
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Awaitable, Callable
 
 import msgspec
 from aiohttp import web
+from nats.aio.subscription import Subscription
 
 from libs.contracts import codec, rooms
 from libs.contracts.problem import Refused
 from services.gateway.forward import NATS, ask, caller, request_of
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
-from services.gateway.tokens import refused_after, token_expired
+from services.gateway.streams import BUS_BACK, END, STREAMS, next_of
+from services.gateway.tokens import refused_after
 
-__all__ = ["BUS_BACK", "END", "STREAMS", "bus_back", "close_streams", "next_of", "room_stream"]
+__all__ = ["room_stream"]
 
-# Each open stream's queue, so a stopping gateway can end them at once (an empty item), and
-# one back on the bus can have them read what they missed (BUS_BACK).
-STREAMS = web.AppKey("streams", set)
-END = b""
-BUS_BACK = b"\x00bus-back"
 _DELIVERY = b"\x00delivery"  # marks a delivery update among the live messages
-
-KEEPALIVE_S = 15.0
 _BACKLOG = 1000  # messages a slow client may fall behind before it is closed (and resumes)
 _seq = msgspec.json.Decoder(type=dict).decode
 _page = codec.decoder(rooms.MessagePage).decode
@@ -72,13 +63,8 @@ def room_stream(
         async def on_delivery(msg) -> None:
             put(_DELIVERY + msg.data)
 
-        # The members' messages, and the caller's own (their agent's notices and questions).
-        subs = [
-            await nc.subscribe(subject, cb=on_live)
-            for subject in rooms.live_subjects(room_id, principal.sub)
-        ]
-        subs.append(await nc.subscribe(rooms.delivery_subject(room_id), cb=on_delivery))
-        http.app[STREAMS].add(live)
+        http.app[STREAMS].open(principal, live)
+        subs: list[Subscription] = []
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
@@ -104,6 +90,10 @@ def room_stream(
                     return last
 
         try:
+            # The members' messages, and the caller's own (their agent's notices and questions).
+            for subject in rooms.live_subjects(room_id, principal.sub):
+                subs.append(await nc.subscribe(subject, cb=on_live))
+            subs.append(await nc.subscribe(rooms.delivery_subject(room_id), cb=on_delivery))
             await response.prepare(http)
             last = await stored_since(after)
             while last is not None and not overflowed.is_set():
@@ -123,39 +113,13 @@ def room_stream(
         except ConnectionResetError:
             pass  # the client went away
         finally:
-            http.app[STREAMS].discard(live)
+            http.app[STREAMS].close(live)
             for sub in subs:
                 with contextlib.suppress(Exception):
                     await sub.unsubscribe()
         return response
 
     return handler
-
-
-async def bus_back(app: web.Application) -> None:
-    """The gateway is on the bus again: each stream is told, to read what it missed."""
-    for queue in list(app[STREAMS]):
-        with contextlib.suppress(asyncio.QueueFull):  # full, it is closing or nudged already
-            queue.put_nowait(BUS_BACK)
-
-
-async def close_streams(app: web.Application) -> None:
-    """On shutdown: every stream ends now; clients resume with Last-Event-ID elsewhere."""
-    for live in list(app[STREAMS]):
-        with contextlib.suppress(asyncio.QueueFull):
-            live.put_nowait(END)
-
-
-async def next_of(queue: asyncio.Queue[bytes], response: web.StreamResponse, until: float) -> bytes:
-    """A stream's next item, with a keepalive written while none comes; END once `until`,
-    its token's end, has passed, told to the client as a `refused` event."""
-    while (left := until - time.time()) > 0:
-        try:
-            return await asyncio.wait_for(queue.get(), min(KEEPALIVE_S, left))
-        except TimeoutError:
-            await response.write(b": keepalive\n\n")
-    await response.write(b"event: refused\ndata: %s\n\n" % codec.encode(token_expired().problem))
-    return END
 
 
 def _cursor(http: web.Request) -> int:

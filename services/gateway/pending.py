@@ -19,6 +19,7 @@ from datetime import datetime
 
 from aiohttp import web
 from nats.aio.client import Client
+from nats.aio.subscription import Subscription
 
 from libs.contracts import codec, ladder, mod, poa, rooms
 from libs.contracts.base import key_token
@@ -26,10 +27,10 @@ from libs.contracts.pending import ADMINS, Action, Pending, PendingItem
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import live_subject
-from services.gateway.events import END, STREAMS, next_of
 from services.gateway.forward import NATS, ask, caller, on_bus
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
+from services.gateway.streams import END, STREAMS, next_of
 from services.gateway.tokens import refused_after
 
 __all__ = ["pending_list", "pending_stream"]
@@ -65,19 +66,17 @@ def pending_stream(
         nudges: asyncio.Queue[bytes] = asyncio.Queue(1000)
 
         async def on_nudge(_: object) -> None:
-            with contextlib.suppress(asyncio.QueueFull):  # one waiting is as good as many
-                nudges.put_nowait(b"nudge")
+            _nudge(nudges)
 
-        tokens = [key_token(p.sub), *((ADMINS,) if "admin" in p.roles else ())]
-        subs = [
-            await nc.subscribe(live_subject("*", "pending", p.org, token), cb=on_nudge)
-            for token in tokens
-        ]
-        http.app[STREAMS].add(nudges)
+        http.app[STREAMS].open(p, nudges)
+        subs: list[Subscription] = []
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
         try:
+            for token in (key_token(p.sub), *((ADMINS,) if "admin" in p.roles else ())):
+                subject = live_subject("*", "pending", p.org, token)
+                subs.append(await nc.subscribe(subject, cb=on_nudge))
             await response.prepare(http)
             last = b""
             while True:
@@ -89,24 +88,29 @@ def pending_stream(
                             b"event: refused\ndata: %s\n\n" % codec.encode(exc.problem)
                         )
                         break
-                    await response.write(b"event: unavailable\ndata: {}\n\n")  # read again soon
-                    await asyncio.sleep(_RETRY_S)
-                    continue
-                if body != last:
-                    await response.write(b"event: pending\ndata: %s\n\n" % body)
-                    last = body
+                    await response.write(b"event: unavailable\ndata: {}\n\n")
+                    asyncio.get_running_loop().call_later(_RETRY_S, _nudge, nudges)  # read again
+                else:
+                    if body != last:
+                        await response.write(b"event: pending\ndata: %s\n\n" % body)
+                        last = body
                 if not await _nudged(nudges, response, until):
                     break
         except ConnectionResetError:
             pass  # the client went away
         finally:
-            http.app[STREAMS].discard(nudges)
+            http.app[STREAMS].close(nudges)
             for sub in subs:
                 with contextlib.suppress(Exception):
                     await sub.unsubscribe()
         return response
 
     return handler
+
+
+def _nudge(nudges: asyncio.Queue[bytes]) -> None:
+    with contextlib.suppress(asyncio.QueueFull):  # one waiting is as good as many
+        nudges.put_nowait(b"nudge")
 
 
 async def _nudged(nudges: asyncio.Queue[bytes], response: web.StreamResponse, until: float) -> bool:

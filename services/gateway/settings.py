@@ -33,6 +33,8 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     | NATS_URL                 | nats://127.0.0.1:4222   | the bus                                |
     | NATS_USER / NATS_PASSWORD| gateway / (empty)       | the gateway's NATS credential          |
     | TETHER_RATE_LIMIT        | 1200                    | requests a minute per principal; 0: off|
+    | TETHER_STREAMS_PER_CALLER| 32                      | server-sent event streams a principal  |
+    |                          |                         | may hold open on one gateway process   |
     | TETHER_REQUEST_TIMEOUT   | 5                       | seconds to wait for a service's reply  |
     | TETHER_LATE_TIMEOUT      | 60                      | seconds a keyed POST's reply is still  |
     |                          |                         | awaited after its 504, its key held in |
@@ -54,6 +56,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     nats_user: str = "gateway"
     nats_password: str = ""
     rate_limit: Annotated[int, Meta(ge=0)] = 1200
+    streams_per_caller: Annotated[int, Meta(ge=1)] = 32
     request_timeout: Positive = 5.0
     late_timeout: Annotated[float, Meta(ge=0)] = 60.0
     public_url: str = ""
@@ -79,6 +82,7 @@ _ENV = {
     "TETHER_REUSE_PORT": "reuse_port",
     "NATS_PASSWORD": "nats_password",
     "TETHER_RATE_LIMIT": "rate_limit",
+    "TETHER_STREAMS_PER_CALLER": "streams_per_caller",
     "TETHER_REQUEST_TIMEOUT": "request_timeout",
     "TETHER_LATE_TIMEOUT": "late_timeout",
     "TETHER_PUBLIC_URL": "public_url",

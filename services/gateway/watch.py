@@ -22,10 +22,10 @@ from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET, HeldDrafts
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime import bus
-from services.gateway.events import BUS_BACK, END, STREAMS, next_of
 from services.gateway.forward import caller, on_bus
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
+from services.gateway.streams import BUS_BACK, END, STREAMS, next_of
 from services.gateway.tokens import refused_after
 
 __all__ = ["mod_watch"]
@@ -41,14 +41,16 @@ def mod_watch(
         p = await caller(route, http, key=key, limiter=limiter)
         until = refused_after(http.headers.get("Authorization"), key)
         own = {"org": f"{p.org}.org", "user": f"{p.org}.user.{key_token(p.sub)}"}
-        watched = await _watching(on_bus(http).jetstream(), own, timeout)
+        js = on_bus(http).jetstream()
         events: asyncio.Queue[bytes] = asyncio.Queue(1000)
-        tasks = [asyncio.create_task(_follow(*w, p, events)) for w in watched]
-        http.app[STREAMS].add(events)
+        http.app[STREAMS].open(p, events)
+        tasks: list[asyncio.Task[None]] = []
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
         try:
+            watched = await _watching(js, own, timeout)
+            tasks = [asyncio.create_task(_follow(*w, p, events)) for w in watched]
             await response.prepare(http)
             await response.write(b": watching\n\n")
             while True:
@@ -60,7 +62,7 @@ def mod_watch(
         except ConnectionResetError:
             pass  # the client went away
         finally:
-            http.app[STREAMS].discard(events)
+            http.app[STREAMS].close(events)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)

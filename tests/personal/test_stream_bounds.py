@@ -1,13 +1,15 @@
-"""A stream ends when the token that opened it stops being taken: what a token no longer
-admits, it no longer reads, however long its stream was open."""
+"""A stream is bounded: in time by the token that opened it (what a token no longer admits,
+it no longer reads, however long its stream was open), and in number by its caller (each
+holds subscriptions, and a watch consumers on the NATS server, for as long as it is open)."""
 
 import asyncio
+import contextlib
 import time
 
 import msgspec
 
 from services.gateway.tokens import LEEWAY_S, mint
-from tests.personal.conftest import problem, room_with, say
+from tests.personal.conftest import WHOLE, problem, room_with, say
 from tests.support import KEY, bearer
 
 _TAKEN_FOR_S = 4
@@ -56,3 +58,31 @@ async def test_every_stream_ends_refused_when_its_token_expires(whole_api, peopl
         assert (refusal["status"], refusal["type"]) == (401, "urn:tether:problem:token-expired")
         assert await problem(await api.get(path, headers=token)) == (401, "token-expired")
     assert msgspec.json.decode(bodies[0][0][1])["seq"] == said["seq"]
+
+
+async def test_a_caller_holds_no_more_streams_than_the_gateway_allows(
+    client_for, gateway_settings, whole_api, people
+):
+    gateway = await client_for(
+        msgspec.structs.replace(gateway_settings, streams_per_caller=2), services=WHOLE
+    )
+    room = await room_with(gateway, people)
+    paths = [f"/v1/rooms/{room['id']}/messages/stream", "/v1/pending/stream", "/v1/mod/watch"]
+    expiring = _expiring(people.org, people.ada_id)
+    async with contextlib.AsyncExitStack() as held:
+        streams = [
+            await held.enter_async_context(gateway.get(path, headers=expiring))
+            for path in paths[:2]
+        ]
+        assert [s.status for s in streams] == [200, 200]
+        for path in paths:  # whichever token of hers asks
+            response = await gateway.get(path, headers=people.ada)
+            assert await problem(response) == (429, "too-many-streams"), path
+        for who in (people.ada_agent, people.root):  # her agent's and another's are their own
+            async with gateway.get(paths[2], headers=who) as other:
+                assert other.status == 200, await other.text()
+        # Once her streams end (their token expires), their places are hers again.
+        for stream in streams:
+            await asyncio.wait_for(stream.content.read(), 10 + _TAKEN_FOR_S)
+        async with gateway.get(paths[2], headers=people.ada) as again:
+            assert again.status == 200, await again.text()

@@ -1,0 +1,85 @@
+"""What the gateway's server-sent event streams share: the open ones, bounded per caller.
+
+Each stream reads a queue of its own. The gateway keeps them all, so that a stopping gateway
+can end them at once (END), one back on the bus can have them read what they missed
+(BUS_BACK), and no caller holds more than their share: a stream keeps subscriptions (and
+for a watch, consumers on the NATS server) for as long as it is open.
+"""
+
+import asyncio
+import contextlib
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+from aiohttp import web
+
+from libs.contracts import codec
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from services.gateway.tokens import token_expired
+
+__all__ = ["BUS_BACK", "END", "STREAMS", "OpenStreams", "bus_back", "close_streams", "next_of"]
+
+END = b""
+BUS_BACK = b"\x00bus-back"
+KEEPALIVE_S = 15.0
+
+
+class OpenStreams:
+    """Every open stream's queue, and whose each is."""
+
+    def __init__(self, per_caller: int) -> None:
+        self._per_caller = per_caller
+        self._whose: dict[asyncio.Queue[bytes], str] = {}
+        self._held: Counter[str] = Counter()
+
+    def open(self, p: Principal, queue: asyncio.Queue[bytes]) -> None:
+        """`queue`'s stream kept, or 429 if its caller holds as many as they may already."""
+        who = f"{p.org}:{p.sub}:{p.act or '-'}"  # an agent holds its own, apart from its person
+        if self._held[who] >= self._per_caller:
+            raise Refused(
+                "too-many-streams",
+                429,
+                f"you hold {self._per_caller} streams open on this gateway already; close one",
+            )
+        self._whose[queue] = who
+        self._held[who] += 1
+
+    def close(self, queue: asyncio.Queue[bytes]) -> None:
+        if (who := self._whose.pop(queue, None)) is not None:
+            self._held[who] -= 1
+            if not self._held[who]:
+                del self._held[who]
+
+    def __iter__(self) -> Iterator[asyncio.Queue[bytes]]:
+        return iter(list(self._whose))
+
+
+STREAMS = web.AppKey("streams", OpenStreams)
+
+
+async def next_of(queue: asyncio.Queue[bytes], response: web.StreamResponse, until: float) -> bytes:
+    """A stream's next item, with a keepalive written while none comes; END once `until`,
+    its token's end, has passed, told to the client as a `refused` event."""
+    while (left := until - time.time()) > 0:
+        try:
+            return await asyncio.wait_for(queue.get(), min(KEEPALIVE_S, left))
+        except TimeoutError:
+            await response.write(b": keepalive\n\n")
+    await response.write(b"event: refused\ndata: %s\n\n" % codec.encode(token_expired().problem))
+    return END
+
+
+async def bus_back(app: web.Application) -> None:
+    """The gateway is on the bus again: each stream is told, to read what it missed."""
+    for queue in app[STREAMS]:
+        with contextlib.suppress(asyncio.QueueFull):  # full, it is closing or nudged already
+            queue.put_nowait(BUS_BACK)
+
+
+async def close_streams(app: web.Application) -> None:
+    """On shutdown: every stream ends now; clients resume with Last-Event-ID elsewhere."""
+    for queue in app[STREAMS]:
+        with contextlib.suppress(asyncio.QueueFull):
+            queue.put_nowait(END)
