@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from aiohttp import web
+from prometheus_client import Gauge
 
 from libs.contracts import codec
 from libs.contracts.principal import Principal
@@ -24,6 +25,7 @@ __all__ = ["BUS_BACK", "END", "STREAMS", "OpenStreams", "bus_back", "close_strea
 END = b""
 BUS_BACK = b"\x00bus-back"
 KEEPALIVE_S = 15.0
+OPEN = Gauge("tether_http_streams_open", "Server-sent event streams open in this gateway process.")
 
 
 class OpenStreams:
@@ -45,9 +47,11 @@ class OpenStreams:
             )
         self._whose[queue] = who
         self._held[who] += 1
+        OPEN.inc()
 
     def close(self, queue: asyncio.Queue[bytes]) -> None:
         if (who := self._whose.pop(queue, None)) is not None:
+            OPEN.dec()
             self._held[who] -= 1
             if not self._held[who]:
                 del self._held[who]

@@ -69,20 +69,31 @@ async def test_a_caller_holds_no_more_streams_than_the_gateway_allows(
     room = await room_with(gateway, people)
     paths = [f"/v1/rooms/{room['id']}/messages/stream", "/v1/pending/stream", "/v1/mod/watch"]
     expiring = _expiring(people.org, people.ada_id)
+    before = await _open(gateway)
     async with contextlib.AsyncExitStack() as held:
         streams = [
             await held.enter_async_context(gateway.get(path, headers=expiring))
             for path in paths[:2]
         ]
         assert [s.status for s in streams] == [200, 200]
+        assert await _open(gateway) == before + 2
         for path in paths:  # whichever token of hers asks
             response = await gateway.get(path, headers=people.ada)
             assert await problem(response) == (429, "too-many-streams"), path
         for who in (people.ada_agent, people.root):  # her agent's and another's are their own
-            async with gateway.get(paths[2], headers=who) as other:
-                assert other.status == 200, await other.text()
+            other = await held.enter_async_context(gateway.get(paths[2], headers=who))
+            assert other.status == 200, await other.text()
+        assert await _open(gateway) == before + 4
         # Once her streams end (their token expires), their places are hers again.
         for stream in streams:
             await asyncio.wait_for(stream.content.read(), 10 + _TAKEN_FOR_S)
+        assert await _open(gateway) == before + 2
         async with gateway.get(paths[2], headers=people.ada) as again:
             assert again.status == 200, await again.text()
+
+
+async def _open(gateway) -> float:
+    """The gateway's gauge of open streams, as its operator's scraper reads it."""
+    metrics = await (await gateway.get("/metrics")).text()
+    (line,) = [m for m in metrics.splitlines() if m.startswith("tether_http_streams_open ")]
+    return float(line.split()[1])
