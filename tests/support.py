@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 import msgspec
 import nats
 from aiohttp import ClientSession
+from nats.js.api import DeliverPolicy
+from nats.js.client import JetStreamContext
 from nats.js.errors import ServiceUnavailableError
 from redis.asyncio import Redis
 
@@ -344,6 +346,12 @@ async def forget_idempotency_key(redis_url: str, key: str) -> None:
 
 
 T = TypeVar("T")
+
+
+async def published_from_now(js: JetStreamContext, subject: str) -> Any:
+    """An ordered consumer of what is stored on `subject` from now on. A test reads only
+    its own: what earlier tests of the session published (garbage among it) is not read."""
+    return await js.subscribe(subject, ordered_consumer=True, deliver_policy=DeliverPolicy.NEW)
 
 
 async def operator_on(url: str, password: str) -> nats.NATS:

@@ -15,7 +15,7 @@ from libs.audit.reading import records
 from libs.contracts import chonk, scheduler
 from libs.contracts.streams import timer_subject
 from tests.personal.conftest import eventually, problem
-from tests.support import bearer, token
+from tests.support import bearer, published_from_now, token
 
 HARBOR = "sim-harbortable"
 LINE, BAR = "shf_line_pm_0908", "shf_bar_pm_0908"
@@ -85,8 +85,8 @@ async def _recorded(operator, action: str, target: str) -> list:
 
 async def test_ec_mgr_009_a_call_out_is_covered_within_the_labor_rules(api, operator):
     js = operator.jetstream()
-    accepted = await js.subscribe(chonk.HANDOFF_ACCEPTED.name, ordered_consumer=True)
-    readies = await js.subscribe(chonk.ACTION_READY.name, ordered_consumer=True)
+    accepted = await published_from_now(js, chonk.HANDOFF_ACCEPTED.name)
+    readies = await published_from_now(js, chonk.ACTION_READY.name)
     texted = datetime.now(UTC)
     r = await api.post(
         "/v1/chonk/messages",

@@ -9,6 +9,7 @@ from libs.audit.reading import records
 from libs.contracts import chonk
 from tests.chonk.conftest import ORG, person
 from tests.personal.conftest import eventually
+from tests.support import published_from_now
 
 ROOT = person("priya", roles=("admin",))
 
@@ -41,7 +42,7 @@ async def _deliver_again(js, request: dict) -> None:
 
 async def test_ec_mgr_007_a_handoff_is_declined_on_the_bus_and_twice_goes_to_triage(api, operator):
     js = operator.jetstream()
-    sub = await js.subscribe("tether.evt.chonk.>", ordered_consumer=True)
+    sub = await published_from_now(js, "tether.evt.chonk.>")
 
     first = await _run(api, "handoff_ben")
     (handoff,) = [d for d in first["delivered"] if d["kind"] == "HANDOFF"]
@@ -77,8 +78,8 @@ async def test_an_accepted_handoff_is_the_receivers_run_on_the_same_correlation_
     handoff on the sending run's correlation id. The work comment build proposed alongside
     is published for its connector."""
     js = operator.jetstream()
-    accepted_sub = await js.subscribe(chonk.HANDOFF_ACCEPTED.name, ordered_consumer=True)
-    ready_sub = await js.subscribe(chonk.ACTION_READY.name, ordered_consumer=True)
+    accepted_sub = await published_from_now(js, chonk.HANDOFF_ACCEPTED.name)
+    ready_sub = await published_from_now(js, chonk.ACTION_READY.name)
 
     sent = await _run(api, "handoff_jonas")
     (handoff,) = [d for d in sent["delivered"] if d["kind"] == "HANDOFF"]

@@ -12,7 +12,7 @@ from libs.audit.reading import records as audit_records
 from libs.contracts import poa, rooms
 from tests.personal.conftest import eventually
 from tests.poa.conftest import purchase, root_grant, valid_now
-from tests.support import answered_again_after_a_failover, bearer, token
+from tests.support import answered_again_after_a_failover, bearer, published_from_now, token
 
 AGENT = "urn:example:agent:a_456"
 BEHIND = timedelta(seconds=57)  # a one-minute ask expires three real seconds after it opens
@@ -98,7 +98,7 @@ async def test_approved_the_act_is_decided_again_charged_and_recorded_with_the_a
 ):
     ask = await _asked(api, ada)
     js = operator.jetstream()
-    events = await js.subscribe(poa.ASK_ANSWERED.name, ordered_consumer=True)
+    events = await published_from_now(js, poa.ASK_ANSWERED.name)
     response = await api.post(
         f"/v1/poa/asks/{ask['id']}/answer", json={"answer": "approve"}, headers=ada["me"]
     )
