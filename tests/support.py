@@ -30,7 +30,7 @@ from libs.runtime.service import Service
 from libs.runtime.settings import Settings
 from libs.stack.processes import stop_all
 from libs.stack.servers import free_port, start_nats
-from services.gateway.tokens import mint
+from services.gateway.tokens import LEEWAY_S, mint
 
 
 class Say(Contract):
@@ -267,6 +267,12 @@ async def stopped_cleanly(proc: asyncio.subprocess.Process) -> list[dict[str, An
 
 def token(org: str | None = "acme", user: str = "acme/ada", **claims: object) -> str:
     return mint(KEY, org=org, user=user, now=int(time.time()), **claims)  # type: ignore[arg-type]
+
+
+def expiring(org: str, user: str, seconds: int) -> str:
+    """A token of `user`'s taken for `seconds` more: its expiry passed, within the leeway."""
+    expired = int(time.time()) - LEEWAY_S + seconds
+    return mint(KEY, org=org, user=user, now=expired - 60, ttl=60)
 
 
 def bearer(value: str | None = None) -> dict[str, str]:

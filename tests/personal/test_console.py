@@ -19,7 +19,7 @@ from tests.personal.conftest import (
     set_level,
 )
 from tests.personal.test_pending import ask_over_the_limit, pending
-from tests.support import browser_page, token
+from tests.support import browser_page, expiring, token
 
 
 @pytest.fixture
@@ -91,6 +91,34 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     assert await pending(api, people.ada) == []
     sent = [m for m in await history(api, room, people.bob) if m["author"] == people.ada_id]
     assert len(sent) == 1 and sent[0]["drafted_by"] == f"agent:{people.ada_id}"
+
+
+async def test_a_token_refused_is_not_sent_again_until_another_is_pasted(
+    api, operator, people, page
+):
+    await announce(operator, people.ada_id)
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    await page.fill("#token", expiring(people.org, people.ada_id, 4))
+    await page.click("#use")
+    await expect(page.locator("#none")).to_be_visible()
+    refused = "Your token is no longer taken: paste a new one."
+    await expect(page.locator("#status")).to_have_text(refused, timeout=15_000)
+    await expect(page.locator("#signin")).to_be_visible()
+
+    # Nothing is asked with it again: over three of the page's own rounds (each asked for
+    # the recent sends once a second), and its streams' retries, it waits for a new token.
+    asked.clear()
+    rounds = await page.evaluate("ticks")
+    await page.wait_for_function(f"ticks >= {rounds + 3}")
+    assert [url for url in asked if "/v1/" in url] == []
+
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    room = await room_with(api, people, people.bob_id)
+    await say(api, room, people.bob, "Still there?", to=people.ada_id)
+    draft = page.locator("#pending > li[data-kind=draft]")
+    await expect(draft).to_have_count(1, timeout=10_000)  # the list is live again
 
 
 async def test_a_person_sets_their_level_and_window_and_stops_and_edits_pending_sends(

@@ -4,21 +4,17 @@ holds subscriptions, and a watch consumers on the NATS server, for as long as it
 
 import asyncio
 import contextlib
-import time
 
 import msgspec
 
-from services.gateway.tokens import LEEWAY_S, mint
 from tests.personal.conftest import WHOLE, problem, room_with, say
-from tests.support import KEY, bearer
+from tests.support import bearer, expiring
 
 _TAKEN_FOR_S = 4
 
 
 def _expiring(org: str, user: str) -> dict[str, str]:
-    """A token of `user`'s taken for a few seconds more: it expired, within the leeway."""
-    expired = int(time.time()) - LEEWAY_S + _TAKEN_FOR_S
-    return bearer(mint(KEY, org=org, user=user, now=expired - 60, ttl=60))
+    return bearer(expiring(org, user, _TAKEN_FOR_S))
 
 
 def _events(body: bytes) -> list[tuple[str, str]]:
