@@ -4,6 +4,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 
@@ -17,7 +18,7 @@ from libs.contracts import codec
 from libs.contracts.principal import Principal
 from libs.contracts.problem import KeyReused, Refused
 
-__all__ = ["IdempotencyKeys", "Late", "RateLimiter", "StoreUnavailable", "Stored"]
+__all__ = ["IdempotencyKeys", "Late", "RateLimited", "RateLimiter", "StoreUnavailable", "Stored"]
 
 _log = logging.getLogger(__name__)
 _WINDOW_S = 60
@@ -65,6 +66,15 @@ def _asking_store() -> Iterator[None]:
         raise StoreUnavailable("is full") from exc
 
 
+class RateLimited(Refused):
+    """Over the principal's rate: 429, with the seconds until its window ends, when asking
+    again is counted afresh (the answer's Retry-After)."""
+
+    def __init__(self, limit: int, retry_after: int) -> None:
+        super().__init__("rate-limited", 429, f"more than {limit} requests this minute; slow down")
+        self.retry_after = retry_after
+
+
 class RateLimiter:
     """A fixed one-minute window per principal (an agent counts apart from its person)."""
 
@@ -75,13 +85,12 @@ class RateLimiter:
     async def check(self, principal: Principal) -> None:
         if self._limit <= 0:
             return
-        window = int(time.time()) // _WINDOW_S
+        now = time.time()
+        window = int(now) // _WINDOW_S
         with _asking_store():
             n = await self._count(keys=[f"tether:rl:{_who(principal)}:{window}"], args=[_WINDOW_S])
         if n > self._limit:
-            raise Refused(
-                "rate-limited", 429, f"more than {self._limit} requests this minute; slow down"
-            )
+            raise RateLimited(self._limit, math.ceil((window + 1) * _WINDOW_S - now))
 
 
 class Late(Exception):

@@ -10,6 +10,7 @@ from prometheus_client import Counter, Histogram
 
 from libs.contracts.problem import Problem, Refused
 from libs.runtime.metrics import child
+from services.gateway.limits import RateLimited
 
 __all__ = ["problem_response", "problems"]
 
@@ -25,6 +26,7 @@ HTTP_SECONDS = Histogram(
     ["method", "route"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
 )
+_RETRY_AFTER_503 = "1"
 _STATUS_RULES = {
     404: ("not-found", "no such route"),
     405: ("method-not-allowed", "this route does not take that method"),
@@ -46,6 +48,9 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
     started = time.perf_counter()
     try:
         response = await handler(request)
+    except RateLimited as exc:
+        response = problem_response(exc.problem)
+        response.headers["Retry-After"] = str(exc.retry_after)
     except Refused as exc:
         response = problem_response(exc.problem)
     except web.HTTPException as exc:
@@ -63,6 +68,10 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
     except Exception:
         _log.exception("request failed", extra={"path": request.path})
         response = problem_response(Refused("internal", 500, "the gateway logged why").problem)
+    if response.status == 503 and not response.prepared:
+        # Transient (the bus, the store, a service away or electing a leader): ask again
+        # soon. A client's retry that honours the header waits no longer than it must.
+        response.headers.setdefault("Retry-After", _RETRY_AFTER_503)
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"
     child(HTTP_REQUESTS, request.method, name, response.status).inc()

@@ -119,6 +119,14 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
     }
 
 
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "seconds to wait before asking again",
+        "schema": {"type": "integer", "minimum": 1},
+    }
+}
+
+
 def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
     request, reply = route.subject.request.__name__, route.subject.reply.__name__
     op: dict[str, Any] = {
@@ -138,9 +146,22 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
                 "description": reply,
                 "content": {"application/json": {"schema": {"$ref": _REF.format(name=reply)}}},
             },
+            "503": {
+                "description": "a transient failure (the bus, the store or a service away): "
+                "ask again after Retry-After",
+                "headers": _RETRY_AFTER,
+                "content": _PROBLEM,
+            },
             "default": {"description": "a problem naming what was wrong", "content": _PROBLEM},
         },
     }
+    if route.kind != "webhook":
+        op["responses"]["429"] = {
+            "description": "over the caller's rate (`rate-limited`: ask again after "
+            "Retry-After), or a stream past those the caller may hold (`too-many-streams`)",
+            "headers": _RETRY_AFTER,
+            "content": _PROBLEM,
+        }
     if route.kind == "stream":
         op["responses"][str(route.status)] = {
             "description": "text/event-stream: one `message` event per message, id its seq",

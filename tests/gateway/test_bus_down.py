@@ -64,10 +64,9 @@ async def test_a_request_while_the_bus_is_gone_is_refused_503_and_never_runs(api
     await bus.stop()
     nc = api.server.app[NATS]
     await eventually(lambda: asyncio.sleep(0, not nc.is_connected))
-    assert await problem(await api.get("/v1/echo/gone", headers=bearer())) == (
-        503,
-        "bus-unavailable",
-    )
+    gone = await api.get("/v1/echo/gone", headers=bearer())
+    assert await problem(gone) == (503, "bus-unavailable")
+    assert gone.headers["Retry-After"] == "1"  # transient: ask again in a second
     ready = await api.get("/readyz")
     assert (ready.status, (await ready.json())["services"]["echo"]["error"]) == (503, "NotSent")
     itself = await api.get("/readyz/gateway")
