@@ -27,11 +27,7 @@ HTTP_SECONDS = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
 )
 _RETRY_AFTER_503 = "1"
-_STATUS_RULES = {
-    404: ("not-found", "no such route"),
-    405: ("method-not-allowed", "this route does not take that method"),
-    413: ("body-too-large", "the body is over 1 MiB"),
-}
+_RULES = {404: "not-found", 405: "method-not-allowed", 413: "body-too-large"}
 
 
 def problem_response(problem: Problem) -> web.Response:
@@ -54,13 +50,12 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
     except Refused as exc:
         response = problem_response(exc.problem)
     except web.HTTPException as exc:
-        rule, detail = _STATUS_RULES.get(exc.status, ("http-error", exc.reason))
         response = problem_response(
             Problem(
-                type=f"urn:tether:problem:{rule}",
+                type=f"urn:tether:problem:{_RULES.get(exc.status, 'http-error')}",
                 title=exc.reason,
                 status=exc.status,
-                detail=detail,
+                detail=_detail(exc, request),
             )
         )
         if isinstance(exc, web.HTTPMethodNotAllowed):  # RFC 9110: say what it does take
@@ -77,3 +72,15 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
     child(HTTP_REQUESTS, request.method, name, response.status).inc()
     child(HTTP_SECONDS, request.method, name).observe(time.perf_counter() - started)
     return response
+
+
+def _detail(exc: web.HTTPException, request: web.Request) -> str:
+    """What was wrong, named: the route, the method, the size."""
+    if isinstance(exc, web.HTTPNotFound):
+        return f"no route {request.method} {request.path}"
+    if isinstance(exc, web.HTTPMethodNotAllowed):
+        allowed = ", ".join(sorted(exc.allowed_methods))
+        return f"{request.path} takes {allowed}, not {request.method}"
+    if isinstance(exc, web.HTTPRequestEntityTooLarge):
+        return "the body is over 1 MiB"
+    return exc.reason

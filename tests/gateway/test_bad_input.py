@@ -60,8 +60,16 @@ async def test_bad_input_is_refused_before_any_service(
 
 async def test_an_unknown_route_is_a_problem_too(client):
     response = await client.get("/v1/nothing-here", headers=bearer())
-    assert response.status == 404
-    assert (await response.json(content_type=None))["type"] == "urn:tether:problem:not-found"
+    problem = await response.json(content_type=None)
+    assert (response.status, problem["type"]) == (404, "urn:tether:problem:not-found")
+    assert problem["detail"] == "no route GET /v1/nothing-here"
+
+
+async def test_a_method_a_route_does_not_take_is_named_with_those_it_does(client):
+    response = await client.delete("/v1/echo", headers=bearer())
+    problem = await response.json(content_type=None)
+    assert (response.status, problem["type"]) == (405, "urn:tether:problem:method-not-allowed")
+    assert problem["detail"] == f"/v1/echo takes {response.headers['Allow']}, not DELETE"
 
 
 async def test_the_unknown_field_is_named(client):
