@@ -50,6 +50,7 @@ __all__ = [
 Handler = Callable[[Any, Principal], Awaitable[msgspec.Struct]]
 
 _log = logging.getLogger(__name__)
+_HEADERS_ROOM = 4096  # of the bus's max payload, kept for a reply's headers
 _decode_principal = msgspec.json.Decoder(Principal).decode
 # The key of the request being handled and its digest, if its client keyed it.
 _keyed: ContextVar[tuple[str, bytes] | None] = ContextVar("keyed", default=None)
@@ -211,9 +212,12 @@ class Service:
             try:
                 request = decode(msg.data or b"{}")
                 principal = None if subject.public else _principal_of(msg, subject)
-                return Answer(codec.encode(await handler(request, principal)))  # type: ignore[arg-type]
+                body = codec.encode(await handler(request, principal))  # type: ignore[arg-type]
             except Exception as exc:  # every failure becomes a typed problem reply
                 return Answer.of(_problem_of(exc, subject))
+            if len(body) > self.nc.max_payload - _HEADERS_ROOM:
+                return Answer.of(_too_large(subject, len(body), self.nc.max_payload))
+            return Answer(body)
 
         if keyed is None or subject.keyed_itself:
             reply = await answer()
@@ -264,6 +268,17 @@ def _principal_of(msg: Msg, subject: Subject) -> Principal:
         return _decode_principal(raw)
     except msgspec.DecodeError as exc:
         raise Refused("principal-invalid", 401, f"{PRINCIPAL_HEADER}: {exc}") from exc
+
+
+def _too_large(subject: Subject, size: int, most: int) -> Problem:
+    """An answer the bus would refuse to carry. Never sent, it would leave its caller
+    waiting for nothing until its timeout, then asking again for the same."""
+    _log.error("a reply too large for the bus", extra={"subject": subject.name, "bytes": size})
+    return Refused(
+        "reply-too-large",
+        500,
+        f"the answer to {subject.name} is {size:,} bytes, more than the {most:,} the bus carries",
+    ).problem
 
 
 def _problem_of(exc: Exception, subject: Subject) -> Problem:

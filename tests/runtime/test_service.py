@@ -100,6 +100,24 @@ async def test_bad_requests_get_typed_problems_naming_what_was_wrong(settings_fo
     assert [r.text for r in echo.handled] == ["refuse"]
 
 
+async def test_an_answer_too_large_for_the_bus_is_a_problem_at_once(settings_for, connect):
+    """Never sent, it would leave its caller waiting until its timeout, then asking again."""
+
+    async def thrice(request: Say, principal: Principal) -> Said:
+        return Said(text=request.text * 3, replica="one", principal=principal)
+
+    async with (
+        running(ECHO, settings_for("echo"), lambda _svc: {SAY: thrice}),
+        connect(GATEWAY) as nc,
+    ):
+        half = "x" * (nc.max_payload // 2)
+        too_large = await _problem(nc, encode(Say(text=half)), _HEADERS)
+        fits = await nc.request(SAY.name, encode(Say(text="ok")), 5, headers=_HEADERS)
+    assert (too_large.status, too_large.rule) == (500, "reply-too-large")
+    assert too_large.detail.startswith("the answer to tether.echo.say is 3,145,")
+    assert msgspec.json.decode(fits.data, type=Said).text == "okokok"
+
+
 async def test_stopping_drains_requests_in_flight(settings_for, connect):
     echo = Echo("one")
     async with connect(GATEWAY) as nc:
