@@ -98,7 +98,11 @@ class GrantRef(Contract):
 
 
 class ListGrants(Contract):
-    """The caller's own grants."""
+    """The caller's own grants, in the order they were issued: `limit` after the grant
+    `after`, fewer where a page would pass 512 KiB."""
+
+    after: GrantId | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50
 
 
 class GrantRecord(Contract):
@@ -117,7 +121,10 @@ class GrantRecord(Contract):
 
 
 class GrantList(Contract):
+    """A page of grants; `next` is the cursor of the page after it, null on the last."""
+
     grants: list[GrantRecord]
+    next: GrantId | None = None
 
 
 class ActRequest(Contract):

@@ -64,7 +64,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/poa/verify", poa.VERIFY, "Verify an act against grants given whole"),
     Route("POST", "/v1/poa/contain", poa.CONTAIN, "Is a child grant contained in its parent"),
     Route("POST", "/v1/poa/grants", poa.ISSUE, "Issue a root grant in my name", status=201),
-    Route("GET", "/v1/poa/grants", poa.LIST, "My grants"),
+    Route("GET", "/v1/poa/grants", poa.LIST, "My grants, a page", query=("after", "limit")),
     Route("GET", "/v1/poa/grants/{id}", poa.GET, "One of my grants"),
     Route("POST", "/v1/poa/grants/{id}/revoke", poa.REVOKE, "Revoke a grant and its descendants"),
     Route(

@@ -9,6 +9,7 @@ from libs.contracts import poa
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
+from libs.runtime import pages
 from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler, request_digest, request_key
 from services.poa.asking import Asking
@@ -43,9 +44,13 @@ class Handlers:
         record = grants.child(parent, req.child, p, self._clock(), ask_expires_s=req.ask_expires_s)
         return await self._create(record, p, "poa.grant.delegate")
 
-    async def list_mine(self, _: poa.ListGrants, p: Principal) -> poa.GrantList:
-        found = await self._grants.of_owner(p.org, p.sub)
-        return poa.GrantList(grants=sorted(found, key=lambda r: r.issued_at))
+    async def list_mine(self, req: poa.ListGrants, p: Principal) -> poa.GrantList:
+        found = sorted(await self._grants.of_owner(p.org, p.sub), key=lambda r: r.issued_at)
+        if req.after is not None:  # a cursor that is none of theirs pages nothing of theirs
+            ids = [r.id for r in found]
+            found = found[ids.index(req.after) + 1 :] if req.after in ids else []
+        page = pages.within(found, req.limit)
+        return poa.GrantList(grants=page, next=page[-1].id if len(page) < len(found) else None)
 
     async def get(self, req: poa.GrantRef, p: Principal) -> poa.GrantRecord:
         record = await self._mine(p, req.id)

@@ -48,6 +48,7 @@ from libs.contracts.rooms import (
     Transport,
     delivery_subject,
 )
+from libs.runtime import pages
 from libs.runtime.direct import batch_get
 from libs.runtime.kv import Conflict, Read, Record, current, open_bucket, swap, write_at
 from libs.runtime.leader import caught_up, exact_reads, newest_seq, seen
@@ -115,13 +116,19 @@ class RoomStore:
     async def rooms_of(
         self, member: str, *, after: str | None, limit: int
     ) -> tuple[list[Room], str | None]:
-        """A page of the member's rooms by room id, and the cursor of the next page."""
+        """A page of the member's rooms by room id, and the cursor of the next page. A room
+        of 2,000 members is some 200 KB, so a page also ends where the bus could not carry
+        more (`pages.within`)."""
         entries = await self._exact(self._rooms, f"member.{key_token(member)}.*")
         ids = sorted(e.key.rsplit(".", 1)[1] for e in entries)
         ids = [i for i in ids if after is None or i > after]
-        page, more = ids[:limit], len(ids) > limit
+        page = ids[:limit]
         found = await asyncio.gather(*(self.room(room_id) for room_id in page))
-        return [room for room in found if room is not None], (page[-1] if more else None)
+        made = [room for room in found if room is not None]
+        kept = pages.within(made, limit)
+        if len(kept) < len(made):
+            return kept, kept[-1].id
+        return kept, (page[-1] if len(ids) > limit else None)
 
     # history
 

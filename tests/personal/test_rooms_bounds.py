@@ -1,5 +1,12 @@
 """Issue 10.7: rooms are bounded by the org's plan, paged, and of one org."""
 
+import secrets
+from datetime import UTC, datetime
+
+from libs.contracts import codec
+from libs.contracts.rooms import Member, Room
+from libs.runtime.pages import PAGE_BYTES
+from services.rooms.store import open_store
 from tests.personal.conftest import problem, room_with
 
 
@@ -62,3 +69,25 @@ async def test_my_rooms_come_in_pages(api, people):
         if after is None:
             break
     assert seen == made
+
+
+async def test_a_page_of_large_rooms_ends_where_the_bus_could_carry_no_more(operator, org):
+    """An enterprise room holds 2,000 people and their agents, some 200 KB: fifty of them
+    in one answer would be ten times what the bus carries."""
+    store = await open_store(operator)
+    people = tuple(Member(kind="human", id=f"{org}/{'p' * 180}{i}") for i in range(300))
+    made = sorted(f"r-{secrets.token_hex(8)}" for _ in range(16))
+    for room_id in made:
+        room = Room(
+            id=room_id, org=org, scope="org", title="all hands", members=people,
+            created_at=datetime.now(UTC),
+        )  # fmt: skip
+        assert await store.create_room(room)
+    pages, after = [], None
+    while True:
+        found, after = await store.rooms_of(people[0].id, after=after, limit=50)
+        assert len(codec.encode(found)) <= PAGE_BYTES
+        pages.append([room.id for room in found])
+        if after is None:
+            break
+    assert len(pages) > 1 and [i for page in pages for i in page] == made

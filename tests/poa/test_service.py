@@ -71,6 +71,29 @@ async def test_a_person_issues_a_grant_in_their_own_name(api, ada):
     assert [g["id"] for g in listed["grants"]] == ["poa_8c21"]
 
 
+async def test_my_grants_come_in_pages_each_of_which_the_bus_carries(api, ada):
+    """A grant is free-form JSON up to a body's 1 MiB, so three can pass the bus's 2 MB in
+    one answer: a page ends before 512 KiB as well as at its limit, a large one alone."""
+    notes = ["x" * 900_000, "", "x" * 900_000, "", "", "x" * 900_000]
+    issued = [f"g{i}" for i in range(len(notes))]
+    for grant_id, note in zip(issued, notes, strict=True):
+        grant = root_grant(ada["user"]) | {"grant_id": grant_id, "note": note}
+        made = await api.post("/v1/poa/grants", json={"grant": grant}, headers=ada["me"])
+        assert made.status == 201, await made.text()
+    pages, after = [], None
+    while True:
+        query = {"limit": "2"} | ({"after": after} if after else {})
+        page = await (await api.get("/v1/poa/grants", params=query, headers=ada["me"])).json()
+        pages.append([g["id"] for g in page["grants"]])
+        if (after := page["next"]) is None:
+            break
+    assert pages == [["g0"], ["g1"], ["g2"], ["g3", "g4"], ["g5"]]
+    whole = await (await api.get("/v1/poa/grants", headers=ada["me"])).json()
+    assert ([g["id"] for g in whole["grants"]], whole["next"]) == (["g0"], "g0")
+    nobodys = await api.get("/v1/poa/grants", params={"after": "nobodys"}, headers=ada["me"])
+    assert await nobodys.json() == {"grants": [], "next": None}
+
+
 async def test_a_grant_in_another_persons_name_is_refused(api, ada, org):
     grant = root_grant(f"{org}/bob")
     response = await api.post("/v1/poa/grants", json={"grant": grant}, headers=ada["me"])
@@ -105,7 +128,7 @@ async def test_nobody_else_finds_a_grant(api, ada, org):
         got = await api.get("/v1/poa/grants/poa_8c21", headers=headers)
         assert await _problem(got) == (404, "grant-not-found"), who
         listed = await (await api.get("/v1/poa/grants", headers=headers)).json()
-        assert listed == {"grants": []}, who
+        assert listed == {"grants": [], "next": None}, who
         act = await api.post("/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase()},
                              headers=headers)  # fmt: skip
         assert await _problem(act) == (404, "grant-not-found"), who
