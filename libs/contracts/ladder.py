@@ -262,7 +262,10 @@ class ListConfirmations(Contract):
 
 
 class ConfirmationList(Contract):
+    """The oldest first, as many as one answer carries; `more`: others wait behind them."""
+
     confirmations: list[PendingConfirmation]
+    more: bool = False
 
 
 class ConfirmationAnswer(Contract):

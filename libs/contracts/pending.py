@@ -49,9 +49,12 @@ class ListPending(Contract):
 
 
 class Pending(Contract):
-    """Everything waiting on the caller, soonest deadline first."""
+    """Everything waiting on the caller, soonest deadline first; `more` when a service had
+    more of the caller's than one answer carries (asks, say, each holding a large envelope):
+    those wait behind the ones listed, and show as these are done."""
 
     items: list[PendingItem]
+    more: bool = False
 
 
 # The gateway's own vocabulary for the list it gathers: no service serves it on the bus.

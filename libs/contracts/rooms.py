@@ -270,7 +270,10 @@ class ListDrafts(Contract):
 
 
 class DraftList(Contract):
+    """The oldest first, as many as one answer carries; `more`: others wait behind them."""
+
     drafts: list[Draft]
+    more: bool = False
 
 
 class ListMyDrafts(Contract):
@@ -372,7 +375,10 @@ class ListFailed(Contract):
 
 
 class FailedList(Contract):
+    """The oldest first, as many as one answer carries; `more`: others wait behind them."""
+
     failed: list[FailedDelivery]
+    more: bool = False
 
 
 class DismissFailed(Contract):

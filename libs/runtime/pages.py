@@ -11,9 +11,10 @@ from typing import TypeVar
 
 from libs.contracts import codec
 
-__all__ = ["PAGE_BYTES", "within"]
+__all__ = ["PAGE_BYTES", "first", "within"]
 
 PAGE_BYTES = 512 * 1024  # half NATS's default max payload, whatever a server's is set to
+MOST = 200  # items an answer holds at most, as the longest page does
 T = TypeVar("T")
 
 
@@ -28,3 +29,10 @@ def within(items: Sequence[T], limit: int, budget: int = PAGE_BYTES) -> list[T]:
             break
         page.append(item)
     return page
+
+
+def first(items: Sequence[T]) -> tuple[list[T], bool]:
+    """As many of `items` as one answer carries, and whether any were left behind: for a
+    list of what waits on a person, which has no cursor (what is done leaves it)."""
+    page = within(items, MOST)
+    return page, len(page) < len(items)

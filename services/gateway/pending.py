@@ -142,16 +142,19 @@ async def gathered(nc: Client, p: Principal, *, timeout: float) -> Pending:
                 503 if status >= 500 else status,
                 f"{subject.name} could not say what waits on you: {body.decode()[:200]}",
             )
-    drafts, windows, confirmations, asks, layer_drafts, failed = (body for _, body in replies)
+    raw = [body for _, body in replies]
+    drafts, windows, confirmations = _drafts(raw[0]), _windows(raw[1]), _confirmations(raw[2])
+    asks, layer_drafts, failed = _asks(raw[3]), _layer_drafts(raw[4]), _failed(raw[5])
     items = [
-        *map(_draft, _drafts(drafts).drafts),
-        *map(_window, (w for w in _windows(windows).windows if w.state == "open")),
-        *map(_confirmation, _confirmations(confirmations).confirmations),
-        *map(_ask, _asks(asks).asks),
-        *map(_layer_draft, (d for d in _layer_drafts(layer_drafts).drafts if d.state == "open")),
-        *map(_delivery, _failed(failed).failed),
+        *map(_draft, drafts.drafts),
+        *map(_window, (w for w in windows.windows if w.state == "open")),
+        *map(_confirmation, confirmations.confirmations),
+        *map(_ask, asks.asks),
+        *map(_layer_draft, (d for d in layer_drafts.drafts if d.state == "open")),
+        *map(_delivery, failed.failed),
     ]
-    return Pending(items=sorted(items, key=_soonest))
+    more = drafts.more or confirmations.more or asks.more or failed.more
+    return Pending(items=sorted(items, key=_soonest), more=more)
 
 
 def _person(p: Principal) -> Principal:

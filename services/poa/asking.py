@@ -15,6 +15,7 @@ from libs.contracts import codec, pending, poa, rooms, scheduler
 from libs.contracts.base import key_token
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
+from libs.runtime import pages
 from libs.runtime.calls import call
 from libs.runtime.service import request_key
 from services.poa.domain import approvals, ledger
@@ -99,7 +100,8 @@ class Asking:
     async def asks(self, _: poa.ListAsks, p: Principal) -> poa.AskList:
         found = await self._asks.of_person(p.org, p.sub)
         open_ = [a for a in found if a.state == "open" and _for(a, p)]
-        return poa.AskList(asks=sorted(open_, key=lambda a: a.asked_at))
+        page, more = pages.first(sorted(open_, key=lambda a: a.asked_at))
+        return poa.AskList(asks=page, more=more)
 
     async def ask(self, req: poa.AskRef, p: Principal) -> poa.AskRecord:
         """The person's, or their agent's that asked it; anyone else finds nothing."""

@@ -18,7 +18,7 @@ from tests.personal.conftest import (
     say,
     set_level,
 )
-from tests.personal.test_pending import ask_over_the_limit, pending
+from tests.personal.test_pending import ask_over_the_limit, large_asks, pending
 from tests.support import browser_page, expiring, token
 
 
@@ -91,6 +91,17 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     assert await pending(api, people.ada) == []
     sent = [m for m in await history(api, room, people.bob) if m["author"] == people.ada_id]
     assert len(sent) == 1 and sent[0]["drafted_by"] == f"agent:{people.ada_id}"
+
+
+async def test_the_page_says_when_more_wait_than_it_lists(api, operator, people, page):
+    await announce(operator, people.ada_id)
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    await expect(page.locator("#none")).to_be_visible()
+    await expect(page.locator("#more")).to_be_hidden()
+    await large_asks(api, people)
+    await expect(page.locator("#pending > li[data-kind=ask]").first).to_be_visible()
+    await expect(page.locator("#more")).to_be_visible()
 
 
 async def test_a_token_refused_is_not_sent_again_until_another_is_pasted(

@@ -74,7 +74,7 @@ async def test_no_one_else_reaches_anything_of_adas(api, people, ada_setup, who)
     ladder = await (await api.get("/v1/ladder", headers=headers)).json()
     assert ladder["settings"]["default"] == "draft"  # their own, not Ada's confirm
     listed = await (await api.get("/v1/confirmations", headers=headers)).json()
-    assert listed == {"confirmations": []}
+    assert listed == {"confirmations": [], "more": False}
     response = await api.post(
         f"/v1/confirmations/{confirmation['id']}",
         json={"choice": {"type": "decline"}},

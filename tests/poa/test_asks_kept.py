@@ -66,4 +66,4 @@ async def test_a_declined_ask_is_read_back_then_nothing_of_it_is_stored(api, org
     await eventually(gone, timeout=30)
     after = await api.get(f"/v1/poa/asks/{ask['id']}", headers=agent)
     assert after.status == 404
-    assert await (await api.get("/v1/poa/asks", headers=me)).json() == {"asks": []}
+    assert await (await api.get("/v1/poa/asks", headers=me)).json() == {"asks": [], "more": False}

@@ -6,6 +6,7 @@ from contextlib import AbstractAsyncContextManager
 from libs.contracts import ladder, rooms
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
+from libs.runtime import pages
 from libs.runtime.calls import call
 from libs.runtime.service import request_key
 from services.ladder.domain import confirmations
@@ -31,7 +32,8 @@ class Confirmations(Ladder):
             for c in await self._store.confirmations(person)
             if c.state == "open"
         ]
-        return ladder.ConfirmationList(confirmations=sorted(open_, key=lambda c: c.question_seq))
+        page, more = pages.first(sorted(open_, key=lambda c: c.question_seq))
+        return ladder.ConfirmationList(confirmations=page, more=more)
 
     async def confirm(self, req: ladder.ConfirmationAnswer, p: Principal) -> ladder.Routed:
         """Answer in the room (the answer is stored there, as if given there), then act."""

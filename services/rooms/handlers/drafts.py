@@ -3,6 +3,7 @@
 from libs.contracts import rooms
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
+from libs.runtime import pages
 from libs.runtime.service import request_key
 from services.rooms.domain import drafts, members, messages
 from services.rooms.handlers.common import Rooms, draft_holders, person_of
@@ -37,12 +38,14 @@ class Drafts(Rooms):
         for person in draft_holders(room, p):
             found += await self._store.drafts(person, room.id)
         open_ = [d for d in found if d.state == "open"]
-        return rooms.DraftList(drafts=sorted(open_, key=lambda d: d.reply_to))
+        page, more = pages.first(sorted(open_, key=lambda d: d.reply_to))
+        return rooms.DraftList(drafts=page, more=more)
 
     async def my_drafts(self, _: rooms.ListMyDrafts, p: Principal) -> rooms.DraftList:
         _, person = person_of(p, "read its person's drafts")
         found = [d for d in await self._store.drafts_of(person) if d.state == "open"]
-        return rooms.DraftList(drafts=sorted(found, key=lambda d: d.created_at))
+        page, more = pages.first(sorted(found, key=lambda d: d.created_at))
+        return rooms.DraftList(drafts=page, more=more)
 
     async def send_draft(self, req: rooms.SendDraft, p: Principal) -> rooms.Message:
         """The person sends their agent's draft (or their own text in its place) as their

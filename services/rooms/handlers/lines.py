@@ -8,6 +8,7 @@ from datetime import datetime
 from libs.contracts import rooms
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
+from libs.runtime import pages
 from libs.runtime.kv import Conflict
 from services.rooms.domain import claims, deliveries, lines, messages
 from services.rooms.domain.lines import Arrival
@@ -173,7 +174,8 @@ class Lines(Rooms):
     async def failed(self, _: rooms.ListFailed, p: Principal) -> rooms.FailedList:
         _, person = person_of(p, "read what failed to arrive")
         found = await self._store.failed(person)
-        return rooms.FailedList(failed=sorted(found, key=lambda f: f.delivery.at))
+        page, more = pages.first(sorted(found, key=lambda f: f.delivery.at))
+        return rooms.FailedList(failed=page, more=more)
 
     async def dismiss(self, req: rooms.DismissFailed, p: Principal) -> rooms.FailedDelivery:
         org, person = person_of(p, "dismiss what failed to arrive")
