@@ -3,11 +3,13 @@
 import secrets
 from datetime import UTC, datetime
 
+import msgspec
+
 from libs.contracts import codec
 from libs.contracts.rooms import Member, Room
 from libs.runtime.pages import PAGE_BYTES
 from services.rooms.store import open_store
-from tests.personal.conftest import problem, room_with
+from tests.personal.conftest import problem, room_with, say
 
 
 async def test_a_room_past_the_plans_members_is_refused_and_nothing_is_made(api, people):
@@ -91,3 +93,24 @@ async def test_a_page_of_large_rooms_ends_where_the_bus_could_carry_no_more(oper
         if after is None:
             break
     assert len(pages) > 1 and [i for page in pages for i in page] == made
+
+
+async def test_a_page_of_long_messages_ends_where_the_bus_could_carry_no_more(api, people):
+    """140 messages of the longest text are 2.2 MB: asked for 200 at once, a page ends
+    within 512 KiB and its cursor leads on to the rest."""
+    room = await room_with(api, people)
+    said = [(await say(api, room, people.ada, f"{i % 10}" * 16_000))["seq"] for i in range(140)]
+    seen, after, pages = [], 0, 0
+    while after is not None:
+        response = await api.get(
+            f"/v1/rooms/{room['id']}/messages",
+            params={"after": str(after), "limit": "200"},
+            headers=people.ada,
+        )
+        body = await response.read()
+        assert response.status == 200, body[:300]
+        assert len(body) <= PAGE_BYTES + 1024
+        page = msgspec.json.decode(body)
+        seen += [m["seq"] for m in page["messages"]]
+        after, pages = page["next"], pages + 1
+    assert seen == said and pages > 1

@@ -8,6 +8,7 @@ import msgspec
 from libs.contracts import agents, rooms
 from libs.contracts.principal import Principal
 from libs.contracts.problem import KeyReused, Refused
+from libs.runtime import pages
 from libs.runtime.calls import call
 from libs.runtime.service import request_key
 from services.rooms.domain import members, messages, questions
@@ -49,7 +50,9 @@ class Messages(Rooms):
         if room.transport is not None:  # what left by the line, with how it fares
             fares = await self._store.deliveries(room.id)
             found = [msgspec.structs.replace(m, delivery=fares.get(m.seq)) for m in found]
-        return rooms.MessagePage(messages=found, next=found[-1].seq if more else None)
+        kept = pages.within(found, req.limit)  # 200 messages of 16,000 characters: 3 MB
+        more = more or len(kept) < len(found)
+        return rooms.MessagePage(messages=kept, next=kept[-1].seq if more else None)
 
     async def send(self, req: rooms.Send, p: Principal) -> rooms.Message:
         room = await self._room(req.id, p)
@@ -194,5 +197,6 @@ class Messages(Rooms):
             found, _ = await self._store.page(room.org, room.id, after, span)
             upto = [m for m in found if m.seq <= req.upto]
             if len(upto) >= req.limit or after == 0:
-                return rooms.MessagePage(messages=upto[-req.limit :])
+                newest_first = pages.within(upto[-req.limit :][::-1], req.limit)
+                return rooms.MessagePage(messages=newest_first[::-1])
             span *= 2
