@@ -22,6 +22,11 @@ __all__ = ["IdempotencyKeys", "Late", "RateLimited", "RateLimiter", "StoreUnavai
 
 _log = logging.getLogger(__name__)
 _WINDOW_S = 60
+# The most of an answer's body kept under its key. Redis holds every key a day, so it is
+# sized by keys (deploy/k8s: some 800,000 of ~400 bytes): an answer of a MiB (a grant may
+# be one) would hold the room of 2,500. A larger answer is asked of the service again, which
+# keeps every keyed answer for 25 h (libs/runtime/replies) and replays it, not runs it.
+_KEPT_MOST = 16 * 1024
 _PROBLEM = "application/problem+json"
 # INCR and the first EXPIRE in one step, so a crash between them cannot leave a key forever.
 _COUNT = """
@@ -103,12 +108,14 @@ class Late(Exception):
 
 
 class Stored(msgspec.Struct, array_like=True):
-    """What a key holds: its request's fingerprint and, once answered, the answer."""
+    """What a key holds: its request's fingerprint and, once answered, the answer; an answer
+    too large to keep here (`kept` false) is asked of its service again, which kept it."""
 
     fingerprint: str
     status: int = 0
     body: bytes = b""
     content_type: str = ""
+    kept: bool = True
 
 
 class IdempotencyKeys:
@@ -151,7 +158,7 @@ class IdempotencyKeys:
     ) -> tuple[Stored, bool]:
         """The answer to the request, and whether it is a replay of an earlier one."""
         earlier = await self.claim(principal, key, fingerprint)
-        if earlier is not None:
+        if earlier is not None and earlier.kept:
             return earlier, True
         try:
             answer = await run()
@@ -171,7 +178,7 @@ class IdempotencyKeys:
             raise
         answer = msgspec.structs.replace(answer, fingerprint=fingerprint)
         await self._settle_or_wait(principal, key, answer)
-        return answer, False
+        return answer, earlier is not None
 
     async def settle(self, principal: Principal, key: str, answer: Stored) -> None:
         """Keep a final answer; forget the key after a server error, so a retry runs again."""
@@ -179,8 +186,10 @@ class IdempotencyKeys:
         with _asking_store():
             if answer.status >= 500:
                 await self._redis.delete(name)
-            else:
-                await self._redis.set(name, msgspec.msgpack.encode(answer), ex=self._ttl)
+                return
+            if len(answer.body) > _KEPT_MOST:
+                answer = Stored(answer.fingerprint, answer.status, kept=False)
+            await self._redis.set(name, msgspec.msgpack.encode(answer), ex=self._ttl)
 
     async def _settle_or_wait(self, principal: Principal, key: str, answer: Stored) -> None:
         """Settle the key; if the store cannot keep the answer now, the request's answer is

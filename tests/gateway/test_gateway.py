@@ -54,6 +54,27 @@ async def test_an_idempotency_key_replays_the_first_answer(client, echo, org):
     assert [r.text for r in echo.handled] == ["once"]
 
 
+async def test_a_large_answer_is_replayed_by_its_service_not_kept_in_the_store(
+    client, echo, org, stack
+):
+    """Redis holds every key a day, sized by keys: an answer over 16 KiB is kept there as
+    answered alone, and its retry is answered by the service from what it kept."""
+    headers = bearer() | {"Idempotency-Key": org}
+    text = "x" * 20_000
+    first = await client.post("/v1/echo", json={"text": text}, headers=headers)
+    again = await client.post("/v1/echo", json={"text": text}, headers=headers)
+    assert (first.status, again.status) == (201, 201)
+    assert await first.read() == await again.read()
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert [len(r.text) for r in echo.handled] == [20_000]  # not run again
+    redis = Redis.from_url(stack.redis_url)
+    try:
+        (name,) = [name async for name in redis.scan_iter(f"tether:idem:*:{org}")]
+        assert len(await redis.get(name)) < 200
+    finally:
+        await redis.aclose()
+
+
 async def test_an_idempotency_key_reused_for_another_request_is_refused(client, echo, org):
     headers = bearer() | {"Idempotency-Key": org}
     await client.post("/v1/echo", json={"text": "one"}, headers=headers)
