@@ -188,8 +188,8 @@ class ListAsks(Contract):
 
 
 class AskList(Contract):
-    """The oldest first, as many as one answer carries (`pages.within`); `more`: others wait
-    behind them, to be seen as these are answered."""
+    """The oldest first, as many as one answer carries; `more`: others wait behind them, to
+    be seen as these are answered."""
 
     asks: list[AskRecord]
     more: bool = False

@@ -277,7 +277,8 @@ def _too_large(subject: Subject, size: int, most: int) -> Problem:
     return Refused(
         "reply-too-large",
         500,
-        f"the answer to {subject.name} is {size:,} bytes, more than the {most:,} the bus carries",
+        f"the answer to {subject.name} is {size:,} bytes; the bus carries {most:,} a message, "
+        "headers and all",
     ).problem
 
 
