@@ -79,6 +79,7 @@ class Handlers:
         """Decided on the grant's own ledger and every ancestor's, then charged to the whole
         chain in one compare-and-set on the root's ledger. An ASK_USER is put to the person."""
         record = await self._mine(p, req.id)
+        grants.bounded("envelope", req.envelope)
         actor = identity(obj(req.envelope.get("invocation")).get("actor"))
         if p.act is None or actor != p.act:
             raise Refused("actor-not-caller", 403, "invocation.actor must be the agent calling")

@@ -10,6 +10,7 @@ from libs.audit.chain import breaks
 from libs.audit.reading import records as audit_records
 from libs.audit.reading import stored
 from libs.contracts.poa import CONTRACT
+from libs.runtime.pages import PAGE_BYTES
 from tests.poa.conftest import decided, purchase, root_grant
 from tests.poa.vectors import OFFICIAL, case
 from tests.support import bearer, token
@@ -72,26 +73,40 @@ async def test_a_person_issues_a_grant_in_their_own_name(api, ada):
 
 
 async def test_my_grants_come_in_pages_each_of_which_the_bus_carries(api, ada):
-    """A grant is free-form JSON up to a body's 1 MiB, so three can pass the bus's 2 MB in
-    one answer: a page ends before 512 KiB as well as at its limit, a large one alone."""
-    notes = ["x" * 900_000, "", "x" * 900_000, "", "", "x" * 900_000]
-    issued = [f"g{i}" for i in range(len(notes))]
-    for grant_id, note in zip(issued, notes, strict=True):
-        grant = root_grant(ada["user"]) | {"grant_id": grant_id, "note": note}
+    """A grant is free-form JSON up to 64 KiB: 200 of them would be 13 MB, so a page ends
+    before 512 KiB as well as at its limit."""
+    issued = [f"g{i:02}" for i in range(20)]
+    for grant_id in issued:
+        grant = root_grant(ada["user"]) | {"grant_id": grant_id, "note": "x" * 60_000}
         made = await api.post("/v1/poa/grants", json={"grant": grant}, headers=ada["me"])
         assert made.status == 201, await made.text()
     pages, after = [], None
     while True:
-        query = {"limit": "2"} | ({"after": after} if after else {})
-        page = await (await api.get("/v1/poa/grants", params=query, headers=ada["me"])).json()
+        query = {"limit": "200"} | ({"after": after} if after else {})
+        listed = await api.get("/v1/poa/grants", params=query, headers=ada["me"])
+        assert len(await listed.read()) <= PAGE_BYTES + 1024
+        page = await listed.json()
         pages.append([g["id"] for g in page["grants"]])
         if (after := page["next"]) is None:
             break
-    assert pages == [["g0"], ["g1"], ["g2"], ["g3", "g4"], ["g5"]]
-    whole = await (await api.get("/v1/poa/grants", headers=ada["me"])).json()
-    assert ([g["id"] for g in whole["grants"]], whole["next"]) == (["g0"], "g0")
+    assert len(pages) > 1 and [i for page in pages for i in page] == issued
     nobodys = await api.get("/v1/poa/grants", params={"after": "nobodys"}, headers=ada["me"])
     assert await nobodys.json() == {"grants": [], "next": None}
+
+
+async def test_a_grant_or_an_envelope_past_64_kib_is_refused_naming_its_size(api, ada):
+    grant = root_grant(ada["user"]) | {"note": "x" * 70_000}
+    refused = await api.post("/v1/poa/grants", json={"grant": grant}, headers=ada["me"])
+    body = await refused.json()
+    assert (refused.status, body["type"]) == (422, "urn:tether:problem:grant-too-large")
+    assert body["detail"].startswith("a grant is at most 65,536 bytes of JSON; this one is 7")
+    await _issue(api, ada)
+    envelope = purchase()
+    envelope["invocation"]["arguments"]["note"] = "x" * 70_000
+    acted = await api.post(
+        "/v1/poa/grants/poa_8c21/acts", json={"envelope": envelope}, headers=ada["agent"]
+    )
+    assert await _problem(acted) == (422, "envelope-too-large")
 
 
 async def test_a_grant_in_another_persons_name_is_refused(api, ada, org):

@@ -11,7 +11,9 @@ from libs.contracts.problem import Refused
 from services.poa.domain.contain import contain
 from services.poa.domain.reading import SUPPORTED_VERSION, items, obj, text
 
-__all__ = ["child", "descendants", "revoked", "root"]
+__all__ = ["DOCUMENT_MOST", "bounded", "child", "descendants", "revoked", "root"]
+
+DOCUMENT_MOST = 64 * 1024
 
 
 def root(
@@ -76,7 +78,20 @@ def revoked(record: GrantRecord, now: datetime) -> GrantRecord:
     return msgspec.structs.replace(record, revoked=True, revoked_at=now)
 
 
+def bounded(name: str, document: dict[str, Any]) -> None:
+    """A grant or an act's envelope is kept (a grant for good, an envelope with the ask it
+    raises), so it is bounded: 64 KiB of JSON, some thirteen times the largest of the
+    official vectors, where a body alone would allow a MiB."""
+    if (size := len(msgspec.json.encode(document))) > DOCUMENT_MOST:
+        raise Refused(
+            f"{name}-too-large",
+            422,
+            f"a {name} is at most {DOCUMENT_MOST:,} bytes of JSON; this one is {size:,}",
+        )
+
+
 def _readable(grant: dict[str, Any]) -> None:
+    bounded("grant", grant)
     if grant.get("poa_version") != SUPPORTED_VERSION:
         raise Refused("unsupported-version", 422, f"poa_version must be {SUPPORTED_VERSION!r}")
     try:
