@@ -110,7 +110,7 @@ async def test_a_token_refused_is_not_sent_again_until_another_is_pasted(
     await announce(operator, people.ada_id)
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url))
-    await page.fill("#token", expiring(people.org, people.ada_id, 4))
+    await page.fill("#token", expiring(people.org, people.ada_id, 6))
     await page.click("#use")
     await expect(page.locator("#none")).to_be_visible()
     refused = "Your token is no longer taken: paste a new one."
