@@ -117,8 +117,8 @@ async def test_the_rate_limit_is_per_principal(client_for, gateway_settings, ech
     theirs = await client.get("/v1/echo/x", headers=bearer(token(org=org, user=f"{org}/bob")))
     assert ([a.status for a in answers], theirs.status) == ([200, 200, 200, 429], 200)
     # Asked again after Retry-After, the request is counted in the next minute.
-    left = 60 - time.time() % 60
-    assert abs(int(answers[-1].headers["Retry-After"]) - left) <= 1
+    left = 60 - time.time() % 60  # a little less than when it was answered, on a busy machine
+    assert 0 <= int(answers[-1].headers["Retry-After"]) - left <= 3
     assert "Retry-After" not in answers[0].headers
 
 
