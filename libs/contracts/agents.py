@@ -71,11 +71,18 @@ class ListedPersona(Contract):
 
 
 class ListPersonas(Contract):
-    pass
+    """The org's library by name: `limit` after the persona `after`, fewer where a page
+    would pass 512 KiB (an org's own personas have no bound in number)."""
+
+    after: PersonaName | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 200
 
 
 class PersonaList(Contract):
+    """A page of the library; `next` is the cursor of the page after it, null on the last."""
+
     personas: list[ListedPersona]
+    next: PersonaName | None = None
 
 
 class AddPersona(Contract):

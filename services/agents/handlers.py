@@ -9,6 +9,7 @@ from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import KeyReused, Refused
 from libs.contracts.registry import Subject
+from libs.runtime import pages
 from libs.runtime.kv import Conflict
 from libs.runtime.locks import KeyedLocks
 from libs.runtime.service import Handler, request_digest, request_key
@@ -78,9 +79,14 @@ class Handlers:
             raise Refused("agent-exists", 409, f"{user} has their agent; a person has exactly one")
         return await self._with_persona(agent)
 
-    async def personas(self, _: agents.ListPersonas, p: Principal) -> agents.PersonaList:
+    async def personas(self, req: agents.ListPersonas, p: Principal) -> agents.PersonaList:
         own = await self._store.personas(p.org)
-        return agents.PersonaList(personas=personas.library(self._presets, own))
+        library = personas.library(self._presets, own)
+        if req.after is not None:
+            library = [entry for entry in library if entry.persona.name > req.after]
+        page = pages.within(library, req.limit)
+        last = page[-1].persona.name if len(page) < len(library) else None
+        return agents.PersonaList(personas=page, next=last)
 
     async def add_persona(self, req: agents.AddPersona, p: Principal) -> agents.ListedPersona:
         _admin(p, "add a persona")

@@ -88,7 +88,13 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/poa/asks/{id}/answer", poa.ANSWER, "Approve or decline an ask of mine"),
     Route("GET", "/v1/agents/me", agents.GET_MINE, "My agent and the persona it wears"),
     Route("POST", "/v1/agents/me", agents.CREATE_MINE, "Make my agent from a persona", status=201),
-    Route("GET", "/v1/agents/personas", agents.PERSONAS, "The persona library of my org"),
+    Route(
+        "GET",
+        "/v1/agents/personas",
+        agents.PERSONAS,
+        "The persona library of my org, a page",
+        query=("after", "limit"),
+    ),
     Route(
         "POST", "/v1/agents/personas", agents.ADD_PERSONA, "Add an org persona (admin)", status=201
     ),

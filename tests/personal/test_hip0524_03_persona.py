@@ -37,6 +37,31 @@ def test_every_shipped_preset_loads_and_none_is_named_twice():
         load_presets(twice.encode())
 
 
+async def test_the_library_comes_in_pages_each_of_which_the_bus_carries(api, people):
+    """An org's own personas have no bound in number, and one is up to 8,000 characters
+    (32 KB of UTF-8): seventy of them are more than the bus carries in one answer."""
+    made = []
+    for i in range(70):
+        persona = {"name": f"p{i:02}", "description": "", "instructions": "😀" * 8000}
+        response = await api.post(
+            "/v1/agents/personas", json={"persona": persona}, headers=people.root
+        )
+        assert response.status == 201, await response.text()
+        made.append(persona["name"])
+    pages, after = [], None
+    while True:
+        query = {"after": after} if after else {}
+        listed = await api.get("/v1/agents/personas", params=query, headers=people.ada)
+        assert listed.status == 200, await listed.text()
+        page = await listed.json()
+        pages.append([p["persona"]["name"] for p in page["personas"]])
+        if (after := page["next"]) is None:
+            break
+    names = [name for page in pages for name in page]
+    assert len(pages) > 1 and names == sorted(names)
+    assert [name for name in names if name in made] == made
+
+
 async def test_an_org_persona_shadows_a_preset_for_that_org_alone(api, people):
     cto = {"name": "cto", "description": "Ours", "instructions": "Answer as our CTO would."}
     response = await api.post("/v1/agents/personas", json={"persona": cto}, headers=people.root)
