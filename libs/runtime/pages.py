@@ -31,8 +31,9 @@ def within(items: Sequence[T], limit: int, budget: int = PAGE_BYTES) -> list[T]:
     return page
 
 
-def first(items: Sequence[T]) -> tuple[list[T], bool]:
-    """As many of `items` as one answer carries, and whether any were left behind: for a
-    list of what waits on a person, which has no cursor (what is done leaves it)."""
-    page = within(items, MOST)
+def first(items: Sequence[T], limit: int = MOST) -> tuple[list[T], bool]:
+    """`within`, and whether any of `items` were left behind: a page's cursor is then its
+    last; a list with no cursor (what waits on a person: what is done leaves it) says
+    `more`."""
+    page = within(items, limit)
     return page, len(page) < len(items)

@@ -84,9 +84,8 @@ class Handlers:
         library = personas.library(self._presets, own)
         if req.after is not None:
             library = [entry for entry in library if entry.persona.name > req.after]
-        page = pages.within(library, req.limit)
-        last = page[-1].persona.name if len(page) < len(library) else None
-        return agents.PersonaList(personas=page, next=last)
+        page, more = pages.first(library, req.limit)
+        return agents.PersonaList(personas=page, next=page[-1].persona.name if more else None)
 
     async def add_persona(self, req: agents.AddPersona, p: Principal) -> agents.ListedPersona:
         _admin(p, "add a persona")

@@ -18,7 +18,15 @@ from libs.contracts import codec
 from libs.contracts.principal import Principal
 from libs.contracts.problem import KeyReused, Refused
 
-__all__ = ["IdempotencyKeys", "Late", "RateLimited", "RateLimiter", "StoreUnavailable", "Stored"]
+__all__ = [
+    "IdempotencyKeys",
+    "Late",
+    "RateLimited",
+    "RateLimiter",
+    "StoreUnavailable",
+    "Stored",
+    "who",
+]
 
 _log = logging.getLogger(__name__)
 _WINDOW_S = 60
@@ -36,7 +44,8 @@ return n
 """
 
 
-def _who(p: Principal) -> str:
+def who(p: Principal) -> str:
+    """Whom a limit counts: an agent apart from its person."""
     return f"{p.org}:{p.sub}:{p.act or '-'}"
 
 
@@ -93,7 +102,7 @@ class RateLimiter:
         now = time.time()
         window = int(now) // _WINDOW_S
         with _asking_store():
-            n = await self._count(keys=[f"tether:rl:{_who(principal)}:{window}"], args=[_WINDOW_S])
+            n = await self._count(keys=[f"tether:rl:{who(principal)}:{window}"], args=[_WINDOW_S])
         if n > self._limit:
             raise RateLimited(self._limit, math.ceil((window + 1) * _WINDOW_S - now))
 
@@ -226,4 +235,4 @@ class IdempotencyKeys:
         task.add_done_callback(self._settling.discard)
 
     def _name(self, principal: Principal, key: str) -> str:
-        return f"tether:idem:{_who(principal)}:{key}"
+        return f"tether:idem:{who(principal)}:{key}"

@@ -18,6 +18,7 @@ from prometheus_client import Gauge
 from libs.contracts import codec
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
+from services.gateway.limits import who
 from services.gateway.tokens import token_expired
 
 __all__ = ["BUS_BACK", "END", "STREAMS", "OpenStreams", "bus_back", "close_streams", "next_of"]
@@ -38,23 +39,23 @@ class OpenStreams:
 
     def open(self, p: Principal, queue: asyncio.Queue[bytes]) -> None:
         """`queue`'s stream kept, or 429 if its caller holds as many as they may already."""
-        who = f"{p.org}:{p.sub}:{p.act or '-'}"  # an agent holds its own, apart from its person
-        if self._held[who] >= self._per_caller:
+        caller = who(p)
+        if self._held[caller] >= self._per_caller:
             raise Refused(
                 "too-many-streams",
                 429,
                 f"you hold {self._per_caller} streams open on this gateway already; close one",
             )
-        self._whose[queue] = who
-        self._held[who] += 1
+        self._whose[queue] = caller
+        self._held[caller] += 1
         OPEN.inc()
 
     def close(self, queue: asyncio.Queue[bytes]) -> None:
-        if (who := self._whose.pop(queue, None)) is not None:
+        if (caller := self._whose.pop(queue, None)) is not None:
             OPEN.dec()
-            self._held[who] -= 1
-            if not self._held[who]:
-                del self._held[who]
+            self._held[caller] -= 1
+            if not self._held[caller]:
+                del self._held[caller]
 
     def __iter__(self) -> Iterator[asyncio.Queue[bytes]]:
         return iter(list(self._whose))

@@ -49,8 +49,8 @@ class Handlers:
         if req.after is not None:  # a cursor that is none of theirs pages nothing of theirs
             ids = [r.id for r in found]
             found = found[ids.index(req.after) + 1 :] if req.after in ids else []
-        page = pages.within(found, req.limit)
-        return poa.GrantList(grants=page, next=page[-1].id if len(page) < len(found) else None)
+        page, more = pages.first(found, req.limit)
+        return poa.GrantList(grants=page, next=page[-1].id if more else None)
 
     async def get(self, req: poa.GrantRef, p: Principal) -> poa.GrantRecord:
         record = await self._mine(p, req.id)

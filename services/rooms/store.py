@@ -125,8 +125,8 @@ class RoomStore:
         page = ids[:limit]
         found = await asyncio.gather(*(self.room(room_id) for room_id in page))
         made = [room for room in found if room is not None]
-        kept = pages.within(made, limit)
-        if len(kept) < len(made):
+        kept, cut = pages.first(made, limit)
+        if cut:
             return kept, kept[-1].id
         return kept, (page[-1] if len(ids) > limit else None)
 

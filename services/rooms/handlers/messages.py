@@ -50,8 +50,8 @@ class Messages(Rooms):
         if room.transport is not None:  # what left by the line, with how it fares
             fares = await self._store.deliveries(room.id)
             found = [msgspec.structs.replace(m, delivery=fares.get(m.seq)) for m in found]
-        kept = pages.within(found, req.limit)  # 200 messages of 16,000 characters: 3 MB
-        more = more or len(kept) < len(found)
+        kept, cut = pages.first(found, req.limit)  # 200 messages of 16,000 characters: 3 MB
+        more = more or cut
         return rooms.MessagePage(messages=kept, next=kept[-1].seq if more else None)
 
     async def send(self, req: rooms.Send, p: Principal) -> rooms.Message:
