@@ -18,6 +18,8 @@ def composed(surface: Sequence[Entry], org: Sequence[Op], user: Sequence[Op]) ->
     # One op per target in a layer, and a person cannot show what the org hid.
     hidden = hidden_by(org) | hidden_by(user)
     winning = _winning(org, user)
+    chords = _chords(org, user)
+    org_values = {o.id: o for o in org if isinstance(o, Set)}  # one op per target: the last
     # A place is a place among what is drawn.
     apps = _placed([e for e in surface if e.kind == "apps" and e.id not in hidden], winning)
     views = _placed([e for e in surface if e.kind == "views" and e.id not in hidden], winning)
@@ -36,9 +38,9 @@ def composed(surface: Sequence[Entry], org: Sequence[Op], user: Sequence[Op]) ->
             {"id": e.id, "title": _title(e, winning), "chord": chord}
             for e in surface
             if e.kind == "commands" and e.id not in hidden
-            for chord in [_chords(org, user).get(e.id)]
+            for chord in [chords.get(e.id)]
         ],
-        "settings": {e.id: _value(e, winning, org) for e in surface if e.kind == "settings"},
+        "settings": {e.id: _value(e, winning, org_values) for e in surface if e.kind == "settings"},
         "tokens": {
             e.id: winning[e.id, "value"].value
             if isinstance(winning.get((e.id, "value")), TokenOp)
@@ -96,8 +98,8 @@ def _chords(org: Sequence[Op], user: Sequence[Op]) -> dict[str, str]:
     return {cmd: chord for chord, cmd in by_chord.items()}
 
 
-def _value(entry: Entry, winning: dict[tuple[str, str], Op], org: Sequence[Op]) -> Any:
+def _value(entry: Entry, winning: dict[tuple[str, str], Op], org_values: dict[str, Set]) -> Any:
     op = winning.get((entry.id, "value"))
     if entry.scope == "org":  # set only in the org layer
-        op = next((o for o in reversed(org) if o.id == entry.id and isinstance(o, Set)), None)
+        op = org_values.get(entry.id)
     return op.value if isinstance(op, Set) else default_of(entry.schema or {})
