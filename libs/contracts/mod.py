@@ -92,6 +92,10 @@ LayerName = Literal["org", "user"]
 Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,39}$")]
 ModId = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,39}/[a-z][a-z0-9-]{0,39}$")]
 FullId = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,39}(/[a-z][a-z0-9-]{0,39}){2}$")]
+Slot = Annotated[  # <app full id>:<slot>
+    str,
+    msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,39}(/[a-z][a-z0-9-]{0,39}){2}:[a-z][a-z0-9-]{0,39}$"),
+]
 Digest = Annotated[str, msgspec.Meta(pattern=r"^sha256:[0-9a-f]{64}$")]
 Commit = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{40}$")]
 Path = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
@@ -323,43 +327,43 @@ class Surface(Contract):
 
 class Hide(Contract, tag_field="op", tag="hide"):
     kind: Kind
-    id: str
+    id: FullId
 
 
 class Show(Contract, tag_field="op", tag="show"):
     kind: Kind
-    id: str
+    id: FullId
 
 
 class Move(Contract, tag_field="op", tag="move", omit_defaults=True):
     kind: Kind
-    id: str
+    id: FullId
     index: Annotated[int, msgspec.Meta(ge=0, le=1000)]
-    slot: str | None = None
+    slot: Slot | None = None
 
 
 class Rename(Contract, tag_field="op", tag="rename"):
     kind: Kind
-    id: str
+    id: FullId
     title: str
 
 
 class Set(Contract, tag_field="op", tag="set"):
     kind: Kind
-    id: str
+    id: FullId
     value: Any
 
 
 class TokenOp(Contract, tag_field="op", tag="token"):
     kind: Kind
-    id: str
-    value: str
+    id: FullId
+    value: Annotated[str, msgspec.Meta(max_length=40)]  # one of the token's names, checked
 
 
 class Bind(Contract, tag_field="op", tag="bind"):
     kind: Kind
-    id: str
-    chord: str
+    id: FullId
+    chord: Annotated[str, msgspec.Meta(max_length=64)]
 
 
 Op = Hide | Show | Move | Rename | Set | TokenOp | Bind
@@ -446,7 +450,12 @@ class Written(Contract, omit_defaults=True):
 
 
 class ListVersions(Contract):
+    """A layer's retained versions, newest first: `limit` of those before the version
+    `before`, fewer where a page would pass 512 KiB."""
+
     layer: LayerName
+    before: Revision | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=64)] = 64
 
 
 class Version(Contract):
@@ -456,7 +465,10 @@ class Version(Contract):
 
 
 class VersionList(Contract):
+    """`next`: the `before` of the next page, when older versions are retained."""
+
     versions: list[Version]
+    next: int | None = None
 
 
 class Revert(Contract):

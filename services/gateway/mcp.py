@@ -51,6 +51,8 @@ TOOL = {
             "layer": {"enum": ["org", "user"]},
             "base": {"type": "integer", "minimum": 0},
             "version": {"type": "integer", "minimum": 0},
+            "before": {"type": "integer", "minimum": 0},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 64},
             "ops": {"type": "array", "items": _OP_SCHEMA, "maxItems": 64},
             "note": {"type": "string", "maxLength": 200},
             "draft": {"type": "boolean"},

@@ -203,7 +203,11 @@ ROUTES: tuple[Route, ...] = (
         accepted="draft",
     ),
     Route(
-        "GET", "/v1/mod/layers/{layer}/versions", mod.VERSIONS, "A layer's versions, newest first"
+        "GET",
+        "/v1/mod/layers/{layer}/versions",
+        mod.VERSIONS,
+        "A layer's versions, newest first, a page",
+        query=("before", "limit"),
     ),
     Route(
         "POST", "/v1/mod/layers/{layer}/revert", mod.REVERT, "Write a new version equal to an old"

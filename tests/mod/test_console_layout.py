@@ -7,7 +7,8 @@ import asyncio
 import pytest
 from playwright.async_api import Route, expect
 
-from tests.mod.conftest import HIDE_BOARD, write
+from tests.mod.conftest import HIDE_BOARD, install, write
+from tests.mod.test_mod_bounds import crowded, renamed
 from tests.personal.conftest import eventually
 from tests.support import browser_page, token
 
@@ -89,3 +90,28 @@ async def test_the_page_follows_changes_again_after_its_watch_is_refused(api, pe
     rename = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": "Talk"}
     assert (await write(api, people.ada, "user", [rename])).status == 200
     await expect(rail.filter(has_text="Talk")).to_have_count(1)
+
+
+async def test_older_versions_are_read_a_page_at_a_time_in_the_console(api, people, page):
+    """Thirty versions of a large layer are more than one page: the console shows the
+    newest, then the older ones as asked for, each once, until none is left."""
+    r = await install(api, people.ada, crowded(0, 1920))
+    assert r.status == 201, await r.text()
+    made = await renamed(api, people.ada, [f"acme/crowd-0/c{j}" for j in range(1920)], "T" * 40)
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
+    await page.click("#use")
+    versions, older = page.locator("#versions li"), page.locator("#older")
+    await expect(versions.first).to_contain_text(f"Version {made[-1]} (now)")
+    assert await versions.count() < len(made)
+    while await older.is_visible():
+        shown = await versions.count()
+        await older.click()
+        try:
+            await expect(versions).not_to_have_count(shown, timeout=3000)
+        except AssertionError:
+            pass  # the page was drawn again as the watch opened, from the newest: ask again
+    await expect(versions).to_have_count(len(made))
+    shown = [
+        int(v) for v in await versions.evaluate_all("(vs) => vs.map((v) => v.dataset.version)")
+    ]
+    assert shown == sorted(made, reverse=True)

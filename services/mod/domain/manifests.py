@@ -25,7 +25,19 @@ from libs.contracts.problem import Refused
 from services.mod.domain import schema
 from services.mod.domain.text import title_fault
 
-__all__ = ["GRANTABLE", "check", "full_id", "mod_id", "offered_slots", "permission_fault"]
+__all__ = [
+    "GRANTABLE",
+    "MANIFEST_MOST",
+    "check",
+    "full_id",
+    "mod_id",
+    "offered_slots",
+    "permission_fault",
+]
+
+# Bytes of JSON: an install keeps its manifest, and is read for every surface drawn from its
+# layer. Hanzo's largest is 2.5 KB.
+MANIFEST_MOST = 64 * 1024
 
 # The grantable list (§5.4 rule 2, ours: the capabilities this project can name). Custody,
 # identity, the operator's surface and the writes that install or configure code or arrange
@@ -97,6 +109,12 @@ def check(raw: Any, *, slots: frozenset[str] = frozenset()) -> Manifest:
     offered by the other mods it may place a view in."""
     if not isinstance(raw, Mapping):
         raise Refused("manifest-invalid", 422, "a manifest is a JSON object")
+    if (size := len(msgspec.json.encode(raw))) > MANIFEST_MOST:
+        raise Refused(
+            "manifest-too-large",
+            422,
+            f"a manifest is at most {MANIFEST_MOST:,} bytes of JSON; this one is {size:,}",
+        )
     reasons = [f"{key}: no such field of a manifest" for key in sorted(set(raw) - _TOP)]
     contributes = raw.get("contributes", {})
     if not isinstance(contributes, Mapping):

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
+from libs.contracts import codec
 from libs.contracts.mod import (
     Bind,
     Change,
@@ -23,7 +24,11 @@ from libs.contracts.problem import Refused
 from services.mod.domain.schema import value_fault
 from services.mod.domain.text import plain, title_fault
 
-__all__ = ["checked", "hidden_by", "merged", "same_change", "sensitive", "target"]
+__all__ = ["LAYER_MOST", "checked", "hidden_by", "merged", "same_change", "sensitive", "target"]
+
+# Bytes of a layer's ops as JSON (ours): some two thousand ops, where a person arranges tens. A
+# layer is answered whole, and each of its 64 retained versions holds it whole.
+LAYER_MOST = 256 * 1024
 
 _CHORD = re.compile(
     r"^(?:(?:ctrl|alt|shift|meta)\+){0,4}"
@@ -81,6 +86,13 @@ def checked(
         if fault := _fault(op, layer_name, surface, slots, org_hides):
             raise Refused("patch-invalid", 422, f"op {i} ({op.id}): {fault}", index=i)
     after = merged(layer, ops)
+    if (size := len(codec.encode(after))) > LAYER_MOST:
+        raise Refused(
+            "layer-full",
+            409,
+            f"the {layer_name} layer would hold {size:,} bytes of ops, past the "
+            f"{LAYER_MOST:,} it may: revert it to a smaller version, or write fewer",
+        )
     bound: dict[str, str] = {}
     for op in after:
         if isinstance(op, Bind):

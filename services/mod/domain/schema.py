@@ -3,7 +3,13 @@ would silently skip (ours: type, enum, minimum, maximum, minLength, maxLength, d
 
 from typing import Any
 
-__all__ = ["default_of", "faults", "value_fault"]
+import msgspec
+
+__all__ = ["VALUE_MOST", "default_of", "faults", "value_fault"]
+
+# Bytes of JSON (ours): a setting holds a preference, not a document, and a layer and the
+# drafts held over it keep many.
+VALUE_MOST = 512
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -30,6 +36,8 @@ def faults(schema: dict[str, Any]) -> list[str]:
 
 def value_fault(schema: dict[str, Any], value: Any) -> str | None:
     """Why `value` is not one `schema` admits, or None."""
+    if (size := len(msgspec.json.encode(value))) > VALUE_MOST:
+        return f"a setting's value is at most {VALUE_MOST} bytes of JSON, not {size:,}"
     kind = schema.get("type", "string")
     wanted = _TYPES.get(kind, (str,))
     if not isinstance(value, wanted) or (kind != "boolean" and isinstance(value, bool)):

@@ -6,7 +6,7 @@ from libs.contracts import mod
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from services.mod.domain import manifests
+from services.mod.domain import bounds, manifests
 from services.mod.domain.activation import leaving
 from services.mod.handlers.common import Mod
 from services.mod.store import InstallRecord, install_of, layer_key
@@ -17,7 +17,8 @@ __all__ = ["Installs"]
 class Installs(Mod):
     async def install(self, req: mod.Install, p: Principal) -> mod.Installed:
         layer = self._install_layer(p, "install")
-        loaded, _ = await self._loaded(p)
+        found = await self._installs(p)
+        loaded, _ = self._activated(found)
         manifest = manifests.check(
             req.manifest, slots=manifests.offered_slots(m for m, _ in loaded)
         )
@@ -43,6 +44,8 @@ class Installs(Mod):
             raise Refused(
                 "consent-incomplete", 422, f"the manifest asks for {missing}, not consented"
             )
+        mods = [install_of(value).manifest for at, _, value in found if at == layer]
+        bounds.installed(layer, mods, manifest, self._nc.max_payload)
         review = await self._review(manifest, req.digest, p)
         installed = mod.Installed(
             mod=manifests.mod_id(manifest),

@@ -6,6 +6,7 @@ import asyncio
 from libs.contracts import mod
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
+from libs.runtime import pages
 from libs.runtime.service import request_key
 from services.mod.domain import compose, patches, surface
 from services.mod.domain.drafts import commits
@@ -102,9 +103,13 @@ class Layers(Mod):
 
     async def versions(self, req: mod.ListVersions, p: Principal) -> mod.VersionList:
         found = await self._store.versions(self._key(p, req.layer))
-        return mod.VersionList(
-            versions=[mod.Version(version=v, ops=s.ops, change=s.change) for v, s in found]
-        )
+        older = [
+            mod.Version(version=v, ops=s.ops, change=s.change)
+            for v, s in found
+            if req.before is None or v < req.before
+        ]
+        page, more = pages.first(older, req.limit)
+        return mod.VersionList(versions=page, next=page[-1].version if more else None)
 
     async def revert(self, req: mod.Revert, p: Principal) -> mod.Written:
         """A NEW version whose ops equal `version`'s: history is never rewritten."""
