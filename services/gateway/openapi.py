@@ -173,6 +173,8 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
             "events {layer, id, state}",
             "content": {"text/event-stream": {"schema": {"type": "object"}}},
         }
+    if route.status == 204:
+        op["responses"]["204"] = {"description": f"done: no body ({reply} is not sent)"}
     if route.accepted is not None:
         op["responses"]["202"] = {
             "description": f"{reply} with `{route.accepted}` set: held, not done",
