@@ -43,6 +43,7 @@ __all__ = [
     "settle",
     "swap",
     "write_at",
+    "write_under",
 ]
 
 T = TypeVar("T")
@@ -82,6 +83,24 @@ async def write_at(
         # leader moved, a replica not yet caught up answers that read: the entry is there,
         # but not there yet. What it holds is known only once the replicas agree again.
         raise catching_up(f"{key} is being copied to a new leader") from exc
+
+
+async def write_under(kv: KeyValue, key: str, value: bytes, keys: str, newest: int) -> int:
+    """Compare-and-set over every key under the filter `keys` (`acme.org.*.*`): `key` is
+    written only if nothing under `keys` was written or deleted since the revision
+    `newest` (0: nothing ever was); its new revision, or Conflict. For a bound on what
+    several keys hold together, decided on them as read at `newest` or later."""
+    headers = {
+        "Nats-Expected-Last-Subject-Sequence": str(newest),
+        "Nats-Expected-Last-Subject-Sequence-Subject": f"{kv._pre}{keys}",
+    }
+    try:
+        ack = await kv._js.publish(f"{kv._pre}{key}", value, headers=headers)
+    except APIError as exc:
+        if exc.err_code in _WRONG_LAST_SEQUENCE:
+            raise Conflict(key) from exc
+        raise
+    return ack.seq
 
 
 async def settle(kv: KeyValue, key: str, *, keep: timedelta, read: Read | None = None) -> None:

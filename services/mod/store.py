@@ -37,8 +37,17 @@ from libs.contracts.mod import (
     Op,
 )
 from libs.runtime.direct import batch_get
-from libs.runtime.kv import GONE, Read, Record, current, open_bucket, swap, write_at
-from libs.runtime.leader import caught_up, exact_reads
+from libs.runtime.kv import (
+    GONE,
+    Read,
+    Record,
+    current,
+    open_bucket,
+    swap,
+    write_at,
+    write_under,
+)
+from libs.runtime.leader import caught_up, exact_reads, newest_seq
 
 __all__ = ["InstallRecord", "ModStore", "Stored", "install_of", "layer_key", "open_store"]
 
@@ -152,8 +161,19 @@ class ModStore:
             await self._nc.publish(pending.changed("mod", org, token), b"")
         return before, after
 
-    async def install(self, key: str, record: InstallRecord) -> None:
-        await self._installs.put(key, codec.encode(record))
+    async def installed_at(self, prefix: str) -> tuple[list[tuple[int, bytes]], int]:
+        """`installed`, and a revision no newer than what it read: the one an install into
+        the layer is written at (`install`), so what it was decided on still holds when it
+        lands. The revision is read first, so any write after it is in what is read."""
+        newest = await newest_seq(
+            self._nc.jetstream(), self._installs._stream, f"{self._installs._pre}{prefix}.*.*"
+        )
+        return await self.installed(prefix), newest
+
+    async def install(self, key: str, record: InstallRecord, *, prefix: str, at: int) -> None:
+        """Written only if no install or uninstall in the layer `prefix` landed since `at`;
+        Conflict if one did."""
+        await write_under(self._installs, key, codec.encode(record), f"{prefix}.*.*", at)
 
     async def installed(self, prefix: str) -> list[tuple[int, bytes]]:
         """The installs under `prefix` (`<org>.org` or `<org>.user.<person>`), as stored:

@@ -60,9 +60,16 @@ async def test_installs_read_as_soon_as_they_change_are_that_change(two_nodes):
     prefix = layer_key("acme", "org", "acme/ada")
     key = f"{prefix}.acme.tool"
     missed = []
+
+    async def install(record: InstallRecord) -> None:
+        """As the service installs: at the layer's newest revision, read through the leader
+        (the uninstall just made elsewhere included)."""
+        _, at = await store.installed_at(prefix)
+        await store.install(key, record, prefix=prefix, at=at)
+
     for i in range(WRITES):
         record = _installed_at(datetime(2026, 12, 3, tzinfo=UTC) + timedelta(seconds=i))
-        await asked_again(store.install, key, record)
+        await asked_again(install, record)
         found = [value for _, value in await asked_again(elsewhere.installed, prefix)]
         if found != [codec.encode(record)]:
             missed.append(("installed", i))

@@ -2,6 +2,7 @@
 composed arrangement and a layer's versions are answered as one message on the bus, so
 whatever an admin installs or a person arranges stays readable by everyone it reaches."""
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -173,3 +174,20 @@ async def test_a_setting_s_value_and_an_op_s_names_are_bounded(api, people):
     r = await write(api, people.ada, "user", [long_id])
     assert await refusal(r) == (422, "invalid-request")
     assert "$.ops[0].id" in (await r.json())["detail"]
+
+
+async def test_installs_asked_at_once_never_pass_the_layer_s_share_together(api, people):
+    """Ten admins' installs at once, each within the org's share alone, four at most
+    together: each is decided on the layer as it stands when it lands. Decided on the
+    layer as each read it, all ten landed and the org's surface was a 500."""
+    answers = await asyncio.gather(
+        *(install(api, people.root, crowded(i, 2000)) for i in range(10))
+    )
+    statuses = sorted(r.status for r in answers)
+    kinds = {(await refusal(r))[1] for r in answers if r.status != 201}
+    assert set(statuses) <= {201, 409} and kinds <= {"surface-full"}, statuses
+    assert 1 <= statuses.count(201) <= 4
+    found, size = await surface_of(api, people.bob)
+    org = [e for e in found["entries"] if e["layer"] == "org"]
+    assert len(org) == 2000 * statuses.count(201)
+    assert size < MAX_PAYLOAD

@@ -6,6 +6,7 @@ from libs.contracts import mod
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
+from libs.runtime.kv import retried
 from services.mod.domain import bounds, manifests
 from services.mod.domain.activation import leaving
 from services.mod.handlers.common import Mod
@@ -44,8 +45,6 @@ class Installs(Mod):
             raise Refused(
                 "consent-incomplete", 422, f"the manifest asks for {missing}, not consented"
             )
-        mods = [install_of(value).manifest for at, _, value in found if at == layer]
-        bounds.installed(layer, mods, manifest, self._nc.max_payload)
         review = await self._review(manifest, req.digest, p)
         installed = mod.Installed(
             mod=manifests.mod_id(manifest),
@@ -58,15 +57,26 @@ class Installs(Mod):
             review=review,
             reviewed="unreviewed" if review is None else "reviewed",
         )
-        key = self._install_key(p, layer, manifest.publisher, manifest.id)
-        async with self._trail.change(
-            p.org,
-            actor=p,
-            action="mod.install",
-            target=installed.mod,
-            data={"layer": layer, "digest": req.digest, "permissions": list(req.permissions)},
-        ):
-            await self._store.install(key, InstallRecord(manifest=manifest, installed=installed))
+        prefix = layer_key(p.org, layer, p.sub)
+        key = f"{prefix}.{manifest.publisher}.{manifest.id}"
+        record = InstallRecord(manifest=manifest, installed=installed)
+
+        async def attempt() -> None:
+            """The layer's bounds decided on its installs as read, and the install written
+            only if none landed or left since: installs asked at once never pass them."""
+            held, at = await self._store.installed_at(prefix)
+            mods = [install_of(value).manifest for _, value in held]
+            bounds.installed(layer, mods, manifest, self._nc.max_payload)
+            async with self._trail.change(
+                p.org,
+                actor=p,
+                action="mod.install",
+                target=installed.mod,
+                data={"layer": layer, "digest": req.digest, "permissions": list(req.permissions)},
+            ):
+                await self._store.install(key, record, prefix=prefix, at=at)
+
+        await retried(attempt, key)
         return installed
 
     async def installs(self, _: mod.ListInstalls, p: Principal) -> mod.InstallList:
@@ -85,7 +95,7 @@ class Installs(Mod):
         mod_id = f"{req.publisher}/{req.id}"
         loaded, _ = await self._loaded(p)
         left = tuple(leaving([m for m, _ in loaded], mod_id))
-        key = self._install_key(p, layer, req.publisher, req.id)
+        key = f"{layer_key(p.org, layer, p.sub)}.{req.publisher}.{req.id}"
         uninstalled = await self._store.uninstall(
             key,
             record=lambda *_: self._trail.change(
@@ -110,9 +120,6 @@ class Installs(Mod):
         raise Refused(
             "not-your-org", 403, f"only an admin of {p.org} installs there; you, in your home org"
         )
-
-    def _install_key(self, p: Principal, layer: mod.LayerName, publisher: str, id_: str) -> str:
-        return f"{layer_key(p.org, layer, p.sub)}.{publisher}.{id_}"
 
     async def _review(
         self, manifest: mod.Manifest, digest: str, p: Principal
