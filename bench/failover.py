@@ -77,7 +77,7 @@ def start(home: Path, nodes: int = 3, *, metrics: bool = False) -> Cluster:
     """`tether up --cluster <nodes>` on free ports, once it says it is up; with `metrics`,
     each process's metrics on a port of its own (one replica each: one node)."""
     port, nats_port, monitor, route = (free_port(nodes) for _ in range(4))
-    metrics_base = free_port(len(SERVICES)) if metrics else 0
+    metrics_base = free_port(len(SERVICES) + 1) if metrics else 0  # and the gateway's
     redis_port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")} | {
         "TETHER_HOME": str(home),
@@ -106,7 +106,7 @@ def start(home: Path, nodes: int = 3, *, metrics: bool = False) -> Cluster:
     nats_url = ",".join(f"nats://127.0.0.1:{nats_port + i}" for i in range(nodes))
     monitors = [monitor + i for i in range(nodes)]
     ports = {s.name: metrics_base + i for i, s in enumerate(SERVICES)} if metrics else {}
-    ports = ports | ({"gateway": port} if metrics else {})
+    ports = ports | ({"gateway": metrics_base + len(SERVICES)} if metrics else {})
     redis_url = f"redis://127.0.0.1:{redis_port}/0"
     return Cluster(proc, f"http://127.0.0.1:{port}", home, monitors, nats_url, ports, redis_url)
 

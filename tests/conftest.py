@@ -173,6 +173,7 @@ def gateway_settings(stack: Stack) -> GatewaySettings:
         nats_url=stack.nats_url,
         nats_password=stack.passwords[GATEWAY],
         rate_limit=0,
+        metrics_port=0,
     )
 
 

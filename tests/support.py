@@ -30,6 +30,7 @@ from libs.runtime.service import Service
 from libs.runtime.settings import Settings
 from libs.stack.processes import stop_all
 from libs.stack.servers import free_port, start_nats
+from services.gateway.app import OPS
 from services.gateway.tokens import LEEWAY_S, mint
 
 
@@ -376,3 +377,12 @@ async def asked_again(ask: Callable[..., Awaitable[T]], *args: object) -> T:
         except (ServiceUnavailableError, TimeoutError):
             await asyncio.sleep(0.1)
     return await ask(*args)
+
+
+async def gateway_metrics(client: Any) -> str:
+    """What the gateway under test serves its operator's scraper: /metrics on its own port,
+    apart from the API's."""
+    port = client.app[OPS].addresses[0][1]
+    async with ClientSession() as http, http.get(f"http://127.0.0.1:{port}/metrics") as r:
+        assert r.status == 200
+        return await r.text()

@@ -92,14 +92,14 @@ def deployment(name: str, *, gateway: bool = False) -> list[dict]:
     ]  # fmt: skip
     mounts = [{"name": "tmp", "mountPath": "/tmp"}]
     volumes: list[dict] = [{"name": "tmp", "emptyDir": {}}]
-    # A service's /metrics and probes have a port of their own; the gateway's are on its
-    # HTTP port, beside the API.
+    # Every process's /metrics and probes have a port of their own; the gateway's API is
+    # on another, the one the internet reaches.
     ports = [{"name": "metrics", "containerPort": METRICS}]
     if gateway:
         env.append({"name": "TETHER_JWT_KEY_FILE", "value": "/etc/tether/jwt.key"})
         mounts.append({"name": "jwt", "mountPath": "/etc/tether", "readOnly": True})
         volumes.append({"name": "jwt", "secret": {"secretName": "jwt"}})
-        ports = [{"name": "http", "containerPort": HTTP}]
+        ports = [{"name": "http", "containerPort": HTTP}, *ports]
     if name == "rooms":
         env.append({"name": "TETHER_LINES_KEY_FILE", "value": "/etc/tether-lines/lines.key"})
         mounts.append({"name": "lines", "mountPath": "/etc/tether-lines", "readOnly": True})
@@ -174,7 +174,7 @@ def deployment(name: str, *, gateway: bool = False) -> list[dict]:
             "metadata": {"name": f"{name}-metrics", "labels": labels | {"tether/metrics": "true"}},
             "spec": {
                 "selector": {"app": name},
-                "ports": [{"name": "metrics", "port": METRICS, "targetPort": probe_port}],
+                "ports": [{"name": "metrics", "port": METRICS, "targetPort": "metrics"}],
             },
         },
     ]
@@ -296,7 +296,7 @@ def network() -> list[dict]:
         policy("default-deny", {}, [], []),
         policy("services", {"matchLabels": {"tether/role": "service"}}, [metrics_in],
                [to_nats, dns]),
-        policy("gateway", app("gateway"), [{"ports": [tcp(HTTP)]}],
+        policy("gateway", app("gateway"), [{"ports": [tcp(HTTP)]}, metrics_in],
                [to_nats, {"to": [pods("redis")], "ports": [tcp(6379)]}, dns]),
         policy("nats", app("nats"), nats_in, [{"to": [pods("nats")], "ports": [tcp(6222)]}, dns]),
         policy("redis", app("redis"), [{"from": [pods("gateway")], "ports": [tcp(6379)]}], []),

@@ -85,6 +85,10 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None], cluster: 
                 "NATS_USER": GATEWAY,
                 "NATS_PASSWORD": passwords[GATEWAY],
                 "TETHER_PORT": str(port),
+                # After the services' metrics ports, one of its own for each.
+                "TETHER_METRICS_PORT": str(
+                    metrics_base + len(SERVICES) * replicas + r if metrics_base else 0
+                ),
                 "TETHER_REPLICA": f"{GATEWAY}-{r}",
                 # Two processes on one port: the kernel spreads connections between them.
                 "TETHER_REUSE_PORT": "1" if replicas > 1 else "",

@@ -8,7 +8,6 @@ from importlib.resources import files
 
 import msgspec
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -18,7 +17,7 @@ from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY
 from libs.contracts.registry import ServiceContract
 from libs.runtime import bus
-from libs.runtime.metrics import count_tasks
+from libs.runtime.ops import start_ops_server
 from services.gateway.events import room_stream
 from services.gateway.forward import NATS, forwarding
 from services.gateway.limits import IdempotencyKeys, RateLimiter
@@ -33,11 +32,12 @@ from services.gateway.streams import STREAMS, OpenStreams, bus_back, close_strea
 from services.gateway.watch import mod_watch
 from services.gateway.webhooks import webhook
 
-__all__ = ["NATS", "REDIS", "init_app"]
+__all__ = ["NATS", "OPS", "REDIS", "init_app"]
 
 CleanupContext = Callable[[web.Application], AsyncIterator[None]]
 
 REDIS = web.AppKey("redis", Redis)
+OPS = web.AppKey("ops", web.AppRunner)
 FIRST_CONNECT_S = 5.0
 MAX_BODY = 1024 * 1024
 _JSON = "application/json"
@@ -65,7 +65,7 @@ def init_app(
     app[REDIS] = redis
     app[STREAMS] = OpenStreams(settings.streams_per_caller)
     app.on_shutdown.append(close_streams)
-    app.on_startup.append(_count_tasks)
+    app.cleanup_ctx.append(_ops(settings))
     app.cleanup_ctx.append(_nats(settings))
     app.cleanup_ctx.append(_redis)
     document = msgspec.json.encode(openapi(routes, version=version("tether")))
@@ -104,13 +104,9 @@ def init_app(
         ready, body = await readiness(request.app[NATS], [service])
         return web.Response(body=body, status=200 if ready else 503, content_type=_JSON)
 
-    async def metrics(_: web.Request) -> web.Response:
-        return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
-
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/readyz/{service}", readyz_one)
-    app.router.add_get("/metrics", metrics)
     app.router.add_get("/v1/openapi.json", openapi_json)
     app.router.add_get("/console", page("console"))
     app.router.add_get("/console/layout", page("layout"))
@@ -176,5 +172,18 @@ async def _redis(app: web.Application) -> AsyncIterator[None]:
     await app[REDIS].aclose()
 
 
-async def _count_tasks(_: web.Application) -> None:
-    count_tasks()
+def _ops(settings: GatewaySettings) -> CleanupContext:
+    """/metrics on a port of its own, as every service's: the API's port is the one
+    the internet reaches, and what the gateway counts is for its operator alone. Its probes
+    are there too, as on the API's port."""
+
+    async def context(app: web.Application) -> AsyncIterator[None]:
+        app[OPS] = await start_ops_server(
+            settings.metrics_host,
+            settings.metrics_port,
+            ready=lambda: NATS in app and app[NATS].is_connected,
+        )
+        yield
+        await app[OPS].cleanup()
+
+    return context

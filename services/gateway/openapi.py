@@ -59,7 +59,6 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
                 ],
             }
         },
-        "/metrics": {"get": _plain("Prometheus metrics of the gateway.", "text/plain")},
         "/v1/openapi.json": {"get": _plain("This document.")},
         "/v1/mcp": {
             "post": {

@@ -25,6 +25,9 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     |--------------------------|-------------------------|----------------------------------------|
     | TETHER_HOST              | 127.0.0.1               | where the HTTP API listens             |
     | TETHER_PORT              | 8080                    | its port                               |
+    | TETHER_METRICS_HOST      | 127.0.0.1               | where /metrics and the probes listen,  |
+    |                          |                         | apart from the API                     |
+    | TETHER_METRICS_PORT      | 9100                    | their port; 0 picks a free one         |
     | TETHER_JWT_KEY           | (read from the file)    | the HS256 key tokens are verified with |
     | TETHER_JWT_KEY_FILE      | $TETHER_HOME/jwt.key    | where the key is when not given        |
     | REDIS_URL                | redis://127.0.0.1:6379/0| rate limits and idempotency keys       |
@@ -49,6 +52,8 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
 
     host: str = "127.0.0.1"
     port: Port = 8080
+    metrics_host: str = "127.0.0.1"
+    metrics_port: Port = 9100
     jwt_key: str
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_timeout: Positive = 2.0
@@ -75,6 +80,8 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
 _ENV = {
     "TETHER_HOST": "host",
     "TETHER_PORT": "port",
+    "TETHER_METRICS_HOST": "metrics_host",
+    "TETHER_METRICS_PORT": "metrics_port",
     "REDIS_URL": "redis_url",
     "TETHER_REDIS_TIMEOUT": "redis_timeout",
     "NATS_URL": "nats_url",

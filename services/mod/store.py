@@ -165,9 +165,8 @@ class ModStore:
         """`installed`, and a revision no newer than what it read: the one an install into
         the layer is written at (`install`), so what it was decided on still holds when it
         lands. The revision is read first, so any write after it is in what is read."""
-        newest = await newest_seq(
-            self._nc.jetstream(), self._installs._stream, f"{self._installs._pre}{prefix}.*.*"
-        )
+        kv = self._installs
+        newest = await newest_seq(kv._js, kv._stream, f"{kv._pre}{prefix}.*.*")
         return await self.installed(prefix), newest
 
     async def install(self, key: str, record: InstallRecord, *, prefix: str, at: int) -> None:

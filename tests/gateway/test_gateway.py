@@ -12,7 +12,7 @@ from libs.contracts.problem import Refused
 from services.gateway.limits import IdempotencyKeys, Late, Stored
 from tests.gateway.conftest import ROUTES
 from tests.personal.conftest import eventually
-from tests.support import ECHO, bearer, token
+from tests.support import ECHO, bearer, gateway_metrics, token
 
 
 async def test_the_principal_comes_from_the_verified_claims_alone(client):
@@ -151,12 +151,14 @@ async def test_the_openapi_document_is_valid_and_generated_from_the_routes(clien
     assert {"Say", "Said", "Problem", "Principal"} <= document["components"]["schemas"].keys()
 
 
-async def test_metrics_count_requests_by_route(client):
+async def test_metrics_count_requests_by_route_on_a_port_of_their_own(client):
     await client.get("/v1/echo/x", headers=bearer())
-    metrics = await (await client.get("/metrics")).text()
+    metrics = await gateway_metrics(client)
     assert (
         'tether_http_requests_total{method="GET",route="/v1/echo/{text}",status="200"}' in metrics
     )
+    # Not on the API's port, which the internet reaches.
+    assert (await client.get("/metrics")).status == 404
 
 
 async def test_readyz_for_one_service_asks_only_that_one(client_for, gateway_settings, echo):

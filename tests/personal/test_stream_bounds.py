@@ -8,7 +8,7 @@ import contextlib
 import msgspec
 
 from tests.personal.conftest import WHOLE, problem, room_with, say
-from tests.support import bearer, expiring
+from tests.support import bearer, expiring, gateway_metrics
 
 _TAKEN_FOR_S = 4
 
@@ -90,6 +90,6 @@ async def test_a_caller_holds_no_more_streams_than_the_gateway_allows(
 
 async def _open(gateway) -> float:
     """The gateway's gauge of open streams, as its operator's scraper reads it."""
-    metrics = await (await gateway.get("/metrics")).text()
+    metrics = await gateway_metrics(gateway)
     (line,) = [m for m in metrics.splitlines() if m.startswith("tether_http_streams_open ")]
     return float(line.split()[1])

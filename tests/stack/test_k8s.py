@@ -193,7 +193,7 @@ def test_every_process_the_service_monitor_scrapes_serves_metrics_where_it_looks
         (target,) = [p for p in container["ports"] if p["name"] == port["targetPort"]]
         env = config["data"] | {e["name"]: e["value"] for e in container["env"] if "value" in e}
         if name == GATEWAY:
-            served = GatewaySettings.from_env(env | {"TETHER_JWT_KEY": "k"}).port
+            served = GatewaySettings.from_env(env | {"TETHER_JWT_KEY": "k"}).metrics_port
         else:
             served = Settings.from_env(name, env).metrics_port
         assert target["containerPort"] == served, name
