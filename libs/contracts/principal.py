@@ -29,3 +29,9 @@ class Principal(Contract):
     @property
     def is_agent(self) -> bool:
         return self.act is not None
+
+    @property
+    def is_own_agent(self) -> bool:
+        """The person's own agent (`act` is `agent:<sub>`): what it says in a room is a
+        reply its person's ladder decides (hip-0524 §4)."""
+        return self.act == f"agent:{self.sub}"

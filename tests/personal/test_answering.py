@@ -16,6 +16,7 @@ from tests.personal.conftest import (
     room_with,
     say,
 )
+from tests.support import bearer, token
 
 
 async def set_plan(operator, org: str, plan: str) -> None:
@@ -75,7 +76,8 @@ async def test_a_message_to_the_org_is_drafted_by_the_org_agent_only(api, people
 
 async def test_a_message_to_neither_is_answered_by_neither(api, people, staffed, operator):
     await say(api, staffed, people.bob, "Morning all.")
-    await say(api, staffed, people.ada_agent, "An agent's note, to Bob.", to=people.bob_id)
+    ambient = bearer(token(org=people.org, user=f"{people.org}/root", act=f"agent:{people.org}"))
+    await say(api, staffed, ambient, "The org's agent's note, to Bob.", to=people.bob_id)
     await consumed(operator, "EVENTS", "agents")
     for who in (people.ada, people.bob, people.root):
         assert await drafts(api, staffed, who) == []

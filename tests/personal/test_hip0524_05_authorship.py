@@ -25,15 +25,34 @@ async def test_a_persons_message_is_stored_as_theirs(api, people):
     assert await _history(api, room, people.bob) == [sent]
 
 
-async def test_an_agents_message_is_stored_with_the_person_it_acted_for(api, people):
+async def test_an_agents_question_is_stored_with_the_person_it_acted_for(api, people):
     room = await room_with(api, people, people.bob_id)
-    sent = await say(api, room, people.ada_agent, "Ada's agent here", to=people.bob_id)
-    assert (sent["author"], sent["author_kind"], sent["on_behalf_of"]) == (
+    body = {"text": "Shall I accept?", "to": people.ada_id, "options": ["yes", "no"]}
+    r = await api.post(f"/v1/rooms/{room['id']}/questions", json=body, headers=people.ada_agent)
+    assert r.status == 201, await r.text()
+    asked = await r.json()
+    assert (asked["author"], asked["author_kind"], asked["on_behalf_of"]) == (
         f"agent:{people.ada_id}",
         "agent",
         people.ada_id,
     )
-    assert await _history(api, room, people.ada) == [sent]  # stored, not only transmitted
+    assert await _history(api, room, people.ada) == [asked]  # stored, not only transmitted
+    assert await _history(api, room, people.bob) == []  # hers alone
+
+
+async def test_a_persons_own_agent_posts_nothing_past_their_ladder(api, people):
+    """§4: at `draft`, the default, the agent cannot send. Its reply to what is said to
+    its person is the ladder's to hold, ask about or send (the ladder's own tests); a post
+    of its own, or a question to anyone but its person, is refused and stores nothing.
+    Before, its token posted straight into the room, and by a line to the outside."""
+    room = await room_with(api, people, people.bob_id)
+    post = {"text": "Ada's agent here", "to": people.bob_id}
+    ask = {"text": "Lunch?", "to": people.bob_id, "options": ["yes", "no"]}
+    for path, body in (("messages", post), ("messages", {"text": "to all"}), ("questions", ask)):
+        r = await api.post(f"/v1/rooms/{room['id']}/{path}", json=body, headers=people.ada_agent)
+        assert await problem(r) == (403, "ladder-decides"), (path, body)
+    assert await _history(api, room, people.ada) == []
+    assert await _history(api, room, people.bob) == []
 
 
 async def test_a_bots_message_is_stored_as_a_bots(api, people):

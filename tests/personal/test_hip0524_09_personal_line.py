@@ -298,17 +298,14 @@ async def test_the_agent_drafts_and_the_reply_leaves_by_the_persons_line(api, pe
         draft["text"],
         sent["seq"],
     )
+    # Her agent's token posts nothing by her line (or anywhere) past her ladder: before,
+    # "On it." left by SMS at `draft`, where her agent cannot send.
     as_agent = await api.post(
         f"/v1/rooms/{room['id']}/messages", json={"text": "On it."}, headers=people.ada_agent
     )
-    assert as_agent.status == 201
-    out = await js.get_last_msg(ROOMS.name, f"rooms.outbound.sms.{people.org}")
-    record = msgspec.json.decode(out.data)
-    assert (record["text"], record["author_kind"], record["on_behalf_of"]) == (
-        "On it.",
-        "agent",
-        people.ada_id,
-    )
+    assert await problem(as_agent) == (403, "ladder-decides")
+    last = await js.get_last_msg(ROOMS.name, f"rooms.outbound.sms.{people.org}")
+    assert last.seq == out.seq
 
 
 async def test_after_disconnecting_nothing_lands(api, people, operator):

@@ -7,7 +7,7 @@ import msgspec
 from libs.runtime.bus import flushed
 from services.gateway.app import NATS
 from tests.personal.conftest import SERVED, eventually, problem, room_with, say
-from tests.support import Link
+from tests.support import Link, bearer, token
 
 
 async def _events(response, count: int) -> list[tuple[int, dict]]:
@@ -29,7 +29,9 @@ async def _events(response, count: int) -> list[tuple[int, dict]]:
 
 
 async def test_members_see_history_then_each_new_message_once(api, people):
-    room = await room_with(api, people, people.bob_id)
+    bot = f"bot:{people.org}:standup"
+    room = await room_with(api, people, people.bob_id, bot)
+    as_bot = bearer(token(org=people.org, user=people.ada_id, act=bot))
     old = await say(api, room, people.ada, "before the stream")
     async with api.get(f"/v1/rooms/{room['id']}/messages/stream", headers=people.bob) as stream:
         assert stream.status == 200
@@ -38,7 +40,7 @@ async def test_members_see_history_then_each_new_message_once(api, people):
         assert (seq, first) == (old["seq"], old)
         sent = [
             await say(api, room, who, f"live {i}")
-            for i, who in enumerate((people.ada, people.bob, people.ada_agent))
+            for i, who in enumerate((people.ada, people.bob, as_bot))
         ]
         live = await _events(stream, 3)
     assert [data for _, data in live] == sent

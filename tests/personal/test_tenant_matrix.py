@@ -371,13 +371,13 @@ ROWS: dict[tuple[str, str], Row] = {
     ("POST", "/v1/poa/asks/{id}/answer"): row(_answer_ask, 200, 404, 404, 404, 403, 403),
     ("GET", "/v1/rooms/{id}"): row(_room, 200, 404, 404, 404, 200, 404),
     ("GET", "/v1/rooms/{id}/messages"): row(_messages, 200, 404, 404, 404, 200, 404),
-    # A person's agent speaks in their rooms as itself (hip-0524 §5).
-    ("POST", "/v1/rooms/{id}/messages"): row(_send, 201, 404, 404, 404, 201, 404),
+    # A person's agent posts nothing itself: its reply is its person's ladder's (§4).
+    ("POST", "/v1/rooms/{id}/messages"): row(_send, 201, 404, 404, 404, 403, 404),
     ("GET", "/v1/rooms/{id}/messages/stream"): row(_stream, 200, 404, 404, 404, 200, 404),
     ("POST", "/v1/rooms/{id}/messages/{seq}/dismiss"): row(
         _dismiss, 200, 404, 404, 404, 403, 403, shared=True
     ),
-    ("POST", "/v1/rooms/{id}/questions"): row(_ask_question, 201, 404, 404, 404, 201, 404),
+    ("POST", "/v1/rooms/{id}/questions"): row(_ask_question, 201, 404, 404, 404, 403, 404),
     ("POST", "/v1/rooms/{id}/questions/{seq}/answer"): row(
         _answer_question, 201, 404, 404, 404, 403, 404
     ),

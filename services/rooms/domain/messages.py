@@ -23,6 +23,7 @@ __all__ = [
     "alone",
     "answer_alone",
     "authored",
+    "check_sender",
     "check_to",
     "heard_on",
     "inbound",
@@ -63,6 +64,21 @@ def authored(
         answers=answers,
         choice=choice,
     )
+
+
+def check_sender(p: Principal, *, asks: str | None = None) -> None:
+    """A person's own agent says nothing in a room by itself, to anyone but its person:
+    what it says is its reply to a message said to its person, which their ladder decides
+    (hip-0524 §4: at `draft`, the default, it cannot send). It may ask its person a
+    question (`asks`), which stays in the room. An org's agents and bots answer to the org,
+    and post as themselves."""
+    if p.is_own_agent and (asks is None or asks != p.sub):
+        raise Refused(
+            "ladder-decides",
+            403,
+            "a person's own agent posts nothing itself and asks only its person: its replies "
+            "are its person's ladder's to send, hold as a draft or ask about",
+        )
 
 
 def check_to(room: Room, to: str | None, author: str) -> None:

@@ -56,6 +56,7 @@ class Messages(Rooms):
 
     async def send(self, req: rooms.Send, p: Principal) -> rooms.Message:
         room = await self._room(req.id, p)
+        messages.check_sender(p)
         if req.reply_to is not None:
             await self._message(room, req.reply_to, reader=p.sub)
         message = messages.authored(
@@ -71,6 +72,7 @@ class Messages(Rooms):
 
     async def ask(self, req: rooms.Ask, p: Principal) -> rooms.Message:
         room = await self._room(req.id, p)
+        messages.check_sender(p, asks=req.to)
         question = rooms.Question(options=req.options)
         message = messages.authored(room, p, req.text, self._clock(), to=req.to, question=question)
         key = request_key()  # as a message sent is
