@@ -94,13 +94,7 @@ async def write_under(kv: KeyValue, key: str, value: bytes, keys: str, newest: i
         "Nats-Expected-Last-Subject-Sequence": str(newest),
         "Nats-Expected-Last-Subject-Sequence-Subject": f"{kv._pre}{keys}",
     }
-    try:
-        ack = await kv._js.publish(f"{kv._pre}{key}", value, headers=headers)
-    except APIError as exc:
-        if exc.err_code in _WRONG_LAST_SEQUENCE:
-            raise Conflict(key) from exc
-        raise
-    return ack.seq
+    return await _published(kv, key, value, headers, keep=None)
 
 
 async def settle(kv: KeyValue, key: str, *, keep: timedelta, read: Read | None = None) -> None:
@@ -125,11 +119,13 @@ _WRONG_LAST_SEQUENCE = (10071, 10164)
 
 
 async def _published(
-    kv: KeyValue, key: str, value: bytes, headers: dict[str, str], keep: timedelta
+    kv: KeyValue, key: str, value: bytes, headers: dict[str, str], keep: timedelta | None
 ) -> int:
-    """A write nats-py's KeyValue has no form for: a message with a time to live (the
-    bucket's stream allows one per message)."""
-    headers["Nats-TTL"] = f"{max(1, int(keep.total_seconds()))}s"
+    """A write nats-py's KeyValue has no form for: a message with headers of its own (a
+    compare-and-set over a filter; a time to live, which the bucket's stream allows one per
+    message, with `keep`)."""
+    if keep is not None:
+        headers["Nats-TTL"] = f"{max(1, int(keep.total_seconds()))}s"
     try:
         ack = await kv._js.publish(f"{kv._pre}{key}", value, headers=headers)
     except APIError as exc:
