@@ -43,8 +43,8 @@ async def test_a_manifest_is_at_most_64_kib(api, people):
 
 async def test_installs_never_take_a_surface_past_what_the_bus_carries(api, people):
     """The org's mods fill their half; a person's their quarter; every member's surface,
-    hanzo's mods and both layers', still comes back. Without the bound the third of these
-    mods in the org made every member's surface a 500."""
+    hanzo's mods and both layers', still comes back. Without the bound the org took all
+    ten of these, 2.25 MB of surface, past what the bus carries."""
     org_share = bounds.share("org", MAX_PAYLOAD)
     installed = 0
     # Ten of these would draw 4.5 MB.
@@ -177,9 +177,9 @@ async def test_a_setting_s_value_and_an_op_s_names_are_bounded(api, people):
 
 
 async def test_installs_asked_at_once_never_pass_the_layer_s_share_together(api, people):
-    """Ten admins' installs at once, each within the org's share alone, four at most
-    together: each is decided on the layer as it stands when it lands. Decided on the
-    layer as each read it, all ten landed and the org's surface was a 500."""
+    """Ten installs at once by the org's admin, each within the org's share alone, four at
+    most together: each is decided on the layer as it stands when it lands. Decided on the
+    layer as each read it, all ten landed, past what the bus carries."""
     answers = await asyncio.gather(
         *(install(api, people.root, crowded(i, 2000)) for i in range(10))
     )
