@@ -4,6 +4,7 @@ a Chonk, and a decider's packets; a person's knows page and their answer to a fa
 them are `remembering.py`'s, what a run carries out `carrying.py`'s and a call-out
 `covering.py`'s."""
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
@@ -19,6 +20,7 @@ from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.model import Scripted
 from libs.runtime.calls import call
+from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler
 from services.chonk.carrying import told
 from services.chonk.covering import Covering
@@ -402,14 +404,17 @@ class Handlers(Covering, Remembering):
         me = Principal(org=request.tenant_id, sub=f"service:{CONTRACT.name}")
         action = "chonk.handoff.accept" if decision.accepted else "chonk.handoff.decline"
         if not await self._store.judged(request):  # else delivered again: recorded once
-            async with self._trail.change(
-                request.tenant_id, actor=me, action=action, target=request.id,
-                data={"reason": decision.reason},
-            ):  # fmt: skip
-                if decision.accepted:
-                    await self._store.put_accept(request)
-                else:
-                    await self._store.put_decline(request)
+            # A delivery judging it at the same time loses the create, and its record says
+            # it failed: one decision is recorded, whatever the deliveries.
+            with contextlib.suppress(Conflict):
+                async with self._trail.change(
+                    request.tenant_id, actor=me, action=action, target=request.id,
+                    data={"reason": decision.reason},
+                ):  # fmt: skip
+                    if decision.accepted:
+                        await self._store.put_accept(request)
+                    else:
+                        await self._store.put_decline(request)
         event = chonk.HANDOFF_ACCEPTED if decision.accepted else chonk.HANDOFF_DECLINED
         await self._publish(event.name, decided, f"decided-{request.id}")
         if decision.accepted:

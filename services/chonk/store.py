@@ -200,15 +200,16 @@ class ChonkStore:
         return bool(await self._in_runs(self._runs, *keys))
 
     async def put_accept(self, request: HandoffRequest) -> None:
-        """An accepted handoff, kept for a while to be judged once (its run is claimed)."""
+        """An accepted handoff, kept for a while to be judged once (its run is claimed);
+        Conflict if a delivery at the same time accepted it first."""
         key = f"accepted.{request.tenant_id}.{request.id}"
-        with contextlib.suppress(Conflict):  # accepted by a delivery at the same time
-            await write_at(self._runs, key, b"", 0, keep=self._kept)
+        await write_at(self._runs, key, b"", 0, keep=self._kept)
 
     async def put_decline(self, request: HandoffRequest) -> None:
-        """A declined handoff, kept to see two Chonks disagree twice."""
+        """A declined handoff, kept to see two Chonks disagree twice; Conflict if a
+        delivery at the same time declined it first."""
         key = f"declined.{request.tenant_id}.{request.id}"
-        await self._runs.put(key, codec.encode(request))
+        await write_at(self._runs, key, codec.encode(request), 0)
 
     async def declines(self, tenant: str) -> list[HandoffRequest]:
         entries = await self._in_runs(self._runs, f"declined.{tenant}.*")

@@ -3,6 +3,9 @@ correlation id; the receiver declines one whose condition does not hold, with it
 (EC-MGR-007: build hands Ben to the Chief Human Officer as a people problem after two
 stalls only), and two disagreements between the same Chonks go to Chonksworth's triage."""
 
+import asyncio
+import uuid
+
 import msgspec
 
 from libs.audit.reading import records
@@ -117,3 +120,42 @@ async def test_an_accepted_handoff_is_the_receivers_run_on_the_same_correlation_
         x for x in found if (x.action, x.target) == ("chonk.handoff.accept", handoff["handoff"])
     ]
     assert len(accepts) == 1
+
+
+async def test_a_handoff_delivered_twice_at_once_is_recorded_once(api, operator):
+    """Two deliveries of one handoff judged at once (a redelivery while the first is still
+    being judged, or two replicas): one decision stands. The other's record, made before
+    its write as every record is, is followed by its `.failed` when the write loses;
+    before, both writes landed and the trail held two decisions."""
+    js = operator.jetstream()
+    # EC-MGR-007's handoff of Ben, as build sends it, under an id no one has judged.
+    fresh = msgspec.to_builtins(
+        chonk.HandoffRequest(
+            id=f"hof_twice_{uuid.uuid4().hex[:12]}",
+            tenant_id=ORG,
+            from_chonk="build",
+            to_chonk="human",
+            reason="people_problem",
+            subject_refs=(f"{ORG}/ben",),
+            requested_action="a check-in about the stalls",
+            receipt_id="rcp_twice",
+            correlation_id="run_twice",
+            created_by_run_id="run_twice",
+        )
+    )
+    stored = await asyncio.gather(
+        *(js.publish(chonk.HANDOFF_REQUESTED.name, msgspec.json.encode(fresh)) for _ in range(2))
+    )
+
+    async def handled() -> bool:
+        info = await js.consumer_info(stored[0].stream, "chonk")
+        return info.ack_floor.stream_seq >= max(s.seq for s in stored)
+
+    await eventually(handled)
+    actions = [x.action for x in await records(js, ORG) if x.target == fresh["id"]]
+    made, failed = (
+        actions.count("chonk.handoff.decline"),
+        actions.count("chonk.handoff.decline.failed"),
+    )
+    assert made - failed == 1, actions
+    assert set(actions) <= {"chonk.handoff.decline", "chonk.handoff.decline.failed"}
