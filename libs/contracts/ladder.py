@@ -226,11 +226,13 @@ class ListWindows(Contract):
 
 
 class WindowList(Contract):
-    """My open windows, soonest first, and the last 20 that closed, newest first, each with
-    how it ended (a send that failed says `failed`, never `sent`)."""
+    """My open windows, soonest first, as many as one answer carries (`more`: others wait
+    behind them), and the last 20 that closed, newest first, each with how it ended (a send
+    that failed says `failed`, never `sent`)."""
 
     windows: list[PendingWindow]
     closed: list[PendingWindow] = []
+    more: bool = False
 
 
 class WindowRef(Contract):

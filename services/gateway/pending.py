@@ -153,7 +153,7 @@ async def gathered(nc: Client, p: Principal, *, timeout: float) -> Pending:
         *map(_layer_draft, (d for d in layer_drafts.drafts if d.state == "open")),
         *map(_delivery, failed.failed),
     ]
-    more = drafts.more or confirmations.more or asks.more or failed.more
+    more = drafts.more or windows.more or confirmations.more or asks.more or failed.more
     return Pending(items=sorted(items, key=_soonest), more=more)
 
 

@@ -84,6 +84,7 @@ async def test_no_one_else_reaches_anything_of_adas(api, people, ada_setup, who)
     assert (await (await api.get("/v1/windows", headers=headers)).json()) == {
         "windows": [],
         "closed": [],
+        "more": False,
     }
     # Ada's line, preferences and confirmation are untouched by all of it.
     assert len((await (await api.get("/v1/lines", headers=people.ada)).json())["lines"]) == 1

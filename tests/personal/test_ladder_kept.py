@@ -61,7 +61,9 @@ async def test_a_stopped_window_is_listed_closed_then_nothing_of_it_is_stored(
 
     async def forgotten() -> bool:
         listed = await (await api.get("/v1/windows", headers=people.ada)).json()
-        return listed == {"windows": [], "closed": []} and await _gone(js, window_key)
+        return listed == {"windows": [], "closed": [], "more": False} and await _gone(
+            js, window_key
+        )
 
     await eventually(forgotten, timeout=30)
     again = await api.post(f"/v1/windows/{window['id']}/stop", json={}, headers=people.ada)

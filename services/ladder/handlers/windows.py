@@ -7,6 +7,7 @@ import msgspec
 
 from libs.contracts import ladder, rooms, scheduler
 from libs.contracts.principal import Principal
+from libs.runtime import pages
 from libs.runtime.calls import call
 from libs.runtime.service import request_digest, request_key
 from services.ladder.domain import windows
@@ -173,9 +174,10 @@ class Windows(Ladder):
         held = [h.window for h in await self._store.windows(person)]
         open_ = [windows.seconds_left(w, now) for w in held if w.state == "open"]
         closed = sorted((w for w in held if w.state != "open"), key=lambda w: w.due_at)
-        return ladder.WindowList(
-            windows=sorted(open_, key=lambda w: w.due_at), closed=closed[::-1][:20]
-        )
+        # Each window holds its reply whole, up to 16,000 characters, and a person's agent
+        # opens one for each message said to them: a busy hour outgrows one answer.
+        page, more = pages.first(sorted(open_, key=lambda w: w.due_at))
+        return ladder.WindowList(windows=page, closed=pages.within(closed[::-1], 20), more=more)
 
     async def edit(self, req: ladder.WindowEdit, p: Principal) -> ladder.PendingWindow:
         return await self._take_over(p, req.id, "edited", req.text)
