@@ -25,6 +25,7 @@ __all__ = [
     "CONTRACT",
     "MESSAGE_STORED",
     "ORG",
+    "TEXT_MOST",
     "AnswerQuestion",
     "Answered",
     "Ask",
@@ -76,7 +77,8 @@ __all__ = [
 
 RoomId = Annotated[str, msgspec.Meta(pattern=r"^[a-z]+-[0-9a-f]{16}$")]
 DraftId = Annotated[str, msgspec.Meta(pattern=r"^d-[0-9a-f]{16}-[0-9]{1,19}$")]
-Text = Annotated[str, msgspec.Meta(min_length=1, max_length=16000)]
+TEXT_MOST = 16_000  # characters of a message
+Text = Annotated[str, msgspec.Meta(min_length=1, max_length=TEXT_MOST)]
 # One line a client draws as text: no control character can break it or hide in it.
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
 Transport = Literal["sms", "email", "whatsapp", "voice"]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import msgspec
 
 from libs.contracts.agents import Persona, Preferences
-from libs.contracts.rooms import Message
+from libs.contracts.rooms import TEXT_MOST, Message
 from libs.model import Prompt, Turn
 
 __all__ = ["CANDIDATES", "acknowledged", "candidates", "compose"]
@@ -51,13 +51,19 @@ def compose(
 
 def candidates(answer: str) -> tuple[str, ...]:
     """The model's candidates, best first, at most three, each once; an answer that is not
-    the candidates' JSON is the one reply."""
+    the candidates' JSON is the one reply. A candidate longer than a message is cut to one,
+    ending in an ellipsis: the person sees it and decides, where one the rooms refused
+    would be lost."""
     try:
         found = msgspec.json.decode(answer.strip(), type=_Candidates).candidates
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return (answer,)
-    kept = tuple(dict.fromkeys(c.strip() for c in found if c.strip()))[:MAX_CANDIDATES]
-    return kept or (answer,)
+        return (_fitted(answer),)
+    kept = tuple(dict.fromkeys(_fitted(c.strip()) for c in found if c.strip()))
+    return kept[:MAX_CANDIDATES] or (_fitted(answer),)
+
+
+def _fitted(reply: str) -> str:
+    return reply if len(reply) <= TEXT_MOST else reply[: TEXT_MOST - 1] + "…"
 
 
 def acknowledged(prompt: Prompt) -> str:

@@ -16,6 +16,7 @@ import msgspec
 
 from libs.contracts.ladder import WINDOW_SECONDS, PendingWindow, Window, WindowOption
 from libs.contracts.problem import Refused
+from libs.contracts.rooms import TEXT_MOST
 
 __all__ = [
     "MOVES",
@@ -24,6 +25,7 @@ __all__ = [
     "ended",
     "failed",
     "lowered",
+    "notice",
     "offered",
     "own_sent",
     "seconds_left",
@@ -114,3 +116,12 @@ def own_sent(window: PendingWindow, seq: int) -> PendingWindow:
 def _move(window: PendingWindow, state: str, sent_seq: int | None = None) -> PendingWindow:
     assert state in MOVES.get(window.state, ()), f"{window.state} → {state}"
     return msgspec.structs.replace(window, state=state, sent_seq=sent_seq)
+
+
+def notice(window: Window, reply: str) -> str:
+    """What the person is told first (§5): the reply, after the words that say when it
+    goes. Quoted whole where a message holds both, else cut with an ellipsis: the window
+    holds the reply whole, and sends it whole."""
+    head = f"In {window} I will send this for you unless you edit, replace or stop it:\n\n"
+    room = TEXT_MOST - len(head)
+    return head + (reply if len(reply) <= room else reply[: room - 1] + "…")

@@ -94,8 +94,7 @@ class Windows(Ladder):
                 room=req.room,
                 person=req.person,
                 kind="notice",
-                text=f"In {decided.window} I will send this for you unless you edit, replace "
-                f"or stop it:\n\n{text}",
+                text=windows.notice(decided.window, text),
                 key=f"notice-{key}",
                 reply_to=req.reply_to,
             )
