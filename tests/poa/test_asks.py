@@ -10,6 +10,7 @@ import pytest
 
 from libs.audit.reading import records as audit_records
 from libs.contracts import poa, rooms
+from services.poa.domain.approvals import QUOTED
 from tests.personal.conftest import eventually
 from tests.poa.conftest import purchase, root_grant, valid_now
 from tests.support import answered_again_after_a_failover, bearer, published_from_now, token
@@ -205,3 +206,25 @@ async def test_an_unanswered_ask_is_denied_when_its_timer_fires(api, ada):
 
 async def _read(api, ada, ask_id: str) -> dict:
     return await (await api.get(f"/v1/poa/asks/{ask_id}", headers=ada["agent"])).json()
+
+
+async def test_an_act_naming_more_than_a_message_holds_is_still_asked(api, ada):
+    """The envelope may be 64 KiB and a message 16,000 characters. Before, an act whose
+    purpose was 20,000 characters was answered 422 for the rooms' AskPerson contract,
+    while its ask was kept with no question in the person's room."""
+    await _issue(api, ada)
+    envelope = purchase(140)
+    envelope["invocation"]["arguments"]["purpose"] = "restock " + "p" * 20_000
+    response = await api.post(
+        "/v1/poa/grants/poa_8c21/acts", json={"envelope": envelope}, headers=ada["agent"]
+    )
+    assert response.status == 202, await response.text()
+    ask = await (
+        await api.get(f"/v1/poa/asks/{(await response.json())['ask']}", headers=ada["me"])
+    ).json()
+    assert ask["purpose"] == envelope["invocation"]["arguments"]["purpose"]  # kept whole
+    page = await api.get(f"/v1/rooms/{ask['room']}/messages", headers=ada["me"])
+    (question,) = (await page.json())["messages"]
+    assert question["seq"] == ask["question_seq"]
+    assert f"to {ask['purpose'][: QUOTED - 1]}…. Grant" in question["text"]
+    assert len(question["text"]) < 2 * QUOTED

@@ -16,10 +16,13 @@ from services.poa.domain import resolve
 from services.poa.domain.decisions import DENY, allow, deny
 from services.poa.domain.reading import is_official, money, obj, text
 
+QUOTED = 500  # characters of each thing the question quotes from the act
+
 __all__ = [
     "APPROVED",
     "DECLINED",
     "EXPIRED",
+    "QUOTED",
     "answered_as",
     "approved",
     "ask_id",
@@ -75,14 +78,16 @@ def opened(
 
 
 def question(ask: AskRecord) -> str:
-    """The question in the person's room: the act, its money, with whom, why, who asked."""
-    parts = [f"Your agent {ask.agent} wants to {ask.act}"]
+    """The question in the person's room: the act, its money, with whom, why, who asked.
+    What the envelope names is quoted at most `QUOTED` characters each (the envelope may
+    be 64 KiB, a message 16,000 characters); the ask holds it whole."""
+    parts = [f"Your agent {_quoted(ask.agent)} wants to {_quoted(ask.act)}"]
     if ask.amount is not None:
-        parts.append(f"for {ask.amount} {ask.currency or ''}".rstrip())
+        parts.append(f"for {_quoted(ask.amount)} {_quoted(ask.currency or '')}".rstrip())
     if ask.counterparty:
-        parts.append(f"with {ask.counterparty}")
+        parts.append(f"with {_quoted(ask.counterparty)}")
     if ask.purpose:
-        parts.append(f"to {ask.purpose}")
+        parts.append(f"to {_quoted(ask.purpose)}")
     expires = ask.expires_at.strftime("%Y-%m-%d %H:%M UTC")
     return (
         " ".join(parts)
@@ -142,6 +147,10 @@ def _still_open(ask: AskRecord) -> None:
             409,
             f"ask {ask.id} is {ask.state} already ({ask.decision.rule_id})",
         )
+
+
+def _quoted(said: str) -> str:
+    return said if len(said) <= QUOTED else said[: QUOTED - 1] + "…"
 
 
 def _named(counterparty: dict[str, Any]) -> str | None:
