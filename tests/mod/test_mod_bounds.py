@@ -80,10 +80,10 @@ def test_a_layer_holds_at_most_a_hundred_mods():
     small = [Manifest(id=f"m{i}", publisher="acme", title="M", version="1") for i in range(100)]
     one_more = Manifest(id="m100", publisher="acme", title="M", version="1")
     with pytest.raises(Refused) as refused:
-        bounds.installed("user", small, one_more, MAX_PAYLOAD)
+        bounds.admit("user", small, one_more, MAX_PAYLOAD)
     assert refused.value.problem.status == 409
     assert refused.value.problem.type.endswith(":installs-full")
-    bounds.installed("user", small, small[7], MAX_PAYLOAD)  # itself again: replaced
+    bounds.admit("user", small, small[7], MAX_PAYLOAD)  # itself again: replaced
 
 
 async def renamed(api, headers: dict, ids: list[str], title: str) -> list[int]:

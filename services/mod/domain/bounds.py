@@ -17,7 +17,7 @@ from libs.contracts.problem import Refused
 from services.mod.domain import surface
 from services.mod.domain.manifests import mod_id
 
-__all__ = ["INSTALLS_MOST", "installed", "share"]
+__all__ = ["INSTALLS_MOST", "admit", "share"]
 
 INSTALLS_MOST = 100  # a layer's mods: each is read for every surface drawn from the layer
 # The org's mods reach everyone in it and take half the message, a person's a quarter; the
@@ -30,9 +30,7 @@ def share(layer: LayerName, max_payload: int) -> int:
     return max_payload // _SHARE[layer]
 
 
-def installed(
-    layer: LayerName, mods: Sequence[Manifest], manifest: Manifest, max_payload: int
-) -> None:
+def admit(layer: LayerName, mods: Sequence[Manifest], manifest: Manifest, max_payload: int) -> None:
     """Refused if the layer, holding `mods`, cannot take `manifest` as well. A mod installed
     again replaces itself."""
     others = [m for m in mods if mod_id(m) != mod_id(manifest)]

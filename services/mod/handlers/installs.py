@@ -66,7 +66,7 @@ class Installs(Mod):
             only if none landed or left since: installs asked at once never pass them."""
             held, at = await self._store.installed_at(prefix)
             mods = [install_of(value).manifest for _, value in held]
-            bounds.installed(layer, mods, manifest, self._nc.max_payload)
+            bounds.admit(layer, mods, manifest, self._nc.max_payload)
             async with self._trail.change(
                 p.org,
                 actor=p,
