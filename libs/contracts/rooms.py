@@ -72,6 +72,7 @@ __all__ = [
     "Transport",
     "VerifyLine",
     "delivery_subject",
+    "fitted",
     "live_subjects",
 ]
 
@@ -482,6 +483,12 @@ def delivery_subject(room: str) -> str:
     never a reader's: a reader's always holds a `/` (a person, their agent) or an escaped
     `:` (a bot)."""
     return live_subject("rooms", room, "delivery")
+
+
+def fitted(text: str, most: int = TEXT_MOST) -> str:
+    """`text` cut to `most` characters, the last an ellipsis where it was cut: what a
+    message (or a part of one, quoting it) holds of it."""
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def live_subjects(room: str, reader: str) -> tuple[str, str]:

@@ -5,7 +5,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 
 from libs.audit.trail import Trail
-from libs.contracts import poa
+from libs.contracts import codec, poa
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
@@ -79,7 +79,7 @@ class Handlers:
         """Decided on the grant's own ledger and every ancestor's, then charged to the whole
         chain in one compare-and-set on the root's ledger. An ASK_USER is put to the person."""
         record = await self._mine(p, req.id)
-        grants.bounded("envelope", req.envelope)
+        codec.bounded("envelope", req.envelope, grants.DOCUMENT_MOST)
         actor = identity(obj(req.envelope.get("invocation")).get("actor"))
         if p.act is None or actor != p.act:
             raise Refused("actor-not-caller", 403, "invocation.actor must be the agent calling")

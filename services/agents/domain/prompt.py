@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import msgspec
 
 from libs.contracts.agents import Persona, Preferences
-from libs.contracts.rooms import TEXT_MOST, Message
+from libs.contracts.rooms import Message, fitted
 from libs.model import Prompt, Turn
 
 __all__ = ["CANDIDATES", "acknowledged", "candidates", "compose"]
@@ -57,13 +57,9 @@ def candidates(answer: str) -> tuple[str, ...]:
     try:
         found = msgspec.json.decode(answer.strip(), type=_Candidates).candidates
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return (_fitted(answer),)
-    kept = tuple(dict.fromkeys(_fitted(c.strip()) for c in found if c.strip()))
-    return kept[:MAX_CANDIDATES] or (_fitted(answer),)
-
-
-def _fitted(reply: str) -> str:
-    return reply if len(reply) <= TEXT_MOST else reply[: TEXT_MOST - 1] + "…"
+        return (fitted(answer),)
+    kept = tuple(dict.fromkeys(fitted(c.strip()) for c in found if c.strip()))
+    return kept[:MAX_CANDIDATES] or (fitted(answer),)
 
 
 def acknowledged(prompt: Prompt) -> str:

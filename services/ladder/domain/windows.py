@@ -16,7 +16,7 @@ import msgspec
 
 from libs.contracts.ladder import WINDOW_SECONDS, PendingWindow, Window, WindowOption
 from libs.contracts.problem import Refused
-from libs.contracts.rooms import TEXT_MOST
+from libs.contracts.rooms import TEXT_MOST, fitted
 
 __all__ = [
     "MOVES",
@@ -123,5 +123,4 @@ def notice(window: Window, reply: str) -> str:
     goes. Quoted whole where a message holds both, else cut with an ellipsis: the window
     holds the reply whole, and sends it whole."""
     head = f"In {window} I will send this for you unless you edit, replace or stop it:\n\n"
-    room = TEXT_MOST - len(head)
-    return head + (reply if len(reply) <= room else reply[: room - 1] + "…")
+    return head + fitted(reply, TEXT_MOST - len(head))

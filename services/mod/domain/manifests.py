@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from libs.contracts import codec
 from libs.contracts.mod import (
     KINDS,
     App,
@@ -109,12 +110,7 @@ def check(raw: Any, *, slots: frozenset[str] = frozenset()) -> Manifest:
     offered by the other mods it may place a view in."""
     if not isinstance(raw, Mapping):
         raise Refused("manifest-invalid", 422, "a manifest is a JSON object")
-    if (size := len(msgspec.json.encode(raw))) > MANIFEST_MOST:
-        raise Refused(
-            "manifest-too-large",
-            422,
-            f"a manifest is at most {MANIFEST_MOST:,} bytes of JSON; this one is {size:,}",
-        )
+    codec.bounded("manifest", raw, MANIFEST_MOST)
     reasons = [f"{key}: no such field of a manifest" for key in sorted(set(raw) - _TOP)]
     contributes = raw.get("contributes", {})
     if not isinstance(contributes, Mapping):

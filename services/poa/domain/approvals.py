@@ -12,6 +12,7 @@ import msgspec
 
 from libs.contracts.poa import AskRecord, Decision, GrantRecord
 from libs.contracts.problem import Refused
+from libs.contracts.rooms import fitted
 from services.poa.domain import resolve
 from services.poa.domain.decisions import DENY, allow, deny
 from services.poa.domain.reading import is_official, money, obj, text
@@ -81,13 +82,15 @@ def question(ask: AskRecord) -> str:
     """The question in the person's room: the act, its money, with whom, why, who asked.
     What the envelope names is quoted at most `QUOTED` characters each (the envelope may
     be 64 KiB, a message 16,000 characters); the ask holds it whole."""
-    parts = [f"Your agent {_quoted(ask.agent)} wants to {_quoted(ask.act)}"]
+    parts = [f"Your agent {fitted(ask.agent, QUOTED)} wants to {fitted(ask.act, QUOTED)}"]
     if ask.amount is not None:
-        parts.append(f"for {_quoted(ask.amount)} {_quoted(ask.currency or '')}".rstrip())
+        parts.append(
+            f"for {fitted(ask.amount, QUOTED)} {fitted(ask.currency or '', QUOTED)}".rstrip()
+        )
     if ask.counterparty:
-        parts.append(f"with {_quoted(ask.counterparty)}")
+        parts.append(f"with {fitted(ask.counterparty, QUOTED)}")
     if ask.purpose:
-        parts.append(f"to {_quoted(ask.purpose)}")
+        parts.append(f"to {fitted(ask.purpose, QUOTED)}")
     expires = ask.expires_at.strftime("%Y-%m-%d %H:%M UTC")
     return (
         " ".join(parts)
@@ -147,10 +150,6 @@ def _still_open(ask: AskRecord) -> None:
             409,
             f"ask {ask.id} is {ask.state} already ({ask.decision.rule_id})",
         )
-
-
-def _quoted(said: str) -> str:
-    return said if len(said) <= QUOTED else said[: QUOTED - 1] + "…"
 
 
 def _named(counterparty: dict[str, Any]) -> str | None:

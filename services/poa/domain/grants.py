@@ -5,14 +5,17 @@ from typing import Any
 
 import msgspec
 
+from libs.contracts import codec
 from libs.contracts.poa import GrantId, GrantRecord
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from services.poa.domain.contain import contain
 from services.poa.domain.reading import SUPPORTED_VERSION, items, obj, text
 
-__all__ = ["DOCUMENT_MOST", "bounded", "child", "descendants", "revoked", "root"]
+__all__ = ["DOCUMENT_MOST", "child", "descendants", "revoked", "root"]
 
+# A grant is kept for good and an act's envelope with the ask it raises: 64 KiB of JSON,
+# some thirteen times the largest of the official vectors.
 DOCUMENT_MOST = 64 * 1024
 
 
@@ -78,20 +81,8 @@ def revoked(record: GrantRecord, now: datetime) -> GrantRecord:
     return msgspec.structs.replace(record, revoked=True, revoked_at=now)
 
 
-def bounded(name: str, document: dict[str, Any]) -> None:
-    """A grant or an act's envelope is kept (a grant for good, an envelope with the ask it
-    raises), so it is bounded: 64 KiB of JSON, some thirteen times the largest of the
-    official vectors, where a body alone would allow a MiB."""
-    if (size := len(msgspec.json.encode(document))) > DOCUMENT_MOST:
-        raise Refused(
-            f"{name}-too-large",
-            422,
-            f"a {name} is at most {DOCUMENT_MOST:,} bytes of JSON; this one is {size:,}",
-        )
-
-
 def _readable(grant: dict[str, Any]) -> None:
-    bounded("grant", grant)
+    codec.bounded("grant", grant, DOCUMENT_MOST)
     if grant.get("poa_version") != SUPPORTED_VERSION:
         raise Refused("unsupported-version", 422, f"poa_version must be {SUPPORTED_VERSION!r}")
     try:

@@ -72,7 +72,7 @@ def check_sender(p: Principal, *, asks: str | None = None) -> None:
     (hip-0524 §4: at `draft`, the default, it cannot send). It may ask its person a
     question (`asks`), which stays in the room. An org's agents and bots answer to the org,
     and post as themselves."""
-    if p.is_own_agent and (asks is None or asks != p.sub):
+    if p.is_own_agent and asks != p.sub:
         raise Refused(
             "ladder-decides",
             403,
