@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from libs.contracts.base import Contract, Count, Name, OrgId, Seq, UserId, key_token
+from libs.contracts.problem import Refused
 from libs.contracts.registry import (
     Event,
     Subject,
@@ -23,6 +24,7 @@ from libs.contracts.streams import StreamSpec
 __all__ = [
     "ANSWER_STORED",
     "CONTRACT",
+    "LINE_MOST",
     "MESSAGE_STORED",
     "ORG",
     "TEXT_MOST",
@@ -71,14 +73,20 @@ __all__ = [
     "Tell",
     "Transport",
     "VerifyLine",
+    "check_line",
     "delivery_subject",
     "fitted",
+    "line_most",
     "live_subjects",
 ]
 
 RoomId = Annotated[str, msgspec.Meta(pattern=r"^[a-z]+-[0-9a-f]{16}$")]
 DraftId = Annotated[str, msgspec.Meta(pattern=r"^d-[0-9a-f]{16}-[0-9]{1,19}$")]
 TEXT_MOST = 16_000  # characters of a message
+# What one message holds as its carrier takes it: Twilio an SMS body of at most 1,600
+# characters (sent on as segments), Meta's Cloud API a WhatsApp text of at most 4,096. An
+# email holds a whole message; a voice line sends nothing.
+LINE_MOST = {"sms": 1_600, "whatsapp": 4_096}
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=TEXT_MOST)]
 # One line a client draws as text: no control character can break it or hide in it.
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
@@ -489,6 +497,23 @@ def fitted(text: str, most: int = TEXT_MOST) -> str:
     """`text` cut to `most` characters, the last an ellipsis where it was cut: what a
     message (or a part of one, quoting it) holds of it."""
     return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def line_most(transport: str | None) -> int:
+    """The characters a message holds at most where it leaves by `transport`."""
+    return LINE_MOST.get(transport or "", TEXT_MOST)
+
+
+def check_line(transport: str | None, text: str) -> None:
+    """Refused, before anything is stored, where `text` would leave by a line that cannot
+    carry it whole: the carrier would refuse it after the room said it was sent."""
+    if len(text) > (most := line_most(transport)):
+        raise Refused(
+            "too-long-for-line",
+            422,
+            f"a message that leaves by {transport} holds at most {most:,} characters; "
+            f"this one has {len(text):,}",
+        )
 
 
 def live_subjects(room: str, reader: str) -> tuple[str, str]:

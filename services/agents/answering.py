@@ -93,7 +93,7 @@ class Answering:
         noted = await self._store.replied(*where)
         if noted is not None:
             return noted
-        drafted = await self._run(agent, stored.org, stored.room, stored.seq)
+        drafted = await self._run(agent, stored.org, stored.room, stored.seq, stored.transport)
         return await self._store.note_replied(*where, drafted)
 
     async def speak(self, req: Speak, _: Principal) -> Spoken:
@@ -103,18 +103,21 @@ class Answering:
         agent = None if home is None else await self._store.personal(home, req.person)
         if agent is None:
             raise Refused("agent-not-found", 404, f"{req.person} has no agent to speak")
-        replies = await self._run(agent, req.org, req.room, req.upto)
+        replies = await self._run(agent, req.org, req.room, req.upto, "voice")
         if not replies:
             raise Refused("persona-gone", 409, f"{agent.id}'s persona is gone; it cannot speak")
         return Spoken(text=replies[0])
 
-    async def _run(self, agent: Agent, org: str, room: str, upto: int) -> tuple[str, ...]:
-        """One metered run: the model's candidates for the room's history up to `upto`."""
+    async def _run(
+        self, agent: Agent, org: str, room: str, upto: int, line: str | None
+    ) -> tuple[str, ...]:
+        """One metered run: the model's candidates for the room's history up to `upto`, for
+        a room whose messages leave by `line` (a transport), if any."""
         run_id, started_at, started = uuid.uuid4().hex, self._clock(), time.perf_counter()
         start = RunStarted(run=run_id, org=org, agent=agent.id, started_at=started_at)
         await self._js.publish(f"agents.run.started.{org}", codec.encode(start))
         try:
-            return await self._draft(agent, org, room, upto)
+            return await self._draft(agent, org, room, upto, line)
         finally:  # the time ran whether or not the reply got through: it is billed
             run = RunEnded(
                 run=run_id,
@@ -127,7 +130,9 @@ class Answering:
             )
             await self._js.publish(f"agents.run.ended.{org}", codec.encode(run))
 
-    async def _draft(self, agent: Agent, org: str, room: str, upto: int) -> tuple[str, ...]:
+    async def _draft(
+        self, agent: Agent, org: str, room: str, upto: int, line: str | None
+    ) -> tuple[str, ...]:
         page: rooms.MessagePage = await call(
             self._nc,
             rooms.HISTORY,
@@ -143,8 +148,10 @@ class Answering:
         preferences = None
         if agent.user is not None:  # read now, never kept
             preferences = await self._store.preferences(agent.org, agent.user)
-        prompt = compose(persona, preferences, page.messages, speaker=agent.user or rooms.ORG)
-        return candidates(await self._model.reply(prompt))
+        prompt = compose(
+            persona, preferences, page.messages, speaker=agent.user or rooms.ORG, line=line
+        )
+        return candidates(await self._model.reply(prompt), rooms.line_most(line))
 
     async def _agent(self, member: str, org: str) -> Agent | None:
         """The agent rooms know as `member`: a person's own (kept in their home org, answering

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import msgspec
 
 from libs.contracts.agents import Persona, Preferences
-from libs.contracts.rooms import Message, fitted
+from libs.contracts.rooms import LINE_MOST, TEXT_MOST, Message, fitted
 from libs.model import Prompt, Turn
 
 __all__ = ["CANDIDATES", "acknowledged", "candidates", "compose"]
@@ -24,11 +24,19 @@ class _Candidates(msgspec.Struct):
 
 
 def compose(
-    persona: Persona, preferences: Preferences | None, history: Sequence[Message], *, speaker: str
+    persona: Persona,
+    preferences: Preferences | None,
+    history: Sequence[Message],
+    *,
+    speaker: str,
+    line: str | None = None,
 ) -> Prompt:
     """`speaker` is whom the agent writes as: the person (their own messages and their
-    agent's are the assistant's turns) or, for the ambient agent, the org."""
+    agent's are the assistant's turns) or, for the ambient agent, the org. `line` is the
+    transport the reply leaves by, told with what its carrier takes."""
     system = [persona.instructions, CANDIDATES]
+    if line in LINE_MOST:
+        system.append(f"Each reply leaves by {line}: at most {LINE_MOST[line]:,} characters.")
     if preferences is not None:
         if preferences.display_name:
             system.append(f"You write as {preferences.display_name}.")
@@ -49,17 +57,17 @@ def compose(
     return Prompt(system="\n".join(system), turns=turns)
 
 
-def candidates(answer: str) -> tuple[str, ...]:
+def candidates(answer: str, most: int = TEXT_MOST) -> tuple[str, ...]:
     """The model's candidates, best first, at most three, each once; an answer that is not
-    the candidates' JSON is the one reply. A candidate longer than a message is cut to one,
-    ending in an ellipsis: the person sees it and decides, where one the rooms refused
-    would be lost."""
+    the candidates' JSON is the one reply. A candidate longer than `most` (what a message
+    holds, or what the line it leaves by carries) is cut to it, ending in an ellipsis: the
+    person sees it and decides, where one the rooms refused would be lost."""
     try:
         found = msgspec.json.decode(answer.strip(), type=_Candidates).candidates
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return (fitted(answer),)
-    kept = tuple(dict.fromkeys(fitted(c.strip()) for c in found if c.strip()))
-    return kept[:MAX_CANDIDATES] or (fitted(answer),)
+        return (fitted(answer, most),)
+    kept = tuple(dict.fromkeys(fitted(c.strip(), most) for c in found if c.strip()))
+    return kept[:MAX_CANDIDATES] or (fitted(answer, most),)
 
 
 def acknowledged(prompt: Prompt) -> str:

@@ -203,6 +203,8 @@ class Windows(Ladder):
                 return held
             window = windows.taken_over(held and held.window, act, window_id)
             assert held is not None
+            if text is not None:  # the agent's send stays until the person's text can go
+                rooms.check_line(held.transport, text)
             return msgspec.structs.replace(held, window=window, taken_over_by=by)
 
         _, held = await self._store.change_window(

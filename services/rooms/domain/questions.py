@@ -3,7 +3,7 @@ once. Declining is one act, exactly as easy as picking (hip-0524 §4, §6)."""
 
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from libs.contracts.rooms import Choice, Decline, Edit, Message, Pick
+from libs.contracts.rooms import Choice, Decline, Edit, Message, Pick, check_line
 
 __all__ = ["answer_text", "check_answerer"]
 
@@ -17,7 +17,10 @@ def check_answerer(question: Message, p: Principal) -> None:
         raise Refused("not-asked", 403, f"message {question.seq} asks {question.to}, not you")
 
 
-def answer_text(question: Message, choice: Choice) -> str:
+def answer_text(question: Message, choice: Choice, *, line: str | None = None) -> str:
+    """What the answer says. In a line's room (`line`, its transport) a question is the
+    ladder's confirmation, and an edit is what leaves by the line: refused here, before
+    the answer is stored, where the line cannot carry it."""
     assert question.question is not None
     match choice:
         case Pick(option=i):
@@ -28,6 +31,7 @@ def answer_text(question: Message, choice: Choice) -> str:
                 )
             return options[i]
         case Edit(text=text):
+            check_line(line, text)
             return text
         case Decline():
             return "Declined."

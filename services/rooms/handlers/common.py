@@ -46,9 +46,13 @@ class Rooms:
     ) -> rooms.Message:
         """Stored first; then streamed to members, announced for its answerer, and, in a
         line's room, sent out by the person's line when the person (or their agent) wrote
-        (a voice line sends nothing: what it says, it says on the call). Under a `msg_id`
+        (a voice line sends nothing: what it says, it says on the call), or refused before
+        it is stored where that line cannot carry it whole. Under a `msg_id`
         stored before, it is the message stored first, and another is refused."""
         message = messages.alone(message)
+        leaves = room.transport not in (None, "voice") and _leaves(room, message)
+        if leaves:
+            rooms.check_line(room.transport, message.text)
         stored = await self._store.append(room.org, message, msg_id=msg_id)
         if stored is None or not messages.same(stored, message):
             raise KeyReused()
@@ -57,7 +61,7 @@ class Rooms:
             messages.heard_on(stored),
             messages.stored(room, stored, first_contact=first_contact),
         )
-        if room.transport not in (None, "voice") and _leaves(room, stored):
+        if leaves:
             delivery = await self._send_out(room, stored)
             return msgspec.structs.replace(stored, delivery=delivery)
         return stored

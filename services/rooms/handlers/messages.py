@@ -82,7 +82,7 @@ class Messages(Rooms):
         room = await self._room(req.id, p)
         asked = await self._message(room, req.seq, reader=p.sub)
         questions.check_answerer(asked, p)
-        text = questions.answer_text(asked, req.choice)
+        text = questions.answer_text(asked, req.choice, line=room.transport)
         message = messages.answer_alone(
             messages.authored(
                 room, p, text, self._clock(), reply_to=req.seq, answers=req.seq, choice=req.choice

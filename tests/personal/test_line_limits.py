@@ -1,0 +1,148 @@
+"""What leaves by a person's line is what its carrier takes whole: an SMS body of at most
+1,600 characters (Twilio's), a WhatsApp text of 4,096 (Meta's). The agent's reply is
+drafted for it and cut to it; a person's own text that is longer is refused before
+anything is stored, and the window or question it would have answered stays as it was.
+Before, any of these left as it was, up to 16,000 characters, for a carrier to refuse
+after the room said it was sent. Through the gateway, on the running services."""
+
+import msgspec
+import pytest
+
+from libs.contracts.rooms import LINE_MOST, ROOMS, TEXT_MOST
+from tests.personal.conftest import (
+    Recorder,
+    announce,
+    drafts,
+    eventually,
+    history,
+    problem,
+    set_level,
+)
+from tests.personal.test_hip0524_09_personal_line import connect, sms
+
+SMS_MOST = LINE_MOST["sms"]
+ALICE = "+14155550100"
+
+
+class Rambling(Recorder):
+    """A model whose every reply is longer than any line carries."""
+
+    async def reply(self, prompt) -> str:
+        return await super().reply(prompt) + " " + "y" * TEXT_MOST
+
+
+@pytest.fixture
+def model() -> Recorder:
+    return Rambling()
+
+
+async def _talking(api, operator, people, level: str) -> tuple[dict, dict]:
+    """Ada's SMS line, a conversation with Alice past its first contact (which always waits
+    for Ada), and Ada's level there."""
+    await announce(operator, people.ada_id)
+    line = await connect(api, operator, people)
+    first = await (await sms(api, line, ALICE, "Is the flat still available?")).json()
+    room = {"id": first["room"]}
+    await eventually(lambda: drafts(api, room, people.ada))
+    await set_level(api, people.ada, level)
+    return line, room
+
+
+async def _left(operator, org: str) -> tuple[int, dict]:
+    """What last left by an SMS line of `org`, and where it is on the stream."""
+    raw = await operator.jetstream().get_last_msg(ROOMS.name, f"rooms.outbound.sms.{org}")
+    return raw.seq, msgspec.json.decode(raw.data)
+
+
+async def test_the_agents_reply_by_sms_is_drafted_for_the_line_and_cut_to_it(
+    api, people, operator, model
+):
+    line, _ = await _talking(api, operator, people, "send")
+    await api.put("/v1/ladder/window", json={"window": "instant"}, headers=people.ada)
+    await sms(api, line, ALICE, "Can I see it on Saturday?")
+
+    async def sent() -> dict | None:
+        _, out = await _left(operator, people.org)
+        return out if out["text"].startswith("Thanks") else None
+
+    out = await eventually(sent)
+    assert len(out["text"]) == SMS_MOST and out["text"].endswith("…")
+    told = [p.system for p in model.prompts if "leaves by sms" in p.system]
+    assert told and "at most 1,600 characters" in told[-1]
+
+
+async def test_a_persons_text_longer_than_their_line_takes_is_refused_and_nothing_leaves(
+    api, people, operator
+):
+    _, room = await _talking(api, operator, people, "draft")
+    before, _ = await _left(operator, people.org)
+    path = f"/v1/rooms/{room['id']}/messages"
+    refused = await api.post(path, json={"text": "n" * (SMS_MOST + 1)}, headers=people.ada)
+    assert await problem(refused) == (422, "too-long-for-line")
+    assert "1,600" in (await refused.json())["detail"]
+    assert [m for m in await history(api, room, people.ada) if m["text"].startswith("n")] == []
+    assert (await _left(operator, people.org))[0] == before
+    whole = await api.post(path, json={"text": "w" * SMS_MOST}, headers=people.ada)
+    assert whole.status == 201, await whole.text()
+    assert (await _left(operator, people.org))[1]["text"] == "w" * SMS_MOST
+
+
+async def test_an_edit_the_line_cannot_carry_leaves_the_window_open(api, people, operator):
+    line, _ = await _talking(api, operator, people, "send")
+    await api.put("/v1/ladder/window", json={"window": "1h"}, headers=people.ada)
+    await sms(api, line, ALICE, "Can I see it on Saturday?")
+
+    async def opened() -> list[dict]:
+        return (await (await api.get("/v1/windows", headers=people.ada)).json())["windows"]
+
+    [window] = await eventually(opened)
+    assert len(window["text"]) == SMS_MOST
+    before, _ = await _left(operator, people.org)
+    for act in ("edit", "replace"):
+        refused = await api.post(
+            f"/v1/windows/{window['id']}/{act}",
+            json={"text": "e" * (SMS_MOST + 1)},
+            headers=people.ada,
+        )
+        assert await problem(refused) == (422, "too-long-for-line")
+    [still] = await opened()
+    assert still["state"] == "open" and (await _left(operator, people.org))[0] == before
+    edited = await api.post(
+        f"/v1/windows/{window['id']}/edit", json={"text": "Yes, 11am."}, headers=people.ada
+    )
+    assert edited.status == 201, await edited.text()
+    assert (await _left(operator, people.org))[1]["text"] == "Yes, 11am."
+
+
+async def test_an_edited_answer_the_line_cannot_carry_leaves_the_question_open(
+    api, people, operator
+):
+    line, room = await _talking(api, operator, people, "confirm")
+    await sms(api, line, ALICE, "Can I see it on Saturday?")
+
+    async def asked() -> list[dict]:
+        listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
+        return listed["confirmations"]
+
+    [confirmation] = await eventually(asked)
+    assert [len(c) for c in confirmation["candidates"]] == [SMS_MOST]
+    before, _ = await _left(operator, people.org)
+    too_long = {"choice": {"type": "edit", "text": "e" * (SMS_MOST + 1)}}
+    in_room = await api.post(
+        f"/v1/rooms/{room['id']}/questions/{confirmation['question_seq']}/answer",
+        json=too_long,
+        headers=people.ada,
+    )
+    assert await problem(in_room) == (422, "too-long-for-line")
+    here = await api.post(
+        f"/v1/confirmations/{confirmation['id']}", json=too_long, headers=people.ada
+    )
+    assert await problem(here) == (422, "too-long-for-line")
+    assert [c["id"] for c in await asked()] == [confirmation["id"]]
+    assert (await _left(operator, people.org))[0] == before
+    short = {"choice": {"type": "edit", "text": "Yes, 11am."}}
+    answered = await api.post(
+        f"/v1/confirmations/{confirmation['id']}", json=short, headers=people.ada
+    )
+    assert answered.status == 200, await answered.text()
+    assert (await _left(operator, people.org))[1]["text"] == "Yes, 11am."
