@@ -12,7 +12,7 @@ import pytest
 from playwright.async_api import expect
 
 from services.rooms.domain.lines import sign_meta, sign_twilio
-from tests.personal.conftest import announce, drafts, eventually, history
+from tests.personal.conftest import announce, drafts, eventually, history, problem
 from tests.personal.test_hip0524_09_personal_line import TOKEN, connect, sms
 from tests.personal.test_pending import pending
 from tests.support import browser_page, token
@@ -101,6 +101,13 @@ async def test_a_message_that_left_carries_its_carrier_id_and_status_moved_by_th
 
 async def test_a_failed_delivery_waits_on_its_person_until_dismissed(api, operator, people):
     line, room, sent = await _sent_by_line(api, operator, people)
+    base = f"/v1/rooms/{room['id']}/messages"
+    # Before it failed there is nothing to dismiss: a conflict, the message being there;
+    # a message that is not is not found.
+    early = await api.post(f"{base}/{sent['seq']}/dismiss", json={}, headers=people.ada)
+    assert await problem(early) == (409, "not-failed")
+    none = await api.post(f"{base}/{sent['seq'] + 99}/dismiss", json={}, headers=people.ada)
+    assert await problem(none) == (404, "message-not-found")
     carrier_id = sent["delivery"]["carrier_id"]
     failed = await status(api, line, carrier_id, "undelivered", ErrorCode="30003")
     assert (await failed.json())["status"] == "failed"
@@ -116,6 +123,8 @@ async def test_a_failed_delivery_waits_on_its_person_until_dismissed(api, operat
     done = await api.post(dismiss["path"], json=dismiss["body"], headers=people.ada)
     assert done.status == 200, await done.text()
     assert await pending(api, people.ada) == []
+    again = await api.post(dismiss["path"], json=dismiss["body"], headers=people.ada)
+    assert await problem(again) == (409, "not-failed")
     # Dismissed is not undone: the message still says it failed.
     assert (await _delivery(api, people, room, sent["seq"]))["status"] == "failed"
 

@@ -103,6 +103,28 @@ async def test_to_names_a_person_in_the_room_or_the_org(api, people):
     assert (await say(api, room, people.ada, "to all of acme", to="org"))["to"] == "org"
 
 
+async def test_reply_to_names_a_message_of_the_room_its_sender_can_read(api, people):
+    """The room is found; a reply_to naming no message of it is a field that is wrong (422),
+    never a room not found. A message for ada alone is no message of bob's."""
+    room = await room_with(api, people, people.bob_id)
+    asked = await say(api, room, people.bob, "lunch?", to=people.ada_id)
+    body = {"text": "Hers alone?", "to": people.ada_id, "options": ["yes", "no"]}
+    private = await api.post(f"/v1/rooms/{room['id']}/questions", json=body,
+                             headers=people.ada_agent)  # fmt: skip
+    assert private.status == 201, await private.text()
+    for seq in (asked["seq"] + 1000, (await private.json())["seq"]):
+        response = await api.post(
+            f"/v1/rooms/{room['id']}/messages",
+            json={"text": "re", "reply_to": seq},
+            headers=people.bob,
+        )
+        assert await problem(response) == (422, "invalid-reply-to")
+        assert str(seq) in (await response.json())["detail"]
+    assert [m["seq"] for m in await _history(api, room, people.bob)] == [asked["seq"]]
+    replied = await say(api, room, people.ada, "yes", reply_to=asked["seq"])
+    assert replied["reply_to"] == asked["seq"]
+
+
 async def test_history_is_ordered_and_paged_by_cursor(api, people):
     room = await room_with(api, people, people.bob_id)
     sent = [await say(api, room, people.ada, f"m{i}") for i in range(7)]

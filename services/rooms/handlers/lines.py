@@ -178,14 +178,19 @@ class Lines(Rooms):
         return rooms.FailedList(failed=page, more=more)
 
     async def dismiss(self, req: rooms.DismissFailed, p: Principal) -> rooms.FailedDelivery:
+        """A message the person can read that waits on them for nothing is a conflict; one
+        they cannot find, in a room they cannot find, is not found."""
         org, person = person_of(p, "dismiss what failed to arrive")
+        await self._message(await self._room(req.id, p), req.seq, reader=p.sub)
         found = next(
             (f for f in await self._store.failed(person) if (f.room, f.seq) == (req.id, req.seq)),
             None,
         )
         if found is None:
             raise Refused(
-                "failure-not-found", 404, f"no failed delivery of message {req.seq} in {req.id}"
+                "not-failed",
+                409,
+                f"message {req.seq} in {req.id} has no failed delivery to dismiss",
             )
         async with self._trail.change(
             org, actor=p, action="rooms.delivery.dismiss", target=f"{req.id}:{req.seq}"

@@ -57,8 +57,13 @@ class Messages(Rooms):
     async def send(self, req: rooms.Send, p: Principal) -> rooms.Message:
         room = await self._room(req.id, p)
         messages.check_sender(p)
-        if req.reply_to is not None:
-            await self._message(room, req.reply_to, reader=p.sub)
+        found = req.reply_to is None or await self._store.message(
+            room.org, room.id, req.reply_to, reader=p.sub
+        )
+        if not found:  # the room is found; what the body names in it is not
+            raise Refused(
+                "invalid-reply-to", 422, f"reply_to {req.reply_to} is no message of {room.id}"
+            )
         message = messages.authored(
             room, p, req.text, self._clock(), to=req.to, reply_to=req.reply_to
         )
