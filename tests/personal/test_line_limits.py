@@ -8,14 +8,17 @@ after the room said it was sent. Through the gateway, on the running services.""
 import msgspec
 import pytest
 
+from libs.audit.reading import records
 from libs.contracts.rooms import LINE_MOST, ROOMS, TEXT_MOST
 from tests.personal.conftest import (
     Recorder,
     announce,
+    behind,
     drafts,
     eventually,
     history,
     problem,
+    route,
     set_level,
 )
 from tests.personal.test_hip0524_09_personal_line import connect, sms
@@ -34,6 +37,12 @@ class Rambling(Recorder):
 @pytest.fixture
 def model() -> Recorder:
     return Rambling()
+
+
+@pytest.fixture
+def ladder_clock():
+    """A one-minute window ends three real seconds after it opens."""
+    return behind(57)
 
 
 async def _talking(api, operator, people, level: str) -> tuple[dict, dict]:
@@ -146,3 +155,35 @@ async def test_an_edited_answer_the_line_cannot_carry_leaves_the_question_open(
     )
     assert answered.status == 200, await answered.text()
     assert (await _left(operator, people.org))[1]["text"] == "Yes, 11am."
+
+
+async def test_a_send_the_rooms_refuse_at_the_windows_end_fails_never_left_sending(
+    api, people, operator
+):
+    """A reply routed as no agent of ours drafts it (longer than the line carries, as one
+    held before the line's bound was): the rooms refuse it at the window's end, and a
+    refusal would be refused again. Before, the fire was dropped and the window said
+    `sending` for good."""
+    _, room = await _talking(api, operator, people, "send")
+    await api.put("/v1/ladder/window", json={"window": "1m"}, headers=people.ada)
+    [first] = await history(api, room, people.ada)
+    before, _ = await _left(operator, people.org)
+    reply = {
+        "org": people.org, "person": people.ada_id, "room": room["id"], "transport": "sms",
+        "first_contact": False, "reply_to": first["seq"], "candidates": ["r" * (SMS_MOST + 1)],
+    }  # fmt: skip
+    routed = await route(operator, reply)
+
+    async def failed() -> dict | None:
+        listed = await (await api.get("/v1/windows", headers=people.ada)).json()
+        found = [w for w in listed["closed"] if w["id"] == routed["window"]]
+        return found[0] if found and found[0]["state"] != "sending" else None
+
+    window = await eventually(failed, timeout=20)
+    assert window["state"] == "failed", window
+    assert (await _left(operator, people.org))[0] == before
+    [record] = [
+        r for r in await records(operator.jetstream(), people.org)
+        if r.action == "ladder.window.failed" and r.target == routed["window"]
+    ]  # fmt: skip
+    assert "1,600" in record.data["error"]

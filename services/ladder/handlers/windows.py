@@ -7,6 +7,7 @@ import msgspec
 
 from libs.contracts import ladder, rooms, scheduler
 from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
 from libs.runtime import pages
 from libs.runtime.calls import call
 from libs.runtime.service import request_digest, request_key
@@ -129,7 +130,9 @@ class Windows(Ladder):
         """Read the level again: still send, it goes (once, whatever retries); lowered, it
         is canceled. The compare-and-set on the window is what a lowering races against.
         A delivery that fails transiently leaves the window `sending` and raises, so the
-        fire is tried again; when every try has failed, `window_failed` says so."""
+        fire is tried again; when every try has failed, `window_failed` says so. One the
+        rooms refuse would be refused again: the window is `failed` at once, never left
+        `sending`."""
         end = msgspec.convert(fired.payload, WindowEnd)
         held = await self._store.held(end.person, end.id)
         if held is None:
@@ -141,17 +144,22 @@ class Windows(Ladder):
         if held is None or held.window.state != "sending":
             return
         w = held.window
-        sent = await self._deliver(
-            rooms.Deliver(
-                org=w.org,
-                room=w.room,
-                person=held.person,
-                kind="message",
-                text=w.text,
-                key=f"send-{end.id[2:]}",
-                reply_to=w.reply_to,
-            )
+        send = rooms.Deliver(
+            org=w.org,
+            room=w.room,
+            person=held.person,
+            kind="message",
+            text=w.text,
+            key=f"send-{end.id[2:]}",
+            reply_to=w.reply_to,
         )
+        try:
+            sent = await self._deliver(send)
+        except Refused as exc:
+            if exc.problem.status >= 500:
+                raise
+            await self.window_failed(fired, exc.problem.detail or exc.problem.type)
+            return
         await self._store.change_window(
             end.person,
             end.id,
