@@ -124,7 +124,7 @@ def init_app(
     timeout = settings.request_timeout
     for route in routes:
         if route.kind == "webhook":
-            handler = webhook(route, public_url=settings.public_url, timeout=timeout)
+            handler = webhook(route, public_url=settings.public_url, timeout=timeout, most=MAX_BODY)
         elif route.kind == "stream":
             handler = room_stream(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
         elif route.kind == "watch":

@@ -1,10 +1,17 @@
 """Carriers' webhooks: no token, forwarded as they arrived (URL, signature header, raw
-body) to the service that holds the line's secret and verifies them."""
+body) to the service that holds the line's secret and verifies them.
+
+A multipart body (Mailgun's, for an email with attachments) is forwarded as the form of its
+fields: each file is read through, not kept, and named by its field with its filename, type
+and size, so the message says what came with it. No carrier signs such a body's bytes
+(Mailgun signs its timestamp and token), so its form verifies as the body would.
+"""
 
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlencode
 
 import msgspec
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 
 from libs.contracts import codec
 from libs.contracts.problem import Refused
@@ -14,6 +21,8 @@ from services.gateway.routes import Route
 
 __all__ = ["webhook"]
 
+# Mailgun takes a message of at most 25 MB; what an unsigned caller may make us read through.
+FILES_MOST = 32 * 1024 * 1024
 # Where each carrier puts its signature (Mailgun signs inside the form body).
 SIGNATURE_HEADERS = {
     "sms": "X-Twilio-Signature",
@@ -23,20 +32,26 @@ SIGNATURE_HEADERS = {
 
 
 def webhook(
-    route: Route, *, public_url: str, timeout: float
+    route: Route, *, public_url: str, timeout: float, most: int
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """`most`: the bytes a body may hold, and a multipart body's fields together."""
+
     async def handler(http: web.Request) -> web.Response:
         transport = http.match_info["transport"]
         base = public_url.rstrip("/") if public_url else f"{http.scheme}://{http.host}"
+        content_type = http.content_type
         try:
-            body = (await http.read()).decode()
+            if content_type == "multipart/form-data":
+                body, content_type = await _form(http, most), "application/x-www-form-urlencoded"
+            else:
+                body = (await http.read()).decode()
         except UnicodeDecodeError as exc:
             raise Refused("invalid-request", 422, f"the body is not UTF-8: {exc}") from exc
         fields = {
             "transport": transport,
             "url": base + http.path_qs,
             "signature": http.headers.get(SIGNATURE_HEADERS.get(transport, ""), ""),
-            "content_type": http.content_type,
+            "content_type": content_type,
             "body": body,
         }
         try:
@@ -53,6 +68,35 @@ def webhook(
         return web.Response(body=body, status=200, content_type="application/json")
 
     return handler
+
+
+async def _form(http: web.Request, most: int) -> str:
+    """A multipart body as the form of its fields, each file named rather than kept. Its
+    fields hold at most `most` bytes; its files are read through up to FILES_MOST."""
+    fields: list[tuple[str, str]] = []
+    kept = read = 0
+    reader = await http.multipart()
+    while (part := await reader.next()) is not None:
+        if not isinstance(part, BodyPartReader) or part.name is None:
+            raise Refused("invalid-request", 422, "a multipart body holds named fields only")
+        if part.filename is None:
+            fields.append((part.name, await part.text()))
+            kept += len(fields[-1][1])
+            if kept > most:
+                raise _too_large("fields", most)
+            continue
+        size = 0
+        while chunk := await part.read_chunk():
+            size += len(chunk)
+            if (read := read + len(chunk)) > FILES_MOST:
+                raise _too_large("files", FILES_MOST)
+        kind = part.headers.get("Content-Type", "application/octet-stream")
+        fields.append((part.name, f"{part.filename} ({kind}, {size:,} bytes)"))
+    return urlencode(fields)
+
+
+def _too_large(what: str, most: int) -> Refused:
+    return Refused("body-too-large", 413, f"a webhook's {what} are at most {most:,} bytes")
 
 
 def _twiml(reply: bytes) -> str:

@@ -1,5 +1,6 @@
 """The rooms' rules as pure functions: who answers, who wrote it, lines and signatures."""
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -153,3 +154,53 @@ def test_a_line_and_correspondent_always_name_the_same_room():
     assert one != lines.room_id("sms", "acme", ADA, None)  # the hub
     assert lines.normalize("email", " Ada@Example.COM ") == "ada@example.com"
     assert lines.normalize("whatsapp", "whatsapp:+447700900123") == "+447700900123"
+
+
+def _whatsapp(message: dict) -> str:
+    value = {"metadata": {"display_phone_number": "15550001111"},
+             "messages": [{"from": "447700900123", "id": "wamid.1", **message}]}  # fmt: skip
+    body = json.dumps({"entry": [{"changes": [{"value": value}]}]})
+    return lines.arrival(Inbound(transport="whatsapp", url="u", body=body)).text
+
+
+@pytest.mark.parametrize(
+    ("message", "said"),
+    [
+        ({"type": "text", "text": {"body": "Hiya"}}, "Hiya"),
+        ({"type": "image", "image": {"caption": "The door", "mime_type": "image/jpeg",
+                                     "id": "m1"}}, "The door\n[image image/jpeg m1]"),
+        ({"type": "document", "document": {"filename": "lease.pdf", "mime_type":
+                                           "application/pdf", "id": "m2"}},
+         "[document application/pdf lease.pdf m2]"),
+        ({"type": "interactive", "interactive": {"type": "button_reply",
+                                                 "button_reply": {"id": "b1", "title": "Yes"}}},
+         "Yes"),
+        ({"type": "button", "button": {"text": "Stop promotions", "payload": "p"}},
+         "Stop promotions"),
+        ({"type": "reaction", "reaction": {"message_id": "wamid.0", "emoji": "👍"}}, "👍"),
+        ({"type": "location", "location": {"latitude": 51.5, "longitude": -0.12,
+                                           "name": "Office"}}, "[location Office 51.5,-0.12]"),
+        ({"type": "sticker", "sticker": {}}, "[sticker]"),
+        ({"type": "unsupported"}, "[unsupported]"),
+    ],
+    ids=["text", "image", "document", "interactive", "button", "reaction", "location",
+         "sticker", "unsupported"],
+)  # fmt: skip
+def test_a_whatsapp_message_of_any_type_says_what_it_was(message, said):
+    """Before, all but text landed as an empty message: a picture, a document, the button
+    a person pressed, all lost without a word."""
+    assert _whatsapp(message) == said
+
+
+def test_an_sms_or_email_with_nothing_but_media_says_so():
+    mms = (
+        "From=%2B14155550100&To=%2B15550001111&Body=&MessageSid=SM1&NumMedia=2"
+        "&MediaUrl0=https%3A%2F%2Fm%2F0&MediaContentType0=image%2Fpng&MediaUrl1=https%3A%2F%2Fm%2F1"
+    )
+    assert lines.arrival(Inbound(transport="sms", url="u", body=mms)).text == (
+        "[image/png: https://m/0]\n[media: https://m/1]"
+    )
+    empty = "From=%2B14155550100&To=%2B15550001111&Body=&MessageSid=SM2"
+    assert lines.arrival(Inbound(transport="sms", url="u", body=empty)).text == (
+        "[an empty message]"
+    )

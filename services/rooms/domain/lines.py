@@ -139,7 +139,33 @@ def arrival(inbound: Inbound) -> Arrival:
     sender, to, text, carrier_id = (fields.get(n, "") for n in names)
     if inbound.transport == "email" and fields.get("subject"):
         text = f"{fields['subject']}\n\n{text}"
+    if inbound.transport != "voice":  # a call's "text" is its recording's URL
+        text = _with(text, _media(fields))
     return Arrival(sender=sender, to=to, text=text, carrier_id=carrier_id)
+
+
+def _media(fields: dict[str, str]) -> list[str]:
+    """What came with a text besides its words, as its carrier names it: Twilio's MMS
+    media (NumMedia, MediaUrl<i>, MediaContentType<i>), where the person can fetch it, or
+    an email's attachments (`attachment-<n>`, named by the gateway, which keeps no file)."""
+    count = fields.get("NumMedia", "0")
+    media = [
+        f"{fields.get(f'MediaContentType{i}', 'media')}: {fields[f'MediaUrl{i}']}"
+        for i in range(int(count) if count.isdigit() else 0)
+        if fields.get(f"MediaUrl{i}")
+    ]
+    attached = sorted(
+        (int(name.removeprefix("attachment-")), value)
+        for name, value in fields.items()
+        if re.fullmatch(r"attachment-[0-9]{1,4}", name)
+    )
+    return media + [f"attachment, not kept: {value}" for _, value in attached]
+
+
+def _with(text: str, media: list[str]) -> str:
+    """`text`, then a line naming each thing that came with it; never an empty message."""
+    lines = [text] if text else []
+    return "\n".join([*lines, *(f"[{m}]" for m in media)]) or "[an empty message]"
 
 
 def verify(inbound: Inbound, secret: str, now: datetime) -> None:
@@ -188,8 +214,32 @@ def _meta(body: str) -> Arrival:
         return Arrival(
             sender="+" + str(message["from"]).lstrip("+"),
             to="+" + str(value["metadata"]["display_phone_number"]).lstrip("+"),
-            text=str(message.get("text", {}).get("body", "")),
+            text=_said(message),
             carrier_id=str(message["id"]),
         )
     except (msgspec.DecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
         raise Refused("invalid-webhook", 422, f"not a WhatsApp message webhook: {exc!r}") from exc
+
+
+def _said(message: dict[str, Any]) -> str:
+    """What a WhatsApp message says, by its type: its text, the button or list reply
+    chosen, a reaction's emoji, a place; anything else (an image, a document, audio) its
+    caption and a line naming what it was, which the person fetches by its media id."""
+    kind = str(message.get("type", "text"))
+    part = message.get(kind) if isinstance(message.get(kind), dict) else {}
+    match kind:
+        case "text":
+            return _with(str(part.get("body", "")), [])
+        case "button":
+            return _with(str(part.get("text", "")), [])
+        case "interactive":
+            chosen = part.get(str(part.get("type", ""))) or {}
+            return _with(str(chosen.get("title", "")), [])
+        case "reaction":
+            return _with(str(part.get("emoji", "")), [])
+        case "location":
+            where = [str(part[k]) for k in ("name", "address") if part.get(k)]
+            at = f"{part.get('latitude')},{part.get('longitude')}"
+            return _with("", [" ".join(["location", *where, at])])
+    named = [str(part[k]) for k in ("mime_type", "filename", "id") if part.get(k)]
+    return _with(str(part.get("caption", "")), [" ".join([kind, *named])])
