@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 import msgspec
 from aiohttp import BodyPartReader, web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from libs.contracts import codec
 from libs.contracts.problem import Refused
@@ -47,6 +48,8 @@ def webhook(
                 body = (await http.read()).decode()
         except UnicodeDecodeError as exc:
             raise Refused("invalid-request", 422, f"the body is not UTF-8: {exc}") from exc
+        except (ValueError, HttpProcessingError) as exc:
+            raise Refused("invalid-request", 422, f"not a multipart body: {exc}") from exc
         fields = {
             "transport": transport,
             "url": base + http.path_qs,

@@ -280,6 +280,15 @@ async def test_an_email_with_attachments_lands_naming_each_one(api, people, oper
     forged.add_field("attachment-1", b"x", filename="x.exe")
     refused = await api.post("/v1/lines/email/inbound", data=forged)
     assert await problem(refused) == (403, "webhook-unverified")
+    for content_type, body in (
+        ("multipart/form-data", b"no boundary"),
+        ("multipart/form-data; boundary=xyz", b"--xyz\r\nbroken"),
+        ("multipart/form-data; boundary=xyz", b"--xyz\r\n\r\nunnamed\r\n--xyz--\r\n"),
+    ):
+        malformed = await api.post(
+            "/v1/lines/email/inbound", data=body, headers={"Content-Type": content_type}
+        )
+        assert await problem(malformed) == (422, "invalid-request")
 
 
 async def test_a_picture_by_mms_lands_naming_where_it_is(api, people, operator):
