@@ -84,9 +84,9 @@ RoomId = Annotated[str, msgspec.Meta(pattern=r"^[a-z]+-[0-9a-f]{16}$")]
 DraftId = Annotated[str, msgspec.Meta(pattern=r"^d-[0-9a-f]{16}-[0-9]{1,19}$")]
 TEXT_MOST = 16_000  # characters of a message
 # What one message holds as its carrier takes it: Twilio an SMS body of at most 1,600
-# characters (sent on as segments), Meta's Cloud API a WhatsApp text of at most 4,096. An
-# email holds a whole message; a voice line sends nothing.
-LINE_MOST = {"sms": 1_600, "whatsapp": 4_096}
+# characters (sent on as segments) and a <Say> of 4,096 (its basic voices'), Meta's Cloud
+# API a WhatsApp text of 4,096. An email holds a whole message.
+LINE_MOST = {"sms": 1_600, "voice": 4_096, "whatsapp": 4_096}
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=TEXT_MOST)]
 # One line a client draws as text: no control character can break it or hide in it.
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]

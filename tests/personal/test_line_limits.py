@@ -5,6 +5,9 @@ anything is stored, and the window or question it would have answered stays as i
 Before, any of these left as it was, up to 16,000 characters, for a carrier to refuse
 after the room said it was sent. Through the gateway, on the running services."""
 
+import html
+import re
+
 import msgspec
 import pytest
 
@@ -22,6 +25,7 @@ from tests.personal.conftest import (
     set_level,
 )
 from tests.personal.test_hip0524_09_personal_line import connect, sms
+from tests.personal.test_hip0524_10_live_call import _known_caller, ring, voice_line
 
 SMS_MOST = LINE_MOST["sms"]
 ALICE = "+14155550100"
@@ -187,3 +191,16 @@ async def test_a_send_the_rooms_refuse_at_the_windows_end_fails_never_left_sendi
         if r.action == "ladder.window.failed" and r.target == routed["window"]
     ]  # fmt: skip
     assert "1,600" in record.data["error"]
+
+
+async def test_what_the_agent_says_on_a_call_is_what_the_carrier_says(api, people, operator, model):
+    """Twilio's basic voices say at most 4,096 characters of a <Say>; before, the agent's
+    whole reply (16,000 characters) was put in it, which the carrier would not say."""
+    await announce(operator, people.ada_id)
+    line = await voice_line(api, operator, people)
+    await _known_caller(api, line)
+    await set_level(api, people.ada, "send")
+    answered = await ring(api, line)
+    said = html.unescape(re.search(r"<Say>(.+)</Say>", await answered.text(), re.S)[1])
+    assert len(said) == LINE_MOST["voice"] and said.endswith("…")
+    assert "is said on a call: at most 4,096 characters" in model.prompts[-1].system

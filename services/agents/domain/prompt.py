@@ -36,7 +36,8 @@ def compose(
     transport the reply leaves by, told with what its carrier takes."""
     system = [persona.instructions, CANDIDATES]
     if line in LINE_MOST:
-        system.append(f"Each reply leaves by {line}: at most {LINE_MOST[line]:,} characters.")
+        how = "is said on a call" if line == "voice" else f"leaves by {line}"
+        system.append(f"Each reply {how}: at most {LINE_MOST[line]:,} characters.")
     if preferences is not None:
         if preferences.display_name:
             system.append(f"You write as {preferences.display_name}.")
