@@ -41,11 +41,13 @@ class Handlers:
 
     async def delegate(self, req: poa.DelegateGrant, p: Principal) -> poa.GrantRecord:
         parent = await self._mine(p, req.id)
+        parent = grants.held(parent, await self._grants.lineage(parent))
         record = grants.child(parent, req.child, p, self._clock(), ask_expires_s=req.ask_expires_s)
         return await self._create(record, p, "poa.grant.delegate")
 
     async def list_mine(self, req: poa.ListGrants, p: Principal) -> poa.GrantList:
-        found = sorted(await self._grants.of_owner(p.org, p.sub), key=lambda r: r.issued_at)
+        mine = await self._grants.of_owner(p.org, p.sub)
+        found = sorted(grants.all_held(mine), key=lambda r: r.issued_at)
         if req.after is not None:  # a cursor that is none of theirs pages nothing of theirs
             ids = [r.id for r in found]
             found = found[ids.index(req.after) + 1 :] if req.after in ids else []
@@ -54,7 +56,7 @@ class Handlers:
 
     async def get(self, req: poa.GrantRef, p: Principal) -> poa.GrantRecord:
         record = await self._mine(p, req.id)
-        return record
+        return grants.held(record, await self._grants.lineage(record))
 
     async def revoke(self, req: poa.GrantRef, p: Principal) -> poa.GrantRecord:
         """The grant and every descendant; verification also reads revocation up the lineage,

@@ -285,3 +285,35 @@ async def test_every_decision_on_a_stored_grant_is_on_the_audit_trail(api, ada, 
     ]
     assert breaks([m async for m in stored(operator.jetstream(), org)], org=org) == (5, [])
     assert records[1].actor.act == AGENT
+
+
+async def test_a_child_delegated_while_its_parent_is_revoked_is_revoked_with_it(api, ada):
+    """Ten delegations and the parent's revocation at once. The revocation lists the
+    descendants before it marks them, so a child stored after the listing was stored
+    unrevoked: before, each such child read `revoked: false` (while verification, reading
+    up the lineage, denied it). A grant reads as it holds."""
+    parent = await _issue(api, ada)
+
+    async def delegate(i: int) -> tuple[int, str]:
+        child = copy.deepcopy(case("verification", "child_within_parent")["grant"])
+        child["principal"]["sub"] = ada["user"]
+        child["grant_id"] = f"poa_race{i}"
+        response = await api.post(f"/v1/poa/grants/{parent['id']}/children",
+                                  json={"child": child}, headers=ada["agent"])  # fmt: skip
+        return response.status, child["grant_id"]
+
+    async def revoke() -> tuple[int, str]:
+        response = await api.post(f"/v1/poa/grants/{parent['id']}/revoke", json={},
+                                  headers=ada["me"])  # fmt: skip
+        return response.status, parent["id"]
+
+    done = await asyncio.gather(*map(delegate, range(10)), revoke())
+    made = [grant for status, grant in done[:-1] if status == 201]
+    assert done[-1][0] == 200 and {s for s, _ in done[:-1]} <= {201, 409}
+    listed = await (await api.get("/v1/poa/grants", headers=ada["me"])).json()
+    assert {g["id"]: g["revoked"] for g in listed["grants"]} == dict.fromkeys(
+        [parent["id"], *made], True
+    )
+    for grant in made:
+        one = await (await api.get(f"/v1/poa/grants/{grant}", headers=ada["me"])).json()
+        assert one["revoked"] is True and one["revoked_at"] is not None

@@ -1,5 +1,6 @@
 """Grants as tether stores them: who may issue, delegate and revoke (issue 4, the service)."""
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +13,7 @@ from libs.contracts.problem import Refused
 from services.poa.domain.contain import contain
 from services.poa.domain.reading import SUPPORTED_VERSION, items, obj, text
 
-__all__ = ["DOCUMENT_MOST", "child", "descendants", "revoked", "root"]
+__all__ = ["DOCUMENT_MOST", "all_held", "child", "descendants", "held", "revoked", "root"]
 
 # A grant is kept for good and an act's envelope with the ask it raises: 64 KiB of JSON,
 # some thirteen times the largest of the official vectors.
@@ -73,6 +74,29 @@ def descendants(of: str, grants: list[GrantRecord]) -> list[GrantRecord]:
         found += below
         frontier = {g.id for g in below}
     return found
+
+
+def held(record: GrantRecord, lineage: Sequence[GrantRecord]) -> GrantRecord:
+    """The grant as it holds: revoked where it or an ancestor is, as verification reads
+    it. A child delegated while its parent was being revoked is stored unrevoked (the
+    revocation listed the descendants before it was stored), and holds nothing."""
+    if record.revoked or not (gone := [a for a in lineage if a.revoked]):
+        return record
+    return revoked(record, min(a.revoked_at or record.issued_at for a in gone))
+
+
+def all_held(records: Sequence[GrantRecord]) -> list[GrantRecord]:
+    """`held` for each of one person's grants, their lineage read from among them."""
+    by_id = {r.id: r for r in records}
+
+    def lineage(record: GrantRecord) -> list[GrantRecord]:
+        found = []
+        while (parent := by_id.get(record.parent_id or "")) is not None:
+            found.append(parent)
+            record = parent
+        return found
+
+    return [held(r, lineage(r)) for r in records]
 
 
 def revoked(record: GrantRecord, now: datetime) -> GrantRecord:
