@@ -48,7 +48,7 @@ def webhook(
                 body = (await http.read()).decode()
         except UnicodeDecodeError as exc:
             raise Refused("invalid-request", 422, f"the body is not UTF-8: {exc}") from exc
-        except (ValueError, HttpProcessingError) as exc:
+        except (ValueError, LookupError, HttpProcessingError) as exc:
             raise Refused("invalid-request", 422, f"not a multipart body: {exc}") from exc
         fields = {
             "transport": transport,
@@ -74,8 +74,9 @@ def webhook(
 
 
 async def _form(http: web.Request, most: int) -> str:
-    """A multipart body as the form of its fields, each file named rather than kept. Its
-    fields hold at most `most` bytes; its files are read through up to FILES_MOST."""
+    """A multipart body as the form of its fields, each file named rather than kept. The
+    form is at most `most` bytes, as a body is; the files are read through up to
+    FILES_MOST."""
     fields: list[tuple[str, str]] = []
     kept = read = 0
     reader = await http.multipart()
@@ -83,10 +84,10 @@ async def _form(http: web.Request, most: int) -> str:
         if not isinstance(part, BodyPartReader) or part.name is None:
             raise Refused("invalid-request", 422, "a multipart body holds named fields only")
         if part.filename is None:
-            fields.append((part.name, await part.text()))
-            kept += len(fields[-1][1])
-            if kept > most:
+            value = await part.read(decode=True)  # at most `most` bytes, as aiohttp reads
+            if (kept := kept + len(value)) > most:
                 raise _too_large("fields", most)
+            fields.append((part.name, value.decode(part.get_charset("utf-8"))))
             continue
         size = 0
         while chunk := await part.read_chunk():
@@ -95,7 +96,9 @@ async def _form(http: web.Request, most: int) -> str:
                 raise _too_large("files", FILES_MOST)
         kind = part.headers.get("Content-Type", "application/octet-stream")
         fields.append((part.name, f"{part.filename} ({kind}, {size:,} bytes)"))
-    return urlencode(fields)
+    if len(form := urlencode(fields)) > most:
+        raise _too_large("fields", most)
+    return form
 
 
 def _too_large(what: str, most: int) -> Refused:

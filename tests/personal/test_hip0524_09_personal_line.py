@@ -284,11 +284,21 @@ async def test_an_email_with_attachments_lands_naming_each_one(api, people, oper
         ("multipart/form-data", b"no boundary"),
         ("multipart/form-data; boundary=xyz", b"--xyz\r\nbroken"),
         ("multipart/form-data; boundary=xyz", b"--xyz\r\n\r\nunnamed\r\n--xyz--\r\n"),
+        (
+            "multipart/form-data; boundary=xyz",
+            b"--xyz\r\nContent-Disposition: form-data; "
+            b'name="a"\r\nContent-Type: text/plain; charset=klingon\r\n\r\nv\r\n--xyz--\r\n',
+        ),
     ):
         malformed = await api.post(
             "/v1/lines/email/inbound", data=body, headers={"Content-Type": content_type}
         )
         assert await problem(malformed) == (422, "invalid-request")
+    # Its fields are a body's MiB at most, however they are encoded: € is 9 bytes of form.
+    large = aiohttp.FormData()
+    large.add_field("body-plain", "€" * 200_000)
+    too_large = await api.post("/v1/lines/email/inbound", data=large)
+    assert await problem(too_large) == (413, "body-too-large")
 
 
 async def test_a_picture_by_mms_lands_naming_where_it_is(api, people, operator):
