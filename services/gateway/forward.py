@@ -12,7 +12,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 import msgspec
 from aiohttp import web
 from nats.aio.client import Client
-from nats.errors import NoRespondersError
+from nats.errors import MaxPayloadError, NoRespondersError
 
 from libs.contracts import codec
 from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
@@ -248,6 +248,13 @@ async def ask(
         raise _off_bus() from exc
     except NoRespondersError as exc:
         raise Refused("service-unavailable", 503, f"no replica serves {subject.name}") from exc
+    except MaxPayloadError as exc:  # a webhook's raw body, escaped into its request, can grow
+        raise Refused(
+            "body-too-large",
+            413,
+            f"the request is {len(payload):,} bytes on the bus, more than the "
+            f"{nc.max_payload:,} it carries",
+        ) from exc
     except TimeoutError as exc:  # nats-py's TimeoutError is one too
         raise Refused("service-timeout", 504, f"{subject.name} did not answer in time") from exc
     status = (reply.headers or {}).get(PROBLEM_HEADER)
