@@ -99,7 +99,7 @@ def forwarding(
 async def caller(route: Route, http: web.Request, *, key: str, limiter: RateLimiter) -> Principal:
     """Who asks, from the verified token; refused before anything is forwarded if their
     token does not admit them here, they are over their rate, or the query names a parameter
-    the route does not take (it would otherwise be ignored, silently)."""
+    the route does not take, or one twice (either would otherwise be ignored, silently)."""
     principal = principal_from(http.headers.get("Authorization"), key)
     if is_delegate(principal) and not route.delegates:
         raise Refused(
@@ -115,6 +115,14 @@ async def caller(route: Route, http: web.Request, *, key: str, limiter: RateLimi
             422,
             f"{route.method} {route.path} takes no query parameter {', '.join(unknown)}",
             errors=tuple(unknown),
+        )
+    if repeated := sorted({q for q in http.query if len(http.query.getall(q)) > 1}):
+        raise Refused(
+            "repeated-query-parameter",
+            422,
+            f"{route.method} {route.path} takes each query parameter once: "
+            f"{', '.join(repeated)} came more than once",
+            errors=tuple(repeated),
         )
     return principal
 

@@ -88,6 +88,17 @@ async def test_an_unknown_query_parameter_is_refused_by_name(client, echo):
     assert echo.handled == []
 
 
+async def test_a_query_parameter_given_twice_is_refused_by_name(client, echo):
+    """Which of two values was meant cannot be known; before, the first was taken."""
+    response = await client.get("/v1/echo/hi?delay_ms=1&delay_ms=900", headers=bearer())
+    problem = await response.json(content_type=None)
+    assert (response.status, problem["type"]) == (
+        422, "urn:tether:problem:repeated-query-parameter"
+    )  # fmt: skip
+    assert problem["errors"] == ["delay_ms"] and "delay_ms" in problem["detail"]
+    assert echo.handled == []
+
+
 async def test_a_known_query_parameter_still_reaches_the_service(client, echo):
     response = await client.get("/v1/echo/hi?delay_ms=1", headers=bearer())
     assert response.status == 200
