@@ -200,6 +200,10 @@ def test_an_sms_or_email_with_nothing_but_media_says_so():
     assert lines.arrival(Inbound(transport="sms", url="u", body=mms)).text == (
         "[image/png: https://m/0]\n[media: https://m/1]"
     )
+    # The count a webhook states is not read: before its signature is checked, a count
+    # of a hundred billion would have been walked.
+    stated = "From=%2B14155550100&To=%2B15550001111&Body=hi&MessageSid=SM3&NumMedia=99999999999"
+    assert lines.arrival(Inbound(transport="sms", url="u", body=stated)).text == "hi"
     empty = "From=%2B14155550100&To=%2B15550001111&Body=&MessageSid=SM2"
     assert lines.arrival(Inbound(transport="sms", url="u", body=empty)).text == (
         "[an empty message]"

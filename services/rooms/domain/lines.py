@@ -146,14 +146,16 @@ def arrival(inbound: Inbound) -> Arrival:
 
 def _media(fields: dict[str, str]) -> list[str]:
     """What came with a text besides its words, as its carrier names it: Twilio's MMS
-    media (NumMedia, MediaUrl<i>, MediaContentType<i>), where the person can fetch it, or
-    an email's attachments (`attachment-<n>`, named by the gateway, which keeps no file)."""
-    count = fields.get("NumMedia", "0")
-    media = [
-        f"{fields.get(f'MediaContentType{i}', 'media')}: {fields[f'MediaUrl{i}']}"
-        for i in range(int(count) if count.isdigit() else 0)
-        if fields.get(f"MediaUrl{i}")
-    ]
+    media (MediaUrl<i>, MediaContentType<i>), where the person can fetch it, or an email's
+    attachments (`attachment-<n>`, named by the gateway, which keeps no file). Read from
+    the fields there are, never from a count the webhook states: this runs before its
+    signature is checked."""
+    urls = sorted(
+        (int(name.removeprefix("MediaUrl")), value)
+        for name, value in fields.items()
+        if re.fullmatch(r"MediaUrl[0-9]{1,4}", name) and value
+    )
+    media = [f"{fields.get(f'MediaContentType{i}', 'media')}: {url}" for i, url in urls]
     attached = sorted(
         (int(name.removeprefix("attachment-")), value)
         for name, value in fields.items()
