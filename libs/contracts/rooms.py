@@ -398,9 +398,14 @@ class DismissFailed(Contract):
 
 
 class Delivered(Contract):
-    room: str
-    seq: Seq
-    first_contact: bool
+    """What a carrier's webhook stored: its (first) message, `seq` of `room`, and how many
+    messages and statuses it held (Meta batches them, and may send statuses alone)."""
+
+    room: str | None = None
+    seq: Seq | None = None
+    first_contact: bool = False
+    messages: Count = 1
+    statuses: Count = 0
 
 
 class History(Contract):

@@ -191,3 +191,71 @@ async def test_the_console_shows_what_left_by_my_line_and_how_it_fares(api, oper
     await status(api, line, sent["delivery"]["carrier_id"], "delivered")
     await expect(mine).to_have_attribute("data-status", "delivered", timeout=10_000)
     await expect(mine).to_contain_text(f'"{sent["text"]}": delivered')
+
+
+async def test_meta_batches_messages_and_statuses_to_one_address_and_none_is_lost(
+    api, operator, people
+):
+    """Meta sends a number's messages and its statuses to the one callback URL, batched
+    (each entry's changes, each change's messages), and statuses alone. Before, only the
+    first message of a batch was read (the rest lost), and a body of statuses was refused
+    422, which Meta asks again for days and then stops sending anything."""
+    await announce(operator, people.ada_id)
+    secret = "meta-app-secret-of-ada"
+    line = await connect(api, operator, people, transport="whatsapp", credential=secret)
+    number = line["address"].lstrip("+")
+
+    def value(**items) -> dict:
+        return {"messaging_product": "whatsapp",
+                "metadata": {"display_phone_number": number}, **items}  # fmt: skip
+
+    def text(sender: str, id_: str, body: str) -> dict:
+        return {"from": sender, "id": id_, "type": "text", "text": {"body": body}}
+
+    first = await _meta(api, "/v1/lines/whatsapp/inbound", secret, {"entry": [{"changes": [
+        {"value": value(messages=[text("447700900123", "wamid.a1", "Hello?")])},
+    ]}]})  # fmt: skip
+    room = {"id": (await first.json())["room"]}
+    [draft] = await eventually(lambda: drafts(api, room, people.ada))
+    path = f"/v1/rooms/{room['id']}/drafts/{draft['id']}/send"
+    out = await (await api.post(path, json={}, headers=people.ada)).json()
+
+    batch = {"entry": [
+        {"changes": [{"value": value(messages=[
+            text("447700900123", "wamid.a2", "Are you there?"),
+            text("447700900999", "wamid.b1", "New here"),
+        ])}]},
+        {"changes": [{"value": value(statuses=[
+            {"id": out["delivery"]["carrier_id"], "status": "delivered"},
+            {"id": "wamid.not-ours", "status": "read"},
+        ])}]},
+    ]}  # fmt: skip
+    answered = await _meta(api, "/v1/lines/whatsapp/inbound", secret, batch)
+    assert answered.status == 200, await answered.text()
+    assert ((await answered.json())["messages"], (await answered.json())["statuses"]) == (2, 1)
+    assert [m["text"] for m in await history(api, room, people.ada)] == [
+        "Hello?", draft["text"], "Are you there?"
+    ]  # fmt: skip
+    assert (await _delivery(api, people, room, out["seq"]))["status"] == "delivered"
+    rooms_now = (await (await api.get("/v1/rooms", headers=people.ada)).json())["rooms"]
+    assert "+447700900999" in {r.get("correspondent") for r in rooms_now}
+
+    alone = {"entry": [{"changes": [{"value": value(statuses=[
+        {"id": out["delivery"]["carrier_id"], "status": "read"},
+    ])}]}]}  # fmt: skip
+    statuses = await _meta(api, "/v1/lines/whatsapp/inbound", secret, alone)
+    assert statuses.status == 200, await statuses.text()
+    assert await statuses.json() == {"room": None, "seq": None, "first_contact": False,
+                                     "messages": 0, "statuses": 1}  # fmt: skip
+
+    # A body naming a number that is not this line's is the other line's to sign: refused
+    # whole, before anything of it is stored.
+    other = {"messaging_product": "whatsapp", "metadata": {"display_phone_number": "15550009999"},
+             "messages": [text("447700900123", "wamid.x1", "smuggled")]}  # fmt: skip
+    mixed = {"entry": [{"changes": [
+        {"value": value(messages=[text("447700900123", "wamid.a3", "kept?")])},
+        {"value": other},
+    ]}]}  # fmt: skip
+    refused = await _meta(api, "/v1/lines/whatsapp/inbound", secret, mixed)
+    assert refused.status == 403
+    assert "kept?" not in [m["text"] for m in await history(api, room, people.ada)]

@@ -160,7 +160,8 @@ def _whatsapp(message: dict) -> str:
     value = {"metadata": {"display_phone_number": "15550001111"},
              "messages": [{"from": "447700900123", "id": "wamid.1", **message}]}  # fmt: skip
     body = json.dumps({"entry": [{"changes": [{"value": value}]}]})
-    return lines.arrival(Inbound(transport="whatsapp", url="u", body=body)).text
+    [arrived] = lines.arrivals(Inbound(transport="whatsapp", url="u", body=body))
+    return arrived.text
 
 
 @pytest.mark.parametrize(

@@ -21,9 +21,9 @@ import msgspec
 
 from libs.contracts.problem import Refused
 from libs.contracts.rooms import Delivery, Inbound, Transport
-from services.rooms.domain.lines import MAX_SKEW_S, sign_mailgun, verify
+from services.rooms.domain.lines import MAX_SKEW_S, meta_values, sign_mailgun, verify
 
-__all__ = ["Report", "carrier_id", "handed_over", "moved", "report", "verify_report"]
+__all__ = ["Report", "carrier_id", "handed_over", "moved", "reports", "verify_report"]
 
 Status = Literal["queued", "sent", "delivered", "failed"]
 _ORDER: dict[str, int] = {"queued": 0, "sent": 1, "delivered": 2, "failed": 3}
@@ -68,15 +68,21 @@ def moved(delivery: Delivery, report: Report, now: datetime) -> Delivery:
     return msgspec.structs.replace(delivery, status=report.status, at=now, error=error)
 
 
-def report(inbound: Inbound) -> Report:
+def reports(inbound: Inbound) -> list[Report]:
+    """The statuses a callback reports: Meta's any number, batched as its messages are
+    (and beside them, at one address); any other carrier's one."""
     try:
         match inbound.transport:
             case "sms":
-                return _twilio(dict(parse_qsl(inbound.body, keep_blank_values=True)))
+                return [_twilio(dict(parse_qsl(inbound.body, keep_blank_values=True)))]
             case "whatsapp":
-                return _meta(msgspec.json.decode(inbound.body))
+                return [
+                    _meta(status, value)
+                    for value in meta_values(inbound.body)
+                    for status in value.get("statuses") or []
+                ]
             case "email":
-                return _mailgun(msgspec.json.decode(inbound.body))
+                return [_mailgun(msgspec.json.decode(inbound.body))]
             case "voice":
                 raise Refused("invalid-webhook", 422, "a call leaves nothing to deliver")
     except (msgspec.DecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
@@ -107,9 +113,7 @@ def _twilio(fields: dict[str, str]) -> Report:
     return Report(fields["From"], fields["MessageSid"], status, error and f"error {error}")
 
 
-def _meta(body: Any) -> Report:
-    value = body["entry"][0]["changes"][0]["value"]
-    status = value["statuses"][0]
+def _meta(status: Any, value: Any) -> Report:
     errors = status.get("errors") or [{}]
     error = errors[0].get("title") or errors[0].get("message")
     line = "+" + str(value["metadata"]["display_phone_number"]).lstrip("+")

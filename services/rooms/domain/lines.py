@@ -29,9 +29,11 @@ from services.rooms.domain.members import personal_agent_id
 __all__ = [
     "Arrival",
     "arrival",
+    "arrivals",
     "correspondent_room",
     "hub",
     "hub_notice",
+    "meta_values",
     "normalize",
     "room_id",
     "sign_mailgun",
@@ -121,11 +123,35 @@ def hub_notice(hub: Room, room: Room, now: datetime) -> Message:
     )
 
 
+def arrivals(inbound: Inbound) -> list[Arrival]:
+    """The messages in a webhook, before its signature is checked (to find whose lines
+    they came to, and so whose secrets check it). Meta batches (each entry's changes,
+    each change's messages), and sends its status callbacks to the same address, so a
+    WhatsApp webhook holds any number, none among them; any other carrier's holds one."""
+    if inbound.transport != "whatsapp":
+        return [arrival(inbound)]
+    try:
+        return [
+            _meta_arrival(message, value)
+            for value in meta_values(inbound.body)
+            for message in value.get("messages") or []
+        ]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise Refused("invalid-webhook", 422, f"not a WhatsApp webhook: {exc!r}") from exc
+
+
+def meta_values(body: str) -> list[dict[str, Any]]:
+    """Each change's value in a webhook of Meta's, in order."""
+    try:
+        decoded: Any = msgspec.json.decode(body)
+        return [change["value"] for entry in decoded["entry"] for change in entry["changes"]]
+    except (msgspec.DecodeError, KeyError, TypeError) as exc:
+        raise Refused("invalid-webhook", 422, f"not a WhatsApp webhook: {exc!r}") from exc
+
+
 def arrival(inbound: Inbound) -> Arrival:
-    """The message in a webhook, before its signature is checked (to find whose line it
-    is, and so whose secret checks it)."""
-    if inbound.transport == "whatsapp":
-        return _meta(inbound.body)
+    """The one message in a webhook of Twilio's or Mailgun's, before its signature is
+    checked."""
     fields = dict(parse_qsl(inbound.body, keep_blank_values=True))
     if inbound.transport == "sms":
         names = ("From", "To", "Body", "MessageSid")
@@ -209,18 +235,13 @@ def _same(given: str, expected: str) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
-def _meta(body: str) -> Arrival:
-    try:
-        value: Any = msgspec.json.decode(body)["entry"][0]["changes"][0]["value"]
-        message = value["messages"][0]
-        return Arrival(
-            sender="+" + str(message["from"]).lstrip("+"),
-            to="+" + str(value["metadata"]["display_phone_number"]).lstrip("+"),
-            text=_said(message),
-            carrier_id=str(message["id"]),
-        )
-    except (msgspec.DecodeError, KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise Refused("invalid-webhook", 422, f"not a WhatsApp message webhook: {exc!r}") from exc
+def _meta_arrival(message: dict[str, Any], value: dict[str, Any]) -> Arrival:
+    return Arrival(
+        sender="+" + str(message["from"]).lstrip("+"),
+        to="+" + str(value["metadata"]["display_phone_number"]).lstrip("+"),
+        text=_said(message),
+        carrier_id=str(message["id"]),
+    )
 
 
 def _said(message: dict[str, Any]) -> str:

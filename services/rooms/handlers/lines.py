@@ -5,6 +5,8 @@ import secrets
 from collections.abc import Callable
 from datetime import datetime
 
+import msgspec
+
 from libs.contracts import rooms
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
@@ -123,10 +125,66 @@ class Lines(Rooms):
 
     async def inbound(self, req: rooms.Inbound, _: None) -> rooms.Delivered:
         """A carrier's webhook: found by the address it was sent to, verified with that
-        line's own secret, stored in the person's room for the correspondent."""
+        line's own secret, stored in the person's room for the correspondent. Meta's holds
+        any number of messages and statuses, for any of its app's numbers."""
+        if req.transport == "whatsapp":
+            return await self._meta(req)
         arrived = lines.arrival(req)
-        to, sender = self._addresses(req, arrived)
-        line = await self._verified(req, to, lines.verify)
+        line = await self._verified(req, self._addresses(req, arrived)[0], lines.verify)
+        return await self._arrived(req, line, arrived)
+
+    async def status(self, req: rooms.Inbound, _: None) -> rooms.StatusReport:
+        """A carrier's status callback for a message that left by a line: verified with the
+        line's own secret, and only for a message of that line's person. Of Meta's batch,
+        the last is answered, each is applied."""
+        reported = deliveries.reports(req)
+        if not reported:
+            raise Refused("invalid-webhook", 422, "the callback reports no status")
+        verified = await self._lines(req, {self._reporting(req, r) for r in reported})
+        moved = [
+            await self._moved(verified[self._reporting(req, r)], r, req.transport) for r in reported
+        ]
+        if (last := moved[-1]) is None:
+            raise Refused(
+                "message-not-found",
+                404,
+                f"no message left by this line as {reported[-1].carrier_id}",
+            )
+        return last
+
+    async def _meta(self, req: rooms.Inbound) -> rooms.Delivered:
+        """Meta's webhook: every line it names verifies the whole body before anything of
+        it is stored (an app signs for its own numbers only); then each message is stored
+        and each status applied. A status for a message no line of ours sent is passed
+        over: refused, Meta would ask again for days, then stop sending anything."""
+        arrived, reported = lines.arrivals(req), deliveries.reports(req)
+        if not arrived and not reported:
+            raise Refused("invalid-webhook", 422, "the WhatsApp webhook holds no message")
+        verified = await self._lines(
+            req,
+            {self._addresses(req, a)[0] for a in arrived}
+            | {self._reporting(req, r) for r in reported},
+        )
+        delivered = [
+            await self._arrived(req, verified[self._addresses(req, a)[0]], a) for a in arrived
+        ]
+        moved = [
+            await self._moved(verified[self._reporting(req, r)], r, req.transport) for r in reported
+        ]
+        counts = {"messages": len(delivered), "statuses": sum(m is not None for m in moved)}
+        if not delivered:
+            return rooms.Delivered(**counts)
+        first = delivered[0]
+        return msgspec.structs.replace(first, **counts)
+
+    async def _lines(self, req: rooms.Inbound, addresses: set[str]) -> dict[str, StoredLine]:
+        """Each line at `addresses`, the webhook verified with each one's own secret."""
+        return {a: await self._verified(req, a, deliveries.verify_report) for a in addresses}
+
+    async def _arrived(
+        self, req: rooms.Inbound, line: StoredLine, arrived: Arrival
+    ) -> rooms.Delivered:
+        _, sender = self._addresses(req, arrived)
         room = await self._line_room(line, sender)
         first = await self._store.is_empty(room.org, room.id)
         message = messages.inbound(
@@ -142,21 +200,22 @@ class Lines(Rooms):
         )
         return rooms.Delivered(room=room.id, seq=stored.seq, first_contact=first)
 
-    async def status(self, req: rooms.Inbound, _: None) -> rooms.StatusReport:
-        """A carrier's status callback for a message that left by a line: verified with the
-        line's own secret, and only for a message of that line's person."""
-        report = deliveries.report(req)
+    def _reporting(self, req: rooms.Inbound, report: deliveries.Report) -> str:
+        """The line a status callback reports for, as its transport writes addresses."""
         try:
-            address = lines.normalize(req.transport, report.line)
+            return lines.normalize(req.transport, report.line)
         except Refused as exc:
             raise Refused("invalid-webhook", 422, exc.problem.detail) from exc
-        line = await self._verified(req, address, deliveries.verify_report)
-        where = await self._store.delivered_as(req.transport, report.carrier_id)
+
+    async def _moved(
+        self, line: StoredLine, report: deliveries.Report, transport: str
+    ) -> rooms.StatusReport | None:
+        """The delivery of the message `report` names moved forward, if the line's person
+        sent it; None if no message of theirs left as that."""
+        where = await self._store.delivered_as(transport, report.carrier_id)
         room = None if where is None else await self._store.room(where[0])
         if where is None or room is None or room.owner != line.person:
-            raise Refused(
-                "message-not-found", 404, f"no message left by this line as {report.carrier_id}"
-            )
+            return None
         now = self._clock()
         changed = await self._store.change_delivery(
             room.id, where[1], lambda d: deliveries.moved(d, report, now)
