@@ -32,6 +32,7 @@ __all__ = [
     "Answered",
     "Ask",
     "AskPerson",
+    "Challenged",
     "ConnectLine",
     "CreateRoom",
     "Decline",
@@ -322,6 +323,8 @@ class Line(Contract):
     address: str
     state: Literal["pending", "connected"]
     connected_at: datetime | None = None
+    # A WhatsApp line's: what its person sets as the verify token of Meta's callback URL.
+    verify_token: str | None = None
 
 
 class VerifyLine(Contract):
@@ -395,6 +398,12 @@ class FailedList(Contract):
 class DismissFailed(Contract):
     id: RoomId
     seq: Seq
+
+
+class Challenged(Contract):
+    """Meta's subscription handshake answered: the challenge it sent, said back."""
+
+    challenge: str
 
 
 class Delivered(Contract):
@@ -568,6 +577,9 @@ VOICEMAIL = _subject(
 STATUS = _subject(
     "status", Inbound, StatusReport, "a carrier's signed status callback", public=True
 )
+CHALLENGE = _subject(
+    "challenge", Inbound, Challenged, "Meta's handshake for a line's callback URL", public=True
+)
 FAILED = _subject("failed", ListFailed, FailedList, "my messages whose delivery failed")
 DISMISS = _subject("dismiss", DismissFailed, FailedDelivery, "dismiss a failed delivery")
 HISTORY = _subject("history", History, MessagePage, "one room's recent history", **_AGENTS)
@@ -642,6 +654,7 @@ CONTRACT = service_contract(
         CALL,
         VOICEMAIL,
         STATUS,
+        CHALLENGE,
         FAILED,
         DISMISS,
         HISTORY,

@@ -191,7 +191,18 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
             "description": "TwiML: what the carrier does with the call",
             "content": {"text/xml": {"schema": {"type": "string"}}},
         }
-    if route.kind == "webhook":
+    if route.handshake:
+        op["responses"][str(route.status)] = {
+            "description": "the challenge, said back",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        }
+        op["parameters"] += [
+            {"name": f"hub.{name}", "in": "query", "required": True, "schema": {"type": "string"}}
+            for name in ("mode", "verify_token", "challenge")
+        ]
+    if route.kind == "webhook" and not route.has_body:
+        op["security"] = []
+    elif route.kind == "webhook":
         op["security"] = []
         op["requestBody"] = {
             "required": True,

@@ -23,7 +23,8 @@ class Route(msgspec.Struct, frozen=True):
     `delegates` admits a grant's delegate (an agent that is not the person's own), which
     the service then holds to the grants that name it. A reply whose field `accepted` is
     set is answered 202 (a write held as a draft); a 204 answers no body. A `twiml` webhook
-    answers the reply's `twiml` as text/xml: what a carrier does with a live call.
+    answers the reply's `twiml` as text/xml: what a carrier does with a live call; a
+    `handshake` webhook the reply's `challenge` as text/plain: a carrier's subscription.
     """
 
     method: str
@@ -36,6 +37,7 @@ class Route(msgspec.Struct, frozen=True):
     delegates: bool = False
     accepted: str | None = None
     twiml: bool = False
+    handshake: bool = False
 
     @property
     def path_params(self) -> tuple[str, ...]:
@@ -253,6 +255,14 @@ ROUTES: tuple[Route, ...] = (
         rooms.INBOUND,
         "A carrier's webhook, verified by the line's own signing secret",
         kind="webhook",
+    ),
+    Route(
+        "GET",
+        "/v1/lines/{transport}/inbound",
+        rooms.CHALLENGE,
+        "Meta's subscription handshake: the challenge said back for a line's verify token",
+        kind="webhook",
+        handshake=True,
     ),
     Route(
         "POST",

@@ -68,6 +68,8 @@ def webhook(
             return web.Response(body=body, status=problem, content_type="application/problem+json")
         if route.twiml:
             return web.Response(text=_twiml(body), content_type="text/xml")
+        if route.handshake:
+            return web.Response(text=msgspec.json.decode(body)["challenge"])
         return web.Response(body=body, status=200, content_type="application/json")
 
     return handler

@@ -74,7 +74,8 @@ async def sms(api, line, sender, text, *, token=TOKEN, sid=None, **more: str):
 
 async def test_a_line_is_connected_as_a_sealed_credential_never_shown_back(api, people, operator):
     line = await connect(api, operator, people)
-    assert set(line) == {"transport", "address", "state", "connected_at"}
+    assert set(line) == {"transport", "address", "state", "connected_at", "verify_token"}
+    assert line["verify_token"] is None  # a WhatsApp line's alone (Meta's handshake)
     listed = await (await api.get("/v1/lines", headers=people.ada)).json()
     assert listed == {"lines": [line]}
     kv = await operator.jetstream().key_value("rooms-lines")
@@ -186,7 +187,13 @@ async def test_a_line_receives_nothing_until_it_is_proven(api, people, operator)
     listed = await (await api.get("/v1/lines", headers=people.ada)).json()
     assert listed == {
         "lines": [
-            {"transport": "sms", "address": address, "state": "pending", "connected_at": None}
+            {
+                "transport": "sms",
+                "address": address,
+                "state": "pending",
+                "connected_at": None,
+                "verify_token": None,
+            }
         ]
     }
 
@@ -358,6 +365,39 @@ async def test_an_inbound_whatsapp_message_in_metas_style(api, people, operator)
         headers={"Content-Type": "application/json", "X-Hub-Signature-256": "sha256=00"},
     )
     assert await problem(forged) == (403, "webhook-unverified")
+
+
+async def test_metas_handshake_is_answered_for_a_lines_own_verify_token(api, people, operator):
+    """Meta subscribes a callback URL only once it has said back the challenge of a GET
+    carrying the verify token its owner set: before, the route took POST alone, and no
+    WhatsApp line could be subscribed. The token is the line's (shown to its person, made
+    from its secret, which is never shown); any other is refused as a bad signature is."""
+    secret = "meta-app-secret"
+    line = await connect(api, operator, people, "whatsapp", fresh_number(), secret)
+    token = line["verify_token"]
+    assert token.startswith(line["address"].lstrip("+") + ".") and secret not in token
+    listed = await (await api.get("/v1/lines", headers=people.ada)).json()
+    assert [x["verify_token"] for x in listed["lines"]] == [token]
+
+    async def handshake(transport="whatsapp", **query: str):
+        return await api.get(f"/v1/lines/{transport}/inbound", params=query)
+
+    said = await handshake(**{"hub.mode": "subscribe", "hub.verify_token": token,
+                              "hub.challenge": "1158201444"})  # fmt: skip
+    assert (said.status, said.content_type, await said.text()) == (
+        200, "text/plain", "1158201444"
+    )  # fmt: skip
+    stranger = f"{fresh_number().lstrip('+')}.{token.partition('.')[2]}"
+    for wrong in (token[:-1] + ("0" if token[-1] != "0" else "1"), stranger):
+        refused = await handshake(**{"hub.mode": "subscribe", "hub.verify_token": wrong,
+                                     "hub.challenge": "1"})  # fmt: skip
+        assert await problem(refused) == (403, "webhook-unverified")
+    unsubscribed = await handshake(**{"hub.mode": "unsubscribe", "hub.verify_token": token,
+                                      "hub.challenge": "1"})  # fmt: skip
+    assert await problem(unsubscribed) == (422, "invalid-webhook")
+    not_meta = await handshake("sms", **{"hub.mode": "subscribe", "hub.verify_token": token,
+                                         "hub.challenge": "1"})  # fmt: skip
+    assert await problem(not_meta) == (422, "invalid-webhook")
 
 
 async def test_the_agent_drafts_and_the_reply_leaves_by_the_persons_line(api, people, operator):

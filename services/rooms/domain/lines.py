@@ -18,7 +18,7 @@ import hmac
 import re
 from datetime import datetime
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
 
@@ -31,6 +31,7 @@ __all__ = [
     "arrival",
     "arrivals",
     "correspondent_room",
+    "handshake",
     "hub",
     "hub_notice",
     "meta_values",
@@ -40,6 +41,8 @@ __all__ = [
     "sign_meta",
     "sign_twilio",
     "verify",
+    "verify_handshake",
+    "verify_token",
 ]
 
 _E164 = re.compile(r"^\+[1-9]\d{6,14}$")
@@ -216,6 +219,37 @@ def verify(inbound: Inbound, secret: str, now: datetime) -> None:
             403,
             f"the {inbound.transport} webhook is not signed by this line's carrier",
         )
+
+
+def verify_token(secret: str, address: str) -> str:
+    """A WhatsApp line's verify token for Meta's handshake: its number, which finds the
+    line, and a MAC under the line's own app secret, which only tether and the person (who
+    holds that secret) can make. The secret is never shown; this is not it."""
+    mac = hmac.new(secret.encode(), f"tether-verify:{address}".encode(), "sha256").hexdigest()
+    return f"{address.lstrip('+')}.{mac[:32]}"
+
+
+def handshake(url: str) -> tuple[str, str, str]:
+    """Meta's subscription handshake (`hub.mode=subscribe`, `hub.verify_token`,
+    `hub.challenge` in the callback URL's query): the line's address its token names, the
+    token, and the challenge to say back."""
+    query = dict(parse_qsl(urlsplit(url).query))
+    token, challenge = query.get("hub.verify_token", ""), query.get("hub.challenge", "")
+    digits = token.partition(".")[0]
+    if query.get("hub.mode") != "subscribe" or not challenge or not digits.isdigit():
+        raise Refused(
+            "invalid-webhook",
+            422,
+            "Meta's handshake is hub.mode=subscribe with hub.verify_token and hub.challenge",
+        )
+    return f"+{digits}", token, challenge
+
+
+def verify_handshake(inbound: Inbound, secret: str, _: datetime) -> None:
+    """Refused unless the handshake's verify token is the line's own."""
+    address, token, _challenge = handshake(inbound.url)
+    if not _same(token, verify_token(secret, address)):
+        raise Refused("signature-invalid", 403, "the verify token is not this line's")
 
 
 def sign_twilio(token: str, url: str, fields: list[tuple[str, str]]) -> str:

@@ -33,6 +33,7 @@ class Handlers(Messages, Drafts, Calls):
             rooms.DISCONNECT: self.disconnect,
             rooms.INBOUND: self.inbound,  # type: ignore[dict-item]
             rooms.STATUS: self.status,  # type: ignore[dict-item]
+            rooms.CHALLENGE: self.challenge,  # type: ignore[dict-item]
             rooms.CALL: self.call,  # type: ignore[dict-item]
             rooms.VOICEMAIL: self.voicemail,  # type: ignore[dict-item]
             rooms.FAILED: self.failed,

@@ -15,6 +15,7 @@ from libs.runtime.kv import Conflict
 from services.rooms.domain import claims, deliveries, lines, messages
 from services.rooms.domain.lines import Arrival
 from services.rooms.handlers.common import Rooms, person_of
+from services.rooms.sealing import Sealer
 from services.rooms.store import StoredLine
 from services.rooms.transports import Outbound
 
@@ -101,11 +102,11 @@ class Lines(Rooms):
                     "address-taken", 409, f"{claim.address} is another person's line"
                 ) from exc
         await self._store.drop_claim(person, req.transport)
-        return _line(line)
+        return _line(line, self._sealer)
 
     async def lines(self, _: rooms.ListLines, p: Principal) -> rooms.LineList:
         _, person = person_of(p, "read lines")
-        connected = [_line(line) for line in await self._store.lines(person)]
+        connected = [_line(line, self._sealer) for line in await self._store.lines(person)]
         waiting = [
             rooms.Line(transport=c.transport, address=c.address, state="pending")
             for c in await self._store.claims(person)
@@ -121,7 +122,7 @@ class Lines(Rooms):
             org, actor=p, action="rooms.line.disconnect", target=f"{person}:{req.transport}"
         ):
             await self._store.disconnect(line)
-        return _line(line)
+        return _line(line, self._sealer)
 
     async def inbound(self, req: rooms.Inbound, _: None) -> rooms.Delivered:
         """A carrier's webhook: found by the address it was sent to, verified with that
@@ -151,6 +152,16 @@ class Lines(Rooms):
                 f"no message left by this line as {reported[-1].carrier_id}",
             )
         return last
+
+    async def challenge(self, req: rooms.Inbound, _: None) -> rooms.Challenged:
+        """Meta's handshake for a WhatsApp line's callback URL: its challenge said back,
+        where the verify token is the line's (as `GET /v1/lines` shows it to its person);
+        refused as a bad signature is otherwise, whether or not the number is a line."""
+        if req.transport != "whatsapp":
+            raise Refused("invalid-webhook", 422, "only a WhatsApp line takes Meta's handshake")
+        address, _, challenge = lines.handshake(req.url)
+        await self._verified(req, address, lines.verify_handshake)
+        return rooms.Challenged(challenge=challenge)
 
     async def _meta(self, req: rooms.Inbound) -> rooms.Delivered:
         """Meta's webhook: every line it names verifies the whole body before anything of
@@ -315,10 +326,17 @@ class Lines(Rooms):
         return room
 
 
-def _line(line: StoredLine) -> rooms.Line:
+def _line(line: StoredLine, sealer: Sealer) -> rooms.Line:
+    """A connected line as its person sees it: never its credential; a WhatsApp line's
+    verify token, made from it, for Meta's handshake."""
+    token = None
+    if line.transport == "whatsapp":
+        secret = sealer.open(line.sealed, owner=line.person, transport=line.transport)
+        token = lines.verify_token(secret, line.address)
     return rooms.Line(
         transport=line.transport,
         address=line.address,
         state="connected",
         connected_at=datetime.fromisoformat(line.connected_at),
+        verify_token=token,
     )
