@@ -24,6 +24,7 @@ from tests.personal.conftest import (
     fresh_number,
     history,
     problem,
+    set_level,
 )
 
 TOKEN = "twilio-auth-token-of-ada"
@@ -429,6 +430,44 @@ async def test_the_agent_drafts_and_the_reply_leaves_by_the_persons_line(api, pe
     assert await problem(as_agent) == (403, "ladder-decides")
     last = await js.get_last_msg(ROOMS.name, f"rooms.outbound.sms.{people.org}")
     assert last.seq == out.seq
+
+
+async def test_after_disconnecting_nothing_is_said_as_if_it_left(api, people, operator):
+    """Before, what Ada wrote in a line's room once its line was disconnected was stored
+    and shown as said to the correspondent, and never left; her agent's draft the same,
+    and a confirmation picked. Now each is refused, before anything is stored."""
+    await announce(operator, people.ada_id)
+    line = await connect(api, operator, people)
+    room = {"id": (await (await sms(api, line, "+14155550100", "Still there?")).json())["room"]}
+    [draft] = await eventually(lambda: drafts(api, room, people.ada))
+    await set_level(api, people.ada, "confirm")
+    await sms(api, line, "+14155550100", "Hello?")
+
+    async def asked() -> list[dict]:
+        listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
+        return listed["confirmations"]
+
+    [confirmation] = await eventually(asked)
+    js = operator.jetstream()
+    before = (await js.get_last_msg(ROOMS.name, f"rooms.outbound.sms.{people.org}")).seq
+    said = len(await history(api, room, people.ada))
+    assert (await api.delete("/v1/lines/sms", headers=people.ada)).status == 200
+
+    own = await api.post(f"/v1/rooms/{room['id']}/messages", json={"text": "Yes"},
+                         headers=people.ada)  # fmt: skip
+    sent = await api.post(f"/v1/rooms/{room['id']}/drafts/{draft['id']}/send", json={},
+                          headers=people.ada)  # fmt: skip
+    picked = await api.post(f"/v1/confirmations/{confirmation['id']}",
+                            json={"choice": {"type": "pick", "option": 0}},
+                            headers=people.ada)  # fmt: skip
+    for refused in (own, sent, picked):
+        assert await problem(refused) == (409, "line-disconnected")
+    assert len(await history(api, room, people.ada)) == said
+    assert (await js.get_last_msg(ROOMS.name, f"rooms.outbound.sms.{people.org}")).seq == before
+    assert [c["id"] for c in await asked()] == [confirmation["id"]]  # still hers to answer
+    declined = await api.post(f"/v1/confirmations/{confirmation['id']}",
+                              json={"choice": {"type": "decline"}}, headers=people.ada)  # fmt: skip
+    assert declined.status == 200, await declined.text()
 
 
 async def test_after_disconnecting_nothing_lands(api, people, operator):

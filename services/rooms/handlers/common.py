@@ -15,7 +15,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import KeyReused, Refused
 from services.rooms.domain import deliveries, members, messages
 from services.rooms.sealing import Sealer
-from services.rooms.store import RoomStore
+from services.rooms.store import RoomStore, StoredLine
 from services.rooms.transports import Outbound, Transport
 
 __all__ = ["Rooms", "draft_holders", "person_of"]
@@ -47,12 +47,14 @@ class Rooms:
         """Stored first; then streamed to members, announced for its answerer, and, in a
         line's room, sent out by the person's line when the person (or their agent) wrote
         (a voice line sends nothing: what it says, it says on the call), or refused before
-        it is stored where that line cannot carry it whole. Under a `msg_id`
+        it is stored where that line cannot carry it whole or is disconnected. Under a
+        `msg_id`
         stored before, it is the message stored first, and another is refused."""
         message = messages.alone(message)
-        leaves = room.transport not in (None, "voice") and _leaves(room, message)
-        if leaves:
+        line = None
+        if room.transport not in (None, "voice") and _leaves(room, message):
             rooms.check_line(room.transport, message.text)
+            line = await self._line_out(room)
         stored = await self._store.append(room.org, message, msg_id=msg_id)
         if stored is None or not messages.same(stored, message):
             raise KeyReused()
@@ -61,17 +63,30 @@ class Rooms:
             messages.heard_on(stored),
             messages.stored(room, stored, first_contact=first_contact),
         )
-        if leaves:
-            delivery = await self._send_out(room, stored)
+        if line is not None:
+            delivery = await self._send_out(room, stored, line)
             return msgspec.structs.replace(stored, delivery=delivery)
         return stored
 
-    async def _send_out(self, room: rooms.Room, message: rooms.Message) -> rooms.Delivery | None:
-        """Handed to the carrier, and its delivery kept to be followed."""
+    async def _line_out(self, room: rooms.Room) -> StoredLine:
+        """The line what is said in `room` leaves by; refused while it is disconnected, so
+        no message is stored as said to someone it never reaches."""
         assert room.transport is not None and room.owner is not None
         line = await self._store.line(room.owner, room.transport)
         if line is None or room.correspondent is None:
-            return None  # the line was disconnected: the message is stored, nothing leaves
+            raise Refused(
+                "line-disconnected",
+                409,
+                f"the {room.transport} line of this room is disconnected: nothing can leave "
+                f"by it to {room.correspondent} until it is connected again",
+            )
+        return line
+
+    async def _send_out(
+        self, room: rooms.Room, message: rooms.Message, line: StoredLine
+    ) -> rooms.Delivery:
+        """Handed to the carrier, and its delivery kept to be followed."""
+        assert room.transport is not None and room.correspondent is not None
         carrier = await self._transport.send(
             Outbound(
                 transport=room.transport,
