@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from libs.audit.reading import records
-from libs.contracts.rooms import LINE_MOST, ROOMS, TEXT_MOST
+from libs.contracts.rooms import LINE_MOST, ROOMS
 from tests.personal.conftest import (
     Recorder,
     announce,
@@ -26,21 +26,15 @@ from tests.personal.conftest import (
 )
 from tests.personal.test_hip0524_09_personal_line import connect, sms
 from tests.personal.test_hip0524_10_live_call import _known_caller, ring, voice_line
+from tests.personal.test_long_replies import Rambling
 
 SMS_MOST = LINE_MOST["sms"]
 ALICE = "+14155550100"
 
 
-class Rambling(Recorder):
-    """A model whose every reply is longer than any line carries."""
-
-    async def reply(self, prompt) -> str:
-        return await super().reply(prompt) + " " + "y" * TEXT_MOST
-
-
 @pytest.fixture
 def model() -> Recorder:
-    return Rambling()
+    return Rambling()  # longer than a message, so than any line
 
 
 @pytest.fixture
