@@ -251,6 +251,42 @@ async def test_an_inbound_email_in_mailguns_style(api, people, operator):
     assert await problem(await post(int(time.time()) - 3600)) == (403, "webhook-unverified")
 
 
+async def test_an_email_is_answered_where_its_reply_to_or_from_says(api, people, operator):
+    """Mailgun's `sender` is the envelope's MAIL FROM: a mailing service makes it a bounce
+    address for each message. Before, each email from the landlord's agency landed in a
+    room of its own, and a reply would have left for a bounce address: lost. A mail client
+    answers Reply-To, else From; so do Ada's rooms."""
+    key = "mailgun-signing-key"
+    line = await connect(
+        api, operator, people, "email", f"ada.{secrets.token_hex(4)}@example.com", key
+    )
+
+    async def post(bounce: str, **fields: str):
+        stamp, token = str(int(time.time())), secrets.token_hex(8)
+        body = {"sender": bounce, "recipient": line["address"], "body-plain": "Rent is due.",
+                "Message-Id": token, "timestamp": stamp, "token": token,
+                "signature": sign_mailgun(key, stamp, token), **fields}  # fmt: skip
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        response = await api.post("/v1/lines/email/inbound", data=urlencode(body), headers=form)
+        assert response.status == 200, await response.text()
+        return (await response.json())["room"]
+
+    one = await post("bounces+1a2b@mailer.example", **{"from": "Agency <Rent@Agency.example>"})
+    two = await post("bounces+9z8y@mailer.example", **{"from": "Agency <rent@agency.example>"})
+    replies = await post(
+        "bounces+7c7c@mailer.example",
+        **{"from": "Agency <noreply@agency.example>",
+           "message-headers": json.dumps([["Reply-To", "Desk <desk@agency.example>"]])},
+    )  # fmt: skip
+    bare = await post("plain@example.org")  # no From at all: the envelope's is all there is
+    assert one == two != replies
+    listed = (await (await api.get("/v1/rooms", headers=people.ada)).json())["rooms"]
+    by_id = {r["id"]: r["correspondent"] for r in listed}
+    assert (by_id[one], by_id[replies], by_id[bare]) == (
+        "rent@agency.example", "desk@agency.example", "plain@example.org"
+    )  # fmt: skip
+
+
 async def test_an_email_with_attachments_lands_naming_each_one(api, people, operator):
     """Mailgun posts an email with attachments as multipart/form-data. Before, its fields
     were read as a form and found missing: 422, which Mailgun retries for 8 hours and then

@@ -13,10 +13,12 @@ webhook, read and verified in the style of the carrier it models.
 """
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import re
 from datetime import datetime
+from email.utils import parseaddr
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -166,11 +168,29 @@ def arrival(inbound: Inbound) -> Arrival:
     if missing:
         raise Refused("invalid-webhook", 422, f"the {inbound.transport} webhook lacks {missing}")
     sender, to, text, carrier_id = (fields.get(n, "") for n in names)
-    if inbound.transport == "email" and fields.get("subject"):
-        text = f"{fields['subject']}\n\n{text}"
+    if inbound.transport == "email":
+        sender = _replies_to(fields) or sender
+        if fields.get("subject"):
+            text = f"{fields['subject']}\n\n{text}"
     if inbound.transport != "voice":  # a call's "text" is its recording's URL
         text = _with(text, _media(fields))
     return Arrival(sender=sender, to=to, text=text, carrier_id=carrier_id)
+
+
+def _replies_to(fields: dict[str, str]) -> str:
+    """Whom a reply to an email goes to, as a mail client answers it: its Reply-To, else
+    its From. Mailgun's `sender` is the envelope's MAIL FROM, which a mailing service
+    makes a bounce address for each message: a reply sent there is lost, and each message
+    would land in a room of its own."""
+    headers: Any = []
+    with contextlib.suppress(msgspec.DecodeError):
+        headers = msgspec.json.decode(fields.get("message-headers", "[]"))
+    pairs = headers if isinstance(headers, list) else []
+    named = {str(p[0]).lower(): str(p[1]) for p in pairs if isinstance(p, list) and len(p) == 2}
+    for header in (named.get("reply-to"), fields.get("from"), named.get("from")):
+        if header and _EMAIL.match(address := parseaddr(header)[1].lower()):
+            return address
+    return ""
 
 
 def _media(fields: dict[str, str]) -> list[str]:
