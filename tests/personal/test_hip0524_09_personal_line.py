@@ -147,6 +147,35 @@ async def test_an_inbound_text_lands_in_the_persons_room_for_the_correspondent(
         assert await problem(response) == (404, "room-not-found")
 
 
+async def test_a_text_from_a_short_code_or_a_sender_name_lands_and_is_never_answered(
+    api, people, operator
+):
+    """A bank's or a sign-in code's text comes from a short code or a sender name, no E.164
+    number. Before, it was refused 422, which Twilio does not send again: lost, though the
+    carrier said delivered. Now it lands; no agent drafts an answer, and nothing Ada writes
+    there can leave (409), since no line can send to it."""
+    await announce(operator, people.ada_id)
+    line = await connect(api, operator, people)
+    silent = []
+    for sender, text in (("32665", "Your code is 481516"), ("MyBank", "Card used: $12.00")):
+        response = await sms(api, line, sender, text)
+        assert response.status == 200, await response.text()
+        room = {"id": (await response.json())["room"]}
+        [message] = await history(api, room, people.ada)
+        assert (message["author"], message["text"]) == (f"sms:{sender}", text)
+        refused = await api.post(f"/v1/rooms/{room['id']}/messages", json={"text": "Thanks"},
+                                 headers=people.ada)  # fmt: skip
+        assert await problem(refused) == (409, "cannot-reply")
+        silent.append(room)
+    # A number's first text is drafted for; the agents service reads what was stored in
+    # order, so the two above were read first, and theirs would be drafted by now.
+    number = await (await sms(api, line, "+14155550100", "A number answers")).json()
+    await eventually(lambda: drafts(api, {"id": number["room"]}, people.ada))
+    assert [await drafts(api, room, people.ada) for room in silent] == [[], []]
+    for sender in ("+0123", "1", "a-sender-name-too-long"):
+        assert await problem(await sms(api, line, sender, "x")) == (422, "invalid-webhook")
+
+
 async def test_a_carrier_retry_stores_the_message_once(api, people, operator):
     line = await connect(api, operator, people)
     one = await (await sms(api, line, "+14155550100", "hi", sid="SMsame")).json()

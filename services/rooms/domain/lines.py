@@ -30,8 +30,10 @@ from services.rooms.domain.members import personal_agent_id
 
 __all__ = [
     "Arrival",
+    "answerable",
     "arrival",
     "arrivals",
+    "correspondent",
     "correspondent_room",
     "handshake",
     "hub",
@@ -48,6 +50,8 @@ __all__ = [
 ]
 
 _E164 = re.compile(r"^\+[1-9]\d{6,14}$")
+# A short code (3 to 8 digits), or an alphanumeric sender ID (at most 11 characters).
+_UNANSWERABLE = re.compile(r"^(\d{3,8}|(?=.*[A-Za-z])[A-Za-z0-9 .&-]{1,11})$")
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,190}\.[^@\s]{2,63}$")
 MAX_SKEW_S = 300
 
@@ -73,6 +77,21 @@ def normalize(transport: Transport, address: str) -> str:
     if not _E164.match(address):
         raise Refused("invalid-address", 422, f"{address!r} is not an E.164 number (+15551234567)")
     return address
+
+
+def correspondent(transport: Transport, address: str) -> str:
+    """Who a webhook says a message came from, as the line's transport writes addresses.
+    A text can come from a short code (a bank's, a sign-in code's) or a sender name, which
+    are no E.164 number: taken as they are, so the text is not lost, though nothing
+    answers them (`answerable`)."""
+    if transport == "sms" and _UNANSWERABLE.match(address.strip()):
+        return address.strip()
+    return normalize(transport, address)
+
+
+def answerable(transport: Transport, address: str) -> bool:
+    """Whether a line can send to the correspondent at `address`."""
+    return transport == "email" or bool(_E164.match(address))
 
 
 def room_id(transport: Transport, org: str, owner: str, correspondent: str | None) -> str:

@@ -17,6 +17,7 @@ from libs.contracts.rooms import (
     Transport,
     live_subjects,
 )
+from services.rooms.domain.lines import answerable
 from services.rooms.domain.members import answerer, caller, is_member
 
 __all__ = [
@@ -136,14 +137,17 @@ def answer_alone(answer: Message, asked: Message) -> Message:
 
 def stored(room: Room, message: Message, *, first_contact: bool) -> MessageStored:
     """The event a stored message raises: for its answerer (the agents service) and, for an
-    answer, the ladder."""
+    answer, the ladder. No agent answers a correspondent no line can answer (a short
+    code): its reply could only fail."""
+    line, them = room.transport, room.correspondent
+    unanswerable = line is not None and them is not None and not answerable(line, them)
     return MessageStored(
         org=room.org,
         room=room.id,
         seq=message.seq,
         author_kind=message.author_kind,
         to=message.to,
-        answerer=answerer(room, message),
+        answerer=None if unanswerable else answerer(room, message),
         first_contact=first_contact,
         transport=room.transport,
         answers=message.answers,

@@ -13,7 +13,7 @@ from libs.contracts import rooms
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import KeyReused, Refused
-from services.rooms.domain import deliveries, members, messages
+from services.rooms.domain import deliveries, lines, members, messages
 from services.rooms.sealing import Sealer
 from services.rooms.store import RoomStore, StoredLine
 from services.rooms.transports import Outbound, Transport
@@ -79,6 +79,13 @@ class Rooms:
                 409,
                 f"the {room.transport} line of this room is disconnected: nothing can leave "
                 f"by it to {room.correspondent} until it is connected again",
+            )
+        if not lines.answerable(room.transport, room.correspondent):
+            raise Refused(
+                "cannot-reply",
+                409,
+                f"{room.correspondent} is a short code or a sender name: no "
+                f"{room.transport} line can answer it",
             )
         return line
 

@@ -273,7 +273,7 @@ class Lines(Rooms):
         try:
             return (
                 lines.normalize(req.transport, arrived.to),
-                lines.normalize(req.transport, arrived.sender),
+                lines.correspondent(req.transport, arrived.sender),
             )
         except Refused as exc:
             raise Refused("invalid-webhook", 422, exc.problem.detail) from exc
