@@ -198,3 +198,30 @@ async def test_what_the_agent_says_on_a_call_is_what_the_carrier_says(api, peopl
     said = html.unescape(re.search(r"<Say>(.+)</Say>", await answered.text(), re.S)[1])
     assert len(said) == LINE_MOST["voice"] and said.endswith("…")
     assert "is said on a call: at most 4,096 characters" in model.prompts[-1].system
+
+
+async def test_a_pick_the_line_cannot_carry_leaves_the_question_open_for_an_edit(
+    api, people, operator
+):
+    """A confirmation asked before lines were bounded may offer a candidate longer than its
+    line carries (routed here as no agent of ours drafts it). Before, picking it stored the
+    answer and then the send was refused: answered, nothing sent, nothing left to do. Now
+    the pick is refused first, and an edit still answers."""
+    _, room = await _talking(api, operator, people, "confirm")
+    [first] = await history(api, room, people.ada)
+    reply = {
+        "org": people.org, "person": people.ada_id, "room": room["id"], "transport": "sms",
+        "first_contact": False, "reply_to": first["seq"],
+        "candidates": ["r" * (SMS_MOST + 1), "Yes, Saturday works."],
+    }  # fmt: skip
+    routed = await route(operator, reply)
+    before, _ = await _left(operator, people.org)
+    path = f"/v1/confirmations/{routed['confirmation']}"
+    long_pick = await api.post(path, json={"choice": {"type": "pick", "option": 0}},
+                               headers=people.ada)  # fmt: skip
+    assert await problem(long_pick) == (422, "too-long-for-line")
+    assert (await _left(operator, people.org))[0] == before
+    short_pick = await api.post(path, json={"choice": {"type": "pick", "option": 1}},
+                                headers=people.ada)  # fmt: skip
+    assert short_pick.status == 200, await short_pick.text()
+    assert (await _left(operator, people.org))[1]["text"] == "Yes, Saturday works."

@@ -19,8 +19,8 @@ def check_answerer(question: Message, p: Principal) -> None:
 
 def answer_text(question: Message, choice: Choice, *, line: str | None = None) -> str:
     """What the answer says. In a line's room (`line`, its transport) a question is the
-    ladder's confirmation, and an edit is what leaves by the line: refused here, before
-    the answer is stored, where the line cannot carry it."""
+    ladder's confirmation, and what it picks or edits is what leaves by the line: refused
+    here, before the answer is stored, where the line cannot carry it."""
     assert question.question is not None
     match choice:
         case Pick(option=i):
@@ -29,6 +29,7 @@ def answer_text(question: Message, choice: Choice, *, line: str | None = None) -
                 raise Refused(
                     "invalid-option", 422, f"option {i} does not exist; there are {len(options)}"
                 )
+            check_line(line, options[i])  # asked before its line was bounded: edit it
             return options[i]
         case Edit(text=text):
             check_line(line, text)
