@@ -170,7 +170,7 @@ class Lines(Rooms):
         over: refused, Meta would ask again for days, then stop sending anything."""
         arrived, reported = lines.arrivals(req), deliveries.reports(req)
         if not arrived and not reported:
-            raise Refused("invalid-webhook", 422, "the WhatsApp webhook holds no message")
+            raise Refused("invalid-webhook", 422, "the WhatsApp webhook holds no message or status")
         verified = await self._lines(
             req,
             {self._addresses(req, a)[0] for a in arrived}
