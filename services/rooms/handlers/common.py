@@ -51,10 +51,9 @@ class Rooms:
         `msg_id`
         stored before, it is the message stored first, and another is refused."""
         message = messages.alone(message)
-        line = None
-        if room.transport not in (None, "voice") and _leaves(room, message):
+        line = await self._line_out(room) if _leaves(room, message) else None
+        if line is not None:
             rooms.check_line(room.transport, message.text)
-            line = await self._line_out(room)
         stored = await self._store.append(room.org, message, msg_id=msg_id)
         if stored is None or not messages.same(stored, message):
             raise KeyReused()
@@ -68,10 +67,13 @@ class Rooms:
             return msgspec.structs.replace(stored, delivery=delivery)
         return stored
 
-    async def _line_out(self, room: rooms.Room) -> StoredLine:
-        """The line what is said in `room` leaves by; refused while it is disconnected, so
-        no message is stored as said to someone it never reaches."""
-        assert room.transport is not None and room.owner is not None
+    async def _line_out(self, room: rooms.Room) -> StoredLine | None:
+        """The line what is said in `room` leaves by, if any (a room of no line, or of a
+        voice line, which says what it says on the call, has none); refused while it is
+        disconnected, so no message is stored as said to someone it never reaches."""
+        if room.transport in (None, "voice"):
+            return None
+        assert room.owner is not None
         line = await self._store.line(room.owner, room.transport)
         if line is None or room.correspondent is None:
             raise Refused(

@@ -131,25 +131,24 @@ class Lines(Rooms):
         if req.transport == "whatsapp":
             return await self._meta(req)
         arrived = lines.arrival(req)
-        line = await self._verified(req, self._addresses(req, arrived)[0], lines.verify)
-        return await self._arrived(req, line, arrived)
+        to, sender = self._addresses(req, arrived)
+        line = await self._verified(req, to, lines.verify)
+        return await self._arrived(req, line, sender, arrived)
 
     async def status(self, req: rooms.Inbound, _: None) -> rooms.StatusReport:
         """A carrier's status callback for a message that left by a line: verified with the
         line's own secret, and only for a message of that line's person. Of Meta's batch,
         the last is answered, each is applied."""
-        reported = deliveries.reports(req)
+        reported = [(self._reporting(req, r), r) for r in deliveries.reports(req)]
         if not reported:
             raise Refused("invalid-webhook", 422, "the callback reports no status")
-        verified = await self._lines(req, {self._reporting(req, r) for r in reported})
-        moved = [
-            await self._moved(verified[self._reporting(req, r)], r, req.transport) for r in reported
-        ]
+        verified = await self._lines(req, {address for address, _ in reported})
+        moved = [await self._moved(verified[a], r, req.transport) for a, r in reported]
         if (last := moved[-1]) is None:
             raise Refused(
                 "message-not-found",
                 404,
-                f"no message left by this line as {reported[-1].carrier_id}",
+                f"no message left by this line as {reported[-1][1].carrier_id}",
             )
         return last
 
@@ -168,20 +167,15 @@ class Lines(Rooms):
         it is stored (an app signs for its own numbers only); then each message is stored
         and each status applied. A status for a message no line of ours sent is passed
         over: refused, Meta would ask again for days, then stop sending anything."""
-        arrived, reported = lines.arrivals(req), deliveries.reports(req)
+        arrived = [(*self._addresses(req, a), a) for a in lines.arrivals(req)]
+        reported = [(self._reporting(req, r), r) for r in deliveries.reports(req)]
         if not arrived and not reported:
             raise Refused("invalid-webhook", 422, "the WhatsApp webhook holds no message or status")
         verified = await self._lines(
-            req,
-            {self._addresses(req, a)[0] for a in arrived}
-            | {self._reporting(req, r) for r in reported},
+            req, {to for to, _, _ in arrived} | {address for address, _ in reported}
         )
-        delivered = [
-            await self._arrived(req, verified[self._addresses(req, a)[0]], a) for a in arrived
-        ]
-        moved = [
-            await self._moved(verified[self._reporting(req, r)], r, req.transport) for r in reported
-        ]
+        delivered = [await self._arrived(req, verified[to], sender, a) for to, sender, a in arrived]
+        moved = [await self._moved(verified[a], r, req.transport) for a, r in reported]
         counts = {"messages": len(delivered), "statuses": sum(m is not None for m in moved)}
         if not delivered:
             return rooms.Delivered(**counts)
@@ -193,9 +187,9 @@ class Lines(Rooms):
         return {a: await self._verified(req, a, deliveries.verify_report) for a in addresses}
 
     async def _arrived(
-        self, req: rooms.Inbound, line: StoredLine, arrived: Arrival
+        self, req: rooms.Inbound, line: StoredLine, sender: str, arrived: Arrival
     ) -> rooms.Delivered:
-        _, sender = self._addresses(req, arrived)
+        """`arrived` from `sender`, stored in the line's room for them."""
         room = await self._line_room(line, sender)
         first = await self._store.is_empty(room.org, room.id)
         message = messages.inbound(

@@ -88,8 +88,8 @@ class Messages(Rooms):
         asked = await self._message(room, req.seq, reader=p.sub)
         questions.check_answerer(asked, p)
         text = questions.answer_text(asked, req.choice, line=room.transport)
-        if room.transport not in (None, "voice") and not isinstance(req.choice, rooms.Decline):
-            await self._line_out(room)  # what the answer picks leaves by the line
+        if not isinstance(req.choice, rooms.Decline):
+            await self._line_out(room)  # what the answer picks leaves by the room's line
         message = messages.answer_alone(
             messages.authored(
                 room, p, text, self._clock(), reply_to=req.seq, answers=req.seq, choice=req.choice
