@@ -13,6 +13,7 @@ Keys in `rooms-lines`:
     claim.<person>.<transport>       a line waiting for its code
     line.<person>.<transport>        a person's connected line, its credential sealed
     address.<transport>.<address>    whose line an address is, for inbound webhooks
+    signed.<transport>.<token>       a carrier's signature token taken, while it is fresh
 
 A room and a member's way in are written once and never changed, so any replica that holds
 one answers rightly; one that does not may only be behind, so the room is called absent
@@ -22,7 +23,9 @@ only once the stream's leader agrees (`libs.runtime.leader`): a room just made i
 
 import asyncio
 import contextlib
+import hashlib
 from collections.abc import Callable
+from datetime import timedelta
 from functools import partial
 
 import msgspec
@@ -54,8 +57,13 @@ from libs.runtime.kv import Conflict, Read, Record, current, open_bucket, swap, 
 from libs.runtime.leader import caught_up, exact_reads, newest_seq, seen
 from libs.runtime.service import ensure_stream
 from services.rooms.domain.claims import Claim
+from services.rooms.domain.lines import MAX_SKEW_S
 
 __all__ = ["RoomStore", "StoredLine", "open_store"]
+
+# A timestamp is fresh within MAX_SKEW_S either side of now: its token, from the first
+# time it is seen until the last it could be fresh.
+_TOKEN_KEPT = timedelta(seconds=2 * MAX_SKEW_S)
 
 
 class StoredLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -404,6 +412,18 @@ class RoomStore:
         await self._lines.put(f"line.{key_token(line.person)}.{line.transport}", codec.encode(line))
         if previous is not None and previous.address != line.address:
             await self._lines.delete(f"address.{line.transport}.{key_token(previous.address)}")
+
+    async def take_token(self, transport: str, token: str, body: str) -> bool:
+        """Whether a carrier's signature token is new here, or came before with this same
+        body (the carrier asking again). Kept while a timestamp it signed could be fresh."""
+        key = f"signed.{transport}.{hashlib.sha256(token.encode()).hexdigest()}"
+        digest = hashlib.sha256(body.encode()).digest()
+        try:
+            await write_at(self._lines, key, digest, 0, keep=_TOKEN_KEPT)
+        except Conflict:
+            found = await _get(self._lines, key)
+            return found is None or found[0] == digest
+        return True
 
     async def disconnect(self, line: StoredLine) -> None:
         await self._lines.delete(f"line.{key_token(line.person)}.{line.transport}")

@@ -38,6 +38,7 @@ __all__ = [
     "handshake",
     "hub",
     "hub_notice",
+    "mailgun_signed",
     "meta_values",
     "normalize",
     "room_id",
@@ -238,18 +239,20 @@ def _with(text: str, media: list[str]) -> str:
     return "\n".join([*lines, *(f"[{m}]" for m in media)]) or "[an empty message]"
 
 
-def verify(inbound: Inbound, secret: str, now: datetime) -> None:
-    """Refused unless the webhook was signed with the line's own secret."""
+def verify(inbound: Inbound, secret: str, now: datetime) -> str | None:
+    """Refused unless the webhook was signed with the line's own secret. Mailgun's token
+    is returned, to be taken once: its signature signs the token and a timestamp and none
+    of the content, so one seen could carry any email while its timestamp is fresh (Mailgun
+    says to refuse a token seen before). Twilio and Meta sign the content whole: a repeat
+    of theirs is the same message, stored once by its id."""
+    token = None
     if inbound.transport in ("sms", "voice"):
         fields = parse_qsl(inbound.body, keep_blank_values=True)
         ok = _same(inbound.signature, sign_twilio(secret, inbound.url, fields))
     elif inbound.transport == "email":
         fields_ = dict(parse_qsl(inbound.body, keep_blank_values=True))
-        stamp = fields_.get("timestamp", "")
-        if not stamp.isdigit() or abs(now.timestamp() - int(stamp)) > MAX_SKEW_S:
-            raise Refused("signature-stale", 403, "the webhook's timestamp is not within 5 min")
-        expected = sign_mailgun(secret, stamp, fields_.get("token", ""))
-        ok = _same(fields_.get("signature", ""), expected)
+        token = fields_.get("token", "")
+        ok = mailgun_signed(secret, fields_.get("timestamp", ""), token, fields_, now)
     else:
         ok = _same(inbound.signature, sign_meta(secret, inbound.body.encode()))
     if not ok:
@@ -258,6 +261,17 @@ def verify(inbound: Inbound, secret: str, now: datetime) -> None:
             403,
             f"the {inbound.transport} webhook is not signed by this line's carrier",
         )
+    return token
+
+
+def mailgun_signed(
+    secret: str, stamp: str, token: str, signed: dict[str, Any], now: datetime
+) -> bool:
+    """Whether Mailgun signed `token` at `stamp` (`signed` holds its signature); refused
+    as stale when the timestamp is more than five minutes from now."""
+    if not stamp.isdigit() or abs(now.timestamp() - int(stamp)) > MAX_SKEW_S:
+        raise Refused("signature-stale", 403, "the webhook's timestamp is not within 5 min")
+    return _same(str(signed.get("signature", "")), sign_mailgun(secret, stamp, token))
 
 
 def verify_token(secret: str, address: str) -> str:

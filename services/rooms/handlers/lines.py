@@ -276,12 +276,13 @@ class Lines(Rooms):
         self,
         req: rooms.Inbound,
         address: str,
-        check: Callable[[rooms.Inbound, str, datetime], None],
+        check: Callable[[rooms.Inbound, str, datetime], str | None],
     ) -> StoredLine:
         """The connected line at `address`, if the webhook is signed with its own secret. An
         address that is no connected line's is checked against a throwaway secret and
         refused in the same words as a bad signature, so the answer says nothing of who has
-        a line."""
+        a line. A token the signature signs without the content is taken once: a token
+        seen before with another body is a signature carried onto other content."""
         person = await self._store.owner_of(req.transport, address)
         line = None if person is None else await self._store.line(person, req.transport)
         secret = (
@@ -289,8 +290,9 @@ class Lines(Rooms):
             if line is None
             else self._sealer.open(line.sealed, owner=line.person, transport=line.transport)
         )
+        token = None
         try:
-            check(req, secret, self._clock())
+            token = check(req, secret, self._clock())
         except Refused:
             line = None
         if line is None:
@@ -299,6 +301,13 @@ class Lines(Rooms):
                 403,
                 f"the webhook is not signed by the secret of a connected {req.transport} "
                 f"line at {address}",
+            )
+        if token is not None and not await self._store.take_token(req.transport, token, req.body):
+            raise Refused(
+                "signature-replayed",
+                403,
+                f"the {req.transport} webhook's signature token was used before with other "
+                "content: a carrier signs each webhook anew",
             )
         return line
 
