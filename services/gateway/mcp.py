@@ -120,10 +120,13 @@ def mcp_endpoint(
             case "tools/call":
                 if params.get("name") != "mod":
                     return _reply(id_, error=(-32602, f"no tool {params.get('name')!r}"))
-                arguments = dict(params.get("arguments") or {})
-                op = arguments.pop("op", None)
-                if op not in _OPS:
+                arguments = params.get("arguments") or {}
+                if not isinstance(arguments, dict):
+                    return _reply(id_, result=_tool_error("arguments must be an object"))
+                op = arguments.get("op")
+                if not isinstance(op, str) or op not in _OPS:
                     return _reply(id_, result=_tool_error(f"op must be one of {list(_OPS)}"))
+                arguments = {k: v for k, v in arguments.items() if k != "op"}
                 subject = _OPS[op]
                 try:
                     payload = codec.encode(msgspec.convert(arguments, subject.request))

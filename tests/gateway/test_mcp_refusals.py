@@ -86,3 +86,26 @@ async def test_an_id_that_is_neither_a_string_nor_a_number_is_an_invalid_request
                     "id": None,
                     "error": {"code": -32600, "message": "id must be a string or a number"},
                 }, id_
+
+
+async def test_arguments_that_are_not_an_object_or_an_op_that_is_not_a_name_are_the_tools_error(
+    client,
+):
+    """Before, each was a 500: a string or a number of `arguments` was no dict, and a list
+    of `op` no key of the tool's ops. A list of pairs was taken as if it were the object."""
+    async with HTTP() as http:
+        url = str(client.make_url("/v1/mcp"))
+        for arguments, named in (
+            ("x", "arguments must be an object"),
+            (5, "arguments must be an object"),
+            ([["op", "read_surface"]], "arguments must be an object"),
+            ({"op": ["read_surface"]}, "op must be one of"),
+            ({"op": {"a": 1}}, "op must be one of"),
+        ):
+            params = {"name": "mod", "arguments": arguments}
+            call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+            async with http.post(url, json=call, headers=bearer()) as response:
+                assert response.status == 200, arguments
+                result = (await response.json())["result"]
+                assert result["isError"], arguments
+                assert result["content"][0]["text"].startswith(named), arguments
