@@ -14,14 +14,40 @@ function refused(sent) {
   say(REFUSED);
 }
 
+// A transient failure (the gateway's 502 to 504, its key still in progress, or no answer
+// at all) is asked again for some 15 s, a POST with the same Idempotency-Key: one that ran
+// before its answer was lost is answered as it was, never carried out twice, and the
+// person's click is not lost to a moment's outage.
+const AGAIN_MS = [250, 500, 1000, 2000, 4000, 8000];
+
+function transient(response, problem) {
+  return [502, 503, 504].includes(response.status) ||
+    (response.status === 409 && problem.type === "urn:tether:problem:idempotency-key-in-use");
+}
+
+function newKey() {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)),
+    (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 async function api(method, path, body) {
   const sent = token;
   if (sent === refusedToken) throw new Error(REFUSED);
-  const response = await fetch(path, {
-    method,
-    headers: { "Authorization": "Bearer " + sent, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  const headers = { "Authorization": "Bearer " + sent, "Content-Type": "application/json" };
+  if (method === "POST") headers["Idempotency-Key"] = newKey();
+  const request = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
+  let response;
+  for (const wait of [...AGAIN_MS, null]) {
+    try {
+      response = await fetch(path, request);
+      const problem = response.ok ? {} : await response.clone().json().catch(() => ({}));
+      if (wait === null || !transient(response, problem)) break;
+    } catch (error) {
+      if (wait === null) throw error;
+    }
+    say("The service is away for a moment: trying again.");
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
   if (response.status === 401) refused(sent);
   if (response.status === 204) return null;
   const data = await response.json();

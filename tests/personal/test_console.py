@@ -304,3 +304,50 @@ async def test_what_changed_elsewhere_shows_and_what_the_person_is_choosing_stay
     await expect(page.locator("#status")).to_have_text("Saved: window 1h.")
     mine = await (await api.get("/v1/ladder", headers=people.ada)).json()
     assert (mine["settings"]["default"], mine["settings"]["window"]) == ("confirm", "1h")
+
+
+async def test_a_click_whose_answer_was_lost_is_asked_again_and_carried_out_once(
+    api, operator, people, page
+):
+    """Ada's edit of a pending send is carried out, and its answer lost on the way back
+    (504); asked again, the gateway is away for a moment (503). Before, the page said the
+    504 and her click was done with; clicked again, it was refused as already sent. Now
+    the page asks again with the same Idempotency-Key, and is answered as it was."""
+    await announce(operator, people.ada_id)
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    await expect(page.locator("#none")).to_be_visible()
+    await api.put("/v1/ladder/window", json={"window": "1h"}, headers=people.ada)
+    room = await room_with(api, people, people.bob_id)
+    await set_level(api, people.ada, "send", "room", room["id"])
+    await say(api, room, people.bob, "Can you resend the invoice?", to=people.ada_id)
+    item = page.locator("#pending > li[data-kind=window]")
+    await expect(item).to_have_count(1, timeout=10_000)
+
+    keys: list[str | None] = []
+
+    async def lose_the_first_answers(route: Route) -> None:
+        keys.append(route.request.headers.get("idempotency-key"))
+        if len(keys) == 1:
+            await route.fetch()
+            timeout = {"type": "urn:tether:problem:timeout", "status": 504, "title": "timeout"}
+            await route.fulfill(status=504, json=timeout)
+        elif len(keys) == 2:
+            away = {"type": "urn:tether:problem:bus-unavailable", "status": 503, "title": "away"}
+            await route.fulfill(status=503, json=away)
+        else:
+            await route.continue_()
+
+    await page.route("**/v1/windows/*/edit", lose_the_first_answers)
+    await item.locator("textarea").fill("Both are attached now. Ada")
+    await item.get_by_role("button", name="Send my version instead").click()
+    await expect(page.locator("#status")).to_have_text("Sent your version instead.")
+    assert len(keys) == 3 and keys[0] and set(keys) == {keys[0]}
+
+    async def mine_sent():
+        return [m for m in await history(api, room, people.bob) if m["author"] == people.ada_id]
+
+    [sent] = await eventually(mine_sent)
+    assert sent["text"] == "Both are attached now. Ada"
+    windows = await (await api.get("/v1/windows", headers=people.ada)).json()
+    assert [w["state"] for w in windows["closed"]] == ["edited"]
