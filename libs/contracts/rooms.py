@@ -262,7 +262,8 @@ class MessagePage(Contract):
 
 class Draft(Contract):
     """An agent's reply held for its person (or, for the ambient agent, the org's admins),
-    who may send it; nothing left the room."""
+    who may send it; nothing left the room. `sending`: a send of it is on its way, and it
+    can no longer be discarded; if that send failed, sending it again completes it."""
 
     id: str
     room: str
@@ -272,7 +273,7 @@ class Draft(Contract):
     reply_to: Seq
     text: str
     first_contact: bool
-    state: Literal["open", "sent", "discarded"]
+    state: Literal["open", "sending", "sent", "discarded"]
     created_at: datetime
     sent_seq: Seq | None = None
 

@@ -172,7 +172,9 @@ def _actions(*named: tuple[str, str, str, dict | None]) -> list[Action]:
 
 
 def _draft(d: rooms.Draft) -> PendingItem:
+    """A draft whose send failed on its way (`sending`) is sent again, never discarded."""
     path = f"/v1/rooms/{d.room}/drafts/{d.id}"
+    discard = () if d.state == "sending" else (("discard", "POST", f"{path}/discard", {}),)
     return PendingItem(
         kind="draft",
         id=d.id,
@@ -181,7 +183,7 @@ def _draft(d: rooms.Draft) -> PendingItem:
         actions=_actions(
             ("send", "POST", f"{path}/send", {}),
             ("edit", "POST", f"{path}/send", {"text": d.text}),
-            ("discard", "POST", f"{path}/discard", {}),
+            *discard,
         ),
         detail={"reply_to": d.reply_to, "first_contact": d.first_contact},
     )

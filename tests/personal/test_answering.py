@@ -2,6 +2,8 @@
 agent only, one to the org by the org's ambient agent only, one to neither by neither;
 the agent is shown only the room it answers in; each drafting is a metered run."""
 
+import asyncio
+
 import msgspec
 import pytest
 
@@ -128,6 +130,33 @@ async def test_a_discarded_draft_sends_nothing(api, people, staffed):
     ] == "discarded"
     after = await (await api.get(f"/v1/rooms/{staffed['id']}/messages", headers=people.ada)).json()
     assert after == before
+
+
+async def test_a_draft_sent_and_discarded_at_once_is_one_or_the_other(api, people, staffed):
+    """Ada sends a draft from her phone as she discards it on her laptop. Before, both
+    were answered as done, every time: told it was discarded, she had sent it."""
+    for i in range(12):
+        await say(api, staffed, people.bob, f"Question {i}?", to=people.ada_id)
+
+    async def all_held() -> list[dict]:
+        found = await drafts(api, staffed, people.ada)
+        return found if len(found) == 12 else []
+
+    held = await eventually(all_held)
+    outcomes = {}
+    for draft in held:
+        path = f"/v1/rooms/{staffed['id']}/drafts/{draft['id']}"
+        sent, discarded = await asyncio.gather(
+            api.post(f"{path}/send", json={}, headers=people.ada),
+            api.post(f"{path}/discard", json={}, headers=people.ada),
+        )
+        outcomes[draft["reply_to"]] = (sent.status, discarded.status)
+    assert set(outcomes.values()) <= {(201, 409), (409, 200)}, outcomes
+    messages = await (
+        await api.get(f"/v1/rooms/{staffed['id']}/messages", headers=people.ada)
+    ).json()
+    answered = sorted(m["reply_to"] for m in messages["messages"] if m["author"] == people.ada_id)
+    assert answered == sorted(seq for seq, (sent, _) in outcomes.items() if sent == 201)
 
 
 async def test_each_drafting_is_a_run_the_meter_bills_per_second(api, people, staffed):

@@ -94,6 +94,19 @@ async def test_a_persons_text_longer_than_their_line_takes_is_refused_and_nothin
     assert (await _left(operator, people.org))[1]["text"] == "w" * SMS_MOST
 
 
+async def test_a_draft_sent_longer_than_the_line_takes_is_still_the_persons(api, people, operator):
+    """A send claims its draft before storing; refused before anything was stored, the
+    draft is open again: sent shorter, or discarded."""
+    _, room = await _talking(api, operator, people, "draft")
+    [draft] = await drafts(api, room, people.ada)
+    path = f"/v1/rooms/{room['id']}/drafts/{draft['id']}"
+    long = await api.post(f"{path}/send", json={"text": "n" * (SMS_MOST + 1)}, headers=people.ada)
+    assert await problem(long) == (422, "too-long-for-line")
+    assert [d["state"] for d in await drafts(api, room, people.ada)] == ["open"]
+    discarded = await api.post(f"{path}/discard", json={}, headers=people.ada)
+    assert discarded.status == 200, await discarded.text()
+
+
 async def test_an_edit_the_line_cannot_carry_leaves_the_window_open(api, people, operator):
     line, _ = await _talking(api, operator, people, "send")
     await api.put("/v1/ladder/window", json={"window": "1h"}, headers=people.ada)

@@ -7,8 +7,8 @@ import pytest
 
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from libs.contracts.rooms import CreateRoom, Inbound
-from services.rooms.domain import lines, members, messages
+from libs.contracts.rooms import CreateRoom, Draft, Inbound
+from services.rooms.domain import drafts, lines, members, messages
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 ADA, BOB = "acme/ada", "acme/bob"
@@ -209,3 +209,30 @@ def test_an_sms_or_email_with_nothing_but_media_says_so():
     assert lines.arrival(Inbound(transport="sms", url="u", body=empty)).text == (
         "[an empty message]"
     )
+
+
+def test_a_send_claims_its_draft_so_no_discard_wins_after_it():
+    held = Draft(
+        id="d-1-1",
+        room="r-1",
+        org="acme",
+        agent="agent:acme/ada",
+        person="acme/ada",
+        reply_to=1,
+        text="Yes.",
+        first_contact=False,
+        state="open",
+        created_at=NOW,
+    )
+    sending = drafts.claimed(held)
+    assert sending.state == "sending"
+    assert drafts.claimed(sending) == sending  # a send asked again completes it
+    with pytest.raises(Refused) as refused:
+        drafts.discarded(sending)
+    assert refused.value.problem.rule == "draft-closed"
+    assert drafts.reopened(sending) == held  # refused before anything was stored
+    sent = drafts.sent(sending, 7)
+    assert (sent.state, sent.sent_seq) == ("sent", 7)
+    assert drafts.reopened(sent) == sent
+    with pytest.raises(Refused):
+        drafts.claimed(sent)

@@ -36,7 +36,8 @@ async def email_line(api, operator, people) -> dict:
 async def test_a_signature_seen_once_carries_no_other_email(api, people, operator):
     line = await email_line(api, operator, people)
     real = {"sender": "landlord@example.org", "recipient": line["address"], "subject": "Rent",
-            "body-plain": "Due on the 1st.", "Message-Id": "<m1@example.org>", **signed()}  # fmt: skip
+            "body-plain": "Due on the 1st.", "Message-Id": "<m1@example.org>",
+            **signed()}  # fmt: skip
     first = await api.post("/v1/lines/email/inbound", data=urlencode(real), headers=FORM)
     assert first.status == 200, await first.text()
     delivered = await first.json()
@@ -46,7 +47,8 @@ async def test_a_signature_seen_once_carries_no_other_email(api, people, operato
     assert (await again.json())["seq"] == delivered["seq"]
 
     forged = {**real, "sender": "security@bank.example", "subject": "Urgent",
-              "body-plain": "Reply with your card number.", "Message-Id": "<m2@bank.example>"}  # fmt: skip
+              "body-plain": "Reply with your card number.",
+              "Message-Id": "<m2@bank.example>"}  # fmt: skip
     refused = await api.post("/v1/lines/email/inbound", data=urlencode(forged), headers=FORM)
     assert await problem(refused) == (403, "signature-replayed")
     listed = (await (await api.get("/v1/rooms", headers=people.ada)).json())["rooms"]

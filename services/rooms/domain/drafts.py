@@ -1,5 +1,6 @@
 """An agent's draft: held for its person, then sent as the person's own message or
-discarded; once closed it never opens again."""
+discarded; once closed it never opens again. A send claims it first (`sending`), so a
+discard at the same moment is refused rather than told it won while the message left."""
 
 from datetime import datetime
 
@@ -8,7 +9,7 @@ import msgspec
 from libs.contracts.problem import Refused
 from libs.contracts.rooms import ORG, Draft, Message, Room
 
-__all__ = ["discarded", "draft_id", "drafted", "sendable", "sent"]
+__all__ = ["claimed", "discarded", "draft_id", "drafted", "reopened", "sendable", "sent"]
 
 
 def draft_id(room_id: str, reply_to: int) -> str:
@@ -41,9 +42,24 @@ def sendable(draft: Draft) -> Draft:
     return draft
 
 
+def claimed(draft: Draft) -> Draft:
+    """Claimed by a send, before its message is stored; a send asked again completes one
+    already `sending` (its first try failed, or died, on the way)."""
+    if draft.state == "sending":
+        return draft
+    return msgspec.structs.replace(sendable(draft), state="sending")
+
+
+def reopened(draft: Draft) -> Draft:
+    """The person's again: its send was refused before anything was stored."""
+    if draft.state != "sending":
+        return draft
+    return msgspec.structs.replace(draft, state="open")
+
+
 def sent(draft: Draft, seq: int) -> Draft:
     """Sent as message `seq`; a draft already closed stays as it is."""
-    if draft.state != "open":
+    if draft.state not in ("open", "sending"):
         return draft
     return msgspec.structs.replace(draft, state="sent", sent_seq=seq)
 

@@ -2,13 +2,16 @@
 
 from libs.contracts import rooms
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
+from libs.contracts.problem import KeyReused, Refused
 from libs.runtime import pages
 from libs.runtime.service import request_key
 from services.rooms.domain import drafts, members, messages
 from services.rooms.handlers.common import Rooms, draft_holders, person_of
 
 __all__ = ["Drafts"]
+
+# What waits on its person: a draft, or one whose send failed on its way, to send again.
+_WAITING = ("open", "sending")
 
 
 class Drafts(Rooms):
@@ -37,13 +40,13 @@ class Drafts(Rooms):
         found = []
         for person in draft_holders(room, p):
             found += await self._store.drafts(person, room.id)
-        open_ = [d for d in found if d.state == "open"]
+        open_ = [d for d in found if d.state in _WAITING]
         page, more = pages.first(sorted(open_, key=lambda d: d.reply_to))
         return rooms.DraftList(drafts=page, more=more)
 
     async def my_drafts(self, _: rooms.ListMyDrafts, p: Principal) -> rooms.DraftList:
         _, person = person_of(p, "read its person's drafts")
-        found = [d for d in await self._store.drafts_of(person) if d.state == "open"]
+        found = [d for d in await self._store.drafts_of(person) if d.state in _WAITING]
         page, more = pages.first(sorted(found, key=lambda d: d.created_at))
         return rooms.DraftList(drafts=page, more=more)
 
@@ -69,12 +72,21 @@ class Drafts(Rooms):
             sent = await self._store.message(room.org, room.id, draft.sent_seq, reader=p.sub)
             if sent is not None and messages.same(sent, message):
                 return sent
-        drafts.sendable(draft)
-        async with self._trail.change(
-            room.org, actor=p, action="rooms.draft.send", target=draft.id, data={"room": room.id}
-        ):
-            stored = await self._store_message(room, message, msg_id=draft.id)
-        await self._store.change_draft(draft, lambda d: drafts.sent(d, stored.seq))
+        claimed = await self._store.change_draft(draft, drafts.claimed)
+        try:
+            async with self._trail.change(
+                room.org,
+                actor=p,
+                action="rooms.draft.send",
+                target=draft.id,
+                data={"room": room.id},
+            ):
+                stored = await self._store_message(room, message, msg_id=draft.id)
+        except Refused as exc:
+            if exc.problem.status < 500 and not isinstance(exc, KeyReused):
+                await self._store.change_draft(claimed, drafts.reopened)  # nothing stored
+            raise
+        await self._store.change_draft(claimed, lambda d: drafts.sent(d, stored.seq))
         return stored
 
     async def discard_draft(self, req: rooms.DraftRef, p: Principal) -> rooms.Draft:
