@@ -433,13 +433,15 @@ class DraftEvent(Contract, omit_defaults=True):
     act: str | None = None
 
 
-class HeldDrafts(Contract):
-    """A layer's drafts as stored: the open ones (at most 16), the last closed ones, and
-    the change that produced this value."""
+class HeldDrafts(Contract, omit_defaults=True):
+    """A layer's drafts as stored: the open ones (at most 16), the last closed ones, the
+    change that produced this value (none for a claim), and the open ones a Keep or a
+    self-commit has claimed (`keeping`) while it applies their ops."""
 
     open: list[LayerDraft] = []
     closed: list[LayerDraft] = []
     last: DraftEvent | None = None
+    keeping: tuple[str, ...] = ()
 
 
 class Written(Contract, omit_defaults=True):

@@ -2,6 +2,7 @@
 draft's base, Discard, the sixteen-draft limit, and the ladder's table for a person's own
 agent (its level asked of the ladder over the bus)."""
 
+import asyncio
 import json
 
 import pytest
@@ -147,6 +148,26 @@ async def test_hip0528_09_4_rule_8_discard_by_the_keeper_or_the_writing_agent_on
     assert listed["drafts"] == []
     gone = await api.get(f"/v1/mod/drafts/{one['id']}", headers=people.ada)
     assert (await gone.json())["state"] == "discarded"
+
+
+async def test_hip0528_09_4_rule_8_a_draft_kept_and_discarded_at_once_is_one_or_the_other(
+    api, people
+):
+    """Ada keeps a draft on one device as she discards it on another. Before, both were
+    answered as done, every time: told it was discarded, her layer held its change."""
+    outcomes = []
+    for i in range(8):
+        rename = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": f"Talk {i}"}
+        draft = (await (await write(api, people.agent, "user", [rename])).json())["draft"]
+        kept, discarded = await asyncio.gather(
+            keep(api, people.ada, draft["id"]),
+            api.delete(f"/v1/mod/drafts/{draft['id']}", headers=people.ada),
+        )
+        found = await api.get(f"/v1/mod/drafts/{draft['id']}", headers=people.ada)
+        layer = await (await api.get("/v1/mod/layers/user", headers=people.ada)).json()
+        applied = rename in layer["ops"]
+        outcomes.append((kept.status, discarded.status, (await found.json())["state"], applied))
+    assert set(outcomes) <= {(200, 409, "kept", True), (409, 204, "discarded", False)}, outcomes
 
 
 async def test_hip0528_09_4_rule_8_a_seventeenth_open_draft_is_refused(api, people, connect):

@@ -3,6 +3,7 @@ patches, §3.5's composition and §9.4's table, with no server."""
 
 import copy
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
@@ -10,9 +11,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from libs.contracts.mod import Bind, Hide, Manifest, Move, Rename, Set, Show, TokenOp
+from libs.contracts.mod import (
+    Bind,
+    HeldDrafts,
+    Hide,
+    LayerDraft,
+    Manifest,
+    Move,
+    Rename,
+    Set,
+    Show,
+    TokenOp,
+)
 from libs.contracts.problem import Refused
-from services.mod.domain import compose, patches, surface
+from services.mod.domain import compose, drafts, patches, surface
 from services.mod.domain.activation import activated, leaving
 from services.mod.domain.drafts import commits
 from services.mod.domain.manifests import check, mod_id, offered_slots
@@ -297,3 +309,24 @@ def test_hip0528_09_4_rule_4_an_agent_is_answered_no_setting_that_governs_it():
 def test_the_shipped_first_party_data_is_what_the_service_loads():
     shipped = json.loads(SHIPPED.read_text())["mods"]
     assert [msgspec.convert(copy.deepcopy(m), Manifest) for m in shipped] == HANZO
+
+
+def test_a_claimed_draft_is_only_kept_and_a_claim_let_go_leaves_it_as_it_was():
+    at = datetime(2026, 11, 30, tzinfo=UTC)
+    draft = LayerDraft(id="md-0123456789abcdef", layer="user", base=0, ops=[Hide(kind="apps",
+                       id="hanzo/board/board")], note="", writer="acme/ada", state="open",
+                       created_at=at, expires_at=at)  # fmt: skip
+    held = drafts.opened(HeldDrafts(), draft)
+    claimed = drafts.claimed(held, draft.id)
+    assert claimed.keeping == (draft.id,) and claimed.last is None  # no watch event
+    assert drafts.claimed(claimed, draft.id) == claimed  # a Keep asked again completes it
+    for state in ("discarded", "expired"):
+        with pytest.raises(Refused) as refused:
+            drafts.settled(claimed, draft.id, state)
+        assert refused.value.problem.rule == "draft-closed"
+    assert drafts.released(claimed, draft.id).open == held.open
+    assert drafts.released(claimed, draft.id).keeping == ()
+    kept = drafts.settled(claimed, draft.id, "kept", version=3)
+    assert (kept.open, kept.keeping, kept.closed[0].version) == ([], (), 3)
+    with pytest.raises(Refused):
+        drafts.claimed(kept, draft.id)

@@ -1,5 +1,7 @@
 """Drafts (§9.4): who writes what as a draft, when one commits itself, and a layer's open
-drafts (at most 16)."""
+drafts (at most 16). A Keep or a self-commit claims its draft before it applies the ops,
+so a discard or an expiry at the same moment is refused rather than told it won while the
+layer changed."""
 
 from typing import Literal
 
@@ -9,7 +11,17 @@ from libs.contracts.ladder import Level, Window
 from libs.contracts.mod import DraftEvent, HeldDrafts, LayerDraft, LayerName
 from libs.contracts.problem import Refused
 
-__all__ = ["MAX_OPEN", "Commit", "commits", "find", "opened", "settled", "waiting"]
+__all__ = [
+    "MAX_OPEN",
+    "Commit",
+    "claimed",
+    "commits",
+    "find",
+    "opened",
+    "released",
+    "settled",
+    "waiting",
+]
 
 MAX_OPEN = 16
 _CLOSED_KEPT = 16
@@ -43,21 +55,46 @@ def opened(held: HeldDrafts, draft: LayerDraft) -> HeldDrafts:
             409,
             f"this layer has {MAX_OPEN} open drafts; keep, discard or let one expire first",
         )
-    return HeldDrafts(open=[*held.open, draft], closed=held.closed, last=_event(draft))
+    return msgspec.structs.replace(held, open=[*held.open, draft], last=_event(draft))
+
+
+def claimed(held: HeldDrafts, draft_id: str) -> HeldDrafts:
+    """The open draft claimed by a Keep or a self-commit, before its ops are applied. One
+    claimed already stays so: a Keep asked again completes it."""
+    if not any(d.id == draft_id for d in held.open):
+        closed = find(held, draft_id)
+        was = closed.state if closed is not None else "removed"
+        raise Refused("draft-closed", 409, f"draft {draft_id} was {was}")
+    if draft_id in held.keeping:
+        return held
+    return msgspec.structs.replace(held, keeping=(*held.keeping, draft_id), last=None)
+
+
+def released(held: HeldDrafts, draft_id: str) -> HeldDrafts:
+    """The claim let go: the ops were not applied (the layer moved), and the draft is
+    open as it was."""
+    if draft_id not in held.keeping:
+        return held
+    keeping = tuple(k for k in held.keeping if k != draft_id)
+    return msgspec.structs.replace(held, keeping=keeping, last=None)
 
 
 def settled(
     held: HeldDrafts, draft_id: str, state: str, *, version: int | None = None
 ) -> HeldDrafts:
-    """The draft kept, discarded or expired; one no longer open stays as it is."""
+    """The draft kept, discarded or expired; one no longer open stays as it is, and one
+    claimed is only kept."""
     draft = next((d for d in held.open if d.id == draft_id), None)
     if draft is None:
         return held
+    if draft_id in held.keeping and state != "kept":
+        raise Refused("draft-closed", 409, f"draft {draft_id} is being kept")
     done = msgspec.structs.replace(draft, state=state, version=version, commits_at=None)
     return HeldDrafts(
         open=[d for d in held.open if d.id != draft_id],
         closed=[done, *held.closed][:_CLOSED_KEPT],
         last=_event(done),
+        keeping=tuple(k for k in held.keeping if k != draft_id),
     )
 
 
@@ -67,7 +104,7 @@ def waiting(held: HeldDrafts, draft_id: str, why: str) -> HeldDrafts:
         msgspec.structs.replace(d, commits_at=None, waits=why) if d.id == draft_id else d
         for d in held.open
     ]
-    return HeldDrafts(open=found, closed=held.closed, last=held.last)
+    return msgspec.structs.replace(held, open=found)
 
 
 def same_write(made: LayerDraft, asked: LayerDraft) -> bool:

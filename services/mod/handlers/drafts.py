@@ -10,7 +10,7 @@ import msgspec
 from libs.contracts import mod, scheduler
 from libs.contracts.ladder import WINDOW_SECONDS, Window
 from libs.contracts.principal import Principal
-from libs.contracts.problem import KeyReused, Refused
+from libs.contracts.problem import KeyReused, Refused, Unavailable
 from libs.runtime.kv import Record
 from libs.runtime.service import request_key
 from services.mod.domain import drafts, patches
@@ -88,9 +88,7 @@ class Drafts(Mod):
             return mod.Written(version=draft.version)  # its answer lost in a failover
         if draft.state != "open":
             raise Refused("draft-closed", 409, f"draft {draft.id} was {draft.state}")
-        version = await self._apply(p, draft, "mod.draft.keep")
-        await self._settle(p, draft, "kept", version=version)
-        return mod.Written(version=version)
+        return mod.Written(version=await self._commit(p, draft, "mod.draft.keep"))
 
     async def discard(self, req: mod.LayerDraftRef, p: Principal) -> mod.LayerDraft:
         """By whoever may keep it, or by the agent that wrote it."""
@@ -120,11 +118,12 @@ class Drafts(Mod):
             why = f"the layer moved from version {draft.base} to {version} since it was drafted"
         else:
             try:
-                version = await self._apply(agent, draft, "mod.draft.self_commit")
-            except Refused as exc:  # moved between the read and the write
-                why = str(exc)
+                await self._commit(agent, draft, "mod.draft.self_commit")
+            except Refused as exc:
+                if exc.problem.rule == "draft-closed":
+                    return  # discarded, or kept, at that moment
+                why = str(exc)  # moved between the read and the write
             else:
-                await self._settle(agent, draft, "kept", version=version)
                 return
         await self._store.change_drafts(
             key,
@@ -133,12 +132,39 @@ class Drafts(Mod):
         )
 
     async def draft_expiry(self, fired: scheduler.Fired) -> None:
+        """Expired, unless it is kept first; one a Keep holds now is asked again shortly
+        (a transient failure, redelivered), to expire if that Keep let it go."""
         t = msgspec.convert(fired.payload, DraftTimer)
         key = layer_key(t.org, t.layer, t.person)
-        draft = drafts.find(await self._store.drafts(key), t.id)
-        if draft is not None and draft.state == "open":
-            p = Principal(org=t.org, sub=t.person, act=draft.act)
-            await self._settle(p, draft, "expired", cancel=False)
+        held = await self._store.drafts(key)
+        draft = drafts.find(held, t.id)
+        if draft is None or draft.state != "open":
+            return
+        if draft.id in held.keeping:
+            raise Unavailable(Refused("draft-being-kept", 503, f"{draft.id} is being kept").problem)
+        p = Principal(org=t.org, sub=t.person, act=draft.act)
+        await self._settle(p, draft, "expired", cancel=False)
+
+    async def _commit(self, p: Principal, draft: mod.LayerDraft, action: str) -> int:
+        """Claimed, its ops applied at its base, then kept: a discard or an expiry meanwhile
+        is refused. If the layer refused the ops (it moved since), the claim is let go and
+        the draft is open as it was; unless another Keep of it applied them first."""
+        key = layer_key(p.org, draft.layer, draft.writer)
+        await self._store.change_drafts(
+            key, lambda held: drafts.claimed(held, draft.id), record=None
+        )
+        try:
+            version = await self._apply(p, draft, action)
+        except Refused as exc:
+            stored, version = await self._store.layer(key)
+            if stored.change is None or stored.change.draft != draft.id:
+                if exc.problem.status < 500:
+                    await self._store.change_drafts(
+                        key, lambda held: drafts.released(held, draft.id), record=None
+                    )
+                raise
+        await self._settle(p, draft, "kept", version=version)
+        return version
 
     async def _apply(self, p: Principal, draft: mod.LayerDraft, action: str) -> int:
         """The draft's ops over the layer, written at the draft's base, once."""
