@@ -1,8 +1,9 @@
 """`python -m services.rooms.main`: the rooms service, until SIGTERM.
 
-Besides the service's settings: TETHER_LINES_KEY (64 hex digits), or the file named by
-TETHER_LINES_KEY_FILE (default $TETHER_HOME/lines.key), seals personal lines' credentials.
-Outbound messages go through the recording adapter (the only one there is).
+Besides the service's settings, its own (`RoomsSettings`), and TETHER_LINES_KEY (64 hex
+digits), or the file named by TETHER_LINES_KEY_FILE (default $TETHER_HOME/lines.key),
+which seals personal lines' credentials. Outbound messages go through the recording
+adapter (the only one there is).
 """
 
 from collections.abc import Callable
@@ -12,8 +13,10 @@ from libs.audit.trail import Trail
 from libs.contracts.rooms import CONTRACT
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
+from services.rooms.domain.calls import SPEAK_WITHIN_S
 from services.rooms.handlers import Handlers
 from services.rooms.sealing import Sealer, sealer_from_env
+from services.rooms.settings import RoomsSettings
 from services.rooms.store import open_store
 from services.rooms.transports import Recording
 
@@ -22,19 +25,27 @@ def clock() -> datetime:
     return datetime.now(UTC)
 
 
-async def serve(svc: Service, sealer: Sealer, clock: Callable[[], datetime] = clock) -> None:
+async def serve(
+    svc: Service,
+    sealer: Sealer,
+    clock: Callable[[], datetime] = clock,
+    *,
+    speak_within: float = SPEAK_WITHIN_S,
+) -> None:
     """Serve the subjects until `svc` is stopped."""
     store = await open_store(svc.nc, replicas=svc.settings.js_replicas)
     trail = Trail(svc.nc, service=CONTRACT.name)
-    handlers = Handlers(svc.nc, store, trail, sealer, Recording(store), clock)
+    handlers = Handlers(
+        svc.nc, store, trail, sealer, Recording(store), clock, speak_within=speak_within
+    )
     await svc.serve(handlers.table())
     await trail.settle()
 
 
 async def main(settings: Settings) -> None:
-    sealer = sealer_from_env()
+    sealer, own = sealer_from_env(), RoomsSettings.from_env()
     async with Service(CONTRACT, settings) as svc:
-        await serve(svc, sealer)
+        await serve(svc, sealer, speak_within=own.speak_within)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,22 @@ from xml.sax.saxutils import escape, quoteattr
 
 from libs.contracts.rooms import Message, Room
 
-__all__ = ["arrived", "forwarded", "left_voicemail", "spoken", "voicemail", "voicemail_url"]
+__all__ = [
+    "SPEAK_WITHIN_S",
+    "arrived",
+    "forwarded",
+    "left_voicemail",
+    "spoken",
+    "voicemail",
+    "voicemail_url",
+]
 
 UNAVAILABLE = "The person you called cannot take your call. Leave a message after the tone."
 MAX_VOICEMAIL_S = 120
+# How long a ringing call waits for the agent's reply (TETHER_SPEAK_WITHIN): within the
+# gateway's own wait for the answer (TETHER_REQUEST_TIMEOUT, 5 s) and so within Twilio's
+# 15 s for its webhook, else the caller hears the carrier's error and nothing at all.
+SPEAK_WITHIN_S = 3.0
 
 
 def arrived(room: Room, caller: str, now: datetime) -> Message:

@@ -2,11 +2,13 @@
 the agent takes it (`send` only); then it speaks its reply, recorded as its message on the
 person's behalf, or the call rings the person's forwarding number or takes a voicemail."""
 
+import asyncio
+import logging
 from urllib.parse import parse_qsl
 
 from libs.contracts import agents, ladder, rooms
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
+from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.calls import call
 from services.rooms.domain import calls, lines, members, messages
 from services.rooms.handlers.lines import Lines
@@ -15,6 +17,7 @@ from services.rooms.store import StoredLine
 __all__ = ["Calls"]
 
 ME = "rooms"
+_log = logging.getLogger(__name__)
 
 
 class Calls(Lines):
@@ -25,39 +28,55 @@ class Calls(Lines):
             calls.arrived(room, caller, self._clock()),
             msg_id=f"voice-{arrived.carrier_id}",
         )
-        # Read from the room as stored, so the carrier's retry of a first call is one too.
-        first = await self._first_contact(room, stored)
-        decided: ladder.Decided = await call(
-            self._nc,
-            ladder.DECIDE,
-            ladder.DecideRequest(
-                org=room.org,
-                person=line.person,
-                room=room.id,
-                transport="voice",
-                first_contact=first,
-                synchronous=True,
-            ),
-            caller=ME,
-        )
-        if decided.action != "send":
+        said = await self._said(line, room, stored)
+        if said is None:
             twiml = (
                 calls.forwarded(line.forward_to)
                 if line.forward_to
                 else calls.voicemail(calls.voicemail_url(req.url))
             )
             return rooms.Answered(room=room.id, seq=stored.seq, twiml=twiml)
-        speak = agents.Speak(org=room.org, person=line.person, room=room.id, upto=stored.seq)
-        said: agents.Spoken = await call(self._nc, agents.SPEAK, speak, caller=ME)
         agent = members.personal_agent_id(line.person)
         as_agent = Principal(org=room.org, sub=line.person, act=agent)
         reply = messages.authored(
-            room, as_agent, said.text, self._clock(), to=f"voice:{caller}", reply_to=stored.seq
+            room, as_agent, said, self._clock(), to=f"voice:{caller}", reply_to=stored.seq
         )
         spoken = await self._store_message(room, reply, msg_id=f"spoken-{arrived.carrier_id}")
         return rooms.Answered(
-            room=room.id, seq=stored.seq, twiml=calls.spoken(said.text), spoken_seq=spoken.seq
+            room=room.id, seq=stored.seq, twiml=calls.spoken(said), spoken_seq=spoken.seq
         )
+
+    async def _said(self, line: StoredLine, room: rooms.Room, stored: rooms.Message) -> str | None:
+        """What the agent says now, if the ladder lets it take the call and its reply comes
+        while the carrier still waits; None otherwise, and the call rings on or takes a
+        voicemail: a caller never hears the carrier's error for a model slow or away, and
+        nothing is recorded as said that the caller never heard."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self._speak_within
+        # Read from the room as stored, so the carrier's retry of a first call is one too.
+        first = await self._first_contact(room, stored)
+        decide = ladder.DecideRequest(
+            org=room.org,
+            person=line.person,
+            room=room.id,
+            transport="voice",
+            first_contact=first,
+            synchronous=True,
+        )
+        speak = agents.Speak(org=room.org, person=line.person, room=room.id, upto=stored.seq)
+        try:
+            decided: ladder.Decided = await call(
+                self._nc, ladder.DECIDE, decide, caller=ME, timeout=self._speak_within
+            )
+            if decided.action != "send":
+                return None
+            left = max(until - loop.time(), 0.001)
+            said: agents.Spoken = await call(self._nc, agents.SPEAK, speak, caller=ME, timeout=left)
+        except (Refused, Unavailable) as exc:
+            why = exc.problem.detail
+            _log.warning("the agent did not take the call", extra={"room": room.id, "why": why})
+            return None
+        return said.text
 
     async def voicemail(self, req: rooms.Inbound, _: None) -> rooms.Delivered:
         arrived, caller, _, room = await self._on_the_line(req)

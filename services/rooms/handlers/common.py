@@ -13,7 +13,7 @@ from libs.contracts import rooms
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import KeyReused, Refused
-from services.rooms.domain import deliveries, lines, members, messages
+from services.rooms.domain import calls, deliveries, lines, members, messages
 from services.rooms.sealing import Sealer
 from services.rooms.store import RoomStore, StoredLine
 from services.rooms.transports import Outbound, Transport
@@ -32,9 +32,12 @@ class Rooms:
         sealer: Sealer,
         transport: Transport,
         clock: Clock,
+        *,
+        speak_within: float = calls.SPEAK_WITHIN_S,
     ) -> None:
         self._nc, self._store, self._trail = nc, store, trail
         self._sealer, self._transport, self._clock = sealer, transport, clock
+        self._speak_within = speak_within
 
     async def _store_message(
         self,
