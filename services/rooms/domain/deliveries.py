@@ -34,8 +34,13 @@ _TWILIO: dict[str, Status] = {
 }
 _META: dict[str, Status] = {"sent": "sent", "delivered": "delivered", "read": "delivered",
                             "failed": "failed"}  # fmt: skip
-_MAILGUN: dict[str, Status] = {"accepted": "queued", "delivered": "delivered",
-                               "failed": "failed", "rejected": "failed"}  # fmt: skip
+# An email opened, clicked, complained of or unsubscribed from was delivered; Mailgun's
+# `failed` is final only when its severity is permanent (a temporary one, it tries again).
+_MAILGUN: dict[str, Status] = {
+    "accepted": "queued",
+    **dict.fromkeys(("delivered", "opened", "clicked", "complained", "unsubscribed"), "delivered"),
+    **dict.fromkeys(("failed", "rejected"), "failed"),
+}
 
 
 class Report(msgspec.Struct, frozen=True):
@@ -119,8 +124,11 @@ def _meta(status: Any, value: Any) -> Report:
 def _mailgun(body: Any) -> Report:
     event = body["event-data"]
     message_id = str(event["message"]["headers"]["message-id"])
+    status = _known(_MAILGUN, event["event"])
+    if event["event"] == "failed" and event.get("severity") == "temporary":
+        status = "queued"  # still Mailgun's to deliver: never a failure, never moved back
     error = (event.get("delivery-status") or {}).get("message") or None
-    return Report(event["envelope"]["sender"], message_id, _known(_MAILGUN, event["event"]), error)
+    return Report(event["envelope"]["sender"], message_id, status, error)
 
 
 def _known(statuses: dict[str, Status], given: str) -> Status:
