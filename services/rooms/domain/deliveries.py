@@ -33,7 +33,7 @@ _TWILIO: dict[str, Status] = {
     **dict.fromkeys(("undelivered", "failed", "canceled"), "failed"),
 }
 _META: dict[str, Status] = {"sent": "sent", "delivered": "delivered", "read": "delivered",
-                            "failed": "failed"}  # fmt: skip
+                            "played": "delivered", "failed": "failed"}  # fmt: skip
 # An email opened, clicked, complained of or unsubscribed from was delivered; Mailgun's
 # `failed` is final only when its severity is permanent (a temporary one, it tries again).
 _MAILGUN: dict[str, Status] = {
@@ -79,11 +79,12 @@ def reports(inbound: Inbound) -> list[Report]:
         match inbound.transport:
             case "sms":
                 return [_twilio(dict(parse_qsl(inbound.body, keep_blank_values=True)))]
-            case "whatsapp":
+            case "whatsapp":  # a status Meta adds later is passed over, not its batch lost
                 return [
                     _meta(status, value)
                     for value in meta_values(inbound.body)
                     for status in value.get("statuses") or []
+                    if status.get("status") in _META
                 ]
             case "email":
                 return [_mailgun(msgspec.json.decode(inbound.body))]

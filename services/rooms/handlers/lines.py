@@ -169,7 +169,7 @@ class Lines(Rooms):
         over: refused, Meta would ask again for days, then stop sending anything."""
         arrived = [(*self._addresses(req, a), a) for a in lines.arrivals(req)]
         reported = [(self._reporting(req, r), r) for r in deliveries.reports(req)]
-        if not arrived and not reported:
+        if not any(v.get("messages") or v.get("statuses") for v in lines.meta_values(req.body)):
             raise Refused("invalid-webhook", 422, "the WhatsApp webhook holds no message or status")
         verified = await self._lines(
             req, {to for to, _, _ in arrived} | {address for address, _ in reported}
