@@ -165,12 +165,15 @@ class Lines(Rooms):
     async def _meta(self, req: rooms.Inbound) -> rooms.Delivered:
         """Meta's webhook: every line it names verifies the whole body before anything of
         it is stored (an app signs for its own numbers only); then each message is stored
-        and each status applied. A status for a message no line of ours sent is passed
-        over: refused, Meta would ask again for days, then stop sending anything."""
+        and each status applied. A status for a message no line of ours sent, and a body
+        of what is read here not at all, are passed over: refused, Meta would ask again
+        for days."""
         arrived = [(*self._addresses(req, a), a) for a in lines.arrivals(req)]
         reported = [(self._reporting(req, r), r) for r in deliveries.reports(req)]
-        if not any(v.get("messages") or v.get("statuses") for v in lines.meta_values(req.body)):
-            raise Refused("invalid-webhook", 422, "the WhatsApp webhook holds no message or status")
+        if not arrived and not reported:
+            # Another field the app subscribes to (a template's status, the account's
+            # quality), or a status Meta added later: nothing here is read, nothing stored.
+            return rooms.Delivered(messages=0, statuses=0)
         verified = await self._lines(
             req, {to for to, _, _ in arrived} | {address for address, _ in reported}
         )
