@@ -12,6 +12,7 @@ is seen on resuming).
 
 import asyncio
 import contextlib
+import re
 from collections.abc import Awaitable, Callable
 
 import msgspec
@@ -19,6 +20,7 @@ from aiohttp import web
 from nats.aio.subscription import Subscription
 
 from libs.contracts import codec, rooms
+from libs.contracts.base import MAX_INT
 from libs.contracts.problem import Refused
 from services.gateway.forward import NATS, ask, caller, request_of
 from services.gateway.limits import RateLimiter
@@ -123,8 +125,10 @@ def room_stream(
 
 
 def _cursor(http: web.Request) -> int:
+    """A message seq: ASCII digits within what a stream holds (`str.isdigit` takes "²",
+    which `int` refuses)."""
     raw = http.headers.get("Last-Event-ID") or http.query.get("after") or "0"
-    if not raw.isdigit():
+    if not re.fullmatch(r"[0-9]{1,16}", raw) or int(raw) > MAX_INT:
         raise Refused("invalid-request", 422, "Last-Event-ID and after are message seqs")
     return int(raw)
 

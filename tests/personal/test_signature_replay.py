@@ -103,3 +103,22 @@ async def test_a_signature_seen_once_fails_no_delivery(api, people, operator):
     )
     assert told.status == 200, await told.text()
     assert await status() == "delivered"
+
+
+async def test_a_timestamp_that_is_no_number_is_unverified_never_a_500(api, people, operator):
+    """Before, "²" (a digit to `str.isdigit`, none to `int`) was a 500 on both Mailgun
+    routes, for anyone who posted it."""
+    line = await email_line(api, operator, people)
+    forged = {"sender": "x@example.org", "recipient": line["address"], "body-plain": "hi",
+              "Message-Id": "<m5@example.org>", "timestamp": "²", "token": "t",
+              "signature": "s"}  # fmt: skip
+    refused = await api.post("/v1/lines/email/inbound", data=urlencode(forged), headers=FORM)
+    assert await problem(refused) == (403, "webhook-unverified")
+    data = {"event": "delivered", "envelope": {"sender": line["address"]},
+            "message": {"headers": {"message-id": "m"}}}  # fmt: skip
+    event = json.dumps({"signature": {"timestamp": "²", "token": "t", "signature": "s"},
+                        "event-data": data})  # fmt: skip
+    refused = await api.post(
+        "/v1/lines/email/status", data=event, headers={"Content-Type": "application/json"}
+    )
+    assert await problem(refused) == (403, "webhook-unverified")

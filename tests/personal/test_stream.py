@@ -56,6 +56,18 @@ async def test_last_event_id_resumes_after_it(api, people):
     assert [data["text"] for _, data in got] == ["m1", "m2"]
 
 
+async def test_a_cursor_that_is_no_seq_is_refused_by_name(api, people):
+    """Before, "²" (a digit to `str.isdigit`, none to `int`) was a 500, and a seq past any a
+    stream holds opened a stream that would never say anything."""
+    room = await room_with(api, people)
+    path = f"/v1/rooms/{room['id']}/messages/stream"
+    for after in ("²", "-1", "9" * 30):
+        response = await api.get(path, params={"after": after}, headers=people.ada)
+        assert await problem(response) == (422, "invalid-request"), after
+    response = await api.get(path, headers=people.ada | {"Last-Event-ID": "9" * 30})
+    assert await problem(response) == (422, "invalid-request")
+
+
 async def test_a_non_member_gets_no_stream(api, people):
     room = await room_with(api, people)
     for who in (people.bob, people.root, people.eve):

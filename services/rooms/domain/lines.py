@@ -268,8 +268,9 @@ def mailgun_signed(
     secret: str, stamp: str, token: str, signed: dict[str, Any], now: datetime
 ) -> bool:
     """Whether Mailgun signed `token` at `stamp` (`signed` holds its signature); refused
-    as stale when the timestamp is more than five minutes from now."""
-    if not stamp.isdigit() or abs(now.timestamp() - int(stamp)) > MAX_SKEW_S:
+    as stale when the timestamp is more than five minutes from now, or no number of
+    seconds (ASCII digits: `str.isdigit` takes "²", which `int` does not)."""
+    if not re.fullmatch(r"[0-9]{1,12}", stamp) or abs(now.timestamp() - int(stamp)) > MAX_SKEW_S:
         raise Refused("signature-stale", 403, "the webhook's timestamp is not within 5 min")
     return _same(str(signed.get("signature", "")), sign_mailgun(secret, stamp, token))
 
