@@ -186,3 +186,13 @@ async def test_a_carrier_s_retry_of_a_first_call_is_still_a_first_contact(api, o
     rooms_ = (await (await api.get("/v1/rooms", headers=people.ada)).json())["rooms"]
     (room,) = [r for r in rooms_ if r.get("correspondent") == CALLER]
     assert [m["text"] for m in await history(api, room, people.ada)] == [f"Call from {CALLER}"]
+
+
+async def test_a_line_that_forwards_to_itself_is_refused(api, people):
+    """Each call it forwarded would ring the line again: a loop the carrier bills leg by
+    leg. Before, it was connected."""
+    number = fresh_number()
+    body = {"transport": "voice", "address": number, "credential": TOKEN, "forward_to": number}
+    refused = await api.post("/v1/lines", json=body, headers=people.ada)
+    assert refused.status == 422
+    assert "forward_to is the line itself" in (await refused.json())["detail"]

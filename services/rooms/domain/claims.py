@@ -48,6 +48,8 @@ def claim(
 ) -> Claim:
     if forward_to is not None and transport != "voice":
         raise Refused("invalid-request", 422, "forward_to is a voice line's alone")
+    if forward_to == address:  # each call it forwards would ring it again, without end
+        raise Refused("invalid-request", 422, f"forward_to is the line itself, {address}")
     return Claim(
         forward_to=forward_to,
         org=org,
