@@ -359,8 +359,9 @@ class Inbound(Contract):
 
 
 class Answered(Contract):
-    """A live call, in the person's room as `seq`: what the carrier is told to do with it
-    (TwiML), and whether the agent spoke (`spoken_seq`, its message)."""
+    """A live call (or the voicemail it left), in the person's room as `seq`: what the
+    carrier is told to do with it (TwiML), and whether the agent spoke (`spoken_seq`, its
+    message)."""
 
     room: str
     seq: Seq
@@ -573,7 +574,7 @@ DISCONNECT = _subject("disconnect", DisconnectLine, Line, "disconnect my line")
 INBOUND = _subject("inbound", Inbound, Delivered, "a carrier's signed webhook", public=True)
 CALL = _subject("call", Inbound, Answered, "a carrier's signed inbound call", public=True)
 VOICEMAIL = _subject(
-    "voicemail", Inbound, Delivered, "a call's recorded voicemail, signed", public=True
+    "voicemail", Inbound, Answered, "a call's recorded voicemail, signed", public=True
 )
 STATUS = _subject(
     "status", Inbound, StatusReport, "a carrier's signed status callback", public=True

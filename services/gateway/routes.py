@@ -276,8 +276,9 @@ ROUTES: tuple[Route, ...] = (
         "POST",
         "/v1/lines/{transport}/voicemail",
         rooms.VOICEMAIL,
-        "The voicemail a call the agent did not take left, into the person's room",
+        "The voicemail a call the agent did not take left, into the person's room: TwiML",
         kind="webhook",
+        twiml=True,
     ),
     Route(
         "POST",

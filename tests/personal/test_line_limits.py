@@ -205,7 +205,7 @@ async def test_what_the_agent_says_on_a_call_is_what_the_carrier_says(api, peopl
     whole reply (16,000 characters) was put in it, which the carrier would not say."""
     await announce(operator, people.ada_id)
     line = await voice_line(api, operator, people)
-    await _known_caller(api, line)
+    await _known_caller(api, line, people.ada)
     await set_level(api, people.ada, "send")
     answered = await ring(api, line)
     said = html.unescape(re.search(r"<Say>(.+)</Say>", await answered.text(), re.S)[1])

@@ -39,7 +39,7 @@ async def test_an_agent_that_cannot_answer_in_time_leaves_the_call_to_voicemail(
 ):
     await announce(operator, people.ada_id)
     line = await voice_line(api, operator, people)
-    room = {"id": await _known_caller(api, line)}
+    room = {"id": await _known_caller(api, line, people.ada)}
     await set_level(api, people.ada, "send")
     for failing in (True, False):
         model.failing = failing

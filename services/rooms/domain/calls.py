@@ -18,11 +18,13 @@ __all__ = [
     "forwarded",
     "left_voicemail",
     "spoken",
+    "taken",
     "voicemail",
     "voicemail_url",
 ]
 
 UNAVAILABLE = "The person you called cannot take your call. Leave a message after the tone."
+TAKEN = "Your message was taken. Goodbye."
 MAX_VOICEMAIL_S = 120
 # How long a ringing call waits for the agent's reply (TETHER_SPEAK_WITHIN): within the
 # gateway's own wait for the answer (TETHER_REQUEST_TIMEOUT, 5 s) and so within Twilio's
@@ -58,6 +60,12 @@ def spoken(text: str) -> str:
 
 def forwarded(number: str) -> str:
     return f"<Response><Dial>{escape(number)}</Dial></Response>"
+
+
+def taken() -> str:
+    """Said once a voicemail is recorded: the carrier runs what the recording's callback
+    answers, to a caller still on the line."""
+    return f"<Response><Say>{escape(TAKEN)}</Say><Hangup/></Response>"
 
 
 def voicemail(action: str) -> str:

@@ -78,13 +78,13 @@ class Calls(Lines):
             return None
         return said.text
 
-    async def voicemail(self, req: rooms.Inbound, _: None) -> rooms.Delivered:
+    async def voicemail(self, req: rooms.Inbound, _: None) -> rooms.Answered:
         arrived, caller, _, room = await self._on_the_line(req)
         left = calls.left_voicemail(
             room, caller, arrived.text, _field(req, "RecordingDuration"), self._clock()
         )
         stored = await self._store_message(room, left, msg_id=f"voicemail-{arrived.carrier_id}")
-        return rooms.Delivered(room=room.id, seq=stored.seq, first_contact=False)
+        return rooms.Answered(room=room.id, seq=stored.seq, twiml=calls.taken())
 
     async def _on_the_line(
         self, req: rooms.Inbound
