@@ -105,6 +105,7 @@ async def webhook_to_readable(base: str, token: str, url: str, passwords: dict[s
             headers = {
                 "Content-Type": "application/x-www-form-urlencoded",
                 "X-Twilio-Signature": signature,
+                "Accept": "application/json",  # the room it landed in (Twilio's is TwiML)
             }
             start = time.perf_counter()
             async with http.post(path, data=urlencode(fields), headers=headers) as response:

@@ -253,7 +253,8 @@ ROUTES: tuple[Route, ...] = (
         "POST",
         "/v1/lines/{transport}/inbound",
         rooms.INBOUND,
-        "A carrier's webhook, verified by the line's own signing secret",
+        "A carrier's webhook, verified by the line's own signing secret; a text's Twilio is "
+        "answered <Response/> (TwiML) unless it accepts application/json",
         kind="webhook",
     ),
     Route(

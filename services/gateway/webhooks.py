@@ -16,12 +16,13 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from libs.contracts import codec
 from libs.contracts.problem import Refused
-from libs.contracts.rooms import Inbound
+from libs.contracts.rooms import INBOUND, Inbound
 from services.gateway.forward import NATS, ask
 from services.gateway.routes import Route
 
 __all__ = ["webhook"]
 
+_XML = '<?xml version="1.0" encoding="UTF-8"?>'
 # Mailgun takes a message of at most 25 MB; what an unsigned caller may make us read through.
 FILES_MOST = 32 * 1024 * 1024
 # Where each carrier puts its signature (Mailgun signs inside the form body).
@@ -68,6 +69,8 @@ def webhook(
             return web.Response(body=body, status=problem, content_type="application/problem+json")
         if route.twiml:
             return web.Response(text=_twiml(body), content_type="text/xml")
+        if _acknowledged_in_twiml(route, transport, http):
+            return web.Response(text=_XML + "<Response/>", content_type="text/xml")
         if route.handshake:
             return web.Response(text=msgspec.json.decode(body)["challenge"])
         return web.Response(body=body, status=200, content_type="application/json")
@@ -108,4 +111,12 @@ def _too_large(what: str, most: int) -> Refused:
 
 
 def _twiml(reply: bytes) -> str:
-    return '<?xml version="1.0" encoding="UTF-8"?>' + msgspec.json.decode(reply)["twiml"]
+    return _XML + msgspec.json.decode(reply)["twiml"]
+
+
+def _acknowledged_in_twiml(route: Route, transport: str, http: web.Request) -> bool:
+    """Twilio runs what an inbound text's webhook answers as TwiML, and logs any other
+    answer as its error 12300: it is told nothing more to do, unless the caller asks for
+    the JSON reply (where the message was stored)."""
+    asks_json = "application/json" in http.headers.get("Accept", "")
+    return route.subject.name == INBOUND.name and transport == "sms" and not asks_json

@@ -69,6 +69,7 @@ async def sms(api, line, sender, text, *, token=TOKEN, sid=None, **more: str):
         headers={
             "Content-Type": "application/x-www-form-urlencoded",
             "X-Twilio-Signature": signature,
+            "Accept": "application/json",  # the stored message; Twilio is answered TwiML
         },
     )
 
@@ -372,6 +373,24 @@ async def test_an_email_with_attachments_lands_naming_each_one(api, people, oper
     large.add_field("body-plain", "€" * 200_000)
     too_large = await api.post("/v1/lines/email/inbound", data=large)
     assert await problem(too_large) == (413, "body-too-large")
+
+
+async def test_twilio_is_answered_twiml_for_a_text(api, people, operator):
+    """Twilio runs what an inbound text's webhook answers as TwiML; JSON is its error 12300,
+    logged for every text. A caller that asks for JSON gets where the text was stored."""
+    line = await connect(api, operator, people)
+    path = "/v1/lines/sms/inbound"
+    fields = {"From": "+14155550100", "To": line["address"], "Body": "Hi",
+              "MessageSid": f"SM{secrets.token_hex(16)}"}  # fmt: skip
+    signature = sign_twilio(TOKEN, str(api.make_url(path)), list(fields.items()))
+    as_twilio = {"Content-Type": "application/x-www-form-urlencoded",
+                 "X-Twilio-Signature": signature, "Accept": "*/*"}  # fmt: skip
+    answered = await api.post(path, data=urlencode(fields), headers=as_twilio)
+    assert answered.status == 200 and answered.content_type == "text/xml"
+    assert (await answered.text()).endswith("<Response/>")
+    listed = (await (await api.get("/v1/rooms", headers=people.ada)).json())["rooms"]
+    [room] = [r for r in listed if r.get("correspondent") == "+14155550100"]
+    assert [m["text"] for m in await history(api, room, people.ada)] == ["Hi"]
 
 
 async def test_a_picture_by_mms_lands_naming_where_it_is(api, people, operator):
