@@ -8,7 +8,7 @@ and size, so the message says what came with it. No carrier signs such a body's 
 """
 
 from collections.abc import Awaitable, Callable
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import msgspec
 from aiohttp import BodyPartReader, web
@@ -53,7 +53,7 @@ def webhook(
             raise Refused("invalid-request", 422, f"not a multipart body: {exc}") from exc
         fields = {
             "transport": transport,
-            "url": base + http.path_qs,
+            "url": _url(base + http.path_qs),
             "signature": http.headers.get(SIGNATURE_HEADERS.get(transport, ""), ""),
             "content_type": content_type,
             "body": body,
@@ -104,6 +104,16 @@ async def _form(http: web.Request, most: int) -> str:
     if len(form := urlencode(fields)) > most:
         raise _too_large("fields", most)
     return form
+
+
+def _url(url: str) -> str:
+    """The URL the carrier signed, as the Host header makes it: refused where it makes
+    none (a port no URL holds, an unclosed IPv6 bracket), which the rooms would read."""
+    try:
+        urlsplit(url).port  # noqa: B018 - read for the ValueError it raises
+    except ValueError as exc:
+        raise Refused("invalid-request", 400, f"the Host header makes no URL: {exc}") from exc
+    return url
 
 
 def _too_large(what: str, most: int) -> Refused:

@@ -248,7 +248,10 @@ def verify(inbound: Inbound, secret: str, now: datetime) -> str | None:
     token = None
     if inbound.transport in ("sms", "voice"):
         fields = parse_qsl(inbound.body, keep_blank_values=True)
-        ok = _same(inbound.signature, sign_twilio(secret, inbound.url, fields))
+        ok = any(
+            _same(inbound.signature, sign_twilio(secret, url, fields))
+            for url in _with_and_without_port(inbound.url)
+        )
     elif inbound.transport == "email":
         fields_ = dict(parse_qsl(inbound.body, keep_blank_values=True))
         token = fields_.get("token", "")
@@ -262,6 +265,18 @@ def verify(inbound: Inbound, secret: str, now: datetime) -> str | None:
             f"the {inbound.transport} webhook is not signed by this line's carrier",
         )
     return token
+
+
+def _with_and_without_port(url: str) -> set[str]:
+    """The URL as Twilio may have signed it: as it came, with its port (the scheme's own
+    where it names none), and without (Twilio signs one or the other, as its own
+    validators say)."""
+    parts = urlsplit(url)
+    port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    with_port = parts._replace(netloc=f"{host}:{port}" if port else host).geturl()
+    return {url, with_port, parts._replace(netloc=host).geturl()}
 
 
 def mailgun_signed(
