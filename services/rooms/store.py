@@ -421,8 +421,9 @@ class RoomStore:
         try:
             await write_at(self._lines, key, digest, 0, keep=_TOKEN_KEPT)
         except Conflict:
+            # Read from any replica: one behind finds nothing, and nothing is no match.
             found = await _get(self._lines, key)
-            return found is None or found[0] == digest
+            return found is not None and found[0] == digest
         return True
 
     async def disconnect(self, line: StoredLine) -> None:
