@@ -24,6 +24,7 @@ from services.gateway.limits import IdempotencyKeys, RateLimiter
 from services.gateway.mcp import mcp_endpoint
 from services.gateway.middlewares import problems
 from services.gateway.openapi import openapi
+from services.gateway.pages import HARDENED, policy
 from services.gateway.pending import pending_list, pending_stream
 from services.gateway.readiness import readiness
 from services.gateway.routes import ROUTES, Route
@@ -79,8 +80,12 @@ def init_app(
     }
 
     def page(name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        headers = {**HARDENED, "Content-Security-Policy": policy(pages[name])}
+
         async def serve(_: web.Request) -> web.Response:
-            return web.Response(body=pages[name], content_type="text/html", charset="utf-8")
+            return web.Response(
+                body=pages[name], content_type="text/html", charset="utf-8", headers=headers
+            )
 
         return serve
 
@@ -114,7 +119,9 @@ def init_app(
     script = files("services.gateway").joinpath("console.js").read_bytes()
 
     async def console_js(_: web.Request) -> web.Response:
-        return web.Response(body=script, content_type="text/javascript", charset="utf-8")
+        return web.Response(
+            body=script, content_type="text/javascript", charset="utf-8", headers=HARDENED
+        )
 
     app.router.add_get("/console/console.js", console_js)
     app.router.add_post(

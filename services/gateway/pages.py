@@ -1,0 +1,38 @@
+"""The console's pages as served: each with a Content-Security-Policy that lets run only
+its own inline script and style (by their hashes) and the shared console.js, talk to this
+origin alone, and be framed by no one. A person pastes their token into these pages."""
+
+import base64
+import hashlib
+import re
+from collections.abc import Mapping
+
+__all__ = ["HARDENED", "policy"]
+
+_INLINE = re.compile(rb"<(script|style)>(.*?)</\1>", re.DOTALL)
+# The pages and their script: each read as the type it says, and no page they link to
+# learns where the person came from.
+HARDENED: Mapping[str, str] = {
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def policy(page: bytes) -> str:
+    """The page's policy, with the hash of each of its inline scripts and styles."""
+    hashes: dict[bytes, list[str]] = {b"script": [], b"style": []}
+    for kind, body in _INLINE.findall(page):
+        digest = base64.b64encode(hashlib.sha256(body).digest()).decode()
+        hashes[kind].append(f"'sha256-{digest}'")
+    return "; ".join(
+        (
+            "default-src 'none'",
+            " ".join(["script-src 'self'", *hashes[b"script"]]),
+            " ".join(["style-src", *hashes[b"style"]]) if hashes[b"style"] else "style-src 'none'",
+            "connect-src 'self'",
+            "img-src 'self'",
+            "base-uri 'none'",
+            "form-action 'none'",
+            "frame-ancestors 'none'",
+        )
+    )
