@@ -8,6 +8,8 @@ Keys in `rooms`:
     answered.<room>.<seq>            the one answer a question gets
     delivery.<room>.<seq>            how a message that left by a line fares
     carrier.<transport>.<id>         which message a carrier's id is: "<room> <seq>"
+    arrived.<arrival id>             where what a carrier sent was stored: "<room> <seq> <0|1>",
+                                     the last its first contact; kept while it may be sent again
     failed.<person>.<room>.<seq>     a failed delivery waiting on its person
 Keys in `rooms-lines`:
     claim.<person>.<transport>       a line waiting for its code
@@ -64,6 +66,8 @@ __all__ = ["RoomStore", "StoredLine", "open_store"]
 # A timestamp is fresh within MAX_SKEW_S either side of now: its token, from the first
 # time it is seen until the last it could be fresh.
 _TOKEN_KEPT = timedelta(seconds=2 * MAX_SKEW_S)
+# Meta sends a webhook again for up to 7 days, Mailgun for 8 hours.
+_ARRIVED_KEPT = timedelta(days=8)
 
 
 class StoredLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -309,6 +313,20 @@ class RoomStore:
             return None
         room, _, seq = found[0].decode().partition(" ")
         return room, int(seq)
+
+    async def arrived_as(self, arrival_id: str) -> tuple[str, int, bool] | None:
+        """(room, seq, first contact) of what a carrier sent, stored under `arrival_id`."""
+        found = await _get(self._rooms, f"arrived.{arrival_id}")
+        if found is None:
+            return None
+        room, seq, first = found[0].decode().split(" ")
+        return room, int(seq), first == "1"
+
+    async def put_arrived(self, arrival_id: str, room_id: str, seq: int, first: bool) -> None:
+        """Kept past the history's duplicate window, as long as a carrier sends again."""
+        where = f"{room_id} {seq} {int(first)}".encode()
+        with contextlib.suppress(Conflict):  # noted by a retry first: the same
+            await write_at(self._rooms, f"arrived.{arrival_id}", where, 0, keep=_ARRIVED_KEPT)
 
     async def deliveries(self, room_id: str) -> dict[int, Delivery]:
         entries = await current(self._rooms, _delivery_key(room_id, "*"))

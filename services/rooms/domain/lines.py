@@ -32,6 +32,7 @@ __all__ = [
     "Arrival",
     "answerable",
     "arrival",
+    "arrival_id",
     "arrivals",
     "correspondent",
     "correspondent_room",
@@ -172,6 +173,13 @@ def meta_values(body: str) -> list[dict[str, Any]]:
         return [change["value"] for entry in decoded["entry"] for change in entry["changes"]]
     except (msgspec.DecodeError, KeyError, TypeError) as exc:
         raise Refused("invalid-webhook", 422, f"not a WhatsApp webhook: {exc!r}") from exc
+
+
+def arrival_id(transport: str, line: str, carrier_id: str) -> str:
+    """The id a message that arrived is stored under: the carrier's, for the line it came
+    to (one email to two people comes once for each line, with the one Message-Id)."""
+    digest = hashlib.sha256(f"{line}\n{carrier_id}".encode()).hexdigest()[:32]
+    return f"{transport}-{digest}"
 
 
 def arrival(inbound: Inbound) -> Arrival:

@@ -192,7 +192,12 @@ class Lines(Rooms):
     async def _arrived(
         self, req: rooms.Inbound, line: StoredLine, sender: str, arrived: Arrival
     ) -> rooms.Delivered:
-        """`arrived` from `sender`, stored in the line's room for them."""
+        """`arrived` from `sender`, stored in the line's room for them once, however late
+        the carrier sends it again."""
+        arrival_id = lines.arrival_id(req.transport, line.address, arrived.carrier_id)
+        if (earlier := await self._store.arrived_as(arrival_id)) is not None:
+            room_id, seq, first = earlier
+            return rooms.Delivered(room=room_id, seq=seq, first_contact=first)
         room = await self._line_room(line, sender)
         first = await self._store.is_empty(room.org, room.id)
         message = messages.inbound(
@@ -203,9 +208,8 @@ class Lines(Rooms):
             self._clock(),
             line.person,
         )
-        stored = await self._store_message(
-            room, message, msg_id=f"{req.transport}-{arrived.carrier_id}", first_contact=first
-        )
+        stored = await self._store_message(room, message, msg_id=arrival_id, first_contact=first)
+        await self._store.put_arrived(arrival_id, room.id, stored.seq, first)
         return rooms.Delivered(room=room.id, seq=stored.seq, first_contact=first)
 
     def _reporting(self, req: rooms.Inbound, report: deliveries.Report) -> str:
