@@ -4,13 +4,10 @@ taken as final, the person was told their email did not arrive, and Mailgun's `d
 that followed was passed over. Opened and clicked were refused 422, which Mailgun retries
 for eight hours."""
 
-import json
-from urllib.parse import urlencode
-
 import pytest
 
 from tests.personal.conftest import history
-from tests.personal.test_signature_replay import FORM, email_line, signed
+from tests.personal.test_signature_replay import a_reply_by_email, mailgun_event, signed
 
 
 @pytest.fixture
@@ -19,24 +16,10 @@ def api(whole_api):
 
 
 async def test_a_soft_bounce_is_not_a_failure_and_delivered_follows(api, people, operator):
-    line = await email_line(api, operator, people)
-    inbound = {"sender": "landlord@example.org", "recipient": line["address"],
-               "body-plain": "Is the flat still free?", "Message-Id": "<m4@example.org>",
-               **signed()}  # fmt: skip
-    arrived = await api.post("/v1/lines/email/inbound", data=urlencode(inbound), headers=FORM)
-    assert arrived.status == 200, await arrived.text()
-    room = {"id": (await arrived.json())["room"]}
-    posted = await api.post(
-        f"/v1/rooms/{room['id']}/messages", json={"text": "It is."}, headers=people.ada
-    )
-    assert posted.status == 201, await posted.text()
-    reply = await posted.json()
+    line, _, room, reply = await a_reply_by_email(api, operator, people)
 
     async def told(event: str, **more: object) -> dict:
-        data = {"event": event, "envelope": {"sender": line["address"]},
-                "message": {"headers": {"message-id": reply["delivery"]["carrier_id"]}},
-                **more}  # fmt: skip
-        body = json.dumps({"signature": signed(), "event-data": data})
+        body = mailgun_event(line, reply, event, signed(), **more)
         response = await api.post(
             "/v1/lines/email/status", data=body, headers={"Content-Type": "application/json"}
         )

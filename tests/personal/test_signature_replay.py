@@ -58,13 +58,13 @@ async def test_a_signature_seen_once_carries_no_other_email(api, people, operato
     ]
 
 
-async def test_a_signature_seen_once_fails_no_delivery(api, people, operator):
-    """The inbound email's signature, carried onto a status callback saying Ada's reply
-    failed: before, her reply read `failed` and waited on her as failed."""
+async def a_reply_by_email(api, operator, people) -> tuple[dict, dict, dict, dict]:
+    """Ada's email line, an email that came by it (its signed fields), its room, and her
+    reply there, which left by the line."""
     line = await email_line(api, operator, people)
     inbound = {"sender": "landlord@example.org", "recipient": line["address"],
-               "body-plain": "Is the flat still free?", "Message-Id": "<m3@example.org>",
-               **signed()}  # fmt: skip
+               "body-plain": "Is the flat still free?",
+               "Message-Id": f"<{secrets.token_hex(6)}@example.org>", **signed()}  # fmt: skip
     arrived = await api.post("/v1/lines/email/inbound", data=urlencode(inbound), headers=FORM)
     assert arrived.status == 200, await arrived.text()
     room = {"id": (await arrived.json())["room"]}
@@ -72,13 +72,24 @@ async def test_a_signature_seen_once_fails_no_delivery(api, people, operator):
         f"/v1/rooms/{room['id']}/messages", json={"text": "It is."}, headers=people.ada
     )
     assert posted.status == 201, await posted.text()
-    reply = await posted.json()
-    carrier_id = reply["delivery"]["carrier_id"]
+    return line, inbound, room, await posted.json()
+
+
+def mailgun_event(line: dict, reply: dict, name: str, signature: dict, **more: object) -> str:
+    """Mailgun's event for Ada's `reply`, signed with `signature`."""
+    data = {"event": name, "envelope": {"sender": line["address"]},
+            "message": {"headers": {"message-id": reply["delivery"]["carrier_id"]}},
+            **more}  # fmt: skip
+    return json.dumps({"signature": signature, "event-data": data})
+
+
+async def test_a_signature_seen_once_fails_no_delivery(api, people, operator):
+    """The inbound email's signature, carried onto a status callback saying Ada's reply
+    failed: before, her reply read `failed` and waited on her as failed."""
+    line, inbound, room, reply = await a_reply_by_email(api, operator, people)
 
     def event(name: str, signature: dict[str, str]) -> str:
-        data = {"event": name, "envelope": {"sender": line["address"]},
-                "message": {"headers": {"message-id": carrier_id}}}  # fmt: skip
-        return json.dumps({"signature": signature, "event-data": data})
+        return mailgun_event(line, reply, name, signature)
 
     replayed = {k: inbound[k] for k in ("timestamp", "token", "signature")}
     refused = await api.post(
