@@ -1,6 +1,7 @@
 """hip-0528's rules as pure functions: §2 and §5's manifest checks, §3.4's load order, §9.2's
 patches, §3.5's composition and §9.4's table, with no server."""
 
+import contextlib
 import copy
 import json
 from datetime import UTC, datetime
@@ -311,11 +312,15 @@ def test_the_shipped_first_party_data_is_what_the_service_loads():
     assert [msgspec.convert(copy.deepcopy(m), Manifest) for m in shipped] == HANZO
 
 
-def test_a_claimed_draft_is_only_kept_and_a_claim_let_go_leaves_it_as_it_was():
+def _draft() -> LayerDraft:
     at = datetime(2026, 11, 30, tzinfo=UTC)
-    draft = LayerDraft(id="md-0123456789abcdef", layer="user", base=0, ops=[Hide(kind="apps",
-                       id="hanzo/board/board")], note="", writer="acme/ada", state="open",
-                       created_at=at, expires_at=at)  # fmt: skip
+    return LayerDraft(id="md-0123456789abcdef", layer="user", base=0, ops=[Hide(kind="apps",
+                      id="hanzo/board/board")], note="", writer="acme/ada", state="open",
+                      created_at=at, expires_at=at)  # fmt: skip
+
+
+def test_a_claimed_draft_is_only_kept_and_a_claim_let_go_leaves_it_as_it_was():
+    draft = _draft()
     held = drafts.opened(HeldDrafts(), draft)
     claimed = drafts.claimed(held, draft.id)
     assert claimed.keeping == (draft.id,) and claimed.last is None  # no watch event
@@ -330,3 +335,25 @@ def test_a_claimed_draft_is_only_kept_and_a_claim_let_go_leaves_it_as_it_was():
     assert (kept.open, kept.keeping, kept.closed[0].version) == ([], (), 3)
     with pytest.raises(Refused):
         drafts.claimed(kept, draft.id)
+
+
+_HELD_MOVES = {
+    "claim": lambda h: drafts.claimed(h, "md-0123456789abcdef"),
+    "release": lambda h: drafts.released(h, "md-0123456789abcdef"),
+    "keep": lambda h: drafts.settled(h, "md-0123456789abcdef", "kept", version=1),
+    "discard": lambda h: drafts.settled(h, "md-0123456789abcdef", "discarded"),
+    "expire": lambda h: drafts.settled(h, "md-0123456789abcdef", "expired"),
+}
+
+
+@given(st.lists(st.sampled_from(sorted(_HELD_MOVES)), max_size=8))
+def test_a_claimed_draft_closes_only_as_kept_and_a_closed_one_never_moves(moves):
+    held = drafts.opened(HeldDrafts(), _draft())
+    for move in moves:
+        before = held
+        with contextlib.suppress(Refused):
+            held = _HELD_MOVES[move](held)
+        if not before.open:
+            assert (held.open, held.closed) == (before.open, before.closed)
+        if before.keeping and not held.open:
+            assert held.closed[0].state == "kept"

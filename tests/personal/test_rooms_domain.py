@@ -1,9 +1,12 @@
 """The rooms' rules as pure functions: who answers, who wrote it, lines and signatures."""
 
+import contextlib
 import json
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
@@ -211,8 +214,8 @@ def test_an_sms_or_email_with_nothing_but_media_says_so():
     )
 
 
-def test_a_send_claims_its_draft_so_no_discard_wins_after_it():
-    held = Draft(
+def _held() -> Draft:
+    return Draft(
         id="d-1-1",
         room="r-1",
         org="acme",
@@ -224,6 +227,10 @@ def test_a_send_claims_its_draft_so_no_discard_wins_after_it():
         state="open",
         created_at=NOW,
     )
+
+
+def test_a_send_claims_its_draft_so_no_discard_wins_after_it():
+    held = _held()
     sending = drafts.claimed(held)
     assert sending.state == "sending"
     assert drafts.claimed(sending) == sending  # a send asked again completes it
@@ -236,3 +243,24 @@ def test_a_send_claims_its_draft_so_no_discard_wins_after_it():
     assert drafts.reopened(sent) == sent
     with pytest.raises(Refused):
         drafts.claimed(sent)
+
+
+_MOVES = {
+    "claim": drafts.claimed,
+    "reopen": drafts.reopened,
+    "send": lambda d: drafts.sent(d, 7),
+    "discard": drafts.discarded,
+}
+
+
+@given(st.lists(st.sampled_from(sorted(_MOVES)), max_size=8))
+def test_a_closed_draft_never_moves_and_a_claimed_one_is_never_discarded(moves):
+    draft = _held()
+    for move in moves:
+        before = draft
+        with contextlib.suppress(Refused):
+            draft = _MOVES[move](draft)
+        if before.state in ("sent", "discarded"):
+            assert draft == before
+        if before.state == "sending":
+            assert draft.state != "discarded"
