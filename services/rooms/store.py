@@ -11,6 +11,7 @@ Keys in `rooms`:
     arrived.<arrival id>             where what a carrier sent was stored: "<room> <seq> <0|1>",
                                      the last its first contact; kept while it may be sent again
     failed.<person>.<room>.<seq>     a failed delivery waiting on its person
+    opted_out.<room>                 a line's room whose correspondent texted STOP
 Keys in `rooms-lines`:
     claim.<person>.<transport>       a line waiting for its code
     line.<person>.<transport>        a person's connected line, its credential sealed
@@ -313,6 +314,18 @@ class RoomStore:
             return None
         room, _, seq = found[0].decode().partition(" ")
         return room, int(seq)
+
+    async def opted_out(self, room_id: str) -> bool:
+        """Whether the room's correspondent opted out of what its line sends them, as of
+        every acknowledged opt."""
+        return bool(await self._exact(self._rooms, f"opted_out.{room_id}"))
+
+    async def opt(self, room_id: str, *, out: bool) -> None:
+        if out:
+            await self._rooms.put(f"opted_out.{room_id}", b"")
+        else:
+            with contextlib.suppress(KeyNotFoundError):
+                await self._rooms.delete(f"opted_out.{room_id}")
 
     async def arrived_as(self, arrival_id: str) -> tuple[str, int, bool] | None:
         """(room, seq, first contact) of what a carrier sent, stored under `arrival_id`."""

@@ -3,6 +3,7 @@
 import contextlib
 import json
 from datetime import UTC, datetime
+from urllib.parse import urlencode
 
 import pytest
 from hypothesis import given
@@ -264,3 +265,18 @@ def test_a_closed_draft_never_moves_and_a_claimed_one_is_never_discarded(moves):
             assert draft == before
         if before.state == "sending":
             assert draft.state != "discarded"
+
+
+@pytest.mark.parametrize(
+    "said, opt",
+    [("STOP", "out"), (" stop ", "out"), ("Unsubscribe", "out"), ("START", "in"),
+     ("unstop", "in"), ("Stop it please", None), ("HELP", None)],
+)  # fmt: skip
+def test_a_text_opts_its_sender_out_or_in_as_twilio_reads_it(said, opt):
+    text = urlencode({"From": "+14155550100", "To": "+14155550101", "Body": said,
+                      "MessageSid": "SM1"})  # fmt: skip
+    assert lines.arrival(Inbound(transport="sms", url="u", body=text)).opt == opt
+    # Twilio's Advanced Opt-Out names it, whatever the words.
+    named = urlencode({"From": "+14155550100", "To": "+14155550101", "Body": "no more",
+                       "MessageSid": "SM2", "OptOutType": "STOP"})  # fmt: skip
+    assert lines.arrival(Inbound(transport="sms", url="u", body=named)).opt == "out"

@@ -19,7 +19,7 @@ import hmac
 import re
 from datetime import datetime
 from email.utils import parseaddr
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 import msgspec
@@ -30,6 +30,7 @@ from services.rooms.domain.members import personal_agent_id
 
 __all__ = [
     "Arrival",
+    "Opt",
     "answerable",
     "arrival",
     "arrival_id",
@@ -58,14 +59,26 @@ _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,190}\.[^@\s]{2,63}$")
 MAX_SKEW_S = 300
 
 
+# A text that is one of these words alone opts its sender out of, or back into, what the
+# line sends them (Twilio's default keywords, which it enforces: it sends nothing more to
+# a number that opted out); Twilio's Advanced Opt-Out says it as OptOutType.
+_OPT_OUT = frozenset(
+    {"stop", "stopall", "unsubscribe", "cancel", "end", "quit", "optout", "revoke"}
+)
+_OPT_IN = frozenset({"start", "yes", "unstop"})
+Opt = Literal["out", "in"]
+
+
 class Arrival(msgspec.Struct, frozen=True):
     """One inbound message: from whom, to which of our addresses, what, and the carrier's
-    id for it (a retried webhook carries the same id)."""
+    id for it (a retried webhook carries the same id); `opt` when it opts its sender out
+    of what the line sends them, or back in."""
 
     sender: str
     to: str
     text: str
     carrier_id: str
+    opt: Opt | None = None
 
 
 def normalize(transport: Transport, address: str) -> str:
@@ -202,7 +215,18 @@ def arrival(inbound: Inbound) -> Arrival:
             text = f"{fields['subject']}\n\n{text}"
     if inbound.transport != "voice":  # a call's "text" is its recording's URL
         text = _with(text, _media(fields))
-    return Arrival(sender=sender, to=to, text=text, carrier_id=carrier_id)
+    opt = _opt(fields) if inbound.transport == "sms" else None
+    return Arrival(sender=sender, to=to, text=text, carrier_id=carrier_id, opt=opt)
+
+
+def _opt(fields: dict[str, str]) -> Opt | None:
+    """Whether a text opts its sender out or back in, as Twilio reads it."""
+    said = (fields.get("OptOutType") or fields.get("Body", "")).strip().lower()
+    if said in _OPT_OUT:
+        return "out"
+    if said in _OPT_IN:
+        return "in"
+    return None
 
 
 def _replies_to(fields: dict[str, str]) -> str:

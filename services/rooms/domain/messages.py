@@ -135,12 +135,16 @@ def answer_alone(answer: Message, asked: Message) -> Message:
     return msgspec.structs.replace(answer, private=True, to=asked.to)
 
 
-def stored(room: Room, message: Message, *, first_contact: bool) -> MessageStored:
+def stored(
+    room: Room, message: Message, *, first_contact: bool, opted_out: bool = False
+) -> MessageStored:
     """The event a stored message raises: for its answerer (the agents service) and, for an
     answer, the ladder. No agent answers a correspondent no line can answer (a short
-    code): its reply could only fail."""
+    code) or one who opted out of what it sends them: its reply could only fail."""
     line, them = room.transport, room.correspondent
-    unanswerable = line is not None and them is not None and not answerable(line, them)
+    unanswerable = opted_out or (
+        line is not None and them is not None and not answerable(line, them)
+    )
     return MessageStored(
         org=room.org,
         room=room.id,

@@ -60,10 +60,11 @@ class Rooms:
         stored = await self._store.append(room.org, message, msg_id=msg_id)
         if stored is None or not messages.same(stored, message):
             raise KeyReused()
+        opted_out = room.transport == "sms" and await self._store.opted_out(room.id)
         await self._store.announce(
             stored,
             messages.heard_on(stored),
-            messages.stored(room, stored, first_contact=first_contact),
+            messages.stored(room, stored, first_contact=first_contact, opted_out=opted_out),
         )
         if line is not None:
             delivery = await self._send_out(room, stored, line)
@@ -73,7 +74,8 @@ class Rooms:
     async def _line_out(self, room: rooms.Room) -> StoredLine | None:
         """The line what is said in `room` leaves by, if any (a room of no line, or of a
         voice line, which says what it says on the call, has none); refused while it is
-        disconnected, so no message is stored as said to someone it never reaches."""
+        disconnected, or its correspondent opted out of it, so no message is stored as said
+        to someone it never reaches."""
         if room.transport in (None, "voice"):
             return None
         assert room.owner is not None
@@ -91,6 +93,13 @@ class Rooms:
                 409,
                 f"{room.correspondent} is a short code or a sender name: no "
                 f"{room.transport} line can answer it",
+            )
+        if room.transport == "sms" and await self._store.opted_out(room.id):
+            raise Refused(
+                "opted-out",
+                409,
+                f"{room.correspondent} texted STOP: nothing leaves by this line to them "
+                "until they text START",
             )
         return line
 

@@ -199,6 +199,8 @@ class Lines(Rooms):
             room_id, seq, first = earlier
             return rooms.Delivered(room=room_id, seq=seq, first_contact=first)
         room = await self._line_room(line, sender)
+        if arrived.opt is not None:  # before it is stored: no agent answers a STOP
+            await self._store.opt(room.id, out=arrived.opt == "out")
         first = await self._store.is_empty(room.org, room.id)
         message = messages.inbound(
             room,
