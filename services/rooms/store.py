@@ -12,6 +12,7 @@ Keys in `rooms`:
                                      the last its first contact; kept while it may be sent again
     failed.<person>.<room>.<seq>     a failed delivery waiting on its person
     opted_out.<room>                 a line's room whose correspondent texted STOP
+    heard.<room>                     when a line's room last heard from its correspondent
 Keys in `rooms-lines`:
     claim.<person>.<transport>       a line waiting for its code
     line.<person>.<transport>        a person's connected line, its credential sealed
@@ -28,7 +29,7 @@ import asyncio
 import contextlib
 import hashlib
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 
 import msgspec
@@ -326,6 +327,14 @@ class RoomStore:
         else:
             with contextlib.suppress(KeyNotFoundError):
                 await self._rooms.delete(f"opted_out.{room_id}")
+
+    async def heard(self, room_id: str) -> datetime | None:
+        """When the room last heard from its correspondent, as of every acknowledged write."""
+        found = await self._exact(self._rooms, f"heard.{room_id}")
+        return datetime.fromisoformat(found[0].value.decode()) if found else None
+
+    async def hear(self, room_id: str, at: datetime) -> None:
+        await self._rooms.put(f"heard.{room_id}", at.isoformat().encode())
 
     async def arrived_as(self, arrival_id: str) -> tuple[str, int, bool] | None:
         """(room, seq, first contact) of what a carrier sent, stored under `arrival_id`."""

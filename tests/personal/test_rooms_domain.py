@@ -2,7 +2,7 @@
 
 import contextlib
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 import pytest
@@ -280,3 +280,11 @@ def test_a_text_opts_its_sender_out_or_in_as_twilio_reads_it(said, opt):
     named = urlencode({"From": "+14155550100", "To": "+14155550101", "Body": "no more",
                        "MessageSid": "SM2", "OptOutType": "STOP"})  # fmt: skip
     assert lines.arrival(Inbound(transport="sms", url="u", body=named)).opt == "out"
+
+
+def test_whatsapp_takes_a_message_within_24_hours_of_the_correspondents_last():
+    day = timedelta(hours=24)
+    assert lines.in_service_window("whatsapp", NOW - day, NOW)
+    assert not lines.in_service_window("whatsapp", NOW - day - timedelta(seconds=1), NOW)
+    assert lines.in_service_window("whatsapp", None, NOW)  # not kept yet: Meta decides
+    assert lines.in_service_window("sms", NOW - 10 * day, NOW)

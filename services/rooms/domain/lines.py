@@ -17,7 +17,7 @@ import contextlib
 import hashlib
 import hmac
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from email.utils import parseaddr
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
@@ -40,6 +40,7 @@ __all__ = [
     "handshake",
     "hub",
     "hub_notice",
+    "in_service_window",
     "mailgun_signed",
     "meta_values",
     "normalize",
@@ -102,6 +103,17 @@ def correspondent(transport: Transport, address: str) -> str:
     if transport == "sms" and _UNANSWERABLE.match(address.strip()):
         return address.strip()
     return normalize(transport, address)
+
+
+# WhatsApp takes a free-form message only within 24 hours of the correspondent's last
+# (Meta's customer service window); past it, only a template, which a person's line has none of.
+SERVICE_WINDOW = timedelta(hours=24)
+
+
+def in_service_window(transport: Transport, heard: datetime | None, now: datetime) -> bool:
+    """Whether a message may leave by `transport` now, the correspondent last heard at
+    `heard` (None: not since this was kept; the carrier decides)."""
+    return transport != "whatsapp" or heard is None or now - heard <= SERVICE_WINDOW
 
 
 def answerable(transport: Transport, address: str) -> bool:

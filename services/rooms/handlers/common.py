@@ -94,6 +94,14 @@ class Rooms:
                 f"{room.correspondent} is a short code or a sender name: no "
                 f"{room.transport} line can answer it",
             )
+        heard = await self._store.heard(room.id) if room.transport == "whatsapp" else None
+        if not lines.in_service_window(room.transport, heard, self._clock()):
+            raise Refused(
+                "outside-service-window",
+                409,
+                f"WhatsApp takes a message to {room.correspondent} only within 24 hours of "
+                f"their last, at {heard:%Y-%m-%d %H:%M} UTC; nothing leaves until they write",
+            )
         if room.transport == "sms" and await self._store.opted_out(room.id):
             raise Refused(
                 "opted-out",
