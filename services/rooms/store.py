@@ -12,7 +12,7 @@ Keys in `rooms`:
                                      the last its first contact; kept while it may be sent again
     failed.<person>.<room>.<seq>     a failed delivery waiting on its person
     opted_out.<room>                 a line's room whose correspondent texted STOP
-    heard.<room>                     when a line's room last heard from its correspondent
+    heard.<room>                     when a WhatsApp room last heard from its correspondent
 Keys in `rooms-lines`:
     claim.<person>.<transport>       a line waiting for its code
     line.<person>.<transport>        a person's connected line, its credential sealed

@@ -74,8 +74,8 @@ class Rooms:
     async def _line_out(self, room: rooms.Room) -> StoredLine | None:
         """The line what is said in `room` leaves by, if any (a room of no line, or of a
         voice line, which says what it says on the call, has none); refused while it is
-        disconnected, or its correspondent opted out of it, so no message is stored as said
-        to someone it never reaches."""
+        disconnected, past WhatsApp's service window, or after its correspondent opted out,
+        so no message is stored as said to someone it never reaches."""
         if room.transport in (None, "voice"):
             return None
         assert room.owner is not None

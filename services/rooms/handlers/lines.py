@@ -210,7 +210,8 @@ class Lines(Rooms):
             self._clock(),
             line.person,
         )
-        await self._store.hear(room.id, message.at)  # before any answer can be asked to leave
+        if req.transport == "whatsapp":  # before any answer to it can be asked to leave
+            await self._store.hear(room.id, message.at)
         stored = await self._store_message(room, message, msg_id=arrival_id, first_contact=first)
         await self._store.put_arrived(arrival_id, room.id, stored.seq, first)
         return rooms.Delivered(room=room.id, seq=stored.seq, first_contact=first)
