@@ -15,9 +15,9 @@ function refused(sent) {
 }
 
 // A transient failure (the gateway's 502 to 504, its key still in progress, or no answer
-// at all) is asked again for some 15 s, a POST with the same Idempotency-Key: one that ran
-// before its answer was lost is answered as it was, never carried out twice, and the
-// person's click is not lost to a moment's outage.
+// at all) is asked again for some 15 s, a POST or DELETE with the same Idempotency-Key:
+// one that ran before its answer was lost is answered as it was, never carried out twice,
+// and the person's click is not lost to a moment's outage.
 const AGAIN_MS = [250, 500, 1000, 2000, 4000, 8000];
 
 function transient(response, problem) {
@@ -34,7 +34,7 @@ async function api(method, path, body) {
   const sent = token;
   if (sent === refusedToken) throw new Error(REFUSED);
   const headers = { "Authorization": "Bearer " + sent, "Content-Type": "application/json" };
-  if (method === "POST") headers["Idempotency-Key"] = newKey();
+  if (method === "POST" || method === "DELETE") headers["Idempotency-Key"] = newKey();
   const request = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) };
   let response;
   for (const wait of [...AGAIN_MS, null]) {

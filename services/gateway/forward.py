@@ -23,7 +23,16 @@ from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored
 from services.gateway.routes import Route
 from services.gateway.tokens import is_delegate, principal_from
 
-__all__ = ["IDENTITY_FIELDS", "NATS", "ask", "caller", "forwarding", "on_bus", "request_of"]
+__all__ = [
+    "IDENTITY_FIELDS",
+    "KEYED",
+    "NATS",
+    "ask",
+    "caller",
+    "forwarding",
+    "on_bus",
+    "request_of",
+]
 
 NATS = web.AppKey("nats", Client)
 
@@ -34,6 +43,8 @@ IDENTITY_FIELDS = frozenset(
 MAX_DEPTH = 64
 _JSON = "application/json"
 _PROBLEM = "application/problem+json"
+# The methods an Idempotency-Key makes run once: what is answered otherwise when sent again.
+KEYED = ("POST", "DELETE")
 _decode = codec.decoder().decode
 
 
@@ -46,14 +57,15 @@ def forwarding(
     timeout: float,
     late_timeout: float,
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """The handler of one route of the table. A keyed POST whose service is slow gets its
-    504 after `timeout`, and its key the reply that comes within `late_timeout`."""
+    """The handler of one route of the table. A keyed POST or DELETE (a DELETE too is
+    answered otherwise when sent again: what it removed is gone) whose service is slow
+    gets its 504 after `timeout`, and its key the reply that comes within `late_timeout`."""
 
     async def handler(http: web.Request) -> web.Response:
         principal = await caller(route, http, key=key, limiter=limiter)
 
         idempotency_key = http.headers.get("Idempotency-Key")
-        keyed = route.method == "POST" and idempotency_key is not None
+        keyed = route.method in KEYED and idempotency_key is not None
 
         async def answer(wait: float) -> Stored:
             payload = await request_of(route, http)

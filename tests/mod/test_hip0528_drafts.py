@@ -170,6 +170,21 @@ async def test_hip0528_09_4_rule_8_a_draft_kept_and_discarded_at_once_is_one_or_
     assert set(outcomes) <= {(200, 409, "kept", True), (409, 204, "discarded", False)}, outcomes
 
 
+async def test_a_keyed_discard_sent_again_is_answered_as_it_was(api, people, operator):
+    """A Discard whose answer was lost, sent again: before, keys were a POST's alone, and
+    the Discard that had worked was answered 409, as if it had not."""
+    draft = (await (await write(api, people.agent, "user", [HIDE_BOARD])).json())["draft"]
+    keyed = people.ada | {"Idempotency-Key": f"discard-{draft['id']}"}
+    first = await api.delete(f"/v1/mod/drafts/{draft['id']}", headers=keyed)
+    again = await api.delete(f"/v1/mod/drafts/{draft['id']}", headers=keyed)
+    assert (first.status, again.status) == (204, 204)
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    found = [r.action for r in await records(operator.jetstream(), people.org)]
+    assert found.count("mod.draft.discard") == 1
+    unkeyed = await api.delete(f"/v1/mod/drafts/{draft['id']}", headers=people.ada)
+    assert await refusal(unkeyed) == (409, "draft-closed")
+
+
 async def test_hip0528_09_4_rule_8_a_seventeenth_open_draft_is_refused(api, people, connect):
     for i in range(16):
         op = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": f"C{i}"}
