@@ -4,10 +4,13 @@ taken as final, the person was told their email did not arrive, and Mailgun's `d
 that followed was passed over. Opened and clicked were refused 422, which Mailgun retries
 for eight hours."""
 
+import secrets
+from urllib.parse import urlencode
+
 import pytest
 
-from tests.personal.conftest import history
-from tests.personal.test_signature_replay import a_reply_by_email, mailgun_event, signed
+from tests.personal.conftest import history, problem
+from tests.personal.test_signature_replay import FORM, a_reply_by_email, mailgun_event, signed
 
 
 @pytest.fixture
@@ -38,3 +41,26 @@ async def test_a_soft_bounce_is_not_a_failure_and_delivered_follows(api, people,
     [left] = [m for m in await history(api, room, people.ada) if m["seq"] == reply["seq"]]
     assert left["delivery"]["status"] == "delivered"
     assert await pending() == []
+
+
+async def test_a_complaint_stops_what_leaves_until_they_write_again(api, people, operator):
+    """Marking Ada's email as spam (or unsubscribing) opts its recipient out, as a STOP does
+    by text: Mailgun suppresses every email to them after. Before, Ada's next email was
+    stored as said and handed to a carrier that drops it."""
+    line, inbound, room, reply = await a_reply_by_email(api, operator, people)
+    body = mailgun_event(line, reply, "complained", signed())
+    told = await api.post(
+        "/v1/lines/email/status", data=body, headers={"Content-Type": "application/json"}
+    )
+    assert told.status == 200, await told.text()
+    path = f"/v1/rooms/{room['id']}/messages"
+    refused = await api.post(path, json={"text": "Following up."}, headers=people.ada)
+    assert await problem(refused) == (409, "opted-out")
+    assert "Following up." not in [m["text"] for m in await history(api, room, people.ada)]
+
+    again = {**inbound, **signed(), "body-plain": "Sorry, wrong button.",
+             "Message-Id": f"<{secrets.token_hex(6)}@example.org>"}  # fmt: skip
+    wrote = await api.post("/v1/lines/email/inbound", data=urlencode(again), headers=FORM)
+    assert wrote.status == 200, await wrote.text()
+    posted = await api.post(path, json={"text": "Following up."}, headers=people.ada)
+    assert posted.status == 201, await posted.text()

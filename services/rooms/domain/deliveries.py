@@ -43,14 +43,20 @@ _MAILGUN: dict[str, Status] = {
 }
 
 
+# A recipient who marks an email as spam, or unsubscribes, has opted out of what the line
+# sends them, as a STOP does by text (Mailgun suppresses every email to them after).
+_MAILGUN_OPT_OUT = frozenset({"complained", "unsubscribed"})
+
+
 class Report(msgspec.Struct, frozen=True):
     """One status callback: which of our addresses sent the message, the carrier's id for
-    it, and what it says now."""
+    it, what it says now, and whether its recipient opted out of the line."""
 
     line: str
     carrier_id: str
     status: Status
     error: str | None = None
+    opts_out: bool = False
 
 
 def carrier_id(transport: Transport, key: str) -> str:
@@ -129,7 +135,8 @@ def _mailgun(body: Any) -> Report:
     if event["event"] == "failed" and event.get("severity") == "temporary":
         status = "queued"  # still Mailgun's to deliver: never a failure, never moved back
     error = (event.get("delivery-status") or {}).get("message") or None
-    return Report(event["envelope"]["sender"], message_id, status, error)
+    opts_out = event["event"] in _MAILGUN_OPT_OUT
+    return Report(event["envelope"]["sender"], message_id, status, error, opts_out)
 
 
 def _known(statuses: dict[str, Status], given: str) -> Status:

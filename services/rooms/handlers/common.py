@@ -20,6 +20,9 @@ from services.rooms.transports import Outbound, Transport
 
 __all__ = ["Rooms", "draft_holders", "person_of"]
 
+# The lines whose correspondents opt out: a text's STOP, an email's complaint or unsubscribe.
+_OPTING = ("sms", "email")
+
 Clock = Callable[[], datetime]
 
 
@@ -60,7 +63,7 @@ class Rooms:
         stored = await self._store.append(room.org, message, msg_id=msg_id)
         if stored is None or not messages.same(stored, message):
             raise KeyReused()
-        opted_out = room.transport == "sms" and await self._store.opted_out(room.id)
+        opted_out = room.transport in _OPTING and await self._store.opted_out(room.id)
         await self._store.announce(
             stored,
             messages.heard_on(stored),
@@ -102,12 +105,13 @@ class Rooms:
                 f"WhatsApp takes a message to {room.correspondent} only within 24 hours of "
                 f"their last, at {heard:%Y-%m-%d %H:%M} UTC; nothing leaves until they write",
             )
-        if room.transport == "sms" and await self._store.opted_out(room.id):
+        if room.transport in _OPTING and await self._store.opted_out(room.id):
             raise Refused(
                 "opted-out",
                 409,
-                f"{room.correspondent} texted STOP: nothing leaves by this line to them "
-                "until they text START",
+                f"{room.correspondent} opted out of this {room.transport} line (a STOP, a spam "
+                "complaint or an unsubscribe): nothing leaves by it to them until they write "
+                "again" + (" START" if room.transport == "sms" else ""),
             )
         return line
 

@@ -201,6 +201,8 @@ class Lines(Rooms):
         room = await self._line_room(line, sender)
         if arrived.opt is not None:  # before it is stored: no agent answers a STOP
             await self._store.opt(room.id, out=arrived.opt == "out")
+        elif req.transport == "email" and await self._store.opted_out(room.id):
+            await self._store.opt(room.id, out=False)  # they write again: they may be answered
         first = await self._store.is_empty(room.org, room.id)
         message = messages.inbound(
             room,
@@ -232,6 +234,8 @@ class Lines(Rooms):
         room = None if where is None else await self._store.room(where[0])
         if where is None or room is None or room.owner != line.person:
             return None
+        if report.opts_out:
+            await self._store.opt(room.id, out=True)
         now = self._clock()
         changed = await self._store.change_delivery(
             room.id, where[1], lambda d: deliveries.moved(d, report, now)
