@@ -23,16 +23,7 @@ from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored
 from services.gateway.routes import Route
 from services.gateway.tokens import is_delegate, principal_from
 
-__all__ = [
-    "IDENTITY_FIELDS",
-    "KEYED",
-    "NATS",
-    "ask",
-    "caller",
-    "forwarding",
-    "on_bus",
-    "request_of",
-]
+__all__ = ["IDENTITY_FIELDS", "NATS", "ask", "caller", "forwarding", "on_bus", "request_of"]
 
 NATS = web.AppKey("nats", Client)
 
@@ -44,7 +35,7 @@ MAX_DEPTH = 64
 _JSON = "application/json"
 _PROBLEM = "application/problem+json"
 # The methods an Idempotency-Key makes run once: what is answered otherwise when sent again.
-KEYED = ("POST", "DELETE")
+_KEYED = ("POST", "DELETE")
 _decode = codec.decoder().decode
 
 
@@ -65,7 +56,7 @@ def forwarding(
         principal = await caller(route, http, key=key, limiter=limiter)
 
         idempotency_key = http.headers.get("Idempotency-Key")
-        keyed = route.method in KEYED and idempotency_key is not None
+        keyed = route.method in _KEYED and idempotency_key is not None
 
         async def answer(wait: float) -> Stored:
             payload = await request_of(route, http)

@@ -24,6 +24,8 @@ class Route(msgspec.Struct, frozen=True):
     the service then holds to the grants that name it. A reply whose field `accepted` is
     set is answered 202 (a write held as a draft); a 204 answers no body. A `twiml` webhook
     answers the reply's `twiml` as text/xml: what a carrier does with a live call; a
+    webhook from a transport in `acknowledged_in_twiml` is answered an empty TwiML
+    `<Response/>` (what its carrier runs) unless the caller accepts application/json; a
     `handshake` webhook the reply's `challenge` as text/plain: a carrier's subscription.
     """
 
@@ -37,6 +39,7 @@ class Route(msgspec.Struct, frozen=True):
     delegates: bool = False
     accepted: str | None = None
     twiml: bool = False
+    acknowledged_in_twiml: tuple[str, ...] = ()
     handshake: bool = False
 
     @property
@@ -256,6 +259,7 @@ ROUTES: tuple[Route, ...] = (
         "A carrier's webhook, verified by the line's own signing secret; a text's Twilio is "
         "answered <Response/> (TwiML) unless it accepts application/json",
         kind="webhook",
+        acknowledged_in_twiml=("sms",),
     ),
     Route(
         "GET",

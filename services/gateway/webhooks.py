@@ -16,7 +16,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from libs.contracts import codec
 from libs.contracts.problem import Refused
-from libs.contracts.rooms import INBOUND, Inbound
+from libs.contracts.rooms import Inbound
 from services.gateway.forward import NATS, ask
 from services.gateway.routes import Route
 
@@ -69,7 +69,7 @@ def webhook(
             return web.Response(body=body, status=problem, content_type="application/problem+json")
         if route.twiml:
             return web.Response(text=_twiml(body), content_type="text/xml")
-        if _acknowledged_in_twiml(route, transport, http):
+        if transport in route.acknowledged_in_twiml and not _asks_json(http):
             return web.Response(text=_XML + "<Response/>", content_type="text/xml")
         if route.handshake:
             return web.Response(text=msgspec.json.decode(body)["challenge"])
@@ -124,9 +124,8 @@ def _twiml(reply: bytes) -> str:
     return _XML + msgspec.json.decode(reply)["twiml"]
 
 
-def _acknowledged_in_twiml(route: Route, transport: str, http: web.Request) -> bool:
-    """Twilio runs what an inbound text's webhook answers as TwiML, and logs any other
-    answer as its error 12300: it is told nothing more to do, unless the caller asks for
-    the JSON reply (where the message was stored)."""
-    asks_json = "application/json" in http.headers.get("Accept", "")
-    return route.subject.name == INBOUND.name and transport == "sms" and not asks_json
+def _asks_json(http: web.Request) -> bool:
+    """Whether the caller asks for the JSON reply (where the message was stored). Twilio
+    runs what an inbound text's webhook answers as TwiML, and logs any other answer as its
+    error 12300."""
+    return "application/json" in http.headers.get("Accept", "")

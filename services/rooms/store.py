@@ -11,7 +11,8 @@ Keys in `rooms`:
     arrived.<arrival id>             where what a carrier sent was stored: "<room> <seq> <0|1>",
                                      the last its first contact; kept while it may be sent again
     failed.<person>.<room>.<seq>     a failed delivery waiting on its person
-    opted_out.<room>                 a line's room whose correspondent texted STOP
+    opted_out.<room>                 a line's room whose correspondent opted out (STOP,
+                                     an email's spam complaint or unsubscribe)
     heard.<room>                     when a WhatsApp room last heard from its correspondent
 Keys in `rooms-lines`:
     claim.<person>.<transport>       a line waiting for its code

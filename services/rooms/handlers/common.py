@@ -63,7 +63,10 @@ class Rooms:
         stored = await self._store.append(room.org, message, msg_id=msg_id)
         if stored is None or not messages.same(stored, message):
             raise KeyReused()
-        opted_out = room.transport in _OPTING and await self._store.opted_out(room.id)
+        # What leaves was refused above if they opted out; what arrives may be a STOP.
+        opted_out = (
+            line is None and room.transport in _OPTING and await self._store.opted_out(room.id)
+        )
         await self._store.announce(
             stored,
             messages.heard_on(stored),
