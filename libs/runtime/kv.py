@@ -60,16 +60,23 @@ class Conflict(Exception):
 
 
 async def write_at(
-    kv: KeyValue, key: str, value: bytes, revision: int, *, keep: timedelta | None = None
+    kv: KeyValue,
+    key: str,
+    value: bytes,
+    revision: int,
+    *,
+    keep: timedelta | None = None,
+    alone: bool = False,
 ) -> int:
     """Compare-and-set: create the entry when `revision` is 0, else update it at
     `revision`; its new revision, or Conflict if another writer got there first.
 
-    With `keep`, the entry is settled: it becomes the key's only message (what came
-    before is rolled up, so nothing older is read once it is gone) and the server removes
-    it once `keep` has passed. What is only read back for a while, kept forever, would be
-    read whole with what is live under the same filter."""
-    if keep is not None:
+    With `alone`, it becomes the key's only message: what came before is rolled up, so no
+    earlier value can be read again, from the bucket's history either (what a person asked
+    to be forgotten). With `keep`, the entry is settled: alone, and the server removes it
+    once `keep` has passed. What is only read back for a while, kept forever, would be read
+    whole with what is live under the same filter."""
+    if keep is not None or alone:
         headers = {"Nats-Rollup": "sub", "Nats-Expected-Last-Subject-Sequence": str(revision)}
         return await _published(kv, key, value, headers, keep)
     try:

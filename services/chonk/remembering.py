@@ -3,7 +3,7 @@ read recorded and shown on the person's knows page; each fact written through §
 table, recorded before it is stored; a person's redaction of a fact about them (§6.4,
 §6.5)."""
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from libs.contracts import chonk
@@ -19,7 +19,8 @@ __all__ = ["Remembering"]
 class Remembering(Carrying):
     async def knows(self, _: chonk.GetKnows, p: Principal) -> chonk.Knows:
         """§6.4: what the Chonks know about me, and every read of it."""
-        facts = await self._store.facts(p.org, p.sub)
+        now = self._clock()
+        facts = [f for f in await self._store.facts(p.org, p.sub) if memory.held(f, now)]
         return chonk.Knows(
             facts=[_known(f) for f in sorted(facts, key=lambda f: f.id)],
             reads=await self._store.reads(p.org, p.sub),
@@ -34,7 +35,7 @@ class Remembering(Carrying):
         outcome: dict[str, memory.Redacted] = {}
 
         def redact(fact: memory.MemoryFact | None) -> memory.MemoryFact | None:
-            if fact is None:
+            if fact is None or not memory.held(fact, now):
                 raise Refused("fact-not-found", 404, f"there is no fact {req.id} about you")
             outcome["done"] = memory.redacted(fact, req.response, now)
             return outcome["done"].fact
@@ -44,6 +45,7 @@ class Remembering(Carrying):
             p.sub,
             req.id,
             redact,
+            now=now,
             record=lambda *_: self._trail.change(
                 p.org, actor=p, action="chonk.memory.redact", target=req.id
             ),
@@ -60,8 +62,11 @@ class Remembering(Carrying):
         return _known(after)
 
     async def _fixtures(self, p: Principal, fixtures: list[dict[str, Any]]) -> None:
-        """A simulation tenant's memory, stored once."""
+        """A simulation tenant's memory, stored once, each fact as if written
+        `writtenDaysAgo` (0 unless given): one past its retention is not stored at all."""
+        now = self._clock()
         for f in fixtures:
+            written = now - timedelta(days=f.get("writtenDaysAgo", 0))
             fact = memory.MemoryFact(
                 id=f["id"],
                 tenant_id=p.org,
@@ -73,39 +78,39 @@ class Remembering(Carrying):
                     kind="memory",
                     ref=f"fixture:{f['id']}",
                     label="simulation fixture",
-                    as_of=self._clock(),
+                    as_of=written,
                 ),
                 shared_by="chonk",
                 written_by_run_id="fixture",
                 written_by_chonk_id=f["writer"],
                 used_for=tuple(f.get("usedFor", ())),
                 evidence=(
-                    SourceRef(
-                        n=0, kind="message", ref="fixture", label="fixture", as_of=self._clock()
-                    ),
+                    SourceRef(n=0, kind="message", ref="fixture", label="fixture", as_of=written),
                 ),
             )
             stored = memory.committed(
-                fact, writer=f["writer"], manages=True, consent=True, now=self._clock()
+                fact, writer=f["writer"], manages=True, consent=True, now=written
             )
-            await self._store.change_fact(
-                p.org, fact.subject_id, fact.id, lambda old, s=stored: old or s
-            )
+            if memory.held(stored, now):
+                await self._store.change_fact(
+                    p.org, fact.subject_id, fact.id, lambda old, s=stored: old or s, now=now
+                )
 
     async def _context(self, p: Principal, r: dict[str, Any]) -> dict[str, Any]:
         """§5.2, for a run about one person: their facts, read through here only, each
         read recorded before it is made and shown on their knows page."""
-        subject, chonk_id = r["subject"], r["chonk"]
+        subject, chonk_id, now = r["subject"], r["chonk"], self._clock()
         facts = await self._store.facts(p.org, subject)
         readable = [
             f
             for f in facts
             if f.redacted_at is None
+            and memory.held(f, now)
             and (chonk_id == "human" or not f.kind.startswith(("feedback_", "growth_plan")))
             and f.kind != "owner_report"
         ]
         read = chonk.MemoryRead(
-            at=self._clock(),
+            at=now,
             chonk=chonk_id,
             run=r["id"],
             purpose=r.get("purpose", ""),
@@ -160,10 +165,9 @@ class Remembering(Carrying):
 
     async def _commit(self, p: Principal, fact: memory.MemoryFact, *, writer: str) -> None:
         """A fact through §6.2's table, recorded, then stored."""
+        now = self._clock()
         try:
-            stored = memory.committed(
-                fact, writer=writer, manages=True, consent=False, now=self._clock()
-            )
+            stored = memory.committed(fact, writer=writer, manages=True, consent=False, now=now)
         except memory.MemoryRefused as exc:
             raise Refused("memory-refused", 422, str(exc)) from exc
         async with self._trail.change(
@@ -173,7 +177,9 @@ class Remembering(Carrying):
             target=fact.subject_id,
             data={"fact": fact.id, "kind": fact.kind},
         ):
-            await self._store.change_fact(p.org, fact.subject_id, fact.id, lambda _: stored)
+            await self._store.change_fact(
+                p.org, fact.subject_id, fact.id, lambda _: stored, now=now
+            )
 
 
 def _source(receipt: str, now: datetime) -> SourceRef:

@@ -17,6 +17,9 @@
 
 Every key names the org, and a person's the person.
 
+A fact is removed by the server at its expiry (§6.2's retention), and each of its writes
+rolls up the ones before it: what a person redacted is in no revision of the bucket.
+
 What has settled is kept for a while (`TETHER_SETTLED_KEPT`, a week by default) and then
 removed by the server: a run's claim once its report is stored, a cover once it is
 closed, and a handoff's acceptance. A released claim or an answered proposal leaves only
@@ -32,7 +35,7 @@ often enough for the leader's cost to matter.
 """
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
 import msgspec
@@ -320,14 +323,24 @@ class ChonkStore:
         fact_id: str,
         change: Callable[[MemoryFact | None], MemoryFact | None],
         *,
+        now: datetime,
         record: Record | None = None,
     ) -> MemoryFact | None:
+        """The fact as `change` leaves it, stored alone (no earlier value of it stays in
+        the bucket's history) and removed by the server at its expiry."""
+        key = f"facts.{org}.{key_token(person)}.{fact_id}"
+
+        def write(fact: MemoryFact | None, revision: int) -> Awaitable[int]:
+            keep = None if fact is None or fact.expires_at is None else fact.expires_at - now
+            return write_at(self._memory, key, codec.encode(fact), revision, keep=keep, alone=True)
+
         _, after = await swap(
             self._memory,
-            f"facts.{org}.{key_token(person)}.{fact_id}",
+            key,
             change,
             decode=_fact.decode,
             default=None,
+            write=write,
             record=record,
             read=self._in_memory,
         )

@@ -4,7 +4,7 @@ receipts per surface (§5.3), the prompt's sections (§5.1), the tone dial (§7.
 memory's rules (§6), with the edge cases of §12 that live in them."""
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import msgspec
@@ -348,6 +348,10 @@ def test_memory_keeps_the_table_of_who_writes_what_visible_to_whom_for_how_long(
         now=NOW,
     )
     assert stored.visibility == "self" and (stored.expires_at - NOW).days == 90
+    assert memory.held(stored, NOW + timedelta(days=89))
+    assert not memory.held(stored, NOW + timedelta(days=90))
+    kept_for_good = msgspec.structs.replace(stored, expires_at=None)
+    assert memory.held(kept_for_good, NOW + timedelta(days=9_000))
     with pytest.raises(memory.MemoryRefused, match="may not write"):
         memory.committed(
             fact("working_agreement", "no meetings before 10"),
@@ -425,3 +429,4 @@ def test_ec_mgr_006_redacting_feedback_annotates_it_and_opens_a_decision_for_the
     assert done.decision is not None
     gone = memory.redacted(fact("preference", "Brief at 08:30"), "", NOW)
     assert gone.fact.redacted_at == NOW and gone.decision is None
+    assert gone.fact.content == ""  # none of its words kept

@@ -16,6 +16,8 @@ from services.chonk.domain.types import SourceRef
 from services.chonk.store import ChonkStore, Proposal, open_store
 from tests.support import asked_again
 
+NOW = datetime(2026, 12, 3, tzinfo=UTC)
+
 WRITES = 2000  # a direct get missed 16 to 117 of 3,000 such reads (bench/exact_reads.py)
 
 
@@ -53,7 +55,7 @@ async def test_a_fact_just_written_is_read_from_another_node(stores):
     for n in range(WRITES):
         fact = _fact(f"fact-{n}")
         write = partial(store.change_fact, "acme", f"acme/p{n}", fact.id, lambda _, f=fact: f)
-        await asked_again(write)
+        await asked_again(partial(write, now=NOW))
         if await asked_again(elsewhere.facts, "acme", f"acme/p{n}") != [fact]:
             missed.append(n)
     assert missed == []
@@ -74,9 +76,7 @@ def _handoff(tenant: str) -> HandoffRequest:
 
 
 def _fact(id_: str) -> MemoryFact:
-    source = SourceRef(
-        n=1, kind="message", ref="m-1", label="said", as_of=datetime(2026, 12, 3, tzinfo=UTC)
-    )
+    source = SourceRef(n=1, kind="message", ref="m-1", label="said", as_of=NOW)
     return MemoryFact(
         id=id_,
         tenant_id="acme",

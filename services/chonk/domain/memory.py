@@ -17,6 +17,7 @@ __all__ = [
     "MemoryRefused",
     "Redacted",
     "committed",
+    "held",
     "owner_reports",
     "redacted",
 ]
@@ -115,6 +116,12 @@ def committed(
     return msgspec.structs.replace(fact, visibility=rule.visibility, expires_at=keep)
 
 
+def held(fact: MemoryFact, now: datetime) -> bool:
+    """Whether the fact is still kept: past its expiry it is gone, read by no one, whether
+    or not the server has removed it yet."""
+    return fact.expires_at is None or fact.expires_at > now
+
+
 def owner_reports(
     text: str, people: Mapping[str, str], *, source: SourceRef, run: str, tenant: str
 ) -> list[MemoryFact]:
@@ -144,11 +151,12 @@ class Redacted(msgspec.Struct, frozen=True):
 
 
 def redacted(fact: MemoryFact, response: str, now: datetime) -> Redacted:
-    """What a person's redaction does: gone at once where they may; feedback is annotated
-    with their words and its deletion becomes the MoR's decision (EC-MGR-006)."""
+    """What a person's redaction does: gone at once where they may (the fact keeps that
+    it was redacted, none of its words); feedback is annotated with their words and its
+    deletion becomes the MoR's decision (EC-MGR-006)."""
     match KINDS[fact.kind].redaction:
         case "immediate" | "editable":
-            return Redacted(msgspec.structs.replace(fact, redacted_at=now), None)
+            return Redacted(msgspec.structs.replace(fact, content="", redacted_at=now), None)
         case "annotate":
             annotated = msgspec.structs.replace(fact, subject_response=response)
             return Redacted(annotated, f"delete {fact.id}? asked by {fact.subject_id}")
