@@ -317,17 +317,19 @@ async def forget_kept_answers(nc: nats.NATS, service: str) -> None:
 
 async def answered_again_after_a_failover(
     api, path: str, body: dict, headers: dict[str, str], *, service: str, redis_url: str,
-    operator: nats.NATS, status: int = 201,
-) -> dict:  # fmt: skip
-    """`body` POSTed to `path` with `headers`, which carry an Idempotency-Key; its answer
-    lost with its gateway and with the `service` replica that made it, before it was kept;
-    and POSTed again. The answer, the same both times, with `status`."""
-    first = await api.post(path, json=body, headers=headers)
+    operator: nats.NATS, status: int = 201, method: str = "POST",
+) -> dict | None:  # fmt: skip
+    """`body` sent to `path` by `method` with `headers`, which carry an Idempotency-Key;
+    its answer lost with its gateway and with the `service` replica that made it, before it
+    was kept; and sent again. The answer, the same both times, with `status` (None: 204)."""
+    first = await api.request(method, path, json=body, headers=headers)
     assert first.status == status, await first.text()
     await forget_idempotency_key(redis_url, headers["Idempotency-Key"])
     await forget_kept_answers(operator, service)
-    again = await api.post(path, json=body, headers=headers)
+    again = await api.request(method, path, json=body, headers=headers)
     assert again.status == status, await again.text()
+    if status == 204:
+        return None
     assert await again.json() == await first.json()
     return await first.json()
 

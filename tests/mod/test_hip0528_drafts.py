@@ -252,6 +252,22 @@ async def test_a_keyed_keep_lost_in_a_failover_is_answered_as_kept(api, people, 
     ]
 
 
+async def test_a_keyed_discard_lost_in_a_failover_is_answered_as_discarded(
+    api, people, stack, operator
+):
+    await level(api, people.ada, "draft")
+    held = await write(api, people.agent, "user", [HIDE_BOARD])
+    assert held.status == 202, await held.text()
+    draft = (await held.json())["draft"]
+    keyed = people.ada | {"Idempotency-Key": "discard-board"}
+    await answered_again_after_a_failover(
+        api, f"/v1/mod/drafts/{draft['id']}", {}, keyed, service="mod",
+        redis_url=stack.redis_url, operator=operator, status=204, method="DELETE",
+    )  # fmt: skip
+    found = await (await api.get(f"/v1/mod/drafts/{draft['id']}", headers=people.ada)).json()
+    assert found["state"] == "discarded"
+
+
 async def test_a_key_whose_draft_was_made_sent_with_another_write_is_refused(
     api, people, stack, operator
 ):

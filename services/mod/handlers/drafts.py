@@ -95,6 +95,8 @@ class Drafts(Mod):
         draft = await self._find(p, req.id)
         if not (may_keep(p, draft.layer) or _wrote(p, draft)):
             raise Refused("may-not-discard", 403, f"you may not discard {draft.id}")
+        if draft.state == "discarded" and request_key():
+            return draft  # its answer lost in a failover
         if draft.state != "open":
             raise Refused("draft-closed", 409, f"draft {draft.id} was {draft.state}")
         return await self._settle(p, draft, "discarded")
