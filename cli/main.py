@@ -218,8 +218,27 @@ def _mint(home: Home, known_roles: tuple[str, ...], **claims: object) -> str:
     return mint(home.jwt_key(), now=int(time.time()), **claims)  # type: ignore[arg-type]
 
 
+def _as(kind: str, what: str):
+    """An argument checked as the contracts take it (`OrgId`, `UserId`): one the system
+    would refuse (a token no gateway takes, an org `>` that reads every org's records) is
+    refused here, with what it must be."""
+
+    def checked(value: str) -> str:
+        import msgspec
+
+        from libs.contracts import base
+
+        try:
+            return msgspec.convert(value, getattr(base, kind))
+        except msgspec.ValidationError as exc:
+            raise argparse.ArgumentTypeError(f"{value!r} is not {what}: {exc}") from None
+
+    return checked
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tether", description=__doc__)
+    org, person = _as("OrgId", "an org id"), _as("UserId", "a person, OWNER/NAME")
     sub = parser.add_subparsers(required=True)
 
     p = sub.add_parser("up", help="run the whole system on this machine (state in $TETHER_HOME)")
@@ -233,8 +252,8 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_up)
 
     p = sub.add_parser("token", help="print a development token signed with the state's key")
-    p.add_argument("--org", required=True)
-    p.add_argument("--user", required=True, help="OWNER/NAME")
+    p.add_argument("--org", required=True, type=org)
+    p.add_argument("--user", required=True, type=person, help="OWNER/NAME")
     p.add_argument("--role", action="append", default=[], help="a role, e.g. admin; repeatable")
     p.add_argument("--act", help="the agent acting for the user")
     p.set_defaults(run=_token)
@@ -263,13 +282,13 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("account", help="accounts")
     account = p.add_subparsers(required=True)
     p = account.add_parser("created", help="announce accounts made elsewhere: each gets its agent")
-    p.add_argument("user", nargs="+", help="OWNER/NAME")
+    p.add_argument("user", nargs="+", type=person, help="OWNER/NAME")
     p.set_defaults(run=_account_created)
 
     p = sub.add_parser("audit", help="the audit trail")
     audit = p.add_subparsers(required=True)
     p = audit.add_parser("verify", help="check an org's hash chain; name every break by sequence")
-    p.add_argument("--org", required=True)
+    p.add_argument("--org", required=True, type=org)
     p.set_defaults(run=_audit_verify)
     return parser
 

@@ -127,6 +127,15 @@ async def test_a_stored_message_that_is_not_a_record_blocks_no_write_and_verify_
     assert lines[1:] == [f"{org}: 4 valid records, 1 not"]
 
 
+@pytest.mark.parametrize("org", [">", "*", "acme.ada", "Acme"])
+async def test_verify_refuses_what_is_no_org_rather_than_read_other_orgs(trail, stack, org):
+    # `>` and `*` are subject wildcards: the chain of every org, read as one and broken.
+    await trail.append("acme", actor=ADA, action="step")
+    refused = await asyncio.to_thread(_verify, stack, org)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert f"argument --org: {org!r} is not an org id" in refused.stderr
+
+
 async def test_a_failure_the_bus_kept_from_the_trail_is_recorded_once_it_is_back(
     tmp_path, org, caplog
 ):

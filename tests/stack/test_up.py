@@ -98,6 +98,12 @@ def test_up_prints_the_address_and_a_token_then_stops_cleanly_on_sigterm(up):
         audience="tether",
     )
     assert (claims["org"], claims["sub"]) == ("acme", "acme/bob")
+    unusable = subprocess.run(  # a token no gateway would take is not minted
+        [sys.executable, "-m", "cli.main", "token", "--org", "acme", "--user", "bob"],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    assert (unusable.returncode, unusable.stdout) == (2, "")
+    assert "argument --user: 'bob' is not a person, OWNER/NAME" in unusable.stderr
     children = _children(proc.pid)
     assert children
     proc.send_signal(signal.SIGTERM)
