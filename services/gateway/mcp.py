@@ -79,9 +79,22 @@ def mcp_endpoint(
             return _reply(None, error=(-32700, "the body is not JSON"))
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             return _reply(None, error=(-32600, "a JSON-RPC 2.0 request object is expected"))
-        if "id" not in message:  # a notification: nothing to answer, nothing asked
+        replied = "method" not in message and ("result" in message or "error" in message)
+        if "id" not in message or replied:
+            # A notification, or a client's answer: this server asks nothing, so nothing
+            # waits on one, and nothing is answered (the transport's 202).
             return web.Response(status=202)
         id_, method, params = message["id"], message.get("method"), message.get("params") or {}
+        version = http.headers.get("MCP-Protocol-Version")
+        if version is not None and version not in PROTOCOL_VERSIONS and method != "initialize":
+            # The transport's rule: the version a session agreed is sent on each request
+            # after initialize; one this server does not speak is a 400, never read as another.
+            supported = ", ".join(PROTOCOL_VERSIONS)
+            return _reply(
+                None,
+                error=(-32600, f"MCP-Protocol-Version {version!r} is not one of {supported}"),
+                status=400,
+            )
         if isinstance(id_, bool) or not isinstance(id_, str | int | float):  # MCP: never null
             return _reply(None, error=(-32600, "id must be a string or a number"))
         if not isinstance(params, dict):
@@ -160,6 +173,7 @@ def _reply(
     result: Any = None,
     error: tuple[int, str] | None = None,
     data: Problem | None = None,
+    status: int = 200,
 ) -> web.Response:
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": id_}
     if error is not None:
@@ -168,4 +182,6 @@ def _reply(
             body["error"]["data"] = data
     else:
         body["result"] = result
-    return web.Response(body=msgspec.json.encode(body), content_type="application/json")
+    return web.Response(
+        body=msgspec.json.encode(body), status=status, content_type="application/json"
+    )

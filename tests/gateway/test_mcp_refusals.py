@@ -109,3 +109,51 @@ async def test_arguments_that_are_not_an_object_or_an_op_that_is_not_a_name_are_
                 result = (await response.json())["result"]
                 assert result["isError"], arguments
                 assert result["content"][0]["text"].startswith(named), arguments
+
+
+async def test_a_protocol_version_this_server_does_not_speak_is_a_400(client):
+    """The transport's rule: after initialize, each request carries the version the session
+    agreed; one the server does not speak is refused, never answered as another."""
+    async with HTTP() as http:
+        url = str(client.make_url("/v1/mcp"))
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        for version in ("1900-01-01", "not-a-version"):
+            headers = bearer() | {"MCP-Protocol-Version": version}
+            async with http.post(url, json=ping, headers=headers) as response:
+                assert response.status == 400, version
+                error = (await response.json())["error"]
+                assert error["code"] == -32600
+                assert error["message"].startswith(f"MCP-Protocol-Version {version!r} is not one")
+            initialize = {
+                "jsonrpc": "2.0", "id": 2, "method": "initialize",
+                "params": {"protocolVersion": version, "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}},
+            }  # fmt: skip
+            async with http.post(url, json=initialize, headers=headers) as response:
+                agreed = (await response.json())["result"]["protocolVersion"]
+                assert response.status == 200 and agreed == "2025-11-25"
+        headers = bearer() | {"MCP-Protocol-Version": "2025-06-18"}
+        async with http.post(url, json=ping, headers=headers) as response:
+            assert response.status == 200 and (await response.json())["result"] == {}
+
+
+async def test_a_clients_answer_is_taken_and_not_answered(client):
+    async with HTTP() as http:
+        url = str(client.make_url("/v1/mcp"))
+        for message in (
+            {"jsonrpc": "2.0", "id": 7, "result": {}},
+            {"jsonrpc": "2.0", "id": 7, "error": {"code": -1, "message": "no"}},
+        ):
+            async with http.post(url, json=message, headers=bearer()) as response:
+                assert (response.status, await response.read()) == (202, b""), message
+
+
+async def test_the_sdk_sends_the_version_it_agreed_and_is_answered(client):
+    async with (
+        create_mcp_http_client(headers=bearer(token(user="acme/ada", act="agent:acme/ada"))) as h,
+        streamable_http_client(str(client.make_url("/v1/mcp")), http_client=h) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        agreed = await session.initialize()
+        assert agreed.protocolVersion in ("2025-11-25", "2025-06-18")
+        assert [t.name for t in (await session.list_tools()).tools] == ["mod"]
