@@ -13,7 +13,8 @@
                    outside.<org>.<chonk>                when it proposed outside its allowlist
                    modes.<org>.<chonk>                  its function modes (RC-MGR-01's PROPOSE)
     chonk-memory   facts.<org>.<person>.<fact id>      a fact about a person
-                   reads.<org>.<person>                 who read that person's facts, for what
+                   reads.<org>.<person>                 who read that person's facts, for what:
+                                                        the latest 200 reads
 
 Every key names the org, and a person's the person.
 
@@ -138,6 +139,7 @@ _packet = codec.decoder(Packet)
 _times = msgspec.json.Decoder(list[datetime]).decode
 _modes = msgspec.json.Decoder(dict[str, str]).decode
 _reads = msgspec.json.Decoder(list[MemoryRead])
+_READS_SHOWN = 200  # a knows page's worth; the audit trail keeps every read
 # A marker tells a replica behind the leader that its key is gone; past an hour it has caught up.
 _MARKER_KEPT = timedelta(hours=1)
 
@@ -354,7 +356,7 @@ class ChonkStore:
         await swap(
             self._memory,
             f"reads.{org}.{key_token(person)}",
-            lambda reads: [*reads, read][-200:],
+            lambda reads: [*reads, read][-_READS_SHOWN:],
             decode=_reads.decode,
             default=[],
             read=self._in_memory,
