@@ -19,12 +19,13 @@ class Cadence(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 def next_at(cadence: Cadence, after: datetime) -> datetime:
     """The first time strictly after `after` the cadence comes round (UTC in, UTC out). A
-    day that skips or repeats the hour (a change of daylight saving) keeps the wall time."""
+    day that skips or repeats the hour (a change of daylight saving) keeps the wall time,
+    its first. Instants are compared in UTC: two times of one zone compare by their wall
+    clocks, and the hour a day repeats would put a time before `after` after it."""
     zone = ZoneInfo(cadence.zone)
-    local = after.astimezone(zone)
-    day = local.date()
+    day = after.astimezone(zone).date()
     while True:
-        at = datetime.combine(day, cadence.at, zone)
-        if at > local and (cadence.weekday is None or at.weekday() == cadence.weekday):
-            return at.astimezone(after.tzinfo)
+        at = datetime.combine(day, cadence.at, zone).astimezone(after.tzinfo)
+        if at > after and (cadence.weekday is None or day.weekday() == cadence.weekday):
+            return at
         day += timedelta(days=1)
