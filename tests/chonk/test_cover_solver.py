@@ -59,3 +59,16 @@ def test_only_what_is_left_of_the_shift_counts():
     later = NOW + timedelta(hours=4)
     (c,), _ = solve(SHIFT, NEEDS, [_w("ann", 30)], RULES, now=later, call_out=True)
     assert c.hours_after == 32.0
+
+
+def test_covering_must_leave_the_minimum_rest_before_the_next_shift():
+    # The shift ends at 02:55; a 10 h rest is owed before whatever comes next.
+    staff = [
+        _w("hal", 5, shifts=(_other("prep", 14, 20),)),  # 08:55: 8 h after the cover
+        _w("ida", 5, shifts=(_other("prep", 16, 22),)),  # 10:55: 10 h after, enough
+    ]
+    candidates, unfit = solve(SHIFT, NEEDS, staff, RULES, now=NOW, call_out=True)
+    assert [c.worker for c in candidates] == ["ida"]
+    assert {u.worker: u.reason for u in unfit} == {
+        "hal": "would rest 8.0 h of the 10 h minimum before their prep shift at 10:55",
+    }

@@ -3,7 +3,7 @@ EC-MGR-009): who may take the rest of a shift, by the tenant's labor rules.
 
 A worker is a candidate when they hold every certification the station needs, are on no
 other shift that overlaps what is left of this one, and have rested the minimum since their
-last shift. The weekly hours cap binds too, except under the call-out exception, which lifts
+last shift and would rest it again before their next. The weekly hours cap binds too, except under the call-out exception, which lifts
 it: a candidate over the cap is then overtime, which the Chonk may not arrange on its own
 (PROPOSE_CONFIRM). Candidates come fewest hours first, so cover falls evenly."""
 
@@ -95,6 +95,14 @@ def _unfit(
     ended = [s.end for s in w.shifts if s.end <= start]
     if ended and (rested := (start - max(ended)) / timedelta(hours=1)) < rules.min_rest_hours:
         return f"rested {rested:.1f} h of the {rules.min_rest_hours:g} h minimum"
+    # The rest is owed before their next shift too: covering must not cut it short.
+    if later := [s for s in w.shifts if s.start >= shift.end]:
+        nxt = min(later, key=lambda s: s.start)
+        if (rest := (nxt.start - shift.end) / timedelta(hours=1)) < rules.min_rest_hours:
+            return (
+                f"would rest {rest:.1f} h of the {rules.min_rest_hours:g} h minimum "
+                f"before their {nxt.station} shift at {nxt.start:%H:%M}"
+            )
     after = w.weekly_hours + hours
     if after > rules.max_weekly_hours and not (call_out and rules.call_out_lifts_caps):
         return f"would work {after:g} h of a {rules.max_weekly_hours:g} h week"
