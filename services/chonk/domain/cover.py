@@ -2,10 +2,11 @@
 EC-MGR-009): who may take the rest of a shift, by the tenant's labor rules.
 
 A worker is a candidate when they hold every certification the station needs, are on no
-other shift that overlaps what is left of this one, and have rested the minimum since their
-last shift and would rest it again before their next. The weekly hours cap binds too, except under the call-out exception, which lifts
-it: a candidate over the cap is then overtime, which the Chonk may not arrange on its own
-(PROPOSE_CONFIRM). Candidates come fewest hours first, so cover falls evenly."""
+other shift that overlaps what is left of this one, have rested the minimum since their
+last shift, and would rest it again before their next. The weekly hours cap binds too,
+except under the call-out exception, which lifts it: a candidate over the cap is then
+overtime, which the Chonk may not arrange on its own (PROPOSE_CONFIRM). Candidates come
+fewest hours first, so cover falls evenly."""
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
