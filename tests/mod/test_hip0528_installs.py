@@ -1,6 +1,8 @@
 """hip-0528 §2, §3.4, §6.2, §7 through the running services: installs pinned to a digest
 with exactly the consented permissions, load order, and review as evidence."""
 
+import pytest
+
 from libs.audit.reading import records
 from tests.mod.conftest import install, refusal, weather
 
@@ -60,6 +62,35 @@ async def test_hip0528_02_an_install_of_a_bad_manifest_lists_every_reason(api, p
     assert len(errors) == 3 and any("gadgets: no such kind" in e for e in errors)
     hanzo = await install(api, people.root, weather(publisher="hanzo"))
     assert await refusal(hanzo) == (403, "publisher-reserved")
+
+
+@pytest.mark.parametrize(
+    ("schema", "named"),
+    [
+        ({"type": "string", "minLength": "abc"}, "minLength must be a whole number"),
+        ({"type": "integer", "minimum": "5"}, "minimum must be a number"),
+        ({"type": "string", "minimum": 3}, "minimum does not apply to a string"),
+        ({"type": "integer", "maxLength": 3}, "maxLength does not apply to an integer"),
+        ({"type": "integer", "enum": ["a"]}, "enum 'a': the value must be an integer"),
+        ({"type": "number", "maximum": True}, "maximum must be a number, not True"),
+        ({"type": "string", "minLength": 5, "maxLength": 2}, "minLength 5 is above its"),
+    ],
+)
+async def test_hip0528_02_a_setting_schema_is_checked_whole_at_install(api, people, schema, named):
+    """Before, each installed, and every write naming the setting was then a 500 (a bound
+    of the wrong kind compared with the value) or refused whatever it held."""
+    bad = weather()
+    bad["contributes"]["settings"][0]["schema"] = schema
+    r = await install(api, people.root, bad)
+    assert r.status == 422, await r.text()
+    (error,) = (await r.json())["errors"]
+    assert named in error
+    layer = await (await api.get("/v1/mod/layers/user", headers=people.ada)).json()
+    value = {"op": "set", "kind": "settings", "id": "acme/weather/units", "value": 3}
+    written = await api.post(
+        "/v1/mod/layers/user", json={"base": layer["version"], "ops": [value]}, headers=people.ada
+    )
+    assert await refusal(written) == (422, "patch-invalid")  # no such setting: not installed
 
 
 async def test_hip0528_03_4_a_mod_whose_need_is_never_met_is_left_out_and_named(api, people):
