@@ -74,6 +74,7 @@ async def test_hip0528_02_an_install_of_a_bad_manifest_lists_every_reason(api, p
         ({"type": "integer", "enum": ["a"]}, "enum 'a': the value must be an integer"),
         ({"type": "number", "maximum": True}, "maximum must be a number, not True"),
         ({"type": "string", "minLength": 5, "maxLength": 2}, "minLength 5 is above its"),
+        ({"type": {}}, "schema type must be one of"),
     ],
 )
 async def test_hip0528_02_a_setting_schema_is_checked_whole_at_install(api, people, schema, named):

@@ -44,7 +44,7 @@ def faults(schema: dict[str, Any]) -> list[str]:
     the type, or one no value could meet (every value a person sets is checked by it)."""
     found = [f"schema keyword {k!r} is not checked here" for k in sorted(set(schema) - _KEYWORDS)]
     kind = schema.get("type")
-    if kind not in _TYPES:
+    if not isinstance(kind, str) or kind not in _TYPES:
         return [*found, f"schema type must be one of {sorted(_TYPES)}, not {kind!r}"]
     for key, (applies, fits, what) in _BOUNDS.items():
         if key not in schema:
