@@ -44,12 +44,12 @@ __all__ = [
     "Spoken",
 ]
 
-PersonaName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
+PersonaName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,31}$(?!\n)")]
 Text = Annotated[str, msgspec.Meta(max_length=8000)]
 Short = Annotated[str, msgspec.Meta(max_length=200)]
-Tool = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_.:-]{0,63}$")]
+Tool = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_.:-]{0,63}$(?!\n)")]
 AgentKind = Literal["personal", "agent", "bot"]
-Month = Annotated[str, msgspec.Meta(pattern=r"^\d{4}-(0[1-9]|1[0-2])$")]
+Month = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4}-(0[1-9]|1[0-2])$(?!\n)")]
 
 
 class Persona(Contract):
@@ -151,7 +151,7 @@ class SetPlan(Contract):
     """The operator puts an org on a plan of the catalog; an org with none is on `free`."""
 
     org: OrgId
-    plan: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,31}$")]
+    plan: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,31}$(?!\n)")]
 
 
 class PlanSet(Contract):

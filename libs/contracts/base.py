@@ -30,14 +30,20 @@ Seq = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT)]
 # How many, or a cursor before the first: from 0.
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT)]
 
+# Every pattern ends `$(?!\n)`: Python's `$` also matches before a final newline, so
+# `^[a-z]+$` takes "acme\n" (a room member, a title with a control character). The
+# lookahead refuses it; to a JSON Schema reader, whose `$` is the end, it changes nothing.
+
 # An org id is one NATS subject token, so it can key streams and subjects safely.
-OrgId = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
+OrgId = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$(?!\n)")]
 
 # A short, printable name: persona names, agent ids, keys.
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$(?!\n)")]
 
 # A person: `<owner>/<name>`, where the owner half is their home org (hip-0524 §2).
-UserId = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}/[^\x00-\x20/]{1,128}$")]
+UserId = Annotated[
+    str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}/[^\x00-\x20/]{1,128}$(?!\n)")
+]
 _HOME = re.compile(r"^([a-z0-9][a-z0-9_-]{0,62})/[^\x00-\x20/]{1,128}$")
 
 

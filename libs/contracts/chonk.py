@@ -45,7 +45,7 @@ __all__ = [
     "Triage",
 ]
 
-Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$")]
+Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$(?!\n)")]
 
 
 class StartRun(Contract):
@@ -57,7 +57,7 @@ class StartRun(Contract):
 
 
 class RunRef(Contract):
-    id: Annotated[str, msgspec.Meta(pattern=r"^run_[A-Za-z0-9_]{1,64}$")]
+    id: Annotated[str, msgspec.Meta(pattern=r"^run_[A-Za-z0-9_]{1,64}$(?!\n)")]
 
 
 class RunReport(Contract):
@@ -180,7 +180,7 @@ class Knows(Contract):
 class MemoryAnswer(Contract):
     """Redact a fact about me, or, where it may not be deleted, answer it in my words."""
 
-    id: Annotated[str, msgspec.Meta(pattern=r"^mem_[A-Za-z0-9_]{1,80}$")]
+    id: Annotated[str, msgspec.Meta(pattern=r"^mem_[A-Za-z0-9_]{1,80}$(?!\n)")]
     response: Annotated[str, msgspec.Meta(max_length=2000)] = ""
 
 

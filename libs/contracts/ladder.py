@@ -52,8 +52,8 @@ __all__ = [
 Level = Literal["draft", "confirm", "send"]
 Window = Literal["instant", "1m", "5m", "15m", "1h"]
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=TEXT_MOST)]
-WindowId = Annotated[str, msgspec.Meta(pattern=r"^w-[0-9a-f]{16}$")]
-ConfirmationId = Annotated[str, msgspec.Meta(pattern=r"^c-[0-9a-f]{16}$")]
+WindowId = Annotated[str, msgspec.Meta(pattern=r"^w-[0-9a-f]{16}$(?!\n)")]
+ConfirmationId = Annotated[str, msgspec.Meta(pattern=r"^c-[0-9a-f]{16}$(?!\n)")]
 
 # How long each window waits (hip-0524 §5).
 WINDOW_SECONDS: dict[str, int] = {"instant": 0, "1m": 60, "5m": 300, "15m": 900, "1h": 3600}

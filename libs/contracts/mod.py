@@ -89,18 +89,22 @@ OPS: dict[str, tuple[str, ...]] = {
 }
 
 LayerName = Literal["org", "user"]
-Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,39}$")]
-ModId = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,39}/[a-z][a-z0-9-]{0,39}$")]
-FullId = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,39}(/[a-z][a-z0-9-]{0,39}){2}$")]
+Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,39}$(?!\n)")]
+ModId = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,39}/[a-z][a-z0-9-]{0,39}$(?!\n)")]
+FullId = Annotated[
+    str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,39}(/[a-z][a-z0-9-]{0,39}){2}$(?!\n)")
+]
 Slot = Annotated[  # <app full id>:<slot>
     str,
-    msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,39}(/[a-z][a-z0-9-]{0,39}){2}:[a-z][a-z0-9-]{0,39}$"),
+    msgspec.Meta(
+        pattern=r"^[a-z][a-z0-9-]{0,39}(/[a-z][a-z0-9-]{0,39}){2}:[a-z][a-z0-9-]{0,39}$(?!\n)"
+    ),
 ]
-Digest = Annotated[str, msgspec.Meta(pattern=r"^sha256:[0-9a-f]{64}$")]
-Commit = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{40}$")]
+Digest = Annotated[str, msgspec.Meta(pattern=r"^sha256:[0-9a-f]{64}$(?!\n)")]
+Commit = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{40}$(?!\n)")]
 Path = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 Text = Annotated[str, msgspec.Meta(max_length=200)]
-DraftId = Annotated[str, msgspec.Meta(pattern=r"^md-[0-9a-f]{16}$")]
+DraftId = Annotated[str, msgspec.Meta(pattern=r"^md-[0-9a-f]{16}$(?!\n)")]
 Revision = Annotated[int, msgspec.Meta(ge=0, le=2**53 - 1)]
 Governs = Literal["authority", "money", "data-leaving", "agent-limits"]
 

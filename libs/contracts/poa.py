@@ -36,8 +36,8 @@ __all__ = [
     "VerifyRequest",
 ]
 
-GrantId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
-AskId = Annotated[str, msgspec.Meta(pattern=r"^ask_[0-9a-f]{24}$")]
+GrantId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$(?!\n)")]
+AskId = Annotated[str, msgspec.Meta(pattern=r"^ask_[0-9a-f]{24}$(?!\n)")]
 # How long an ask waits for its person before it is denied: a minute to thirty days.
 AskExpiry = Annotated[int, msgspec.Meta(ge=60, le=30 * 24 * 3600)]
 DEFAULT_ASK_EXPIRY_S = 24 * 3600

@@ -81,8 +81,8 @@ __all__ = [
     "live_subjects",
 ]
 
-RoomId = Annotated[str, msgspec.Meta(pattern=r"^[a-z]+-[0-9a-f]{16}$")]
-DraftId = Annotated[str, msgspec.Meta(pattern=r"^d-[0-9a-f]{16}-[0-9]{1,19}$")]
+RoomId = Annotated[str, msgspec.Meta(pattern=r"^[a-z]+-[0-9a-f]{16}$(?!\n)")]
+DraftId = Annotated[str, msgspec.Meta(pattern=r"^d-[0-9a-f]{16}-[0-9]{1,19}$(?!\n)")]
 TEXT_MOST = 16_000  # characters of a message
 # What one message holds as its carrier takes it: Twilio an SMS body of at most 1,600
 # characters (sent on as segments) and a <Say> of 4,096 (its basic voices'), Meta's Cloud
@@ -90,10 +90,12 @@ TEXT_MOST = 16_000  # characters of a message
 LINE_MOST = {"sms": 1_600, "voice": 4_096, "whatsapp": 4_096}
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=TEXT_MOST)]
 # One line a client draws as text: no control character can break it or hide in it.
-Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")]
+Title = Annotated[
+    str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$(?!\n)")
+]
 Transport = Literal["sms", "email", "whatsapp", "voice"]
 # A number as carriers write it: E.164.
-E164 = Annotated[str, msgspec.Meta(pattern=r"^\+[1-9]\d{6,14}$")]
+E164 = Annotated[str, msgspec.Meta(pattern=r"^\+[1-9][0-9]{6,14}$(?!\n)")]
 MemberKind = Literal["human", "agent", "bot"]
 AuthorKind = MemberKind
 # Addressed to the org (its ambient agent answers), rather than to a person.
@@ -332,7 +334,7 @@ class VerifyLine(Contract):
     """The code the line's transport delivered to its address, within 10 minutes."""
 
     transport: Transport
-    code: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{6}$")]
+    code: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{6}$(?!\n)")]
 
 
 class ListLines(Contract):
@@ -455,7 +457,7 @@ class Deliver(Contract):
     person: UserId
     kind: Literal["message", "notice", "question", "own"]
     text: Text
-    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$")]
+    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$(?!\n)")]
     reply_to: Seq | None = None
     options: tuple[Text, ...] = ()
     edited: bool = False
@@ -469,7 +471,7 @@ class AskPerson(Contract):
     person: UserId
     text: Text
     options: Annotated[tuple[Text, ...], msgspec.Meta(min_length=2, max_length=10)]
-    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$")]
+    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$(?!\n)")]
 
 
 class Tell(Contract):
@@ -479,10 +481,10 @@ class Tell(Contract):
 
     org: OrgId
     person: UserId
-    bot: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,62}$")]
+    bot: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,62}$(?!\n)")]
     title: Title
     text: Text
-    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$")]
+    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$(?!\n)")]
     options: Annotated[tuple[Text, ...], msgspec.Meta(max_length=10)] = ()
 
 

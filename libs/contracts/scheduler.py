@@ -33,9 +33,9 @@ __all__ = [
 ]
 
 TimerKey = Annotated[
-    str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$")
+    str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,7}$(?!\n)")
 ]
-Target = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+Target = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}$(?!\n)")]
 State = Literal["pending", "fired", "canceled"]
 MAX_PAYLOAD = 64 * 1024  # bytes of the payload's JSON
 

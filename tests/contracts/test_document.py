@@ -1,13 +1,17 @@
 """`tether contracts`: the registry as a document another language can code against."""
 
 import json
+import re
 import subprocess
 import sys
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from libs.contracts import SERVICES
+from libs.contracts import EXTERNAL_EVENTS, SERVICES
+from libs.contracts.document import document
 from libs.contracts.poa import Decision, IssueGrant
 from libs.contracts.principal import Principal
 
@@ -41,3 +45,30 @@ def test_a_principal_needs_an_org_that_is_one_subject_token():
 def test_a_decision_leaves_out_what_it_does_not_carry():
     encoded = msgspec.json.encode(Decision(decision="DENY", rule_id="revoked"))
     assert encoded == b'{"decision":"DENY","rule_id":"revoked"}'
+
+
+def _patterns(node: object) -> set[str]:
+    if isinstance(node, dict):
+        found = {node["pattern"]} if isinstance(node.get("pattern"), str) else set()
+        return found.union(*(_patterns(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_patterns(v) for v in node))
+    return set()
+
+
+PATTERNS = sorted(_patterns(document(SERVICES, EXTERNAL_EVENTS)))
+
+
+def test_every_pattern_of_the_contracts_is_anchored_at_both_ends():
+    assert len(PATTERNS) > 20
+    assert [p for p in PATTERNS if not (p.startswith("^") and p.endswith("$(?!\\n)"))] == []
+
+
+@given(st.data())
+def test_no_pattern_takes_a_value_and_a_final_newline(data):
+    """Python's `$` matches before a final newline: "acme/bob\\n" was a room's member, with
+    an agent "agent:acme/bob\\n" beside it, and a title could end in a control character."""
+    pattern = data.draw(st.sampled_from(PATTERNS))
+    value = data.draw(st.from_regex(pattern))
+    assert re.search(pattern, value)
+    assert re.search(pattern, value + "\n") is None

@@ -50,13 +50,26 @@ async def test_a_member_of_another_org_is_refused_by_name(api, people):
 
 
 async def test_a_title_with_a_control_character_is_refused_naming_it(api, people):
-    for title in ("two\nlines", "a\x00b", "bell\x07", "del\x7f"):
+    for title in ("two\nlines", "a\x00b", "bell\x07", "del\x7f", "ends in a newline\n"):
         response = await api.post("/v1/rooms", json={"title": title}, headers=people.ada)
         body = await response.json(content_type=None)
         assert (response.status, body["type"]) == (422, "urn:tether:problem:invalid-request")
         assert "$.title" in body["detail"], body
     listed = await (await api.get("/v1/rooms", headers=people.ada)).json()
     assert listed == {"rooms": [], "next": None}
+
+
+async def test_a_member_or_a_room_id_with_a_final_newline_is_refused(api, people):
+    """Python's `$` matched before it: a room was made with a member "<bob>\n", nobody,
+    and an agent "agent:<bob>\n" beside them."""
+    body = {"title": "t", "members": [people.bob_id + "\n"]}
+    response = await api.post("/v1/rooms", json=body, headers=people.ada)
+    assert (await problem(response)) == (422, "invalid-request")
+    room = await room_with(api, people, people.bob_id)
+    found = await api.get(f"/v1/rooms/{room['id']}%0A", headers=people.ada)
+    assert (await problem(found)) == (422, "invalid-request")
+    listed = await (await api.get("/v1/rooms", headers=people.ada)).json()
+    assert [r["id"] for r in listed["rooms"]] == [room["id"]]
 
 
 async def test_my_rooms_come_in_pages(api, people):

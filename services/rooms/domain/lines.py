@@ -53,9 +53,9 @@ __all__ = [
     "verify_token",
 ]
 
-_E164 = re.compile(r"^\+[1-9]\d{6,14}$")
+_E164 = re.compile(r"^\+[1-9][0-9]{6,14}$")
 # A short code (3 to 8 digits), or an alphanumeric sender ID (at most 11 characters).
-_UNANSWERABLE = re.compile(r"^(\d{3,8}|(?=.*[A-Za-z])[A-Za-z0-9 .&-]{1,11})$")
+_UNANSWERABLE = re.compile(r"^([0-9]{3,8}|(?=.*[A-Za-z])[A-Za-z0-9 .&-]{1,11})$")
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,190}\.[^@\s]{2,63}$")
 MAX_SKEW_S = 300
 
