@@ -105,10 +105,10 @@ def test_hip0528_02_a_setting_that_governs_what_costs_more_is_sensitive(governs)
 @pytest.mark.parametrize(
     "permission",
     ["kms:sign", "wallet:pay", "iam:read", "admin:users", "tools:write", "marketplace:list",
-     "settings:write", "mod:write", "net:localhost", "drive:delete"],
+     "settings:write", "mod:write", "net:localhost", "drive:delete", "net:api.example.com\n"],
 )  # fmt: skip
 def test_hip0528_05_4_a_mod_asks_only_for_what_the_grantable_list_holds(permission):
-    assert any(permission in e for e in refused(weather(permissions=[permission])))
+    assert any(repr(permission) in e for e in refused(weather(permissions=[permission])))
 
 
 @pytest.mark.parametrize("backend", [{"kind": "goja"}, {"kind": "native"}, {"kind": "wasm"}])
@@ -127,6 +127,8 @@ def test_hip0528_02_uses_and_provides_are_well_formed():
     errors = refused(weather(uses=["hanzo/chat"], provides=[{"service": "a"}, {"service": "a"}]))
     assert any("<publisher>/<id>#<service>" in e for e in errors)
     assert any("provides: 'a' twice" in e for e in errors)
+    (error,) = refused(weather(uses=["hanzo/chat#composer\n"]))
+    assert "<publisher>/<id>#<service>" in error
 
 
 def test_hip0528_04_the_fifteen_first_party_mods_are_hanzo_s_and_check_like_any_other():

@@ -58,8 +58,8 @@ _NEVER: dict[str, str] = {
     "settings": "a write that configures the app",
     "mod": "a write that arranges the app",
 }
-_HOST = re.compile(r"^net:(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
-_USES = re.compile(r"^[a-z][a-z0-9-]{0,39}/[a-z][a-z0-9-]{0,39}#[a-z][a-z0-9-]{0,39}$")
+_HOST = re.compile(r"^net:(?=.{1,253}\Z)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}\Z")
+_USES = re.compile(r"^[a-z][a-z0-9-]{0,39}/[a-z][a-z0-9-]{0,39}#[a-z][a-z0-9-]{0,39}\Z")
 _TOP = frozenset(Manifest.__struct_fields__)
 _TYPES: dict[str, type] = {
     "apps": App,
