@@ -3,6 +3,7 @@ request checked against its type, the subject asked, the reply or problem return
 
 import asyncio
 import hashlib
+import re
 from collections.abc import Awaitable, Callable
 from functools import cache
 from itertools import accumulate
@@ -36,6 +37,8 @@ _JSON = "application/json"
 _PROBLEM = "application/problem+json"
 # The methods an Idempotency-Key makes run once: what is answered otherwise when sent again.
 _KEYED = ("POST", "DELETE")
+# An integer in a path or a query: ASCII digits, a sign at most, and no more than 2^53 has.
+_INTEGER = re.compile(r"-?[0-9]{1,16}")
 _decode = codec.decoder().decode
 
 
@@ -204,13 +207,13 @@ def _typed(request: type) -> msgspec.json.Decoder:
 
 
 def _scalar(route: Route, name: str, raw: str, where: str) -> Any:
-    """Path and query values are strings on the wire; an integer field's is parsed."""
+    """Path and query values are strings on the wire; an integer field's is parsed, as
+    written in ASCII digits alone (`int` would also take "1_0", " 5" and an Arabic-Indic five)."""
     if name not in _integers(route.subject.request):
         return raw
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise Refused("invalid-request", 422, f"{where} {name!r} must be an integer") from exc
+    if not _INTEGER.fullmatch(raw):
+        raise Refused("invalid-request", 422, f"{where} {name!r} must be an integer")
+    return int(raw)
 
 
 @cache

@@ -30,6 +30,16 @@ async def test_path_and_query_become_request_fields(client, echo):
     assert echo.handled[0].delay_ms == 1
 
 
+@pytest.mark.parametrize("written", ["1_0", "%205", "+5", "%D9%A5", "5.0", "9" * 17, ""])
+async def test_an_integer_in_a_query_is_written_in_ascii_digits(client, echo, written):
+    """`int` took "1_0" as 10, " 5" and "+5" as 5, and an Arabic-Indic five as 5."""
+    response = await client.get(f"/v1/echo/hello?delay_ms={written}", headers=bearer())
+    problem = await response.json(content_type=None)
+    assert (response.status, problem["type"]) == (422, "urn:tether:problem:invalid-request")
+    assert problem["detail"] == "query 'delay_ms' must be an integer"
+    assert echo.handled == []
+
+
 async def test_a_services_problem_keeps_its_status(client):
     response = await client.post("/v1/echo", json={"text": "refuse"}, headers=bearer())
     problem = await response.json(content_type=None)
