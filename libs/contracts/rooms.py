@@ -169,12 +169,16 @@ class Decline(Contract, tag="decline"):
 Choice = Pick | Edit | Decline
 
 
-class Question(Contract):
+class Question(Contract, omit_defaults=True):
     """A confirmation question, answered in the room by `to`: pick one of `options`, edit,
     or decline. Decline is always offered and cannot be taken away, so every question has
-    at least two buttons and declining is exactly one act, like picking."""
+    at least two buttons and declining is exactly one act, like picking. A service's
+    question whose asker has nothing to do with other words (a Power-of-Action ask, a
+    manager agent's proposal or offer) is not `editable`: an edit of it is refused, never
+    read as a no."""
 
     options: tuple[str, ...]
+    editable: bool = True
 
 
 class Delivery(Contract, omit_defaults=True):

@@ -4,7 +4,7 @@ asked in the room Priya shares with the Chonk; nothing reaches Ben until she say
 
 from libs.audit.reading import records
 from tests.chonk.conftest import ORG, person
-from tests.personal.conftest import eventually
+from tests.personal.conftest import eventually, problem
 
 ROOT, BEN = person("priya", roles=("admin",)), person("ben")
 PRIYA = ROOT
@@ -38,6 +38,16 @@ async def test_a_proposed_message_waits_for_the_owner_s_yes_asked_in_her_room(ap
     assert question["question"]["options"] == ["Send it", "Don't send"]
     assert question["to"] == f"{ORG}/priya" and "Hey Ben, #419" in question["text"]
     assert await _bens(api) == before  # nothing reached Ben
+
+    # An edit is no answer to "Send it"/"Don't send": refused, never read as a no that
+    # drops the proposal while Priya thinks her words went.
+    assert question["question"]["editable"] is False
+    edited = await api.post(
+        f"/v1/rooms/{proposed['room']}/questions/{proposed['seq']}/answer",
+        json={"choice": {"type": "edit", "text": "Ben, could you look at #419 today?"}},
+        headers=PRIYA,
+    )
+    assert (await problem(edited)) == (422, "edit-not-offered")
 
     answer = await api.post(
         f"/v1/rooms/{proposed['room']}/questions/{proposed['seq']}/answer",

@@ -11,7 +11,7 @@ import pytest
 from libs.audit.reading import records as audit_records
 from libs.contracts import poa, rooms
 from services.poa.domain.approvals import QUOTED
-from tests.personal.conftest import eventually
+from tests.personal.conftest import eventually, problem
 from tests.poa.conftest import purchase, root_grant, valid_now
 from tests.support import answered_again_after_a_failover, bearer, published_from_now, token
 
@@ -147,6 +147,23 @@ async def test_a_keyed_answer_lost_in_a_failover_is_answered_as_it_stands(
     assert after["spent_month_usd"] == "180"  # the 140 charged once, then 40
     again = await api.post(path, json={"answer": "approve"}, headers=ada["me"])
     assert again.status == 409  # unkeyed, it is not a retry
+
+
+async def test_an_ask_takes_no_edit_in_the_room_and_stays_open(api, ada):
+    """An edit was read as a no: the act denied, where the person had written words."""
+    ask = await _asked(api, ada)
+    edited = await api.post(
+        f"/v1/rooms/{ask['room']}/questions/{ask['question_seq']}/answer",
+        json={"choice": {"type": "edit", "text": "buy the cheaper one"}},
+        headers=ada["me"],
+    )
+    assert (await problem(edited)) == (422, "edit-not-offered")
+    assert (await _read(api, ada, ask["id"]))["state"] == "open"
+    approved = await api.post(
+        f"/v1/poa/asks/{ask['id']}/answer", json={"answer": "approve"}, headers=ada["me"]
+    )
+    assert approved.status == 200, await approved.text()
+    assert (await approved.json())["state"] == "allowed"
 
 
 async def test_declined_in_the_room_the_act_is_denied_and_nothing_is_charged(api, ada):

@@ -32,6 +32,12 @@ def answer_text(question: Message, choice: Choice, *, line: str | None = None) -
             check_line(line, options[i])  # asked before its line was bounded: edit it
             return options[i]
         case Edit(text=text):
+            if not question.question.editable:
+                raise Refused(
+                    "edit-not-offered",
+                    422,
+                    f"question {question.seq} takes one of its options or a decline, no edit",
+                )
             check_line(line, text)
             return text
         case Decline():

@@ -170,7 +170,7 @@ class Messages(Rooms):
             await self._store.create_room(room)
         agent = members.personal_agent_id(req.person)
         as_agent = Principal(org=room.org, sub=req.person, act=agent)
-        question = rooms.Question(options=req.options)
+        question = rooms.Question(options=req.options, editable=False)
         message = messages.authored(
             room, as_agent, req.text, self._clock(), to=req.person, question=question
         )
@@ -188,7 +188,7 @@ class Messages(Rooms):
         said = messages.authored(
             room, Principal(org=req.org, sub=req.person, act=bot), req.text, self._clock(),
             to=req.person,
-            question=rooms.Question(options=req.options) if req.options else None,
+            question=rooms.Question(options=req.options, editable=False) if req.options else None,
         )  # fmt: skip
         return await self._store_message(room, said, msg_id=req.key)
 
