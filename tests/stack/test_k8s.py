@@ -114,6 +114,14 @@ def test_prod_runs_three_nats_nodes_on_volumes_and_dev_one():
     assert env["data"]["TETHER_JS_REPLICAS"] == "1"
 
 
+def test_prod_names_the_public_url_carriers_sign():
+    """Behind an ingress that ends TLS the gateway sees http: without the address carriers
+    call, every webhook's signature is checked over another URL, refused 403 and lost."""
+    env = config_map(render("prod"), "tether-env")["data"]
+    assert env["TETHER_PUBLIC_URL"].startswith("https://")
+    assert env["NATS_URL"].startswith("nats://nats-0")  # merged into, not replaced
+
+
 def test_each_process_is_bounded_probed_budgeted_and_runs_as_no_one():
     objects = render("prod")
     pdbs = find(objects, "PodDisruptionBudget")
