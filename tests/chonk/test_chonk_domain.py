@@ -413,12 +413,20 @@ def test_anything_written_to_the_owner_about_a_person_is_their_owner_report():
         "Lena": "sim-lanternfish/lena",
         "Ben": "sim-lanternfish/ben",
     }
-    text = "Ana's growth goal depends on review throughput [2][9]. Lena's packet is in Approvals."
+    text = (
+        "What's at risk - Ana's growth goal depends on review throughput [2][9]. - "
+        "Analytics and Bench are fine.\n\n1. Lena's packet: her band is S3 [15]. 2. Hire."
+    )
     reports = memory.owner_reports(
         text, people, source=source(1), run="run_1", tenant="sim-lanternfish"
     )
-    assert {r.subject_id for r in reports} == {"sim-lanternfish/ana", "sim-lanternfish/lena"}
-    assert all(r.content == text and r.visibility == "self_owner" for r in reports)
+    # Each person's is what was said of them, verbatim, and nothing said of anyone else;
+    # a name is a word ("Analytics" is not Ana, "Bench" not Ben).
+    assert {r.subject_id: r.content for r in reports} == {
+        "sim-lanternfish/ana": "Ana's growth goal depends on review throughput [2][9].",
+        "sim-lanternfish/lena": "1. Lena's packet: her band is S3 [15].",
+    }
+    assert all(r.visibility == "self_owner" for r in reports)
 
 
 def test_ec_mgr_006_redacting_feedback_annotates_it_and_opens_a_decision_for_the_mor():

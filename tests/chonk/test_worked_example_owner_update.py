@@ -40,13 +40,19 @@ async def test_the_owner_update_runs_end_to_end_and_ana_and_lena_can_read_what_p
     assert [a["text"].split(":")[0] for a in report["actions"][2:]] == [
         "dec_req_support", "dec_q4goals", "pkt_01J6LENA"
     ]  # fmt: skip
-    for name in ("ana", "lena"):
+    # Symmetry: each person named reads what Priya was told of them, verbatim, and nothing
+    # said of anyone else: Lena's packet is in no one else's memory (§9).
+    said = {}
+    for name in ("ana", "lena", "ben"):
         knows = await (await api.get("/v1/chonk/knows", headers=person(name))).json()
         [fact] = [f for f in knows["facts"] if f["id"] in report["memory"]]
-        assert fact["kind"] == "owner_report"
-        assert fact["content"].startswith("Morning, Priya.") and fact["visibility"] == "self_owner"
-    # Ben is named too, in what happened: he reads that as well; a person not named does not.
-    ben = await (await api.get("/v1/chonk/knows", headers=person("ben"))).json()
-    assert [f["kind"] for f in ben["facts"] if f["id"] in report["memory"]] == ["owner_report"]
+        assert (fact["kind"], fact["visibility"]) == ("owner_report", "self_owner")
+        assert fact["content"] in message
+        said[name] = fact["content"]
+    assert said["ana"].startswith("Ana's growth goal (lead the auth migration end to end)")
+    assert said["lena"].startswith("3. Compensation packet for Lena.") and "S3" in said["lena"]
+    assert "chased Ben, then Tomás" in said["ben"]
+    assert [n for n, c in said.items() if "S3" in c or "Compensation" in c] == ["lena"]
+    assert [n for n, c in said.items() if "Morning, Priya" in c] == []
     nobody = await (await api.get("/v1/chonk/knows", headers=person("sam"))).json()
     assert nobody["facts"] == []

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from services.chonk.domain.types import Draft, Receipt
 
-__all__ = ["FORBIDDEN", "INSTEAD", "LIMITS", "STATUS_WORDS", "faults"]
+__all__ = ["FORBIDDEN", "INSTEAD", "LIMITS", "STATUS_WORDS", "faults", "statements"]
 
 LIMITS = {"sms": 480, "chat": 4000, "app": 4000, "console": 8000, "email": 8000}
 _MARKER = re.compile(r"\[(\d+)\]")
@@ -73,6 +73,11 @@ def _heading(statement: str) -> bool:
     return statement[-1] not in ".!?:;)" and len(statement.split()) <= 5
 
 
+def statements(text: str) -> list[str]:
+    """What `text` states, one by one: each paragraph, or each item of a list in it."""
+    return [s for s in (part.strip() for part in _STATEMENT.split(text)) if s]
+
+
 def faults(draft: Draft, receipt: Receipt, *, names: Iterable[str] = ()) -> list[str]:
     """Every reason `draft` may not leave; none means it is grounded. `names` are the
     people and things of the context bundle a sentence may not name uncited."""
@@ -81,8 +86,8 @@ def faults(draft: Draft, receipt: Receipt, *, names: Iterable[str] = ()) -> list
     used = {int(n) for n in _MARKER.findall(draft.body)}
     found += [f"[{n}] is not in the receipt" for n in sorted(used - known)]
     names = [n for n in names if n]
-    for statement in (s.strip() for s in _STATEMENT.split(draft.body)):
-        if not statement or _MARKER.search(statement) or _heading(statement):
+    for statement in statements(draft.body):
+        if _MARKER.search(statement) or _heading(statement):
             continue
         bare = _ENUMERATION.sub("", statement)
         if _NUMBER.search(bare):

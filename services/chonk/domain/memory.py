@@ -8,7 +8,7 @@ from typing import Literal
 
 import msgspec
 
-from services.chonk.domain.grounding import FORBIDDEN
+from services.chonk.domain.grounding import FORBIDDEN, statements
 from services.chonk.domain.types import SourceRef
 
 __all__ = [
@@ -126,23 +126,33 @@ def owner_reports(
     text: str, people: Mapping[str, str], *, source: SourceRef, run: str, tenant: str
 ) -> list[MemoryFact]:
     """Symmetry (§6.5): anything written to the owner about a person is that person's
-    owner_report fact, verbatim, in the same commit. `people`: name -> person id."""
-    return [
-        MemoryFact(
-            id="mem_" + re.sub(r"[^A-Za-z0-9]", "_", f"{run}_{person}"),
-            tenant_id=tenant,
-            subject_id=person,
-            kind="owner_report",
-            content=text,
-            source=source,
-            shared_by="chonk",
-            visibility="self_owner",
-            written_by_run_id=run,
-            written_by_chonk_id="executor",
+    owner_report fact, verbatim, in the same commit: the statements (paragraphs, items of
+    a list) that name them, and nothing said of anyone else (§9: "the paragraphs about Ana
+    and Lena produce owner_report facts for each of them"; Lena's packet is in no one
+    else's memory). `people`: name -> person id; a name is matched as a word, so Ana is
+    not in "Analytics"."""
+    said = statements(text)
+    reports = []
+    for name, person in people.items():
+        named = re.compile(rf"\b{re.escape(name)}\b")
+        about = [s for s in said if named.search(s)]
+        if not about:
+            continue
+        reports.append(
+            MemoryFact(
+                id="mem_" + re.sub(r"[^A-Za-z0-9]", "_", f"{run}_{person}"),
+                tenant_id=tenant,
+                subject_id=person,
+                kind="owner_report",
+                content="\n\n".join(about),
+                source=source,
+                shared_by="chonk",
+                visibility="self_owner",
+                written_by_run_id=run,
+                written_by_chonk_id="executor",
+            )
         )
-        for name, person in people.items()
-        if name in text
-    ]
+    return reports
 
 
 class Redacted(msgspec.Struct, frozen=True):
