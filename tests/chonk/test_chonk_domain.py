@@ -218,6 +218,11 @@ def test_a_number_date_name_or_status_needs_a_citation(body, fault):
     )
 
 
+def test_a_name_is_a_word_of_the_statement_not_a_piece_of_one():
+    body = "The bench is set up for the Analytics offsite."
+    assert grounding.faults(draft(body), receipt(source(1)), names=["Ben", "Ana"]) == []
+
+
 def test_a_draft_over_its_surface_limit_is_rejected():
     assert grounding.faults(draft("ok " * 200, surface="sms"), receipt()) == [
         "600 characters; sms allows 480"

@@ -85,7 +85,8 @@ def faults(draft: Draft, receipt: Receipt, *, names: Iterable[str] = ()) -> list
     known = {s.n for s in receipt.sources}
     used = {int(n) for n in _MARKER.findall(draft.body)}
     found += [f"[{n}] is not in the receipt" for n in sorted(used - known)]
-    names = [n for n in names if n]
+    # A name is a word of the statement: "Ana" is not in "Analytics".
+    named_in = [(n, re.compile(rf"\b{re.escape(n)}\b")) for n in names if n]
     for statement in statements(draft.body):
         if _MARKER.search(statement) or _heading(statement):
             continue
@@ -94,7 +95,7 @@ def faults(draft: Draft, receipt: Receipt, *, names: Iterable[str] = ()) -> list
             found.append(f"a number or date without a citation: {statement!r}")
         elif STATUS_WORDS.search(bare):
             found.append(f"a status without a citation: {statement!r}")
-        elif named := next((n for n in names if n in bare), None):
+        elif named := next((n for n, word in named_in if word.search(bare)), None):
             found.append(f"{named} named without a citation: {statement!r}")
     limit = LIMITS[draft.surface]
     if len(draft.body) > limit:
