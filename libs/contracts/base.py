@@ -7,6 +7,7 @@ import msgspec
 
 __all__ = [
     "MAX_INT",
+    "PRINTABLE",
     "Contract",
     "Count",
     "Name",
@@ -37,8 +38,14 @@ Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT)]
 # An org id is one NATS subject token, so it can key streams and subjects safely.
 OrgId = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$(?!\n)")]
 
+# A character drawn as text on one line: no control character (C0, DEL, C1), no line or
+# paragraph separator, no zero-width space, word joiner or byte order mark, which hide in
+# it, and no bidi embedding, override or isolate, which reorder what is shown. The joiners
+# and marks that scripts and emoji need (U+200C, U+200D, U+200E, U+200F) are text.
+PRINTABLE = r"[^\x00-\x1f\x7f-\x9f\u200b\u2028-\u202e\u2060-\u2069\ufeff]"
+
 # A short, printable name: persona names, agent ids, keys.
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$(?!\n)")]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=rf"^{PRINTABLE}+$(?!\n)")]
 
 # A person: `<owner>/<name>`, where the owner half is their home org (hip-0524 §2).
 UserId = Annotated[

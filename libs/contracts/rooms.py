@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from libs.contracts.base import Contract, Count, Name, OrgId, Seq, UserId, key_token
+from libs.contracts.base import PRINTABLE, Contract, Count, Name, OrgId, Seq, UserId, key_token
 from libs.contracts.problem import Refused
 from libs.contracts.registry import (
     Event,
@@ -90,9 +90,7 @@ TEXT_MOST = 16_000  # characters of a message
 LINE_MOST = {"sms": 1_600, "voice": 4_096, "whatsapp": 4_096}
 Text = Annotated[str, msgspec.Meta(min_length=1, max_length=TEXT_MOST)]
 # One line a client draws as text: no control character can break it or hide in it.
-Title = Annotated[
-    str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$(?!\n)")
-]
+Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=rf"^{PRINTABLE}+$(?!\n)")]
 Transport = Literal["sms", "email", "whatsapp", "voice"]
 # A number as carriers write it: E.164.
 E164 = Annotated[str, msgspec.Meta(pattern=r"^\+[1-9][0-9]{6,14}$(?!\n)")]

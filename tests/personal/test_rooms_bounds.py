@@ -50,13 +50,24 @@ async def test_a_member_of_another_org_is_refused_by_name(api, people):
 
 
 async def test_a_title_with_a_control_character_is_refused_naming_it(api, people):
-    for title in ("two\nlines", "a\x00b", "bell\x07", "del\x7f", "ends in a newline\n"):
+    for title in (
+        "two\nlines", "a\x00b", "bell\x07", "del\x7f", "ends in a newline\n", "next\x85line",
+        "line\u2028separator", "zero\u200bwidth", "right\u202eto left", "isolate\u2066d",
+    ):  # fmt: skip
         response = await api.post("/v1/rooms", json={"title": title}, headers=people.ada)
         body = await response.json(content_type=None)
         assert (response.status, body["type"]) == (422, "urn:tether:problem:invalid-request")
         assert "$.title" in body["detail"], body
     listed = await (await api.get("/v1/rooms", headers=people.ada)).json()
     assert listed == {"rooms": [], "next": None}
+    # What scripts and emoji need is text: a joiner, a non-joiner, a right-to-left mark.
+    family, persian = (
+        "\U0001f468\u200d\U0001f469\u200d\U0001f467",
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+    )
+    for title in (family, persian, "a\u200fb"):
+        response = await api.post("/v1/rooms", json={"title": title}, headers=people.ada)
+        assert response.status == 201, await response.text()
 
 
 async def test_a_member_or_a_room_id_with_a_final_newline_is_refused(api, people):
