@@ -406,9 +406,21 @@ class RoomStore:
 
     # lines: claims, then connected lines
 
-    async def put_claim(self, claim: Claim) -> None:
-        """A new claim replaces any earlier one."""
-        await self._lines.put(_claim_key(claim.person, claim.transport), codec.encode(claim))
+    async def put_claim(
+        self, person: str, transport: str, make: Callable[[Claim | None], Claim], *, record: Record
+    ) -> Claim:
+        """A new claim, made from the earlier one (if any) by compare-and-set, and recorded
+        before it is written: it replaces that one."""
+        _, after = await swap(
+            self._lines,
+            _claim_key(person, transport),
+            make,
+            decode=_claim.decode,
+            default=None,
+            record=record,
+        )
+        assert after is not None
+        return after
 
     async def change_claim(
         self, person: str, transport: str, change: Callable[[Claim], Claim]

@@ -242,7 +242,34 @@ async def test_five_wrong_codes_void_the_claim(api, people, operator):
     assert tried == [(422, "code-wrong")] * 4 + [(410, "code-spent")]
     late = await api.post("/v1/lines/sms/verify", json={"code": code},
                           headers=people.ada)  # fmt: skip
-    assert await problem(late) == (404, "line-not-claimed")
+    assert await problem(late) == (410, "code-spent")
+    # Claiming again within the ten minutes gives no new tries: before, it gave five more,
+    # each time, so the five were no bound on guessing at all.
+    again = await api.post("/v1/lines", json=body, headers=people.ada)
+    assert await problem(again) == (429, "claim-limit")
+    assert await code_sent(operator, "sms", people.org, body["address"]) == code  # none sent
+    listed = await (await api.get("/v1/lines", headers=people.ada)).json()
+    assert listed["lines"] == []
+
+
+async def test_claiming_again_keeps_the_tries_left_whatever_the_address(api, people, operator):
+    first = {"transport": "sms", "address": fresh_number(), "credential": TOKEN}
+    await api.post("/v1/lines", json=first, headers=people.ada)
+    code = await code_sent(operator, "sms", people.org, first["address"])
+    wrong = {"code": f"{(int(code) + 1) % 10**6:06d}"}
+    for _ in range(3):
+        await api.post("/v1/lines/sms/verify", json=wrong, headers=people.ada)
+    other = dict(first, address=fresh_number())
+    assert (await api.post("/v1/lines", json=other, headers=people.ada)).status == 201
+    response = await api.post("/v1/lines/sms/verify", json=wrong, headers=people.ada)
+    assert (await response.json())["detail"] == "that is not the code; 1 tries left"
+    # A third code is sent, and a fourth is not: an address gets three in the ten minutes.
+    assert (await api.post("/v1/lines", json=other, headers=people.ada)).status == 201
+    fourth = await api.post("/v1/lines", json=other, headers=people.ada)
+    assert await problem(fourth) == (429, "claim-limit")
+    code = await code_sent(operator, "sms", people.org, other["address"])
+    proven = await api.post("/v1/lines/sms/verify", json={"code": code}, headers=people.ada)
+    assert proven.status == 200, await proven.text()
 
 
 async def test_an_inbound_email_in_mailguns_style(api, people, operator):

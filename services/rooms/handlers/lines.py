@@ -31,20 +31,26 @@ class Lines(Rooms):
         address = lines.normalize(req.transport, req.address)
         code, salt = f"{secrets.randbelow(10**6):06d}", secrets.token_hex(8)
         sealed = self._sealer.seal(req.credential, owner=person, transport=req.transport)
-        claim = claims.claim(
-            org,
+        now, target = self._clock(), f"{person}:{req.transport}"
+        await self._store.put_claim(
             person,
             req.transport,
-            address,
-            sealed,
-            code=code,
-            salt=salt,
-            now=self._clock(),
-            forward_to=req.forward_to,
+            lambda before: claims.claim(
+                org,
+                person,
+                req.transport,
+                address,
+                sealed,
+                code=code,
+                salt=salt,
+                now=now,
+                forward_to=req.forward_to,
+                before=before,
+            ),
+            record=lambda *_: self._trail.change(
+                org, actor=p, action="rooms.line.claim", target=target
+            ),
         )
-        target = f"{person}:{req.transport}"
-        async with self._trail.change(org, actor=p, action="rooms.line.claim", target=target):
-            await self._store.put_claim(claim)
         await self._transport.send(
             Outbound(
                 transport=req.transport,
@@ -72,12 +78,15 @@ class Lines(Rooms):
         claim = before
         outcome, _ = claims.attempt(before, req.code, now)  # what the write above decided
         match outcome:
-            case "expired" | "spent":
+            case "expired":
                 await self._store.drop_claim(person, req.transport)
                 raise Refused(
-                    "code-expired" if outcome == "expired" else "code-spent",
-                    410,
-                    f"that claim is void ({outcome}); connect the line again for a new code",
+                    "code-expired", 410, "that claim is void (expired); connect the line again"
+                )
+            case "spent":  # kept to its end, so claiming again gives no new tries before then
+                until = f"{claim.expires_at:%H:%M:%S} UTC"
+                raise Refused(
+                    "code-spent", 410, f"that claim is void (spent); connect the line after {until}"
                 )
             case "wrong":
                 raise Refused(
@@ -107,9 +116,11 @@ class Lines(Rooms):
     async def lines(self, _: rooms.ListLines, p: Principal) -> rooms.LineList:
         _, person = person_of(p, "read lines")
         connected = [_line(line, self._sealer) for line in await self._store.lines(person)]
+        now = self._clock()
         waiting = [
             rooms.Line(transport=c.transport, address=c.address, state="pending")
             for c in await self._store.claims(person)
+            if claims.live(c, now)
         ]
         return rooms.LineList(lines=[*connected, *waiting])
 
