@@ -535,6 +535,11 @@ async def test_metas_handshake_is_answered_for_a_lines_own_verify_token(api, peo
     not_meta = await handshake("sms", **{"hub.mode": "subscribe", "hub.verify_token": token,
                                          "hub.challenge": "1"})  # fmt: skip
     assert await problem(not_meta) == (422, "invalid-webhook")
+    # A token names a number in ASCII digits: Arabic-Indic ones passed `isdigit`.
+    arabic = "\u0661" * 11 + "." + token.partition(".")[2]
+    not_a_number = await handshake(**{"hub.mode": "subscribe", "hub.verify_token": arabic,
+                                      "hub.challenge": "1"})  # fmt: skip
+    assert await problem(not_a_number) == (422, "invalid-webhook")
 
 
 async def test_the_agent_drafts_and_the_reply_leaves_by_the_persons_line(api, people, operator):

@@ -349,7 +349,7 @@ def handshake(url: str) -> tuple[str, str, str]:
     query = dict(parse_qsl(urlsplit(url).query))
     token, challenge = query.get("hub.verify_token", ""), query.get("hub.challenge", "")
     digits = token.partition(".")[0]
-    if query.get("hub.mode") != "subscribe" or not challenge or not digits.isdigit():
+    if query.get("hub.mode") != "subscribe" or not challenge or not _E164.match(f"+{digits}"):
         raise Refused(
             "invalid-webhook",
             422,
