@@ -18,7 +18,7 @@ __all__ = ["Remembering"]
 
 class Remembering(Carrying):
     async def knows(self, _: chonk.GetKnows, p: Principal) -> chonk.Knows:
-        """§6.4: what the Chonks know about me, and every read of it."""
+        """§6.4: what the Chonks know about me and still keep, and the latest reads of it."""
         now = self._clock()
         facts = [f for f in await self._store.facts(p.org, p.sub) if memory.held(f, now)]
         return chonk.Knows(
