@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.rooms import CreateRoom, Draft, Inbound
-from services.rooms.domain import drafts, lines, members, messages
+from services.rooms.domain import claims, drafts, lines, members, messages
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 ADA, BOB = "acme/ada", "acme/bob"
@@ -288,3 +288,35 @@ def test_whatsapp_takes_a_message_within_24_hours_of_the_correspondents_last():
     assert not lines.in_service_window("whatsapp", NOW - day - timedelta(seconds=1), NOW)
     assert lines.in_service_window("whatsapp", None, NOW)  # not kept yet: Meta decides
     assert lines.in_service_window("sms", NOW - 10 * day, NOW)
+
+
+def _claimed(address: str, now: datetime, before: claims.Claim | None = None) -> claims.Claim:
+    return claims.claim(
+        "acme", "acme/ada", "sms", address, b"sealed",
+        code="123456", salt="s", now=now, before=before,
+    )  # fmt: skip
+
+
+@given(
+    moves=st.lists(st.tuples(st.sampled_from(["claim", "guess"]), st.integers(0, 900)), max_size=40)
+)
+def test_a_persons_guesses_at_a_code_are_five_in_ten_minutes_however_often_they_claim(moves):
+    """Whatever order of claims (any address) and wrong guesses, seconds apart: no more than
+    five guesses are tried against a code, and three codes sent, in a claim's ten minutes."""
+    now, claim, tried, codes = NOW, None, 0, 0
+    for move, seconds in moves:
+        now += timedelta(seconds=seconds)
+        if claim is not None and now >= claim.expires_at:
+            claim, tried, codes = None, 0, 0  # its time is over: a claim starts afresh
+        if move == "claim":
+            try:
+                claim = _claimed(f"+1415555{seconds:04d}", now, claim)
+            except Refused as exc:
+                assert exc.problem.status == 429
+                continue
+            codes += 1
+        elif claim is not None:
+            left = claim.tries_left
+            outcome, claim = claims.attempt(claim, "000000", now)
+            tried += left > 0 and outcome in ("wrong", "spent")
+        assert codes <= claims.CODES and tried <= claims.TRIES
