@@ -1,9 +1,12 @@
 """manager-agents.md §8's handoffs (EC-MGR-007), §3.3's ladder in business hours, and the
 classification of every ProposedAction."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from services.chonk.domain import classes, handoffs, ladder
 from services.chonk.domain.types import ProposedAction
@@ -89,3 +92,49 @@ NEVER = frozenset({"COMPENSATION", "PROMOTION"})
 def test_every_proposed_action_is_classified(kind, modes, expected):
     action = ProposedAction(kind=kind, to="x", receipt_id="rcp_1")
     assert classes.classified(action, never=NEVER, modes=modes) == expected
+
+
+def _business_between(start: datetime, end: datetime, tenant: ladder.BusinessHours) -> timedelta:
+    """The business time between two instants, each day's hours from its opening instant to
+    its closing one in the tenant's zone."""
+    zone, total = ZoneInfo(tenant.zone), timedelta(0)
+    day = start.astimezone(zone).date() - timedelta(days=1)
+    while day <= end.astimezone(zone).date():
+        if day.weekday() in tenant.weekdays:
+            opens = datetime.combine(day, tenant.opens, zone).astimezone(UTC)
+            closes = datetime.combine(day, tenant.closes, zone).astimezone(UTC)
+            total += max(timedelta(0), min(closes, end) - max(opens, start))
+        day += timedelta(days=1)
+    return total
+
+
+# Nights a zone's clocks change, as instants: spring forward, then fall back.
+CHANGES = [
+    ("America/Los_Angeles", datetime(2026, 3, 8, 10, tzinfo=UTC)),
+    ("America/Los_Angeles", datetime(2026, 11, 1, 9, tzinfo=UTC)),
+    ("Europe/Stockholm", datetime(2026, 3, 29, 1, tzinfo=UTC)),
+    ("Europe/Stockholm", datetime(2026, 10, 25, 1, tzinfo=UTC)),
+]
+
+
+@settings(max_examples=500)
+@given(
+    change=st.sampled_from(CHANGES),
+    before=st.integers(0, 4 * 24 * 60),
+    hours=st.sampled_from([0.5, 1, 4, 8, 12]),
+    opens=st.integers(0, 2),
+    weekdays=st.frozensets(st.integers(0, 6), min_size=1),
+)
+def test_a_wait_is_that_much_business_time_whatever_the_day_skips_or_repeats(
+    change, before, hours, opens, weekdays
+):
+    """Counted between instants: a wait across a change of daylight saving inside the
+    hours (a tenant open at night) is its hours of real time, never one more or less."""
+    zone, night = change
+    after = night - timedelta(minutes=before)
+    tenant = ladder.BusinessHours(
+        zone=zone, opens=time(opens, 30), closes=time(opens + 3, 59), weekdays=weekdays
+    )
+    at = ladder.due(after, hours, tenant)
+    assert at > after
+    assert _business_between(after, at, tenant) == timedelta(hours=hours)

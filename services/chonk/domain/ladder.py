@@ -100,24 +100,21 @@ def said(chase: Chase) -> tuple[Said, ...]:
 
 def due(after: datetime, hours: float, tenant: BusinessHours) -> datetime:
     """`hours` of the tenant's business hours after `after` (UTC in, UTC out). A day of
-    eight business hours is §3.3's "1 business day"."""
+    eight business hours is §3.3's "1 business day". Each day's hours are its opening and
+    closing instants in the tenant's zone; time is counted between instants, so a day
+    that skips or repeats an hour within them has one hour fewer or more."""
     zone = ZoneInfo(tenant.zone)
-    at = after.astimezone(zone)
-    left = timedelta(hours=hours)
+    at, left = after, timedelta(hours=hours)
+    day = after.astimezone(zone).date()
     while True:
-        day_open = at.replace(
-            hour=tenant.opens.hour, minute=tenant.opens.minute, second=0, microsecond=0
-        )
-        day_close = at.replace(
-            hour=tenant.closes.hour, minute=tenant.closes.minute, second=0, microsecond=0
-        )
-        if at.weekday() not in tenant.weekdays or at >= day_close:
-            at = (at + timedelta(days=1)).replace(
-                hour=tenant.opens.hour, minute=0, second=0, microsecond=0
-            )
+        opens = datetime.combine(day, tenant.opens, zone).astimezone(after.tzinfo)
+        closes = datetime.combine(day, tenant.closes, zone).astimezone(after.tzinfo)
+        open_today = day.weekday() in tenant.weekdays
+        day += timedelta(days=1)
+        if not open_today or at >= closes:
             continue
-        at = max(at, day_open)
-        if at + left <= day_close:
-            return (at + left).astimezone(after.tzinfo)
-        left -= day_close - at
-        at = day_close
+        at = max(at, opens)
+        if at + left <= closes:
+            return at + left
+        left -= closes - at
+        at = closes
