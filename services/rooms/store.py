@@ -406,32 +406,23 @@ class RoomStore:
 
     # lines: claims, then connected lines
 
-    async def put_claim(
-        self, person: str, transport: str, make: Callable[[Claim | None], Claim], *, record: Record
-    ) -> Claim:
-        """A new claim, made from the earlier one (if any) by compare-and-set, and recorded
-        before it is written: it replaces that one."""
-        _, after = await swap(
-            self._lines,
-            _claim_key(person, transport),
-            make,
-            decode=_claim.decode,
-            default=None,
-            record=record,
-        )
-        assert after is not None
-        return after
-
     async def change_claim(
-        self, person: str, transport: str, change: Callable[[Claim], Claim]
+        self,
+        person: str,
+        transport: str,
+        change: Callable[[Claim | None], Claim | None],
+        *,
+        record: Record | None = None,
     ) -> tuple[Claim | None, Claim | None]:
-        """The claim before and after `change`, by compare-and-set (none: none)."""
+        """The person's claim on the transport before and after `change` (None: none), by
+        compare-and-set; with `record`, recorded before it is written."""
         return await swap(
             self._lines,
             _claim_key(person, transport),
-            lambda claim: None if claim is None else change(claim),
+            change,
             decode=_claim.decode,
             default=None,
+            record=record,
         )
 
     async def drop_claim(self, person: str, transport: str) -> None:

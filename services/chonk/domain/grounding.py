@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from services.chonk.domain.types import Draft, Receipt
 
-__all__ = ["FORBIDDEN", "INSTEAD", "LIMITS", "STATUS_WORDS", "faults", "statements"]
+__all__ = ["FORBIDDEN", "INSTEAD", "LIMITS", "STATUS_WORDS", "faults", "naming", "statements"]
 
 LIMITS = {"sms": 480, "chat": 4000, "app": 4000, "console": 8000, "email": 8000}
 _MARKER = re.compile(r"\[(\d+)\]")
@@ -73,6 +73,11 @@ def _heading(statement: str) -> bool:
     return statement[-1] not in ".!?:;)" and len(statement.split()) <= 5
 
 
+def naming(name: str) -> re.Pattern[str]:
+    """What finds `name` in a statement: as a word, so "Ana" is not in "Analytics"."""
+    return re.compile(rf"\b{re.escape(name)}\b")
+
+
 def statements(text: str) -> list[str]:
     """What `text` states, one by one: each paragraph, or each item of a list in it."""
     return [s for s in (part.strip() for part in _STATEMENT.split(text)) if s]
@@ -85,8 +90,7 @@ def faults(draft: Draft, receipt: Receipt, *, names: Iterable[str] = ()) -> list
     known = {s.n for s in receipt.sources}
     used = {int(n) for n in _MARKER.findall(draft.body)}
     found += [f"[{n}] is not in the receipt" for n in sorted(used - known)]
-    # A name is a word of the statement: "Ana" is not in "Analytics".
-    named_in = [(n, re.compile(rf"\b{re.escape(n)}\b")) for n in names if n]
+    named_in = [(n, naming(n)) for n in names if n]
     for statement in statements(draft.body):
         if _MARKER.search(statement) or _heading(statement):
             continue

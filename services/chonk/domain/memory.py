@@ -8,7 +8,7 @@ from typing import Literal
 
 import msgspec
 
-from services.chonk.domain.grounding import FORBIDDEN, statements
+from services.chonk.domain.grounding import FORBIDDEN, naming, statements
 from services.chonk.domain.types import SourceRef
 
 __all__ = [
@@ -129,12 +129,11 @@ def owner_reports(
     owner_report fact, verbatim, in the same commit: the statements (paragraphs, items of
     a list) that name them, and nothing said of anyone else (§9: "the paragraphs about Ana
     and Lena produce owner_report facts for each of them"; Lena's packet is in no one
-    else's memory). `people`: name -> person id; a name is matched as a word, so Ana is
-    not in "Analytics"."""
+    else's memory). `people`: name -> person id, found as `grounding.naming` finds it."""
     said = statements(text)
     reports = []
     for name, person in people.items():
-        named = re.compile(rf"\b{re.escape(name)}\b")
+        named = naming(name)
         about = [s for s in said if named.search(s)]
         if not about:
             continue

@@ -32,7 +32,7 @@ class Lines(Rooms):
         code, salt = f"{secrets.randbelow(10**6):06d}", secrets.token_hex(8)
         sealed = self._sealer.seal(req.credential, owner=person, transport=req.transport)
         now, target = self._clock(), f"{person}:{req.transport}"
-        await self._store.put_claim(
+        await self._store.change_claim(
             person,
             req.transport,
             lambda before: claims.claim(
@@ -70,9 +70,11 @@ class Lines(Rooms):
     async def verify_line(self, req: rooms.VerifyLine, p: Principal) -> rooms.Line:
         org, person = person_of(p, "connect a line")
         now = self._clock()
-        before, after = await self._store.change_claim(
-            person, req.transport, lambda claim: claims.attempt(claim, req.code, now)[1]
-        )
+
+        def attempt(claim: claims.Claim | None) -> claims.Claim | None:
+            return None if claim is None else claims.attempt(claim, req.code, now)[1]
+
+        before, after = await self._store.change_claim(person, req.transport, attempt)
         if before is None or after is None:
             raise Refused("line-not-claimed", 404, f"you have no {req.transport} line waiting")
         claim = before
