@@ -23,7 +23,8 @@ __all__ = [
 
 S = TypeVar("S", bound=msgspec.Struct)
 Port = Annotated[int, Meta(ge=0, le=65535)]
-Positive = Annotated[float, Meta(gt=0)]
+# Seconds, at most a year: "inf" is a float too, and a wait that never ends.
+Positive = Annotated[float, Meta(gt=0, le=365 * 24 * 3600)]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 # How long what has settled (a window, a confirmation, an ask, a run's claim, a cover) is
 # kept, unless told.

@@ -1,6 +1,7 @@
 """The gateway's configuration, from environment variables with documented defaults."""
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Annotated
 
@@ -8,6 +9,7 @@ import msgspec
 from msgspec import Meta
 
 from libs.runtime.settings import (
+    BadSetting,
     LogLevel,
     Port,
     Positive,
@@ -63,7 +65,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     rate_limit: Annotated[int, Meta(ge=0)] = 1200
     streams_per_caller: Annotated[int, Meta(ge=1)] = 32
     request_timeout: Positive = 5.0
-    late_timeout: Annotated[float, Meta(ge=0)] = 60.0
+    late_timeout: Annotated[float, Meta(ge=0, le=365 * 24 * 3600)] = 60.0
     public_url: str = ""
     reuse_port: bool = False
     log_level: LogLevel = "INFO"
@@ -74,7 +76,18 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
         env = os.environ if env is None else env
         given = {field: env[var] for var, field in _ENV.items() if env.get(var)}
         _, given["jwt_key"] = key_from_env(env, "TETHER_JWT_KEY", "jwt.key")
-        return converted(cls, {"replica": default_replica()} | given, _ENV)
+        settings = converted(cls, {"replica": default_replica()} | given, _ENV)
+        if settings.public_url and not _PUBLIC_URL.match(settings.public_url):
+            # Every carrier signs the URL it called: one without a scheme, or with a query,
+            # is no URL they call, and every webhook would be refused.
+            raise BadSetting(
+                f"TETHER_PUBLIC_URL={settings.public_url!r}: a URL, http:// or https:// "
+                "and a host (and a path, if the gateway is served under one)"
+            )
+        return settings
+
+
+_PUBLIC_URL = re.compile(r"https?://[^/?#\s]+(/[^?#\s]*)?\Z")
 
 
 _ENV = {

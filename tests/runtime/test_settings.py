@@ -35,6 +35,7 @@ def _gateway(env: dict[str, str]) -> GatewaySettings:
     [
         (_service, "TETHER_PULL_WAIT", "soon", "Expected `float`, got `str`"),
         (_service, "TETHER_PULL_WAIT", "0", "Expected `float` > 0.0"),
+        (_service, "TETHER_PULL_WAIT", "inf", "Expected `float` <= 31536000.0"),
         (_service, "TETHER_METRICS_PORT", "70000", "Expected `int` <= 65535"),
         (_service, "TETHER_MAX_IN_FLIGHT", "0", "Expected `int` >= 1"),
         (_service, "TETHER_JS_REPLICAS", "7", "Expected `int` <= 5"),
@@ -42,7 +43,16 @@ def _gateway(env: dict[str, str]) -> GatewaySettings:
         (_service, "TETHER_LOG_LEVEL", "loud", "Invalid enum value 'loud'"),
         (_gateway, "TETHER_REDIS_TIMEOUT", "-1", "Expected `float` > 0.0"),
         (_gateway, "TETHER_REQUEST_TIMEOUT", "0", "Expected `float` > 0.0"),
+        (_gateway, "TETHER_REQUEST_TIMEOUT", "Infinity", "Expected `float` <= 31536000.0"),
+        (_gateway, "TETHER_LATE_TIMEOUT", "inf", "Expected `float` <= 31536000.0"),
         (_gateway, "TETHER_RATE_LIMIT", "-5", "Expected `int` >= 0"),
+        (
+            _gateway,
+            "TETHER_PUBLIC_URL",
+            "tether.example.com",
+            "a URL, http:// or https:// and a host (and a path, if the gateway is served under "
+            "one)",
+        ),
         (_gateway, "TETHER_PORT", "http", "Expected `int`, got `str`"),
         (_gateway, "TETHER_LOG_LEVEL", "loud", "Invalid enum value 'loud'"),
     ],
