@@ -351,6 +351,10 @@ class RoomStore:
         with contextlib.suppress(Conflict):  # noted by a retry first: the same
             await write_at(self._rooms, f"arrived.{arrival_id}", where, 0, keep=_ARRIVED_KEPT)
 
+    async def delivery(self, room_id: str, seq: int) -> Delivery | None:
+        found = await _get(self._rooms, _delivery_key(room_id, seq))
+        return None if found is None else _delivery.decode(found[0])
+
     async def deliveries(self, room_id: str) -> dict[int, Delivery]:
         entries = await current(self._rooms, _delivery_key(room_id, "*"))
         return {int(e.key.rsplit(".", 1)[1]): _delivery.decode(e.value) for e in entries}

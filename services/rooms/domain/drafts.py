@@ -9,7 +9,16 @@ import msgspec
 from libs.contracts.problem import Refused
 from libs.contracts.rooms import ORG, Draft, Message, Room
 
-__all__ = ["claimed", "discarded", "draft_id", "drafted", "reopened", "sendable", "sent"]
+__all__ = [
+    "claimed",
+    "discarded",
+    "draft_id",
+    "drafted",
+    "reopened",
+    "sendable",
+    "sent",
+    "sent_as",
+]
 
 
 def draft_id(room_id: str, reply_to: int) -> str:
@@ -62,6 +71,12 @@ def sent(draft: Draft, seq: int) -> Draft:
     if draft.state not in ("open", "sending"):
         return draft
     return msgspec.structs.replace(draft, state="sent", sent_seq=seq)
+
+
+def sent_as(draft: Draft, message: Message) -> bool:
+    """Whether `message` is what a send of `draft` stored: what its agent drafted, in reply
+    to the message it answers (one draft answers a message)."""
+    return message.drafted_by == draft.agent and message.reply_to == draft.reply_to
 
 
 def discarded(draft: Draft) -> Draft:

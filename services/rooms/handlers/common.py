@@ -18,7 +18,7 @@ from services.rooms.sealing import Sealer
 from services.rooms.store import RoomStore, StoredLine
 from services.rooms.transports import Outbound, Transport
 
-__all__ = ["Rooms", "draft_holders", "person_of"]
+__all__ = ["Rooms", "draft_holders", "leaves", "person_of"]
 
 # The lines whose correspondents opt out: a text's STOP, an email's complaint or unsubscribe.
 _OPTING = ("sms", "email")
@@ -57,12 +57,24 @@ class Rooms:
         `msg_id`
         stored before, it is the message stored first, and another is refused."""
         message = messages.alone(message)
-        line = await self._line_out(room) if _leaves(room, message) else None
+        line = await self._line_out(room) if leaves(room, message) else None
         if line is not None:
             rooms.check_line(room.transport, message.text)
         stored = await self._store.append(room.org, message, msg_id=msg_id)
         if stored is None or not messages.same(stored, message):
             raise KeyReused()
+        return await self._carried(room, stored, line, first_contact=first_contact)
+
+    async def _carried(
+        self,
+        room: rooms.Room,
+        stored: rooms.Message,
+        line: StoredLine | None,
+        *,
+        first_contact: bool = False,
+    ) -> rooms.Message:
+        """A stored message streamed, announced and sent out by `line`, if any: again, for
+        one whose storing was all that was done of it before."""
         # What leaves was refused above if they opted out; what arrives may be a STOP.
         opted_out = (
             line is None and room.transport in _OPTING and await self._store.opted_out(room.id)
@@ -121,8 +133,11 @@ class Rooms:
     async def _send_out(
         self, room: rooms.Room, message: rooms.Message, line: StoredLine
     ) -> rooms.Delivery:
-        """Handed to the carrier, and its delivery kept to be followed."""
+        """Handed to the carrier, and its delivery kept to be followed; one handed over
+        before is not handed over again."""
         assert room.transport is not None and room.correspondent is not None
+        if (handed := await self._store.delivery(room.id, message.seq)) is not None:
+            return handed
         carrier = await self._transport.send(
             Outbound(
                 transport=room.transport,
@@ -170,7 +185,7 @@ class Rooms:
         return bool(first) and first[0].seq == message.seq
 
 
-def _leaves(room: rooms.Room, message: rooms.Message) -> bool:
+def leaves(room: rooms.Room, message: rooms.Message) -> bool:
     """What the person or their agent says to the correspondent leaves by the line; what
     the correspondent said, notices, questions and answers stay in the room."""
     inside = message.notice or message.question is not None or message.answers is not None

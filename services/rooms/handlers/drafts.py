@@ -6,7 +6,7 @@ from libs.contracts.problem import KeyReused, Refused
 from libs.runtime import pages
 from libs.runtime.service import request_key
 from services.rooms.domain import drafts, members, messages
-from services.rooms.handlers.common import Rooms, draft_holders, person_of
+from services.rooms.handlers.common import Rooms, draft_holders, leaves, person_of
 
 __all__ = ["Drafts"]
 
@@ -72,6 +72,8 @@ class Drafts(Rooms):
             sent = await self._store.message(room.org, room.id, draft.sent_seq, reader=p.sub)
             if sent is not None and messages.same(sent, message):
                 return sent
+        if draft.state == "sending" and (stored := await self._stored_from(room, draft)):
+            return await self._sent_before(room, draft, stored, message)
         claimed = await self._store.change_draft(draft, drafts.claimed)
         try:
             async with self._trail.change(
@@ -88,6 +90,30 @@ class Drafts(Rooms):
             raise
         await self._store.change_draft(claimed, lambda d: drafts.sent(d, stored.seq))
         return stored
+
+    async def _stored_from(self, room: rooms.Room, draft: rooms.Draft) -> rooms.Message | None:
+        """The message a send of `draft` stored, if one did: after what the draft answers."""
+        after, more = draft.reply_to, True
+        while more:
+            found, more = await self._store.page(room.org, room.id, after, pages.MOST)
+            if stored := next((m for m in found if drafts.sent_as(draft, m)), None):
+                return stored
+            after = found[-1].seq if found else after
+        return None
+
+    async def _sent_before(
+        self, room: rooms.Room, draft: rooms.Draft, stored: rooms.Message, asked: rooms.Message
+    ) -> rooms.Message:
+        """A send that stored its message and went no further (its replica died): carried
+        on from there, never stored or sent out again. The stream knows the draft's id for
+        an hour; the person may press Send again the next day."""
+        line = await self._line_out(room) if leaves(room, stored) else None
+        await self._store.change_draft(draft, lambda d: drafts.sent(d, stored.seq))
+        if not messages.same(stored, asked):
+            raise Refused(
+                "draft-closed", 409, f"draft {draft.id} was sent, as message {stored.seq}"
+            )
+        return await self._carried(room, stored, line)
 
     async def discard_draft(self, req: rooms.DraftRef, p: Principal) -> rooms.Draft:
         room = await self._room(req.id, p)
