@@ -8,6 +8,7 @@ and, to find those from elsewhere:
     ceiling.<org>                the org's ceiling
     open.<org>.<person>.<id>     an open window in a room of that org (a ceiling cancels it)
     asked.<room>.<seq>           whose confirmation a room's question is
+    unattended.<person>.<room>   the replies sent the room unattended within the hour
 
 A settled window or confirmation (and the question that asked it) is kept a week by
 default (`TETHER_SETTLED_KEPT`), to be listed among the closed and to answer a request
@@ -47,6 +48,7 @@ from libs.runtime.leader import exact_reads
 from libs.runtime.settings import SETTLED_KEPT
 from services.ladder.domain.confirmations import Confirmation
 from services.ladder.domain.levels import salvage
+from services.ladder.domain.unattended import HOUR, Unattended
 
 __all__ = ["Held", "LadderStore", "open_store"]
 
@@ -88,6 +90,7 @@ _settings = codec.decoder(LadderSettings)
 _any = msgspec.json.Decoder().decode
 _held = codec.decoder(Held)
 _confirmation = codec.decoder(Confirmation)
+_unattended = codec.decoder(Unattended)
 
 
 class LadderStore:
@@ -139,6 +142,22 @@ class LadderStore:
             record=record,
             read=self._exact,
         )
+
+    async def count_unattended(
+        self, person: str, room: str, change: Callable[[Unattended], Unattended]
+    ) -> Unattended:
+        """The replies sent `room` unattended within the hour, after `change`, by
+        compare-and-set; the server removes the key an hour after its last change."""
+        _, after = await swap(
+            self._kv,
+            f"unattended.{key_token(person)}.{room}",
+            change,
+            decode=_unattended.decode,
+            default=Unattended(),
+            kept=lambda _: HOUR,
+            read=self._exact,
+        )
+        return after
 
     async def hold(self, held: Held) -> bool:
         """True if held now; False if this window was already held."""

@@ -11,7 +11,7 @@ from libs.contracts.problem import Refused
 from libs.runtime import pages
 from libs.runtime.calls import call
 from libs.runtime.service import request_digest, request_key
-from services.ladder.domain import windows
+from services.ladder.domain import unattended, windows
 from services.ladder.domain.confirmations import Confirmation
 from services.ladder.domain.windows import Act
 from services.ladder.handlers.common import ME, WINDOW_END, Ladder, WindowEnd, moved, reply_key
@@ -25,6 +25,12 @@ class Windows(Ladder):
         decided = await self.decide(req, p)
         text = req.candidates[0]
         key = reply_key(req.person, req.room, req.reply_to)
+        if decided.action == "send" and req.transport is not None:
+            hour = await self._store.count_unattended(
+                req.person, req.room, lambda h: unattended.counted(h, key, self._clock())
+            )
+            if not unattended.admits(hour, key):
+                decided = unattended.asked_instead(decided)
         match decided.action:
             case "silent":
                 return ladder.Routed(decision=decided)
