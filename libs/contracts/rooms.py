@@ -198,7 +198,9 @@ class Message(Contract, omit_defaults=True):
     when the message was stored. `drafted_by` names the agent whose draft a person sent. A
     `notice` tells the person what their agent is about to do; it never leaves the room.
     A `private` message is for `to` alone (their agent's notice, its confirmation question
-    and the answer): stored apart, in no one else's history or stream, on no line.
+    and the answer): stored apart, in no one else's history or stream, on no line. An
+    `automatic` one arrived by a line as no person's words to answer (an email's
+    auto-reply, a list's or a bulk mail, RFC 3834): no agent answers it.
     """
 
     seq: Count  # 0 until stored
@@ -217,6 +219,7 @@ class Message(Contract, omit_defaults=True):
     transport: Transport | None = None
     notice: bool = False
     private: bool = False
+    automatic: bool = False
     delivery: Delivery | None = None  # read with it, for a message that left by a line
 
 

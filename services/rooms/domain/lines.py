@@ -73,13 +73,15 @@ Opt = Literal["out", "in"]
 class Arrival(msgspec.Struct, frozen=True):
     """One inbound message: from whom, to which of our addresses, what, and the carrier's
     id for it (a retried webhook carries the same id); `opt` when it opts its sender out
-    of what the line sends them, or back in."""
+    of what the line sends them, or back in; `automatic` when no person wrote it to be
+    answered (an auto-reply, a list's or a bulk mail), which no agent answers."""
 
     sender: str
     to: str
     text: str
     carrier_id: str
     opt: Opt | None = None
+    automatic: bool = False
 
 
 def normalize(transport: Transport, address: str) -> str:
@@ -221,14 +223,19 @@ def arrival(inbound: Inbound) -> Arrival:
     if missing:
         raise Refused("invalid-webhook", 422, f"the {inbound.transport} webhook lacks {missing}")
     sender, to, text, carrier_id = (fields.get(n, "") for n in names)
+    automatic = False
     if inbound.transport == "email":
-        sender = _replies_to(fields) or sender
+        headers = _headers(fields)
+        sender = _replies_to(fields, headers) or sender
+        automatic = _automatic(headers)
         if fields.get("subject"):
             text = f"{fields['subject']}\n\n{text}"
     if inbound.transport != "voice":  # a call's "text" is its recording's URL
         text = _with(text, _media(fields))
     opt = _opt(fields) if inbound.transport == "sms" else None
-    return Arrival(sender=sender, to=to, text=text, carrier_id=carrier_id, opt=opt)
+    return Arrival(
+        sender=sender, to=to, text=text, carrier_id=carrier_id, opt=opt, automatic=automatic
+    )
 
 
 def _opt(fields: dict[str, str]) -> Opt | None:
@@ -241,20 +248,39 @@ def _opt(fields: dict[str, str]) -> Opt | None:
     return None
 
 
-def _replies_to(fields: dict[str, str]) -> str:
-    """Whom a reply to an email goes to, as a mail client answers it: its Reply-To, else
-    its From. Mailgun's `sender` is the envelope's MAIL FROM, which a mailing service
-    makes a bounce address for each message: a reply sent there is lost, and each message
-    would land in a room of its own."""
+def _headers(fields: dict[str, str]) -> dict[str, str]:
+    """An email's headers as Mailgun posts them (`message-headers`, a JSON list of name and
+    value pairs), by lower-case name."""
     headers: Any = []
     with contextlib.suppress(msgspec.DecodeError):
         headers = msgspec.json.decode(fields.get("message-headers", "[]"))
     pairs = headers if isinstance(headers, list) else []
-    named = {str(p[0]).lower(): str(p[1]) for p in pairs if isinstance(p, list) and len(p) == 2}
+    return {str(p[0]).lower(): str(p[1]) for p in pairs if isinstance(p, list) and len(p) == 2}
+
+
+def _replies_to(fields: dict[str, str], named: dict[str, str]) -> str:
+    """Whom a reply to an email goes to, as a mail client answers it: its Reply-To, else
+    its From. Mailgun's `sender` is the envelope's MAIL FROM, which a mailing service
+    makes a bounce address for each message: a reply sent there is lost, and each message
+    would land in a room of its own."""
     for header in (named.get("reply-to"), fields.get("from"), named.get("from")):
         if header and _EMAIL.match(address := parseaddr(header)[1].lower()):
             return address
     return ""
+
+
+def _automatic(named: dict[str, str]) -> bool:
+    """Whether an email is one an automatic responder must not answer (RFC 3834 §2): an
+    `Auto-Submitted` other than "no" (an out-of-office, a bounce, a machine's notice), a
+    `Precedence` of bulk, list, junk or auto_reply, or a mailing list's `List-Id`. An
+    agent at send answering an out-of-office that answers it would mail without end."""
+    submitted = named.get("auto-submitted", "no").split(";")[0].strip().lower()
+    precedence = named.get("precedence", "").strip().lower()
+    return (
+        submitted != "no"
+        or precedence in ("bulk", "list", "junk", "auto_reply")
+        or "list-id" in named
+    )
 
 
 def _media(fields: dict[str, str]) -> list[str]:

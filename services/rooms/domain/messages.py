@@ -98,7 +98,14 @@ def check_to(room: Room, to: str | None, author: str) -> None:
 
 
 def inbound(
-    room: Room, correspondent: str, text: str, transport: Transport, now: datetime, owner: str
+    room: Room,
+    correspondent: str,
+    text: str,
+    transport: Transport,
+    now: datetime,
+    owner: str,
+    *,
+    automatic: bool = False,
 ) -> Message:
     """What arrived on a person's line, from the outside person, to that person."""
     return Message(
@@ -110,6 +117,7 @@ def inbound(
         text=text,
         to=owner,
         transport=transport,
+        automatic=automatic,
     )
 
 
@@ -140,10 +148,13 @@ def stored(
 ) -> MessageStored:
     """The event a stored message raises: for its answerer (the agents service) and, for an
     answer, the ladder. No agent answers a correspondent no line can answer (a short
-    code) or one who opted out of what it sends them: its reply could only fail."""
+    code) or one who opted out of what it sends them: its reply could only fail; nor
+    what was sent automatically (RFC 3834), which a reply would only answer again."""
     line, them = room.transport, room.correspondent
-    unanswerable = opted_out or (
-        line is not None and them is not None and not answerable(line, them)
+    unanswerable = (
+        opted_out
+        or message.automatic
+        or (line is not None and them is not None and not answerable(line, them))
     )
     return MessageStored(
         org=room.org,

@@ -214,7 +214,11 @@ class Lines(Rooms):
         room = await self._line_room(line, sender)
         if arrived.opt is not None:  # before it is stored: no agent answers a STOP
             await self._store.opt(room.id, out=arrived.opt == "out")
-        elif req.transport == "email" and await self._store.opted_out(room.id):
+        elif (
+            req.transport == "email"
+            and not arrived.automatic  # their server's auto-reply is not them writing again
+            and await self._store.opted_out(room.id)
+        ):
             await self._store.opt(room.id, out=False)  # they write again: they may be answered
         first = await self._store.is_empty(room.org, room.id)
         message = messages.inbound(
@@ -224,6 +228,7 @@ class Lines(Rooms):
             req.transport,
             self._clock(),
             line.person,
+            automatic=arrived.automatic,
         )
         if req.transport == "whatsapp":  # before any answer to it can be asked to leave
             await self._store.hear(room.id, message.at)
