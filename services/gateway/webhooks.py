@@ -7,7 +7,10 @@ and size, so the message says what came with it. No carrier signs such a body's 
 (Mailgun signs its timestamp and token), so its form verifies as the body would.
 """
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from urllib.parse import urlencode, urlsplit
 
 import msgspec
@@ -25,6 +28,13 @@ __all__ = ["webhook"]
 _XML = '<?xml version="1.0" encoding="UTF-8"?>'
 # Mailgun takes a message of at most 25 MB; what an unsigned caller may make us read through.
 FILES_MOST = 32 * 1024 * 1024
+# Twilio asks a text's webhook, or a status callback, once: an answer of 5xx loses the text
+# (its error 11200), and it asks again only when it could not connect. Meta and Mailgun ask
+# again for days and hours. Twilio waits 15 s for an answer; a transient failure behind
+# the gateway is asked again for most of that.
+_ASKS_ONCE = frozenset({"sms", "voice"})
+CARRIER_WAITS_S = 12.0
+_TRANSIENT = frozenset({502, 503, 504})
 # Where each carrier puts its signature (Mailgun signs inside the form body).
 SIGNATURE_HEADERS = {
     "sms": "X-Twilio-Signature",
@@ -62,9 +72,11 @@ def webhook(
             inbound = msgspec.convert(fields, Inbound)
         except msgspec.ValidationError as exc:
             raise Refused("invalid-request", 422, str(exc)) from exc
-        problem, body = await ask(
-            http.app[NATS], route.subject, codec.encode(inbound), None, timeout=timeout
-        )
+        asking = partial(ask, http.app[NATS], route.subject, codec.encode(inbound), None)
+        if transport in _ASKS_ONCE and not route.twiml:
+            problem, body = await _until_answered(asking, timeout=timeout)
+        else:
+            problem, body = await asking(timeout=timeout)
         if problem:
             return web.Response(body=body, status=problem, content_type="application/problem+json")
         if route.twiml:
@@ -76,6 +88,28 @@ def webhook(
         return web.Response(body=body, status=200, content_type="application/json")
 
     return handler
+
+
+async def _until_answered(
+    asking: Callable[..., Awaitable[tuple[int | None, bytes]]], *, timeout: float
+) -> tuple[int | None, bytes]:
+    """The service's answer, asked again through a transient failure (a replica restarting,
+    a leader elected) for as long as the carrier waits. The service takes a webhook asked
+    twice once: a message by its carrier's id, a status only forward."""
+    deadline = time.monotonic() + CARRIER_WAITS_S
+    pause = 0.25
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            problem, body = await asking(timeout=max(0.1, min(timeout, left)))
+        except Refused as exc:
+            if exc.problem.status not in _TRANSIENT or left < pause:
+                raise
+        else:
+            if problem not in _TRANSIENT or left < pause:
+                return problem, body
+        await asyncio.sleep(pause)
+        pause = min(2 * pause, 2.0)
 
 
 async def _form(http: web.Request, most: int) -> str:

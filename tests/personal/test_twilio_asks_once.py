@@ -1,0 +1,60 @@
+"""Twilio asks a text's webhook once: an answer of 5xx loses the text (its error 11200),
+and it asks again only when it could not connect. Before, a text that came while the
+rooms service restarted was answered 503 and lost. The gateway now asks again through a
+transient failure for as long as Twilio waits (15 s), and the text is stored once."""
+
+import asyncio
+
+import pytest
+
+from libs.contracts import rooms
+from services.rooms.main import serve as serve_rooms
+from services.rooms.sealing import Sealer
+from tests.personal.conftest import SERVED, history
+from tests.personal.test_hip0524_09_personal_line import connect, sms
+from tests.support import LINES_KEY, serving
+
+
+@pytest.fixture
+def rooms_up(settings_for):
+    """rooms_up(): rooms serving until the block ends (and stopped, drained, with it)."""
+    return lambda: serving(
+        rooms.CONTRACT,
+        settings_for("rooms"),
+        lambda svc: serve_rooms(svc, Sealer.from_hex(LINES_KEY)),
+    )
+
+
+@pytest.fixture
+async def api(client_for, gateway_settings, scheduler_service, audit_service):
+    return await client_for(gateway_settings, services=SERVED)
+
+
+async def test_a_text_that_comes_while_rooms_restarts_is_stored_once(
+    api, operator, people, rooms_up
+):
+    async with rooms_up():
+        line = await connect(api, operator, people)
+    # rooms is stopped: no replica serves the webhook's subject
+    arriving = asyncio.create_task(
+        sms(api, line, "+14155550100", "Is it still free?", sid="SMrestart0001")
+    )
+    async with rooms_up():
+        arrived = await arriving
+        assert arrived.status == 200, await arrived.text()
+        stored = await arrived.json()
+        again = await sms(api, line, "+14155550100", "Is it still free?", sid="SMrestart0001")
+        assert (await again.json())["seq"] == stored["seq"]
+        texts = [m["text"] for m in await history(api, {"id": stored["room"]}, people.ada)]
+    assert texts == ["Is it still free?"]
+
+
+async def test_a_text_while_rooms_stays_down_is_a_503_once_twilio_would_stop_waiting(
+    api, operator, people, rooms_up, monkeypatch
+):
+    async with rooms_up():
+        line = await connect(api, operator, people)
+    monkeypatch.setattr("services.gateway.webhooks.CARRIER_WAITS_S", 1.0)
+    refused = await sms(api, line, "+14155550100", "Anyone?")
+    assert (refused.status, refused.headers["Retry-After"]) == (503, "1")
+    assert (await refused.json())["type"] == "urn:tether:problem:service-unavailable"
