@@ -15,7 +15,8 @@ class Problem(Contract, omit_defaults=True):
     gateway answers with, `detail` says what exactly was wrong with this request, and
     `errors`, when there are several things wrong, names each. `index` names the item of a
     list that was wrong (a patch's op), and `version` the current version of what a write
-    lost a compare-and-set on.
+    lost a compare-and-set on. `retry_after` is the seconds after which asking again may
+    be answered otherwise (a limit's end), and the answer's Retry-After.
     """
 
     type: str
@@ -25,6 +26,7 @@ class Problem(Contract, omit_defaults=True):
     errors: tuple[str, ...] = ()
     index: int | None = None
     version: int | None = None
+    retry_after: int | None = None
 
     @property
     def rule(self) -> str:
@@ -43,6 +45,7 @@ class Refused(Exception):
         errors: tuple[str, ...] = (),
         index: int | None = None,
         version: int | None = None,
+        retry_after: int | None = None,
     ) -> None:
         super().__init__(detail)
         self.problem = Problem(
@@ -53,6 +56,7 @@ class Refused(Exception):
             errors=errors,
             index=index,
             version=version,
+            retry_after=retry_after,
         )
 
 

@@ -17,7 +17,7 @@ from nats.errors import MaxPayloadError, NoRespondersError
 
 from libs.contracts import codec
 from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
-from libs.contracts.problem import PROBLEM_HEADER, Refused
+from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused
 from libs.contracts.registry import Subject
 from libs.runtime import bus
 from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored
@@ -40,6 +40,7 @@ _KEYED = ("POST", "DELETE")
 # An integer in a path or a query: ASCII digits, a sign at most, and no more than 2^53 has.
 _INTEGER = re.compile(r"-?[0-9]{1,16}")
 _decode = codec.decoder().decode
+_problem = codec.decoder(Problem).decode
 
 
 def forwarding(
@@ -95,6 +96,8 @@ def forwarding(
         )
         if result.status != 204:
             response.headers["Content-Type"] = result.content_type
+        if result.status == 429 and (after := _problem(result.body).retry_after) is not None:
+            response.headers["Retry-After"] = str(after)  # a service's limit says when
         if replayed:
             response.headers["Idempotent-Replayed"] = "true"
         return response

@@ -85,8 +85,12 @@ class RateLimited(Refused):
     again is counted afresh (the answer's Retry-After)."""
 
     def __init__(self, limit: int, retry_after: int) -> None:
-        super().__init__("rate-limited", 429, f"more than {limit} requests this minute; slow down")
-        self.retry_after = retry_after
+        super().__init__(
+            "rate-limited",
+            429,
+            f"more than {limit} requests this minute; slow down",
+            retry_after=retry_after,
+        )
 
 
 class RateLimiter:

@@ -10,7 +10,6 @@ from prometheus_client import Counter, Histogram
 
 from libs.contracts.problem import Problem, Refused
 from libs.runtime.metrics import child
-from services.gateway.limits import RateLimited
 
 __all__ = ["problem_response", "problems"]
 
@@ -31,11 +30,14 @@ _RULES = {404: "not-found", 405: "method-not-allowed", 413: "body-too-large"}
 
 
 def problem_response(problem: Problem) -> web.Response:
-    return web.Response(
+    response = web.Response(
         body=msgspec.json.encode(problem),
         status=problem.status,
         content_type="application/problem+json",
     )
+    if problem.retry_after is not None:
+        response.headers["Retry-After"] = str(problem.retry_after)
+    return response
 
 
 @web.middleware
@@ -44,9 +46,6 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
     started = time.perf_counter()
     try:
         response = await handler(request)
-    except RateLimited as exc:
-        response = problem_response(exc.problem)
-        response.headers["Retry-After"] = str(exc.retry_after)
     except Refused as exc:
         response = problem_response(exc.problem)
     except web.HTTPException as exc:

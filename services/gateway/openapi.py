@@ -156,8 +156,9 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
     }
     if route.kind != "webhook":
         op["responses"]["429"] = {
-            "description": "over the caller's rate (`rate-limited`: ask again after "
-            "Retry-After), or a stream past those the caller may hold (`too-many-streams`)",
+            "description": "over the caller's rate (`rate-limited`) or a line's claims "
+            "(`claim-limit`): ask again after Retry-After; or a stream past those the caller "
+            "may hold (`too-many-streams`)",
             "headers": _RETRY_AFTER,
             "content": _PROBLEM,
         }

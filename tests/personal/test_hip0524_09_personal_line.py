@@ -267,6 +267,9 @@ async def test_claiming_again_keeps_the_tries_left_whatever_the_address(api, peo
     assert (await api.post("/v1/lines", json=other, headers=people.ada)).status == 201
     fourth = await api.post("/v1/lines", json=other, headers=people.ada)
     assert await problem(fourth) == (429, "claim-limit")
+    # When to claim again, for a client to wait on: the claim's ten minutes, less their use.
+    after = int(fourth.headers["Retry-After"])
+    assert after == (await fourth.json())["retry_after"] and 0 < after <= 600
     code = await code_sent(operator, "sms", people.org, other["address"])
     proven = await api.post("/v1/lines/sms/verify", json={"code": code}, headers=people.ada)
     assert proven.status == 200, await proven.text()

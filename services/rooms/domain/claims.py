@@ -9,6 +9,7 @@ three codes from one person in that time."""
 
 import hashlib
 import hmac
+import math
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -84,14 +85,18 @@ def claim(
     if before is None or now >= before.expires_at:
         return made
     until = f"{before.expires_at:%H:%M:%S} UTC"
+    after = math.ceil((before.expires_at - now).total_seconds())
     if before.tries_left <= 0:
         raise Refused(
-            "claim-limit", 429, f"no tries left at a {transport} code; claim again after {until}"
-        )
+            "claim-limit", 429, f"no tries left at a {transport} code; claim again after {until}",
+            retry_after=after,
+        )  # fmt: skip
     if before.codes_sent >= CODES:
         raise Refused(
-            "claim-limit", 429, f"{CODES} {transport} codes sent already; claim again after {until}"
-        )
+            "claim-limit", 429,
+            f"{CODES} {transport} codes sent already; claim again after {until}",
+            retry_after=after,
+        )  # fmt: skip
     return msgspec.structs.replace(
         made,
         expires_at=before.expires_at,
