@@ -234,13 +234,6 @@ class RoomStore:
         more = any(pending > 0 for _, pending in pages) or len(found) > limit
         return found[:limit], more
 
-    async def is_empty(self, org: str, room_id: str) -> bool:
-        try:
-            await self._js.get_last_msg(ROOMS.name, _subject(org, room_id), direct=True)
-        except NotFoundError:
-            return True
-        return False
-
     async def record_outbound(self, transport: str, org: str, body: bytes, msg_id: str) -> None:
         await self._js.publish(
             f"rooms.outbound.{transport}.{org}", body, headers={"Nats-Msg-Id": msg_id}

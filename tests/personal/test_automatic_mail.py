@@ -110,13 +110,18 @@ async def test_an_auto_reply_does_not_opt_back_in_someone_who_opted_out(api, peo
     assert await problem(refused) == (409, "opted-out")
 
 
-async def test_a_list_s_mail_on_first_contact_holds_no_draft(api, people, operator):
+async def test_a_list_s_mail_is_no_first_contact_and_holds_no_draft(api, people, operator):
     line = await email_line(api, operator, people)
     since = (await operator.jetstream().stream_info(EVENTS.name)).state.last_seq + 1
     news = await _arrives(api, _email(line, "This week's listings", [["List-Id", "<homes.x>"]]))
     event = await _raised(operator, since, news["room"], news["seq"])
-    assert (event.first_contact, event.answerer) == (True, None)
+    assert (event.first_contact, event.answerer) == (False, None)
     assert await drafts(api, {"id": news["room"]}, people.ada) == []
+    # The sender writing themselves is the first contact, the person's to answer: before,
+    # the list's mail had been it, and an agent at send answered them unasked.
+    wrote = await _arrives(api, _email(line, "Saw your profile: still looking?"))
+    assert wrote["room"] == news["room"]
+    assert (await _raised(operator, since, wrote["room"], wrote["seq"])).first_contact is True
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from libs.contracts import rooms
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import KeyReused, Refused
+from libs.runtime import pages
 from services.rooms.domain import calls, deliveries, lines, members, messages
 from services.rooms.sealing import Sealer
 from services.rooms.store import RoomStore, StoredLine
@@ -178,11 +179,23 @@ class Rooms:
         raise Refused("draft-not-found", 404, f"you have no draft {draft_id} in {room.id}")
 
     async def _first_contact(self, room: rooms.Room, message: rooms.Message) -> bool:
-        """The first message from an outside person on a line: the first in its room."""
+        """The first message from an outside person on a line: the first in its room that
+        was not sent automatically."""
         if room.transport is None:
             return False
-        first, _ = await self._store.page(room.org, room.id, 0, 1)
-        return bool(first) and first[0].seq == message.seq
+        first = await self._first_said(room)
+        return first is not None and first.seq == message.seq
+
+    async def _first_said(self, room: rooms.Room) -> rooms.Message | None:
+        """The room's first message that was not sent automatically (a list's mail, an
+        auto-reply, which no one answers, is no contact), if any. Most often the first."""
+        after, limit, more = 0, 1, True
+        while more:
+            found, more = await self._store.page(room.org, room.id, after, limit)
+            if said := next((m for m in found if not m.automatic), None):
+                return said
+            after, limit = (found[-1].seq if found else after), pages.MOST
+        return None
 
 
 def leaves(room: rooms.Room, message: rooms.Message) -> bool:

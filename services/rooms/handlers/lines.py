@@ -220,7 +220,7 @@ class Lines(Rooms):
             and await self._store.opted_out(room.id)
         ):
             await self._store.opt(room.id, out=False)  # they write again: they may be answered
-        first = await self._store.is_empty(room.org, room.id)
+        first = not arrived.automatic and await self._first_said(room) is None
         message = messages.inbound(
             room,
             f"{req.transport}:{sender}",
