@@ -197,6 +197,23 @@ def test_a_whatsapp_message_of_any_type_says_what_it_was(message, said):
     assert _whatsapp(message) == said
 
 
+def test_whatsapps_own_system_message_is_kept_and_sent_automatically():
+    """Meta's `system` message (its sender changed their number) is WhatsApp's, not the
+    person's words: before, an agent at send answered it."""
+    value = {"metadata": {"display_phone_number": "15550001111"},
+             "messages": [{"from": "447700900123", "id": "wamid.2", "type": "system",
+                           "system": {"body": "User A changed from 447700900123 to 447700900999",
+                                      "type": "user_changed_number"}}]}  # fmt: skip
+    body = json.dumps({"entry": [{"changes": [{"value": value}]}]})
+    [arrived] = lines.arrivals(Inbound(transport="whatsapp", url="u", body=body))
+    assert (arrived.text, arrived.automatic) == (
+        "User A changed from 447700900123 to 447700900999",
+        True,
+    )
+    assert lines.arrivals(Inbound(transport="whatsapp", url="u", body=body.replace(
+        '"system"', '"text"', 1)))[0].automatic is False  # fmt: skip
+
+
 def test_an_sms_or_email_with_nothing_but_media_says_so():
     mms = (
         "From=%2B14155550100&To=%2B15550001111&Body=&MessageSid=SM1&NumMedia=2"

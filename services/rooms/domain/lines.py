@@ -409,11 +409,14 @@ def _same(given: str, expected: str) -> bool:
 
 
 def _meta_arrival(message: dict[str, Any], value: dict[str, Any]) -> Arrival:
+    """A WhatsApp message; one of type `system` is WhatsApp's own (its sender changed their
+    number or security code), sent automatically."""
     return Arrival(
         sender="+" + str(message["from"]).lstrip("+"),
         to="+" + str(value["metadata"]["display_phone_number"]).lstrip("+"),
         text=_said(message),
         carrier_id=str(message["id"]),
+        automatic=message.get("type") == "system",
     )
 
 
@@ -433,6 +436,8 @@ def _said(message: dict[str, Any]) -> str:
             return _with(str(chosen.get("title", "")), [])
         case "reaction":
             return _with(str(part.get("emoji", "")), [])
+        case "system":
+            return _with(str(part.get("body", "")), [])
         case "location":
             where = [str(part[k]) for k in ("name", "address") if part.get(k)]
             at = f"{part.get('latitude')},{part.get('longitude')}"
