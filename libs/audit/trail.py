@@ -49,6 +49,7 @@ class Trail:
         action: str,
         target: str = "",
         data: dict[str, Any] | None = None,
+        key: str | None = None,
     ) -> AsyncIterator[AuditRecord]:
         """Record first, then let the body make the change.
 
@@ -56,9 +57,12 @@ class Trail:
         `<action>.failed` record follows, so the trail never claims a change that did not
         happen without saying so. One that cannot be written at once (the bus away) is
         asked again until it is, while the process runs, and once more when it stops
-        (`settle`).
+        (`settle`). A change asked again under one `key` (its request delivered again) is
+        recorded once.
         """
-        record = await self.append(org, actor=actor, action=action, target=target, data=data)
+        record = await self.append(
+            org, actor=actor, action=action, target=target, data=data, key=key
+        )
         try:
             yield record
         except BaseException as exc:

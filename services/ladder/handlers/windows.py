@@ -69,17 +69,27 @@ class Windows(Ladder):
                 await self._store.ask(confirmation)
                 return ladder.Routed(decision=decided, confirmation=confirmation.id)
         if decided.window in (None, "instant"):
-            sent = await self._deliver(
-                rooms.Deliver(
-                    org=req.org,
-                    room=req.room,
-                    person=req.person,
-                    kind="message",
-                    text=text,
-                    key=f"send-{key}",
-                    reply_to=req.reply_to,
+            # Sent with no one asked, as a window's end is: recorded first, once however
+            # often the reply is routed (its message is stored once under the same key).
+            async with self._trail.change(
+                req.org,
+                actor=Principal(org=req.org, sub=req.person, act=f"agent:{req.person}"),
+                action="ladder.reply.send",
+                target=f"send-{key}",
+                data={"room": req.room, "reply_to": req.reply_to},
+                key=f"ladder.reply.send.{key}",
+            ):
+                sent = await self._deliver(
+                    rooms.Deliver(
+                        org=req.org,
+                        room=req.room,
+                        person=req.person,
+                        kind="message",
+                        text=text,
+                        key=f"send-{key}",
+                        reply_to=req.reply_to,
+                    )
                 )
-            )
             return ladder.Routed(decision=decided, sent_seq=sent.seq)
         return await self._open_window(req, decided, key, text)
 

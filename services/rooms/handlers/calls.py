@@ -7,6 +7,7 @@ import logging
 from urllib.parse import parse_qsl
 
 from libs.contracts import agents, ladder, rooms
+from libs.contracts.base import key_token
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.calls import call
@@ -41,7 +42,16 @@ class Calls(Lines):
         reply = messages.authored(
             room, as_agent, said, self._clock(), to=f"voice:{caller}", reply_to=stored.seq
         )
-        spoken = await self._store_message(room, reply, msg_id=f"spoken-{arrived.carrier_id}")
+        # Said with no one asked: recorded first, once however often the carrier rings it.
+        async with self._trail.change(
+            room.org,
+            actor=as_agent,
+            action="rooms.call.speak",
+            target=room.id,
+            data={"call": stored.seq},
+            key=f"rooms.call.speak.{room.id}.{key_token(arrived.carrier_id)}",
+        ):
+            spoken = await self._store_message(room, reply, msg_id=f"spoken-{arrived.carrier_id}")
         return rooms.Answered(
             room=room.id, seq=stored.seq, twiml=calls.spoken(said), spoken_seq=spoken.seq
         )
