@@ -8,6 +8,7 @@ import msgspec
 __all__ = [
     "MAX_INT",
     "PRINTABLE",
+    "TEXT_CHARACTER",
     "Contract",
     "Count",
     "Name",
@@ -43,6 +44,11 @@ OrgId = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$(?!\n)")
 # it, and no bidi embedding, override or isolate, which reorder what is shown. The joiners
 # and marks that scripts and emoji need (U+200C, U+200D, U+200E, U+200F) are text.
 PRINTABLE = r"[^\x00-\x1f\x7f-\x9f\u200b\u2028-\u202e\u2060-\u2069\ufeff]"
+
+# A character of a message's text, of any number of lines: any but the C0 controls and
+# DEL, which no carrier takes and no XML document (TwiML's <Say>) may hold. A tab and line
+# breaks are text.
+TEXT_CHARACTER = r"[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
 
 # A short, printable name: persona names, agent ids, keys.
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=rf"^{PRINTABLE}+$(?!\n)")]

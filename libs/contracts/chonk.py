@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from libs.contracts.base import Contract
+from libs.contracts.base import TEXT_CHARACTER, Contract
 from libs.contracts.registry import Event, Subject, request_subject, service_contract
 
 __all__ = [
@@ -98,7 +98,9 @@ class ToChonk(Contract):
     """A person's message to one of their org's Chonks (an IC_MESSAGE)."""
 
     chonk: Name
-    text: Annotated[str, msgspec.Meta(min_length=1, max_length=2000)]
+    text: Annotated[
+        str, msgspec.Meta(min_length=1, max_length=2000, pattern=rf"^{TEXT_CHARACTER}+$(?!\n)")
+    ]
 
 
 class Heard(Contract):

@@ -13,7 +13,7 @@ import msgspec
 
 from libs.contracts.base import Contract, OrgId, Seq, UserId
 from libs.contracts.registry import Subject, request_subject, service_contract
-from libs.contracts.rooms import TEXT_MOST, Choice, RoomId, Transport
+from libs.contracts.rooms import Choice, RoomId, Text, Transport
 
 __all__ = [
     "CONTRACT",
@@ -51,7 +51,6 @@ __all__ = [
 
 Level = Literal["draft", "confirm", "send"]
 Window = Literal["instant", "1m", "5m", "15m", "1h"]
-Text = Annotated[str, msgspec.Meta(min_length=1, max_length=TEXT_MOST)]
 WindowId = Annotated[str, msgspec.Meta(pattern=r"^w-[0-9a-f]{16}$(?!\n)")]
 ConfirmationId = Annotated[str, msgspec.Meta(pattern=r"^c-[0-9a-f]{16}$(?!\n)")]
 

@@ -5,12 +5,23 @@ Who wrote a message is never in a request: the author, its kind and the person a
 acted for are set by the rooms service from the credential when it stores the message.
 """
 
+import re
 from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
 
-from libs.contracts.base import PRINTABLE, Contract, Count, Name, OrgId, Seq, UserId, key_token
+from libs.contracts.base import (
+    PRINTABLE,
+    TEXT_CHARACTER,
+    Contract,
+    Count,
+    Name,
+    OrgId,
+    Seq,
+    UserId,
+    key_token,
+)
 from libs.contracts.problem import Refused
 from libs.contracts.registry import (
     Event,
@@ -88,7 +99,9 @@ TEXT_MOST = 16_000  # characters of a message
 # characters (sent on as segments) and a <Say> of 4,096 (its basic voices'), Meta's Cloud
 # API a WhatsApp text of 4,096. An email holds a whole message.
 LINE_MOST = {"sms": 1_600, "voice": 4_096, "whatsapp": 4_096}
-Text = Annotated[str, msgspec.Meta(min_length=1, max_length=TEXT_MOST)]
+Text = Annotated[
+    str, msgspec.Meta(min_length=1, max_length=TEXT_MOST, pattern=rf"^{TEXT_CHARACTER}+$(?!\n)")
+]
 # One line a client draws as text: no control character can break it or hide in it.
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=rf"^{PRINTABLE}+$(?!\n)")]
 Transport = Literal["sms", "email", "whatsapp", "voice"]
@@ -518,8 +531,13 @@ def delivery_subject(room: str) -> str:
 
 def fitted(text: str, most: int = TEXT_MOST) -> str:
     """`text` cut to `most` characters, the last an ellipsis where it was cut: what a
-    message (or a part of one, quoting it) holds of it."""
+    message (or a part of one, quoting it) holds of it, less any character a message's
+    text may not hold."""
+    text = "".join(_TEXT.findall(text))
     return text if len(text) <= most else text[: most - 1] + "…"
+
+
+_TEXT = re.compile(TEXT_CHARACTER)
 
 
 def line_most(transport: str | None) -> int:
