@@ -188,12 +188,23 @@ class Rooms:
 
     async def _first_said(self, room: rooms.Room) -> rooms.Message | None:
         """The room's first message that was not sent automatically (a list's mail, an
-        auto-reply, which no one answers, is no contact), if any. Most often the first."""
-        after, limit, more = 0, 1, True
+        auto-reply, which no one answers, is no contact), if any: most often the first."""
+        return await self._first_after(room, 0, lambda m: not m.automatic, first_page=1)
+
+    async def _first_after(
+        self,
+        room: rooms.Room,
+        after: int,
+        matches: Callable[[rooms.Message], bool],
+        *,
+        first_page: int = pages.MOST,
+    ) -> rooms.Message | None:
+        """The room's first message after seq `after` that `matches`, read page by page."""
+        limit, more = first_page, True
         while more:
             found, more = await self._store.page(room.org, room.id, after, limit)
-            if said := next((m for m in found if not m.automatic), None):
-                return said
+            if match := next((m for m in found if matches(m)), None):
+                return match
             after, limit = (found[-1].seq if found else after), pages.MOST
         return None
 

@@ -1,5 +1,7 @@
 """Drafts: held for their person, sent as the person's own message or discarded."""
 
+from functools import partial
+
 from libs.contracts import rooms
 from libs.contracts.principal import Principal
 from libs.contracts.problem import KeyReused, Refused
@@ -72,7 +74,9 @@ class Drafts(Rooms):
             sent = await self._store.message(room.org, room.id, draft.sent_seq, reader=p.sub)
             if sent is not None and messages.same(sent, message):
                 return sent
-        if draft.state == "sending" and (stored := await self._stored_from(room, draft)):
+        if draft.state == "sending" and (
+            stored := await self._first_after(room, draft.reply_to, partial(drafts.sent_as, draft))
+        ):
             return await self._sent_before(room, draft, stored, message)
         claimed = await self._store.change_draft(draft, drafts.claimed)
         try:
@@ -90,16 +94,6 @@ class Drafts(Rooms):
             raise
         await self._store.change_draft(claimed, lambda d: drafts.sent(d, stored.seq))
         return stored
-
-    async def _stored_from(self, room: rooms.Room, draft: rooms.Draft) -> rooms.Message | None:
-        """The message a send of `draft` stored, if one did: after what the draft answers."""
-        after, more = draft.reply_to, True
-        while more:
-            found, more = await self._store.page(room.org, room.id, after, pages.MOST)
-            if stored := next((m for m in found if drafts.sent_as(draft, m)), None):
-                return stored
-            after = found[-1].seq if found else after
-        return None
 
     async def _sent_before(
         self, room: rooms.Room, draft: rooms.Draft, stored: rooms.Message, asked: rooms.Message
