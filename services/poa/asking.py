@@ -4,6 +4,7 @@ room; either way the first answer stands, and only their yes turns the ask into 
 """
 
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
@@ -217,20 +218,20 @@ class Asking:
         self, ask: poa.AskRecord, change: Callable[[poa.AskRecord], poa.AskRecord]
     ) -> poa.AskRecord:
         """The ask's outcome, recorded before it is stored, then told: on the event for the
-        agent, and as a nudge for the person's pending list."""
-        changed = await self._asks.change(
-            ask.org,
-            ask.person,
-            ask.id,
-            change,
-            record=lambda _, after: self._trail.change(
+        agent, and as a nudge for the person's pending list. An ask no one answered is
+        declined by its timer, recorded as no one's act: never as the person's answer."""
+
+        def record(_: poa.AskRecord, after: poa.AskRecord) -> AbstractAsyncContextManager[object]:
+            expired = after.decision is not None and after.decision.rule_id == approvals.EXPIRED
+            return self._trail.change(
                 after.org,
-                actor=Principal(org=after.org, sub=after.person),
-                action="poa.ask.answer",
+                actor=None if expired else Principal(org=after.org, sub=after.person),
+                action="poa.ask.expire" if expired else "poa.ask.answer",
                 target=after.id,
                 data={"state": after.state, **_data(after.decision)},
-            ),
-        )
+            )
+
+        changed = await self._asks.change(ask.org, ask.person, ask.id, change, record=record)
         assert changed is not None
         before, after = changed
         if before.state == "open" and after.state != "open":

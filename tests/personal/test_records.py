@@ -118,7 +118,7 @@ READERS = {
     "tether.evt.accounts.account.created": ("agents.personal.create",),
     "tether.timer.mod.draft_end": ("mod.draft.self_commit", "mod.draft.kept", "mod.draft.wait"),
     "tether.timer.mod.draft_expiry": ("mod.draft.expire",),
-    "tether.timer.poa.ask_expiry": ("poa.ask.answer", "poa.act.record"),
+    "tether.timer.poa.ask_expiry": ("poa.ask.expire", "poa.act.record"),
     "tether.evt.rooms.answer.stored (poa)": ("poa.ask.answer", "poa.act.record"),
     "tether.timer.chonk.chase": ("chonk.chase.stage", "chonk.chase.end"),
     "tether.timer.chonk.cadence": ("chonk.run", "chonk.memory.read", "chonk.memory.write"),

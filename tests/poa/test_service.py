@@ -281,10 +281,13 @@ async def test_every_decision_on_a_stored_grant_is_on_the_audit_trail(api, ada, 
         ("poa.act.decide", "over_per_act_limit"),
         ("poa.ask.open", "over_per_act_limit"),
         # this module's clock stands still in October, so the ask's day has long passed
-        ("poa.ask.answer", "ask_expired"),
+        ("poa.ask.expire", "ask_expired"),
     ]
     assert breaks([m async for m in stored(operator.jetstream(), org)], org=org) == (5, [])
     assert records[1].actor.act == AGENT
+    # No one answered the ask: its timer declined it, and the trail says so, never that
+    # the person did.
+    assert records[4].actor is None
 
 
 async def test_a_child_delegated_while_its_parent_is_revoked_is_revoked_with_it(api, ada):
