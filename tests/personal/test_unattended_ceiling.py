@@ -4,6 +4,7 @@ confirmation. An agent answering an auto-responder across a line stops at its pe
 rather than texting on the person's line without end. A room of no line has no ceiling:
 no agent answers what an agent or a bot writes there."""
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
@@ -46,6 +47,26 @@ async def test_ten_replies_an_hour_leave_by_a_line_unattended_and_the_next_is_as
     assert await replied(eleventh["seq"]) == []  # asked, so nothing left unattended
     after = (await operator.jetstream().stream_info(ROOMS.name, subjects_filter=outbound)).state
     assert after.subjects == left.subjects
+
+
+async def test_fifteen_texts_at_once_let_ten_replies_go_and_ask_five(api, operator, people):
+    """Never over the ceiling, however many replies are routed at the same moment: each is
+    counted by compare-and-set."""
+    line, room = await _talking(api, operator, people, "send")
+    changed = await api.put("/v1/ladder/window", json={"window": "instant"}, headers=people.ada)
+    assert changed.status == 200, await changed.text()
+    texts = [sms(api, line, ALICE, f"Auto-reply {n}") for n in range(MOST + 5)]
+    arrived = {(await r.json())["seq"] for r in await asyncio.gather(*texts)}
+
+    async def settled() -> tuple[list[dict], list[dict]] | None:
+        found = await history(api, room, people.ada)
+        sent = [m for m in found if m.get("reply_to") in arrived and not m.get("private")]
+        listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
+        asked = [c for c in listed["confirmations"] if c["reply_to"] in arrived]
+        return (sent, asked) if len(sent) + len(asked) == len(arrived) else None
+
+    sent, asked = await eventually(settled, timeout=30)
+    assert (len(sent), len(asked)) == (MOST, 5)
 
 
 async def test_a_room_of_no_line_has_no_ceiling(api, operator, people):
