@@ -28,12 +28,13 @@ __all__ = ["webhook"]
 _XML = '<?xml version="1.0" encoding="UTF-8"?>'
 # Mailgun takes a message of at most 25 MB; what an unsigned caller may make us read through.
 FILES_MOST = 32 * 1024 * 1024
-# Twilio asks a text's webhook, or a status callback, once: an answer of 5xx loses the text
-# (its error 11200), and it asks again only when it could not connect. Meta and Mailgun ask
-# again for days and hours. Twilio waits 15 s for an answer; a transient failure behind
-# the gateway is asked again for most of that.
+# Twilio asks each webhook once: an answer of 5xx loses a text or a status (its error
+# 11200), or says an application error to a caller and loses their voicemail; it asks
+# again only when it could not connect. Meta and Mailgun ask again for days and hours.
+# Twilio waits 15 s for an answer; a transient failure behind the gateway is asked again
+# for 10 s of it, which leaves a call's agent its 3 s to speak.
 _ASKS_ONCE = frozenset({"sms", "voice"})
-CARRIER_WAITS_S = 12.0
+CARRIER_WAITS_S = 10.0
 _TRANSIENT = frozenset({502, 503, 504})
 # Where each carrier puts its signature (Mailgun signs inside the form body).
 SIGNATURE_HEADERS = {
@@ -73,7 +74,7 @@ def webhook(
         except msgspec.ValidationError as exc:
             raise Refused("invalid-request", 422, str(exc)) from exc
         asking = partial(ask, http.app[NATS], route.subject, codec.encode(inbound), None)
-        if transport in _ASKS_ONCE and not route.twiml:
+        if transport in _ASKS_ONCE:
             problem, body = await _until_answered(asking, timeout=timeout)
         else:
             problem, body = await asking(timeout=timeout)
