@@ -11,7 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from libs.contracts.rooms import ROOMS
-from services.ladder.domain.unattended import HOUR, MOST, Unattended, admits, counted
+from services.ladder.domain.unattended import (
+    HOUR,
+    MOST,
+    QUESTION,
+    Unattended,
+    admits,
+    counted,
+)
 from tests.personal.conftest import eventually, history, room_with, say
 from tests.personal.test_hip0524_09_personal_line import sms
 from tests.personal.test_line_limits import ALICE, _talking
@@ -44,6 +51,9 @@ async def test_ten_replies_an_hour_leave_by_a_line_unattended_and_the_next_is_as
 
     [confirmation] = await eventually(asked_of_ada)
     assert confirmation["room"] == room["id"]
+    [question] = [m for m in await history(api, room, people.ada) if m.get("question")
+                  and m["seq"] == confirmation["question_seq"]]  # fmt: skip
+    assert question["text"] == QUESTION  # why she is asked at send
     assert await replied(eleventh["seq"]) == []  # asked, so nothing left unattended
     after = (await operator.jetstream().stream_info(ROOMS.name, subjects_filter=outbound)).state
     assert after.subjects == left.subjects

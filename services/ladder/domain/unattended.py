@@ -12,10 +12,14 @@ import msgspec
 
 from libs.contracts.ladder import Decided
 
-__all__ = ["HOUR", "MOST", "Unattended", "admits", "asked_instead", "counted"]
+__all__ = ["HOUR", "MOST", "QUESTION", "Unattended", "admits", "asked_instead", "counted"]
 
 HOUR = timedelta(hours=1)
 MOST = 10
+QUESTION = (
+    f"Your agent has sent {MOST} replies here without you in the last hour, so it asks "
+    "before this one. Pick it, edit it, or decline."
+)
 
 
 class Unattended(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -25,12 +25,13 @@ class Windows(Ladder):
         decided = await self.decide(req, p)
         text = req.candidates[0]
         key = reply_key(req.person, req.room, req.reply_to)
+        question = "Your agent would reply with this. Pick it, edit it, or decline."
         if decided.action == "send" and req.transport is not None:
             hour = await self._store.count_unattended(
                 req.person, req.room, lambda h: unattended.counted(h, key, self._clock())
             )
             if not unattended.admits(hour, key):
-                decided = unattended.asked_instead(decided)
+                decided, question = unattended.asked_instead(decided), unattended.QUESTION
         match decided.action:
             case "silent":
                 return ladder.Routed(decision=decided)
@@ -51,7 +52,7 @@ class Windows(Ladder):
                         room=req.room,
                         person=req.person,
                         kind="question",
-                        text="Your agent would reply with this. Pick it, edit it, or decline.",
+                        text=question,
                         key=f"confirm-{key}",
                         reply_to=req.reply_to,
                         options=req.candidates,
