@@ -21,7 +21,9 @@ from libs.contracts.problem import PROBLEM_HEADER
 from libs.model import Prompt, Scripted
 from services.agents.domain.prompt import acknowledged
 from services.agents.main import serve as serve_agents
-from tests.support import bearer, serving, token
+from services.rooms.main import serve as serve_rooms
+from services.rooms.sealing import Sealer
+from tests.support import LINES_KEY, bearer, serving, token
 
 
 class Recorder(Scripted):
@@ -255,3 +257,13 @@ async def consumed(operator, stream: str, durable: str, timeout: float = 10) -> 
         return info.delivered.stream_seq >= last and info.num_ack_pending == 0
 
     assert await eventually(done, timeout), f"{durable} has not handled {stream} up to {last}"
+
+
+@pytest.fixture
+def rooms_up(settings_for):
+    """rooms_up(): rooms serving until the block ends (and stopped, drained, with it)."""
+    return lambda: serving(
+        rooms.CONTRACT,
+        settings_for("rooms"),
+        lambda svc: serve_rooms(svc, Sealer.from_hex(LINES_KEY)),
+    )

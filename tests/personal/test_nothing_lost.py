@@ -7,12 +7,10 @@ is parked as a dead letter, and nothing was sent."""
 import pytest
 
 from libs.audit.reading import records as audit_records
-from libs.contracts import ladder, rooms
+from libs.contracts import ladder
 from libs.contracts.streams import DEAD
 from libs.runtime.consumer import Retry
 from services.ladder.main import serve as serve_ladder
-from services.rooms.main import serve as serve_rooms
-from services.rooms.sealing import Sealer
 from tests.personal.conftest import (
     SERVED,
     announce,
@@ -22,7 +20,7 @@ from tests.personal.conftest import (
     say,
     set_level,
 )
-from tests.support import LINES_KEY, serving
+from tests.support import serving
 
 FAST = Retry(first_s=0.2, most_s=0.5, attempts=4)
 
@@ -35,16 +33,6 @@ async def ladder_service(settings_for, audit_service):
         ladder.CONTRACT, settings_for("ladder"), lambda svc: serve_ladder(svc, clock, retry=FAST)
     ) as svc:
         yield svc
-
-
-@pytest.fixture
-def rooms_up(settings_for):
-    """rooms_up(): rooms serving until the block ends (and stopped, drained, with it)."""
-    return lambda: serving(
-        rooms.CONTRACT,
-        settings_for("rooms"),
-        lambda svc: serve_rooms(svc, Sealer.from_hex(LINES_KEY)),
-    )
 
 
 @pytest.fixture

@@ -8,23 +8,9 @@ import asyncio
 
 import pytest
 
-from libs.contracts import rooms
-from services.rooms.main import serve as serve_rooms
-from services.rooms.sealing import Sealer
 from tests.personal.conftest import SERVED, history
 from tests.personal.test_hip0524_09_personal_line import connect, sms
 from tests.personal.test_hip0524_10_live_call import CALLER, ring, voice_line
-from tests.support import LINES_KEY, serving
-
-
-@pytest.fixture
-def rooms_up(settings_for):
-    """rooms_up(): rooms serving until the block ends (and stopped, drained, with it)."""
-    return lambda: serving(
-        rooms.CONTRACT,
-        settings_for("rooms"),
-        lambda svc: serve_rooms(svc, Sealer.from_hex(LINES_KEY)),
-    )
 
 
 @pytest.fixture
