@@ -212,8 +212,9 @@ class Message(Contract, omit_defaults=True):
     `notice` tells the person what their agent is about to do; it never leaves the room.
     A `private` message is for `to` alone (their agent's notice, its confirmation question
     and the answer): stored apart, in no one else's history or stream, on no line. An
-    `automatic` one arrived by a line as no person's words to answer (an email's
-    auto-reply, a list's or a bulk mail, RFC 3834): no agent answers it.
+    `automatic` one was sent with no person's act (RFC 3834): one that arrived by a line
+    (an email's auto-reply, a list's or a bulk mail), which no agent answers, or the
+    agent's own sent unattended, which leaves marked so.
     """
 
     seq: Count  # 0 until stored
@@ -468,6 +469,9 @@ class Deliver(Contract):
     `own`      the person's own text in place of their agent's (`drafted_by` the agent
                when it is an edit of the agent's).
     `key` makes a repeat store nothing more. The agent is always the person's own.
+    `unattended`: a message sent with no one asked (instant, or at a window's end), stored
+    `automatic`, and marked so where it leaves (an email's `Auto-Submitted: auto-replied`,
+    RFC 3834 §5), so that the other side's responders do not answer it in turn.
     """
 
     org: OrgId
@@ -479,6 +483,7 @@ class Deliver(Contract):
     reply_to: Seq | None = None
     options: tuple[Text, ...] = ()
     edited: bool = False
+    unattended: bool = False
 
 
 class AskPerson(Contract):

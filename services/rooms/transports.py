@@ -17,7 +17,9 @@ __all__ = ["Outbound", "Recording", "Transport"]
 class Outbound(msgspec.Struct, frozen=True):
     """A stored message leaving by the line `sender` to `to`. The carrier shows the
     person's address; our record keeps who wrote it (hip-0524 §7). `key` names a message
-    that is no room's (a line's code): it leaves once per key."""
+    that is no room's (a line's code): it leaves once per key. An `automatic` one (the
+    agent's, sent unattended) leaves marked so where its carrier can say it: an email's
+    `Auto-Submitted: auto-replied` (RFC 3834 §5)."""
 
     transport: str
     org: str
@@ -29,6 +31,7 @@ class Outbound(msgspec.Struct, frozen=True):
     author_kind: str
     on_behalf_of: str | None
     key: str = ""
+    automatic: bool = False
 
 
 class Transport(Protocol):

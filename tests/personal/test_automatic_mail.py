@@ -11,7 +11,7 @@ import msgspec
 import pytest
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
-from libs.contracts.rooms import MESSAGE_STORED, Inbound, MessageStored
+from libs.contracts.rooms import MESSAGE_STORED, ROOMS, Inbound, MessageStored
 from libs.contracts.streams import EVENTS
 from services.rooms.domain.lines import arrival
 from tests.personal.conftest import announce, drafts, eventually, history, problem, set_level
@@ -91,10 +91,19 @@ async def test_an_out_of_office_is_kept_and_answered_by_no_agent(api, people, op
         found = await history(api, room, people.ada)
         return [m for m in found if m.get("reply_to") == asked["seq"] and not m.get("private")]
 
-    await eventually(replied)
-    assert [
-        m for m in await history(api, room, people.ada) if m.get("reply_to") == away["seq"]
-    ] == []
+    [reply] = await eventually(replied)
+    found = await history(api, room, people.ada)
+    assert [m for m in found if m.get("reply_to") == away["seq"]] == []
+    # Its own reply, sent with no one asked, leaves marked so (RFC 3834 §5), so that the
+    # landlord's responder does not answer it in turn; Ada's own words leave unmarked.
+    outbound = f"rooms.outbound.email.{people.org}"
+    left = await operator.jetstream().get_last_msg(ROOMS.name, outbound)
+    assert (reply["automatic"], msgspec.json.decode(left.data)["automatic"]) == (True, True)
+    path = f"/v1/rooms/{room['id']}/messages"
+    own = await api.post(path, json={"text": "See you Monday."}, headers=people.ada)
+    assert own.status == 201, await own.text()
+    left = await operator.jetstream().get_last_msg(ROOMS.name, outbound)
+    assert msgspec.json.decode(left.data)["automatic"] is False
 
 
 async def test_an_auto_reply_does_not_opt_back_in_someone_who_opted_out(api, people, operator):

@@ -67,6 +67,7 @@ async def test_rooms_down_across_a_windows_end_then_back_the_message_leaves_once
         [message] = await eventually(sent, timeout=15)
         assert await eventually(lambda: _state(api, people, window["id"], "sent"))
         assert (message["text"], message["reply_to"]) == (window["text"], asked["seq"])
+        assert message["automatic"] is True  # sent at its window's end, with no one asked
         assert len(await sent()) == 1
 
 

@@ -89,6 +89,7 @@ class Windows(Ladder):
                         text=text,
                         key=f"send-{key}",
                         reply_to=req.reply_to,
+                        unattended=True,
                     )
                 )
             return ladder.Routed(decision=decided, sent_seq=sent.seq)
@@ -169,6 +170,7 @@ class Windows(Ladder):
             text=w.text,
             key=f"send-{end.id[2:]}",
             reply_to=w.reply_to,
+            unattended=True,
         )
         try:
             sent = await self._deliver(send)

@@ -150,6 +150,7 @@ class Rooms:
                 text=message.text,
                 author_kind=message.author_kind,
                 on_behalf_of=message.on_behalf_of,
+                automatic=message.automatic,
             )
         )
         delivery = deliveries.handed_over(room.transport, carrier, self._clock())
