@@ -50,4 +50,4 @@ async def test_what_the_agent_says_on_a_live_call_is_recorded_first_and_once(api
     trail = await records(operator.jetstream(), people.org)
     [said] = [r for r in trail if r.action == "rooms.call.speak"]
     assert (said.target, said.actor.act) == (room_id, f"agent:{people.ada_id}")
-    assert [m["seq"] for m in spoken] == [spoken[0]["seq"]]
+    assert [(m["seq"], m["automatic"]) for m in spoken] == [(spoken[0]["seq"], True)]
