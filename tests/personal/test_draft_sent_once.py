@@ -19,7 +19,7 @@ from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.rooms import ROOMS, Draft
 from services.rooms.domain.drafts import draft_id
-from tests.personal.conftest import history
+from tests.personal.conftest import eventually, history
 from tests.personal.test_delivery import _sent_by_line
 
 
@@ -35,10 +35,13 @@ async def _an_hour_on(js) -> AsyncIterator[None]:
     config = (await js.stream_info(ROOMS.name)).config
     await js.update_stream(dataclasses.replace(config, duplicate_window=1.0))
     try:
-        probe = "rooms.outbound.probe.forgetting"
-        await js.publish(probe, b"", headers={"Nats-Msg-Id": "probe"})
-        while (await js.publish(probe, b"", headers={"Nats-Msg-Id": "probe"})).duplicate:
-            pass
+        probe, msg_id = "rooms.outbound.probe.forgetting", {"Nats-Msg-Id": "probe"}
+        await js.publish(probe, b"", headers=msg_id)
+
+        async def forgotten() -> bool:
+            return not (await js.publish(probe, b"", headers=msg_id)).duplicate
+
+        await eventually(forgotten, timeout=30)  # the server sweeps its ids on a timer
         yield
     finally:
         await js.update_stream(config)
