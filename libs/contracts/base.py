@@ -7,6 +7,7 @@ import msgspec
 
 __all__ = [
     "MAX_INT",
+    "NOT_TEXT_CHARACTER",
     "PRINTABLE",
     "TEXT_CHARACTER",
     "Contract",
@@ -48,7 +49,8 @@ PRINTABLE = r"[^\x00-\x1f\x7f-\x9f\u200b\u2028-\u202e\u2060-\u2069\ufeff]"
 # A character of a message's text, of any number of lines: any but the C0 controls and
 # DEL, which no carrier takes and no XML document (TwiML's <Say>) may hold. A tab and line
 # breaks are text.
-TEXT_CHARACTER = r"[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+_CONTROLS = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f"
+TEXT_CHARACTER, NOT_TEXT_CHARACTER = rf"[^{_CONTROLS}]", rf"[{_CONTROLS}]"
 
 # A short, printable name: persona names, agent ids, keys.
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=rf"^{PRINTABLE}+$(?!\n)")]

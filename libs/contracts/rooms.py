@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from libs.contracts.base import (
+    NOT_TEXT_CHARACTER,
     PRINTABLE,
     TEXT_CHARACTER,
     Contract,
@@ -538,11 +539,11 @@ def fitted(text: str, most: int = TEXT_MOST) -> str:
     """`text` cut to `most` characters, the last an ellipsis where it was cut: what a
     message (or a part of one, quoting it) holds of it, less any character a message's
     text may not hold."""
-    text = "".join(_TEXT.findall(text))
+    text = _NOT_TEXT.sub("", text)
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
-_TEXT = re.compile(TEXT_CHARACTER)
+_NOT_TEXT = re.compile(NOT_TEXT_CHARACTER)
 
 
 def line_most(transport: str | None) -> int:

@@ -11,6 +11,7 @@ from msgspec import Meta
 
 __all__ = [
     "SETTLED_KEPT",
+    "YEAR_S",
     "BadSetting",
     "LogLevel",
     "Port",
@@ -24,7 +25,8 @@ __all__ = [
 S = TypeVar("S", bound=msgspec.Struct)
 Port = Annotated[int, Meta(ge=0, le=65535)]
 # Seconds, at most a year: "inf" is a float too, and a wait that never ends.
-Positive = Annotated[float, Meta(gt=0, le=365 * 24 * 3600)]
+YEAR_S = 365 * 24 * 3600
+Positive = Annotated[float, Meta(gt=0, le=YEAR_S)]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 # How long what has settled (a window, a confirmation, an ask, a run's claim, a cover) is
 # kept, unless told.

@@ -9,6 +9,7 @@ import msgspec
 from msgspec import Meta
 
 from libs.runtime.settings import (
+    YEAR_S,
     BadSetting,
     LogLevel,
     Port,
@@ -65,7 +66,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     rate_limit: Annotated[int, Meta(ge=0)] = 1200
     streams_per_caller: Annotated[int, Meta(ge=1)] = 32
     request_timeout: Positive = 5.0
-    late_timeout: Annotated[float, Meta(ge=0, le=365 * 24 * 3600)] = 60.0
+    late_timeout: Annotated[float, Meta(ge=0, le=YEAR_S)] = 60.0
     public_url: str = ""
     reuse_port: bool = False
     log_level: LogLevel = "INFO"

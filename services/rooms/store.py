@@ -149,9 +149,10 @@ class RoomStore:
 
     async def append(
         self, org: str, message: Message, *, msg_id: str | None = None
-    ) -> Message | None:
-        """Store `message`; it comes back with its seq. A repeated `msg_id` stores nothing
-        and answers the message stored under it first, or None if that is another room's."""
+    ) -> tuple[Message | None, bool]:
+        """Store `message`; it comes back with its seq, and True. A repeated `msg_id` stores
+        nothing and answers the message stored under it first (or None if that is another
+        room's), and False."""
         headers = {"Nats-Msg-Id": msg_id} if msg_id else None
         subject = (
             _private(org, message.room, message.to)
@@ -160,8 +161,8 @@ class RoomStore:
         )
         ack = await self._js.publish(subject, codec.encode(message), headers=headers)
         if ack.duplicate:
-            return await self.message(org, message.room, ack.seq, reader=message.to)
-        return msgspec.structs.replace(message, seq=ack.seq)
+            return await self.message(org, message.room, ack.seq, reader=message.to), False
+        return msgspec.structs.replace(message, seq=ack.seq), True
 
     async def announce(self, message: Message, live: str, event: MessageStored) -> None:
         """A stored message, heard live on `live`, and its event for the services that

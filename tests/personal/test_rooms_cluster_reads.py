@@ -49,7 +49,7 @@ async def test_a_message_read_as_soon_as_it_is_stored_is_found(two_nodes):
             author_kind="human",
             text=f"hello {i}",
         )
-        stored = await asked_again(store.append, "acme", said)
+        stored, _ = await asked_again(store.append, "acme", said)
         assert stored is not None
         if await asked_again(elsewhere.message, "acme", room.id, stored.seq) != stored:
             missed.append(("message", i))

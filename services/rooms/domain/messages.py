@@ -45,6 +45,7 @@ def authored(
     question: Question | None = None,
     answers: int | None = None,
     choice: Choice | None = None,
+    automatic: bool = False,
 ) -> Message:
     author = caller(p)
     if not is_member(room, author.id):
@@ -64,6 +65,7 @@ def authored(
         question=question,
         answers=answers,
         choice=choice,
+        automatic=automatic,
     )
 
 

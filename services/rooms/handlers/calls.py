@@ -6,8 +6,6 @@ import asyncio
 import logging
 from urllib.parse import parse_qsl
 
-import msgspec
-
 from libs.contracts import agents, ladder, rooms
 from libs.contracts.base import key_token
 from libs.contracts.principal import Principal
@@ -41,12 +39,10 @@ class Calls(Lines):
             return rooms.Answered(room=room.id, seq=stored.seq, twiml=twiml)
         agent = members.personal_agent_id(line.person)
         as_agent = Principal(org=room.org, sub=line.person, act=agent)
-        reply = msgspec.structs.replace(
-            messages.authored(
-                room, as_agent, said, self._clock(), to=f"voice:{caller}", reply_to=stored.seq
-            ),
+        reply = messages.authored(
+            room, as_agent, said, self._clock(), to=f"voice:{caller}", reply_to=stored.seq,
             automatic=True,  # said with no one asked
-        )
+        )  # fmt: skip
         # Said with no one asked: recorded first, once however often the carrier rings it.
         async with self._trail.change(
             room.org,

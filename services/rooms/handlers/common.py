@@ -61,10 +61,10 @@ class Rooms:
         line = await self._line_out(room) if leaves(room, message) else None
         if line is not None:
             rooms.check_line(room.transport, message.text)
-        stored = await self._store.append(room.org, message, msg_id=msg_id)
+        stored, fresh = await self._store.append(room.org, message, msg_id=msg_id)
         if stored is None or not messages.same(stored, message):
             raise KeyReused()
-        return await self._carried(room, stored, line, first_contact=first_contact)
+        return await self._carried(room, stored, line, first_contact=first_contact, again=not fresh)
 
     async def _carried(
         self,
@@ -73,9 +73,10 @@ class Rooms:
         line: StoredLine | None,
         *,
         first_contact: bool = False,
+        again: bool,
     ) -> rooms.Message:
-        """A stored message streamed, announced and sent out by `line`, if any: again, for
-        one whose storing was all that was done of it before."""
+        """A stored message streamed, announced and sent out by `line`, if any; `again` for
+        one stored before, which may have gone further then."""
         # What leaves was refused above if they opted out; what arrives may be a STOP.
         opted_out = (
             line is None and room.transport in _OPTING and await self._store.opted_out(room.id)
@@ -86,7 +87,7 @@ class Rooms:
             messages.stored(room, stored, first_contact=first_contact, opted_out=opted_out),
         )
         if line is not None:
-            delivery = await self._send_out(room, stored, line)
+            delivery = await self._send_out(room, stored, line, again=again)
             return msgspec.structs.replace(stored, delivery=delivery)
         return stored
 
@@ -132,12 +133,12 @@ class Rooms:
         return line
 
     async def _send_out(
-        self, room: rooms.Room, message: rooms.Message, line: StoredLine
+        self, room: rooms.Room, message: rooms.Message, line: StoredLine, *, again: bool
     ) -> rooms.Delivery:
-        """Handed to the carrier, and its delivery kept to be followed; one handed over
-        before is not handed over again."""
+        """Handed to the carrier, and its delivery kept to be followed; one stored before
+        (`again`) and handed over then is not handed over again."""
         assert room.transport is not None and room.correspondent is not None
-        if (handed := await self._store.delivery(room.id, message.seq)) is not None:
+        if again and (handed := await self._store.delivery(room.id, message.seq)) is not None:
             return handed
         carrier = await self._transport.send(
             Outbound(

@@ -107,7 +107,7 @@ class Drafts(Rooms):
             raise Refused(
                 "draft-closed", 409, f"draft {draft.id} was sent, as message {stored.seq}"
             )
-        return await self._carried(room, stored, line)
+        return await self._carried(room, stored, line, again=True)
 
     async def discard_draft(self, req: rooms.DraftRef, p: Principal) -> rooms.Draft:
         room = await self._room(req.id, p)

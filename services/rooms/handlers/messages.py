@@ -129,8 +129,13 @@ class Messages(Rooms):
             to = asked.author if members.is_member(room, asked.author) else None
         match req.kind:
             case "message":
-                message = msgspec.structs.replace(
-                    messages.authored(room, as_agent, req.text, now, to=to, reply_to=req.reply_to),
+                message = messages.authored(
+                    room,
+                    as_agent,
+                    req.text,
+                    now,
+                    to=to,
+                    reply_to=req.reply_to,
                     automatic=req.unattended,
                 )
             case "own":  # the person's own words, to whoever they answer but themselves
