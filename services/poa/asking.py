@@ -19,7 +19,7 @@ from libs.contracts.problem import Refused
 from libs.runtime import pages
 from libs.runtime.calls import call
 from libs.runtime.service import request_key
-from services.poa.domain import approvals, ledger
+from services.poa.domain import approvals, ledger, open_asks
 from services.poa.store import AskStore, GrantStore, LedgerStore
 
 __all__ = ["ASK_EXPIRY", "Asking"]
@@ -56,7 +56,10 @@ class Asking:
         """Stored, asked in the person's room, its expiry timed: each step safe to repeat,
         so an agent sending the act again finishes whatever a failure left undone."""
         ask = approvals.opened(record, decision, envelope, agent, self._clock())
-        ask = await self._asks.create(
+        found = await self._asks.get(ask.org, ask.person, ask.id)
+        if found is None:
+            await self._hold(ask)
+        ask = found or await self._asks.create(
             ask,
             record=lambda _, a: self._trail.change(
                 a.org,
@@ -67,6 +70,7 @@ class Asking:
             ),
         )
         if ask.state != "open":
+            await self._let_go(ask)
             return ask
         if ask.question_seq is None:
             question = rooms.AskPerson(
@@ -235,6 +239,7 @@ class Asking:
         assert changed is not None
         before, after = changed
         if before.state == "open" and after.state != "open":
+            await self._let_go(after)
             await self._js.publish(
                 poa.ASK_ANSWERED.name,
                 codec.encode(after),
@@ -242,6 +247,35 @@ class Asking:
             )
             await self._nudge(after)
         return after
+
+    async def _hold(self, ask: poa.AskRecord) -> None:
+        """A place among the person's open asks; when they are full, the places of asks
+        no longer open are taken back first."""
+        now = self._clock()
+        try:
+            await self._asks.change_places(
+                ask.org, ask.person, lambda places: open_asks.held(places, ask, now)
+            )
+            return
+        except Refused as exc:
+            if exc.problem.rule != open_asks.FULL:
+                raise
+        places = await self._asks.places(ask.org, ask.person)
+        spent = {
+            p.ask
+            for p in places
+            if open_asks.spent(p, await self._asks.get(ask.org, ask.person, p.ask), now)
+        }
+        await self._asks.change_places(
+            ask.org,
+            ask.person,
+            lambda places: open_asks.held(tuple(p for p in places if p.ask not in spent), ask, now),
+        )
+
+    async def _let_go(self, ask: poa.AskRecord) -> None:
+        await self._asks.change_places(
+            ask.org, ask.person, lambda places: open_asks.let_go(places, ask.id)
+        )
 
     async def _nudge(self, ask: poa.AskRecord) -> None:
         await self._nc.publish(pending.changed(ME, ask.org, key_token(ask.person)), b"")

@@ -4,7 +4,8 @@ decisions of keyed acts a ledger let go, for as long as their key may be sent ag
 
 Keys are `<org>.<owner>.<grant id>[.<month>]` and `<org>.<person>.<ask id>`, so every read
 names the person: a lookup without the owner cannot even be written. An ask's question is
-found again from its room's answer by `_question.<room>.<seq>`, which holds the ask's key.
+found again from its room's answer by `_question.<room>.<seq>`, which holds the ask's key,
+and a person's open asks hold their places under `_open.<org>.<person>`.
 An ask answered or expired, and its question's key, are kept a week by default
 (`TETHER_SETTLED_KEPT`), to be read back by the agent that asked and to answer its act
 sent again, then the server removes them: kept forever, every ask a person was ever put
@@ -28,6 +29,7 @@ from libs.runtime.kv import Conflict, Read, Record, open_bucket, settle, swap, w
 from libs.runtime.leader import exact_reads, seen
 from libs.runtime.settings import SETTLED_KEPT
 from services.poa.domain.ledger import Keyed, RootLedger
+from services.poa.domain.open_asks import Place
 
 __all__ = ["AskStore", "GrantStore", "LedgerStore", "open_stores"]
 
@@ -36,6 +38,7 @@ _ledger = codec.decoder(RootLedger)
 _ask = codec.decoder(AskRecord)
 _where = msgspec.json.Decoder(tuple[str, str, str]).decode
 _keyed = codec.decoder(Keyed | Decision)
+_places = codec.decoder(tuple[Place, ...])
 # An Idempotency-Key runs once for 24 h (the gateway's promise), an hour's margin on.
 ACTS_KEPT_S = 25 * 3600
 
@@ -207,6 +210,25 @@ class AskStore:
         entries = await self._exact(self._kv, _key(org, person, "*"))
         return [_ask.decode(e.value) for e in entries]
 
+    async def places(self, org: str, person: str) -> tuple[Place, ...]:
+        found = await self._exact(self._kv, _open_key(org, person))
+        return _places.decode(found[0].value) if found and found[0].value else ()
+
+    async def change_places(
+        self,
+        org: str,
+        person: str,
+        change: Callable[[tuple[Place, ...]], tuple[Place, ...]],
+    ) -> None:
+        await swap(
+            self._kv,
+            _open_key(org, person),
+            change,
+            decode=_places.decode,
+            default=(),
+            read=self._exact,
+        )
+
     async def put_question(self, ask: AskRecord, room: str, seq: int) -> None:
         where = msgspec.json.encode([ask.org, ask.person, ask.id])
         await self._kv.put(f"_question.{room}.{seq}", where)
@@ -219,3 +241,7 @@ class AskStore:
 
 def _key(org: str, owner: str, *rest: str) -> str:
     return ".".join((org, key_token(owner), *rest))
+
+
+def _open_key(org: str, person: str) -> str:
+    return f"_open.{_key(org, person)}"

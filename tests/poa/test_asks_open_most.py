@@ -1,0 +1,107 @@
+"""A person has at most 16 asks open. Each is a question in their room, a timer and an
+envelope of up to 64 KiB kept until they answer; before, an agent sending act after act
+that asks put a question to its person for every one, without end. Through the gateway, on
+the running poa, rooms and scheduler services."""
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from libs.contracts import codec, poa, rooms
+from libs.contracts.base import key_token
+from services.poa.domain.open_asks import OPEN_MOST, Place
+from tests.poa.conftest import purchase, root_grant, valid_now
+from tests.support import bearer, token
+
+AGENT = "urn:example:agent:a_456"
+
+
+@pytest.fixture
+def poa_clock():
+    return lambda: datetime.now(UTC)
+
+
+@pytest.fixture
+async def api(client_for, gateway_settings, poa_service):
+    return await client_for(gateway_settings, services=(poa.CONTRACT, rooms.CONTRACT))
+
+
+@pytest.fixture
+async def ada(api, org):
+    user = f"{org}/ada"
+    people = {
+        "user": user,
+        "me": bearer(token(org=org, user=user)),
+        "agent": bearer(token(org=org, user=user, act=AGENT)),
+    }
+    issued = await api.post(
+        "/v1/poa/grants", json={"grant": valid_now(root_grant(user))}, headers=people["me"]
+    )
+    assert issued.status == 201, await issued.text()
+    return people
+
+
+async def _act(api, ada, amount: int):
+    """An act over the grant's per-act limit of 100: it asks."""
+    return await api.post(
+        "/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase(amount)}, headers=ada["agent"]
+    )
+
+
+async def _questions(api, ada, room: str) -> list[dict]:
+    page = await api.get(f"/v1/rooms/{room}/messages?limit=200", headers=ada["me"])
+    return [m for m in (await page.json())["messages"] if m.get("question")]
+
+
+async def test_the_seventeenth_ask_is_refused_until_the_person_answers_one(api, ada):
+    asks = []
+    for amount in range(101, 101 + OPEN_MOST):
+        response = await _act(api, ada, amount)
+        assert response.status == 202, await response.text()
+        asks.append((await response.json())["ask"])
+    refused = await _act(api, ada, 500)
+    body = await refused.json()
+    assert (refused.status, body["type"]) == (409, "urn:tether:problem:asks-full")
+    assert f"{ada['user']} has {OPEN_MOST} asks open" in body["detail"]
+
+    # The same act sent again is answered with its own ask, full or not.
+    again = await _act(api, ada, 101)
+    assert (again.status, (await again.json())["ask"]) == (202, asks[0])
+    first = await (await api.get(f"/v1/poa/asks/{asks[0]}", headers=ada["me"])).json()
+    assert len(await _questions(api, ada, first["room"])) == OPEN_MOST
+
+    answered = await api.post(
+        f"/v1/poa/asks/{asks[3]}/answer", json={"answer": "decline"}, headers=ada["me"]
+    )
+    assert answered.status == 200, await answered.text()
+    taken = await _act(api, ada, 500)
+    assert taken.status == 202, await taken.text()
+    assert len(await _questions(api, ada, first["room"])) == OPEN_MOST + 1
+    assert (await _act(api, ada, 501)).status == 409
+
+
+async def test_acts_at_once_take_the_last_places_once(api, ada):
+    responses = await asyncio.gather(*(_act(api, ada, 101 + n) for n in range(OPEN_MOST + 6)))
+    statuses = sorted(r.status for r in responses)
+    assert statuses == [202] * OPEN_MOST + [409] * 6
+    listed = await (await api.get("/v1/poa/asks", headers=ada["me"])).json()
+    assert len(listed["asks"]) == OPEN_MOST
+
+
+async def test_a_place_a_dying_replica_left_is_taken_back(api, ada, org, operator):
+    """Places held for asks never stored, as a replica that died between holding a place
+    and storing its ask leaves them: the next act takes one back once it is a minute old,
+    never sooner."""
+    kv = await operator.jetstream().key_value("poa-asks")
+    key = f"_open.{org}.{key_token(ada['user'])}"
+    now = datetime.now(UTC)
+    lost = [Place(f"ask_lost{n}", now - timedelta(minutes=2)) for n in range(OPEN_MOST)]
+    await kv.put(key, codec.encode(lost))
+    taken = await _act(api, ada, 101)
+    assert taken.status == 202, await taken.text()
+
+    fresh = [Place(f"ask_new{n}", now) for n in range(OPEN_MOST)]
+    await kv.put(key, codec.encode(fresh))
+    refused = await _act(api, ada, 102)
+    assert refused.status == 409, await refused.text()
