@@ -17,21 +17,26 @@ from libs.contracts.registry import Event, Subject, request_subject, service_con
 __all__ = [
     "ACTION_READY",
     "CADENCE",
+    "CADENCES",
     "CONTRACT",
     "HANDOFF_ACCEPTED",
     "HANDOFF_DECLINED",
     "HANDOFF_REQUESTED",
     "MESSAGE",
     "PACKETS",
+    "STOP_CADENCE",
     "TRIAGE_OPENED",
     "ActionReady",
+    "CadenceList",
     "CadenceStarted",
+    "CadenceStopped",
     "GetKnows",
     "HandoffDecided",
     "HandoffRequest",
     "Heard",
     "KnownFact",
     "Knows",
+    "ListCadences",
     "ListPackets",
     "MemoryAnswer",
     "MemoryRead",
@@ -41,6 +46,7 @@ __all__ = [
     "RunReport",
     "StartCadence",
     "StartRun",
+    "StopCadence",
     "ToChonk",
     "Triage",
 ]
@@ -88,10 +94,34 @@ class StartCadence(Contract):
 
 
 class CadenceStarted(Contract):
+    """A cadence that runs, since `since`: its run comes round next at `next_at`."""
+
     cadence: str
     run: str
+    since: datetime
     next_at: datetime
     timer: str
+
+
+class ListCadences(Contract):
+    """The cadences of the caller's org that run."""
+
+
+class CadenceList(Contract):
+    cadences: list[CadenceStarted]
+
+
+class StopCadence(Contract):
+    """Stop cadence `cadence` of the caller's org: its run comes round no more."""
+
+    cadence: Name
+
+
+class CadenceStopped(Contract):
+    """`was_running`: false when it had not been started, or was stopped already."""
+
+    cadence: str
+    was_running: bool
 
 
 class ToChonk(Contract):
@@ -192,6 +222,8 @@ def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:
 
 START = _subject("start", StartRun, RunReport, "run a Chonk on a simulation tenant (admin)")
 CADENCE = _subject("cadence", StartCadence, CadenceStarted, "start a tenant's cadence (admin)")
+CADENCES = _subject("cadences", ListCadences, CadenceList, "my org's cadences that run (admin)")
+STOP_CADENCE = _subject("stop_cadence", StopCadence, CadenceStopped, "stop a cadence (admin)")
 PACKETS = _subject("packets", ListPackets, PacketList, "the HUMAN_ONLY packets I decide")
 MESSAGE = _subject("message", ToChonk, Heard, "write to one of my org's Chonks")
 HandoffReason = Literal[
@@ -269,7 +301,7 @@ ANSWER = _subject("answer", MemoryAnswer, KnownFact, "redact a fact about me, or
 
 CONTRACT = service_contract(
     "chonk",
-    [START, CADENCE, REPORT, KNOWS, ANSWER, PACKETS, MESSAGE],
+    [START, CADENCE, CADENCES, STOP_CADENCE, REPORT, KNOWS, ANSWER, PACKETS, MESSAGE],
     events=(HANDOFF_REQUESTED, HANDOFF_ACCEPTED, HANDOFF_DECLINED, TRIAGE_OPENED, ACTION_READY),
     buckets=("chonk-runs", "chonk-memory"),
     shared_streams=("EVENTS", "TIMERS", "DEAD"),

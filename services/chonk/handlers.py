@@ -6,6 +6,7 @@ them are `remembering.py`'s, what a run carries out `carrying.py`'s and a call-o
 
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
@@ -86,37 +87,79 @@ class Handlers(Covering, Remembering):
         return await self._run(p, data, spec, run_id=spec["run"]["id"], trigger="objective")
 
     async def cadence(self, req: chonk.StartCadence, p: Principal) -> chonk.CadenceStarted:
-        """A cadence started: its first time timed; each fire runs it and times the next."""
+        """A cadence started, recorded first; one that runs already is answered as it
+        runs. Its next time is timed either way: a start whose replica died before it
+        timed it is made whole by the same start asked again."""
         data = _tenant_for(req.tenant, p, "starts a cadence")
-        found = data.get("cadences", {}).get(req.cadence)
-        if found is None:
-            raise Refused("cadence-not-found", 404, f"{req.tenant} has no cadence {req.cadence}")
-        cadence = msgspec.convert(found, cadences.Cadence)
-        async with self._trail.change(
-            p.org, actor=p, action="chonk.cadence.start", target=req.cadence,
-            data={"run": cadence.run},
-        ):  # fmt: skip
-            timer = await self._cadence_timer(p.org, req.cadence, cadence, self._clock())
-        return chonk.CadenceStarted(
-            cadence=req.cadence, run=cadence.run, next_at=timer.due_at, timer=timer.key
-        )
+        cadence = _cadence(data, req.tenant, req.cadence)
+        now = self._clock()
 
-    async def _cadence_timer(
-        self, org: str, name: str, cadence: cadences.Cadence, after: datetime
-    ) -> scheduler.Schedule:
-        due = cadences.next_at(cadence, after)
-        timer = scheduler.Schedule(
+        def record(_: object, __: object) -> AbstractAsyncContextManager[object]:
+            return self._trail.change(
+                p.org, actor=p, action="chonk.cadence.start", target=req.cadence,
+                data={"run": cadence.run},
+            )  # fmt: skip
+
+        _, since = await self._store.change_cadence(
+            p.org, req.cadence, lambda running: running or now, record=record
+        )
+        assert since is not None
+        timer = await self._cadence_timer(p.org, req.cadence, cadence, now)
+        return _running(req.cadence, cadence, since, timer)
+
+    async def list_cadences(self, _: chonk.ListCadences, p: Principal) -> chonk.CadenceList:
+        data = _tenant_for(p.org, p, "reads its cadences")
+        now = self._clock()
+        running = await self._store.cadences(p.org)
+        listed = []
+        for name, since in sorted(running.items()):
+            cadence = _cadence(data, p.org, name)
+            timer = self._timer_of(p.org, name, cadences.next_at(cadence, now))
+            listed.append(_running(name, cadence, since, timer))
+        return chonk.CadenceList(cadences=listed)
+
+    async def stop_cadence(self, req: chonk.StopCadence, p: Principal) -> chonk.CadenceStopped:
+        """Stopped, recorded first: a time that comes round after runs nothing. Its next
+        timer is cancelled too, so the scheduler holds nothing for it."""
+        data = _tenant_for(p.org, p, "stops a cadence")
+        cadence = _cadence(data, p.org, req.cadence)
+
+        def record(since: object, _: object) -> AbstractAsyncContextManager[object]:
+            return self._trail.change(
+                p.org, actor=p, action="chonk.cadence.stop", target=req.cadence,
+                data={"run": cadence.run, "since": str(since)},
+            )  # fmt: skip
+
+        before, _ = await self._store.change_cadence(
+            p.org, req.cadence, lambda _: None, record=record
+        )
+        if before is not None:
+            due = cadences.next_at(cadence, self._clock())
+            timer = scheduler.Cancel(key=self._timer_of(p.org, req.cadence, due).key)
+            await call(self._nc, scheduler.CANCEL, timer, caller=CONTRACT.name)
+        return chonk.CadenceStopped(cadence=req.cadence, was_running=before is not None)
+
+    def _timer_of(self, org: str, name: str, due: datetime) -> scheduler.Schedule:
+        return scheduler.Schedule(
             key=f"cadence.{org}.{name}.{due:%Y%m%dT%H%M}",
             due_at=due,
             target=CADENCE,
             payload=_CadenceDue(org=org, cadence=name),
         )
+
+    async def _cadence_timer(
+        self, org: str, name: str, cadence: cadences.Cadence, after: datetime
+    ) -> scheduler.Schedule:
+        timer = self._timer_of(org, name, cadences.next_at(cadence, after))
         await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
         return timer
 
     async def cadence_due(self, fired: scheduler.Fired) -> None:
-        """A cadence came round: its run, once for this time, then the next time timed."""
+        """A cadence came round: its run, once for this time, then the next time timed.
+        One stopped runs nothing and times nothing."""
         due = msgspec.convert(fired.payload, _CadenceDue)
+        if due.cadence not in await self._store.cadences(due.org):
+            return
         data = tenant(due.org)
         cadence = msgspec.convert(data["cadences"][due.cadence], cadences.Cadence)
         spec = data["runs"][cadence.run]
@@ -485,6 +528,8 @@ class Handlers(Covering, Remembering):
         return {
             chonk.START: self.start,
             chonk.CADENCE: self.cadence,
+            chonk.CADENCES: self.list_cadences,
+            chonk.STOP_CADENCE: self.stop_cadence,
             chonk.REPORT: self.report,
             chonk.KNOWS: self.knows,
             chonk.ANSWER: self.answer,
@@ -498,6 +543,21 @@ class _CadenceDue(msgspec.Struct, frozen=True):
 
     org: str
     cadence: str
+
+
+def _cadence(data: dict[str, Any], tenant: str, name: str) -> cadences.Cadence:
+    found = data.get("cadences", {}).get(name)
+    if found is None:
+        raise Refused("cadence-not-found", 404, f"{tenant} has no cadence {name}")
+    return msgspec.convert(found, cadences.Cadence)
+
+
+def _running(
+    name: str, cadence: cadences.Cadence, since: datetime, timer: scheduler.Schedule
+) -> chonk.CadenceStarted:
+    return chonk.CadenceStarted(
+        cadence=name, run=cadence.run, since=since, next_at=timer.due_at, timer=timer.key
+    )
 
 
 def _tenant_for(name: str, p: Principal, what: str) -> dict[str, Any]:

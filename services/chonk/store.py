@@ -12,6 +12,7 @@
                    offered.<room>.<seq>                 a cover question: which shift, to whom
                    outside.<org>.<chonk>                when it proposed outside its allowlist
                    modes.<org>.<chonk>                  its function modes (RC-MGR-01's PROPOSE)
+                   cadence.<org>.<cadence>              a cadence that runs: since when
     chonk-memory   facts.<org>.<person>.<fact id>      a fact about a person
                    reads.<org>.<person>                 who read that person's facts, for what:
                                                         the latest 200 reads
@@ -23,10 +24,10 @@ rolls up the ones before it: what a person redacted is in no revision of the buc
 
 What has settled is kept for a while (`TETHER_SETTLED_KEPT`, a week by default) and then
 removed by the server: a run's claim once its report is stored, a cover once it is
-closed, and a handoff's acceptance. A released claim or an answered proposal leaves only
-a marker that is removed within the hour. Reports, declines (two Chonks disagreeing twice
-names no period), packets (nothing closes one yet), chases and the questions they asked
-stay.
+closed, and a handoff's acceptance. A released claim, an answered proposal or a stopped
+cadence leaves only a marker that is removed within the hour. Reports, declines (two
+Chonks disagreeing twice names no period), packets (nothing closes one yet), chases and
+the questions they asked stay.
 
 Every read has every acknowledged write in it (through the stream's leader on a replicated
 bucket, `libs.runtime.leader`), and so does the entry each compare-and-set starts from: an
@@ -142,6 +143,7 @@ _reads = msgspec.json.Decoder(list[MemoryRead])
 _READS_SHOWN = 200  # a knows page's worth; the audit trail keeps every read
 # A marker tells a replica behind the leader that its key is gone; past an hour it has caught up.
 _MARKER_KEPT = timedelta(hours=1)
+_since = codec.decoder(datetime | None)
 
 
 class ChonkStore:
@@ -219,6 +221,33 @@ class ChonkStore:
     async def declines(self, tenant: str) -> list[HandoffRequest]:
         entries = await self._in_runs(self._runs, f"declined.{tenant}.*")
         return [_handoff.decode(e.value) for e in entries]
+
+    async def change_cadence(
+        self,
+        org: str,
+        name: str,
+        change: Callable[[datetime | None], datetime | None],
+        *,
+        record: Record,
+    ) -> tuple[datetime | None, datetime | None]:
+        """Since when the cadence runs (None: it does not), before and after `change`. A
+        stopped one leaves a marker for the hour."""
+        return await swap(
+            self._runs,
+            f"cadence.{org}.{name}",
+            change,
+            decode=lambda raw: _since.decode(raw or b"null"),
+            default=None,
+            kept=lambda since: _MARKER_KEPT if since is None else None,
+            record=record,
+            read=self._in_runs,
+        )
+
+    async def cadences(self, org: str) -> dict[str, datetime]:
+        """The org's cadences that run, and since when."""
+        found = await self._in_runs(self._runs, f"cadence.{org}.*")
+        since = {e.key.rsplit(".", 1)[-1]: _since.decode(e.value or b"null") for e in found}
+        return {name: at for name, at in since.items() if at is not None}
 
     async def put_proposal(self, room: str, seq: int, proposal: Proposal) -> None:
         """Held once. A run made again asks its question again under the same key, and the

@@ -242,6 +242,13 @@ ROUTES: tuple[Route, ...] = (
         "Start a tenant's cadence: its run each time it comes round (admin)",
         status=201,
     ),
+    Route("GET", "/v1/chonk/cadences", chonk.CADENCES, "My org's cadences that run (admin)"),
+    Route(
+        "DELETE",
+        "/v1/chonk/cadences/{cadence}",
+        chonk.STOP_CADENCE,
+        "Stop a cadence: its run comes round no more (admin)",
+    ),
     Route("GET", "/v1/chonk/runs/{id}", chonk.REPORT, "A run's receipt and actions (admin)"),
     Route("GET", "/v1/chonk/packets", chonk.PACKETS, "The HUMAN_ONLY packets I decide"),
     Route("POST", "/v1/chonk/messages", chonk.MESSAGE, "Write to one of my org's Chonks"),

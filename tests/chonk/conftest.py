@@ -32,9 +32,21 @@ def owner_update(due: datetime) -> str:
     return f"run_owner_update_0907_{due:%Y%m%d}"
 
 
-async def deliver_cadence(operator, due: datetime) -> None:
+async def deliver_cadence(api, operator, due: datetime) -> None:
     """What the scheduler delivers when the owner update's time `due` comes round, once,
-    and until the chonk service has handled it."""
+    and until the chonk service has handled it. The cadence is started first (a stopped
+    one runs nothing)."""
+    started = await api.post(
+        "/v1/chonk/cadences",
+        json={"tenant": ORG, "cadence": "cad_owner_update"},
+        headers=person("priya", roles=("admin",)),
+    )
+    assert started.status == 201, await started.text()
+    await fire_cadence(operator, due)
+
+
+async def fire_cadence(operator, due: datetime) -> None:
+    """The scheduler's delivery alone, and until the chonk service has handled it."""
     fired = scheduler.Fired(
         owner="chonk", key=cadence_timer(due), target="cadence", due_at=due, fired_at=due,
         late_ms=0.0, payload={"org": ORG, "cadence": "cad_owner_update"},

@@ -17,6 +17,7 @@ from tests.chonk.conftest import (
     ORG,
     cadence_timer,
     deliver_cadence,
+    fire_cadence,
     owner_update,
     person,
     report_of,
@@ -81,7 +82,7 @@ async def test_a_run_whose_claimer_died_mid_run_is_run_by_a_later_delivery(api, 
     kv = await operator.jetstream().key_value("chonk-runs")
     lapsed = datetime.now(UTC) - RUN_LEASE - timedelta(seconds=1)
     await kv.put(f"claimed.{ORG}.{owner_update(due)}", lapsed.isoformat().encode())
-    await deliver_cadence(operator, due)
+    await deliver_cadence(api, operator, due)
     assert (await report_of(api, owner_update(due)))["trigger"] == "cadence"
 
 
@@ -91,7 +92,7 @@ async def test_a_reported_run_is_not_run_again_by_a_delivery_past_its_lease(api,
     over, and the run is not made twice. Its claim is kept a week (the default)."""
     due = datetime(2027, 3, 8, 15, tzinfo=UTC)
     run_id, js = owner_update(due), operator.jetstream()
-    await deliver_cadence(operator, due)
+    await deliver_cadence(api, operator, due)
     assert (await report_of(api, run_id))["trigger"] == "cadence"
     claim = await js.get_last_msg("KV_chonk-runs", f"$KV.chonk-runs.claimed.{ORG}.{run_id}")
     assert (claim.headers or {}).get("Nats-TTL") == "604800s"
@@ -99,7 +100,7 @@ async def test_a_reported_run_is_not_run_again_by_a_delivery_past_its_lease(api,
     kv = await js.key_value("chonk-runs")
     lapsed = datetime.now(UTC) - RUN_LEASE - timedelta(seconds=1)
     await kv.put(f"claimed.{ORG}.{run_id}", lapsed.isoformat().encode())
-    await deliver_cadence(operator, due)
+    await deliver_cadence(api, operator, due)
     runs = [x for x in await records(js, ORG) if x.action == "chonk.run" and x.target == run_id]
     assert len(runs) == 1
 
@@ -115,3 +116,43 @@ async def test_only_an_admin_starts_a_cadence_and_only_one_the_tenant_has(api):
 async def _pending(operator, key: str) -> dict | None:
     held = await _timer(operator, key)
     return held if held.get("state") == "pending" else None
+
+
+async def test_a_stopped_cadence_runs_nothing_when_its_time_comes_round(api, operator):
+    """Before, a cadence ran until its timer was cancelled, and nothing could cancel it."""
+    start = {"tenant": ORG, "cadence": "cad_owner_update"}
+    first = await (await api.post("/v1/chonk/cadences", json=start, headers=ROOT)).json()
+    again = await (await api.post("/v1/chonk/cadences", json=start, headers=ROOT)).json()
+    assert again == first  # started once: asked again, answered as it runs
+    listed = await (await api.get("/v1/chonk/cadences", headers=ROOT)).json()
+    assert listed == {"cadences": [first]}
+
+    stopped = await api.delete("/v1/chonk/cadences/cad_owner_update", headers=ROOT)
+    assert stopped.status == 200, await stopped.text()
+    assert await stopped.json() == {"cadence": "cad_owner_update", "was_running": True}
+    assert (await _timer(operator, first["timer"]))["state"] == "canceled"
+    assert await (await api.get("/v1/chonk/cadences", headers=ROOT)).json() == {"cadences": []}
+    js = operator.jetstream()
+    stops = [x for x in await records(js, ORG) if x.action == "chonk.cadence.stop"]
+    assert [(x.target, x.actor.sub) for x in stops][-1:] == [("cad_owner_update", f"{ORG}/priya")]
+
+    # A time that was already on its way when it stopped: handled, and nothing runs.
+    due = datetime(2027, 3, 15, 14, tzinfo=UTC)  # a Monday, 07:00 in Los Angeles
+    await fire_cadence(operator, due)
+    assert await report_of(api, owner_update(due)) is None
+    assert (await _timer(operator, cadence_timer(next_at(WEEKLY, due)))).get("state") is None
+    again = await api.delete("/v1/chonk/cadences/cad_owner_update", headers=ROOT)
+    assert await again.json() == {"cadence": "cad_owner_update", "was_running": False}
+
+    # Started again, it runs from then.
+    restarted = await (await api.post("/v1/chonk/cadences", json=start, headers=ROOT)).json()
+    assert restarted["since"] > first["since"]
+    assert (await _timer(operator, restarted["timer"]))["state"] == "pending"
+
+
+async def test_only_an_admin_reads_or_stops_cadences_and_only_the_tenant_s(api):
+    assert await problem(await api.get("/v1/chonk/cadences", headers=BEN)) == (403, "admin-only")
+    r = await api.delete("/v1/chonk/cadences/cad_owner_update", headers=BEN)
+    assert await problem(r) == (403, "admin-only")
+    r = await api.delete("/v1/chonk/cadences/cad_never", headers=ROOT)
+    assert await problem(r) == (404, "cadence-not-found")

@@ -20,7 +20,7 @@ def settled_kept() -> int:
 async def test_a_reported_runs_claim_is_removed_after_its_keep_and_its_report_stays(api, operator):
     due = datetime(2027, 3, 15, 14, tzinfo=UTC)  # a Monday, 07:00 in Los Angeles (summer time)
     run_id, js = owner_update(due), operator.jetstream()
-    await deliver_cadence(operator, due)
+    await deliver_cadence(api, operator, due)
     assert (await report_of(api, run_id))["trigger"] == "cadence"
     subject = f"$KV.chonk-runs.claimed.{ORG}.{run_id}"
     assert (await js.get_last_msg("KV_chonk-runs", subject)).headers.get("Nats-TTL") == "2s"

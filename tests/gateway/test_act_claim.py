@@ -26,7 +26,8 @@ def _with_act(act: object) -> dict[str, str]:
 
 def _path(route) -> str:
     values = {"id": "r-0123456789abcdef", "seq": "1", "draft": "d-0123456789abcdef-1",
-              "transport": "sms", "publisher": "acme", "layer": "user"}  # fmt: skip
+              "transport": "sms", "publisher": "acme", "layer": "user",
+              "cadence": "weekly"}  # fmt: skip
     return route.path.format(**values)
 
 

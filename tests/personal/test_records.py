@@ -72,6 +72,7 @@ RECORDED = {
     ("POST", "/v1/chonk/runs"): "chonk.run / chonk.memory.read / chonk.memory.write"
     " / chonk.handoff.request / chonk.packet.open / chonk.action.ready",
     ("POST", "/v1/chonk/cadences"): "chonk.cadence.start",
+    ("DELETE", "/v1/chonk/cadences/{cadence}"): "chonk.cadence.stop",
     ("POST", "/v1/chonk/messages"): "chonk.cover.start / chonk.handoff.request"
     " / chonk.proposal.approve / chonk.cover.escalate",
     ("POST", "/v1/chonk/memory/{id}"): "chonk.memory.redact",
