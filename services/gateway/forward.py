@@ -133,7 +133,22 @@ async def caller(route: Route, http: web.Request, *, key: str, limiter: RateLimi
             f"{', '.join(repeated)} came more than once",
             errors=tuple(repeated),
         )
+    if not route.has_body and not _no_content(await http.read()):
+        raise Refused(
+            "body-not-taken",
+            422,
+            f"{route.method} {route.path} takes no body: what it names is in the path"
+            + (f" or the query ({', '.join(route.query)})" if route.query else ""),
+        )
     return principal
+
+
+def _no_content(raw: bytes) -> bool:
+    """Nothing, or an empty JSON object (what some clients send with every request)."""
+    try:
+        return not raw.strip() or _decode(raw) == {}
+    except msgspec.DecodeError:
+        return False
 
 
 async def request_of(route: Route, http: web.Request) -> bytes:

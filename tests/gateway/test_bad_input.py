@@ -99,6 +99,24 @@ async def test_a_query_parameter_given_twice_is_refused_by_name(client, echo):
     assert echo.handled == []
 
 
+async def test_a_body_on_a_route_that_takes_none_is_refused(client, echo):
+    """A field sent where no body is read would be ignored, silently, as an unknown query
+    parameter would; before, it was."""
+    url = "/v1/echo/hi?delay_ms=1"
+    sent = await client.get(url, data=b'{"person": "acme/bob"}', headers=bearer() | JSON)
+    problem = await sent.json(content_type=None)
+    assert (sent.status, problem["type"]) == (422, "urn:tether:problem:body-not-taken")
+    assert (
+        problem["detail"] == "GET /v1/echo/{text} takes no body: what it names is in the path"
+        " or the query (delay_ms)"
+    )
+    assert (await client.get(url, data=b"x", headers=bearer())).status == 422
+    assert echo.handled == []
+    for nothing in (b"", b"  ", b"{}", b"{ }\n"):
+        assert (await client.get(url, data=nothing, headers=bearer() | JSON)).status == 200
+    assert len(echo.handled) == 4
+
+
 async def test_a_known_query_parameter_still_reaches_the_service(client, echo):
     response = await client.get("/v1/echo/hi?delay_ms=1", headers=bearer())
     assert response.status == 200
