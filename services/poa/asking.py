@@ -53,8 +53,10 @@ class Asking:
     async def put(
         self, record: poa.GrantRecord, decision: poa.Decision, envelope: dict[str, Any], agent: str
     ) -> poa.AskRecord:
-        """Stored, asked in the person's room, its expiry timed: each step safe to repeat,
-        so an agent sending the act again finishes whatever a failure left undone."""
+        """Stored, its expiry timed, asked in the person's room: each step safe to repeat,
+        so an agent sending the act again finishes whatever a failure left undone. Timed
+        before it is asked, so an ask whose question failed (the rooms away) still
+        expires, and its place is let go, if the agent never sends the act again."""
         ask = approvals.opened(record, decision, envelope, agent, self._clock())
         found = await self._asks.get(ask.org, ask.person, ask.id)
         if found is None:
@@ -72,6 +74,18 @@ class Asking:
         if ask.state != "open":
             await self._let_go(ask)
             return ask
+        timer = scheduler.Schedule(
+            key=f"ask.{ask.id}",
+            due_at=ask.expires_at,
+            target=ASK_EXPIRY,
+            payload=Expiry(ask.org, ask.person, ask.id),
+        )
+        try:
+            await call(self._nc, scheduler.SCHEDULE, timer, caller=ME)
+        except Refused as exc:
+            if exc.problem.type != "urn:tether:problem:due-in-past":
+                raise
+            return await self._settle(ask, lambda a: approvals.expired(a, self._clock()))
         if ask.question_seq is None:
             question = rooms.AskPerson(
                 org=ask.org,
@@ -87,18 +101,6 @@ class Asking:
             )
             assert changed is not None
             _, ask = changed
-        timer = scheduler.Schedule(
-            key=f"ask.{ask.id}",
-            due_at=ask.expires_at,
-            target=ASK_EXPIRY,
-            payload=Expiry(ask.org, ask.person, ask.id),
-        )
-        try:
-            await call(self._nc, scheduler.SCHEDULE, timer, caller=ME)
-        except Refused as exc:
-            if exc.problem.type != "urn:tether:problem:due-in-past":
-                raise
-            return await self._settle(ask, lambda a: approvals.expired(a, self._clock()))
         await self._nudge(ask)
         return ask
 
