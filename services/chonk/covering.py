@@ -95,10 +95,7 @@ class Covering(Carrying):
                 "unfit": {u.worker: u.reason for u in unfit},
             },
         ):  # fmt: skip
-            delivered = [await self._offer(out, c, scene) for c in offered]
-            delivered.append(await self._confirm(out, offered))
-            delivered.append(await self._check_in(out, missing))
-            if offered:
+            if offered:  # timed first: a call-out whose texts fail is escalated all the same
                 due = self._clock() + timedelta(minutes=scene.escalate_after_minutes)
                 timer = scheduler.Schedule(
                     key=f"cover.{p.org}.{shift.id}",
@@ -107,6 +104,9 @@ class Covering(Carrying):
                     payload=CoverDue(org=p.org, shift=shift.id),
                 )
                 await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
+            delivered = [await self._offer(out, c, scene) for c in offered]
+            delivered.append(await self._confirm(out, offered))
+            delivered.append(await self._check_in(out, missing))
         if not offered:  # no one may cover: the escalation cannot wait
             await self._escalate(out)
         return chonk.Heard(intent="call_out", shift=shift.id, delivered=delivered)
