@@ -62,10 +62,16 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
     except Exception:
         _log.exception("request failed", extra={"path": request.path})
         response = problem_response(Refused("internal", 500, "the gateway logged why").problem)
-    if response.status == 503 and not response.prepared:
-        # Transient (the bus, the store, a service away or electing a leader): ask again
-        # soon. A client's retry that honours the header waits no longer than it must.
-        response.headers.setdefault("Retry-After", _RETRY_AFTER_503)
+    if not response.prepared:
+        if response.status == 503:
+            # Transient (the bus, the store, a service away or electing a leader): ask
+            # again soon. A client's retry that honours the header waits no longer than
+            # it must.
+            response.headers.setdefault("Retry-After", _RETRY_AFTER_503)
+        # Each answer is one caller's (their rooms, lines, grants): kept by no cache, a
+        # browser's or a proxy's, and read as the type it says it is.
+        response.headers.setdefault("Cache-Control", "no-store")
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"
     child(HTTP_REQUESTS, request.method, name, response.status).inc()

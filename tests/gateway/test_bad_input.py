@@ -130,3 +130,13 @@ async def test_brackets_inside_strings_are_not_nesting(client, echo):
     response = await client.post("/v1/echo", json={"text": text}, headers=bearer())
     assert response.status == 201, await response.text()
     assert [s.text for s in echo.handled] == [text]
+
+
+async def test_no_answer_is_kept_by_a_cache_or_read_as_another_type(client, echo):
+    """Each answer is one caller's: before, a proxy or a browser was free to keep one."""
+    answered = await client.get("/v1/echo/hi", headers=bearer())
+    refused = await client.get("/v1/echo/hi?person=acme/bob", headers=bearer())
+    assert (answered.status, refused.status) == (200, 422)
+    for response in (answered, refused):
+        assert response.headers["Cache-Control"] == "no-store"
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
