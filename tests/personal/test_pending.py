@@ -11,6 +11,7 @@ import msgspec
 import pytest
 
 from services.gateway.app import NATS
+from services.poa.domain.open_asks import OPEN_MOST
 from tests.personal.conftest import (
     WHOLE,
     announce,
@@ -218,13 +219,13 @@ async def _pending_event(stream) -> list[dict]:
 
 
 async def large_asks(api, people) -> None:
-    """36 asks of ada's shopping agent, each holding an envelope of 60 KB (an envelope may
-    be 64 KiB): 2.2 MB, more than the bus carries in one answer."""
+    """16 asks of ada's shopping agent (the most open to a person), each holding an
+    envelope of 60 KB (an envelope may be 64 KiB): 960 KB, more than one page carries."""
     grant = valid_now(root_grant(people.ada_id))
     issued = await api.post("/v1/poa/grants", json={"grant": grant}, headers=people.ada)
     assert issued.status == 201, await issued.text()
     shopper = bearer(token(org=people.org, user=people.ada_id, act=SHOPPER))
-    for i in range(36):
+    for i in range(OPEN_MOST):
         envelope = purchase(140)
         envelope["invocation"]["arguments"]["note"] = f"{i:02}" * 30_000
         acted = await api.post(
@@ -240,7 +241,7 @@ async def test_a_delegate_cannot_make_what_waits_on_its_person_unreadable(api, p
     asks = await api.get("/v1/poa/asks", headers=people.ada)
     assert asks.status == 200, await asks.text()
     listed = await asks.json()
-    assert 0 < len(listed["asks"]) < 36 and listed["more"] is True
+    assert 0 < len(listed["asks"]) < OPEN_MOST and listed["more"] is True
     everything = await api.get("/v1/pending", headers=people.ada)
     assert everything.status == 200, await everything.text()
     waiting = await everything.json()
