@@ -129,6 +129,7 @@ class Asking:
             # replica died before the charge (charged already, nothing is written).
             if found.state == "allowed":
                 await self._charge(found, await self._chain(found))
+            await self._settled(found)
             return found
         ours = found.state == "open" and found.question_seq is not None
         if ours and found.room is not None and found.question_seq is not None:
@@ -168,7 +169,8 @@ class Asking:
         return after
 
     async def expired(self, fired: scheduler.Fired) -> None:
-        """Denied if still open; an approval whose charge a crash cut short is charged."""
+        """Denied if still open; an approval whose charge a crash cut short is charged. A
+        fire delivered again after its expiry was stored makes what follows it whole."""
         due = msgspec.convert(fired.payload, Expiry)
         found = await self._asks.get(due.org, due.person, due.id)
         if found is None:
@@ -177,6 +179,8 @@ class Asking:
             await self._settle(found, lambda a: approvals.expired(a, self._clock()))
         elif found.state == "allowed":
             await self._charge(found, await self._chain(found))
+        elif found.decision is not None and found.decision.rule_id == approvals.EXPIRED:
+            await self._settled(found)
 
     async def _chain(self, ask: poa.AskRecord) -> list[poa.GrantRecord]:
         """The ask's grant and its ancestors, root first, as stored now."""
@@ -215,10 +219,14 @@ class Asking:
         if where is None:
             return  # a question that is not an ask
         found = await self._asks.get(*where)
-        if found is None or found.state != "open":
+        if found is None:
             return
         approve = isinstance(choice, rooms.Pick) and choice.option == 0
-        await self.answered(found, "approve" if approve else "decline")
+        answer = "approve" if approve else "decline"
+        if found.state == "open":
+            await self.answered(found, answer)
+        elif approvals.answered_as(found, answer):  # this answer, delivered again
+            await self._settled(found)
 
     async def _settle(
         self, ask: poa.AskRecord, change: Callable[[poa.AskRecord], poa.AskRecord]
@@ -241,14 +249,22 @@ class Asking:
         assert changed is not None
         before, after = changed
         if before.state == "open" and after.state != "open":
-            await self._let_go(after)
-            await self._js.publish(
-                poa.ASK_ANSWERED.name,
-                codec.encode(after),
-                headers={"Nats-Msg-Id": f"answered-{after.id}"},
-            )
-            await self._nudge(after)
+            await self._settled(after)
         return after
+
+    async def _settled(self, ask: poa.AskRecord) -> None:
+        """What follows an ask's settling: its place let go, the event for its agent, the
+        nudge for its person. Done again when what settled it is asked again (a keyed
+        answer, the room's answer or the expiry delivered again), since a failure after the
+        settling (the bus in a failover) would otherwise lose them for good; the event is
+        taken once by its id within the stream's duplicate window."""
+        await self._let_go(ask)
+        await self._js.publish(
+            poa.ASK_ANSWERED.name,
+            codec.encode(ask),
+            headers={"Nats-Msg-Id": f"answered-{ask.id}"},
+        )
+        await self._nudge(ask)
 
     async def _hold(self, ask: poa.AskRecord) -> None:
         """A place among the person's open asks; when they are full, the places of asks

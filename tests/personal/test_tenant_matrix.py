@@ -177,6 +177,11 @@ class World:
         body = {"tenant": SIM, "run": "checkin_ana"}
         return await self.ok("POST", "/v1/chonk/runs", priya, body)
 
+    async def cadence(self) -> str:
+        priya = bearer(token(org=SIM, user=f"{SIM}/priya", roles=("admin",)))
+        body = {"tenant": SIM, "cadence": "cad_owner_update"}
+        return (await self.ok("POST", "/v1/chonk/cadences", priya, body))["cadence"]
+
 
 Make = Callable[[World], Awaitable[tuple[str, Any]]]
 
@@ -354,6 +359,10 @@ async def _run(w: World) -> tuple[str, Any]:
     return f"/v1/chonk/runs/{(await w.run())['id']}", None
 
 
+async def _cadence(w: World) -> tuple[str, Any]:
+    return f"/v1/chonk/cadences/{await w.cadence()}", None
+
+
 async def _fact(w: World) -> tuple[str, Any]:
     report = await w.run()
     return f"/v1/chonk/memory/{report['memory'][0]}", {"response": ""}
@@ -412,6 +421,10 @@ ROWS: dict[tuple[str, str], Row] = {
     # The Chonks' tenant: a run is its admins' to read; a fact about Ana, Ana's to answer.
     ("GET", "/v1/chonk/runs/{id}"): row(_run, 404, 404, 200, 404, 404, 404, owned_by="ana"),
     ("POST", "/v1/chonk/memory/{id}"): row(_fact, 200, 404, 404, 404, 403, 403, owned_by="ana"),
+    # A cadence is its tenant's, started and stopped by its admins alone.
+    ("DELETE", "/v1/chonk/cadences/{cadence}"): row(
+        _cadence, 403, 403, 200, 403, 403, 403, owned_by="ana"
+    ),
 }
 # Carriers' webhooks name a transport, not a person's resource: each proves itself by
 # the line's signature (tests/personal/test_hip0524_09_personal_line.py), with no token.
