@@ -114,7 +114,7 @@ class Handlers(Covering, Remembering):
         listed = []
         for name, since in sorted(running.items()):
             cadence = _cadence(data, p.org, name)
-            timer = self._timer_of(p.org, name, cadences.next_at(cadence, now))
+            timer = _timer_of(p.org, name, cadences.next_at(cadence, now))
             listed.append(_running(name, cadence, since, timer))
         return chonk.CadenceList(cadences=listed)
 
@@ -124,10 +124,10 @@ class Handlers(Covering, Remembering):
         data = _tenant_for(p.org, p, "stops a cadence")
         cadence = _cadence(data, p.org, req.cadence)
 
-        def record(since: object, _: object) -> AbstractAsyncContextManager[object]:
+        def record(since: datetime, _: None) -> AbstractAsyncContextManager[object]:
             return self._trail.change(
                 p.org, actor=p, action="chonk.cadence.stop", target=req.cadence,
-                data={"run": cadence.run, "since": str(since)},
+                data={"run": cadence.run, "since": since.isoformat()},
             )  # fmt: skip
 
         before, _ = await self._store.change_cadence(
@@ -135,22 +135,14 @@ class Handlers(Covering, Remembering):
         )
         if before is not None:
             due = cadences.next_at(cadence, self._clock())
-            timer = scheduler.Cancel(key=self._timer_of(p.org, req.cadence, due).key)
+            timer = scheduler.Cancel(key=_timer_of(p.org, req.cadence, due).key)
             await call(self._nc, scheduler.CANCEL, timer, caller=CONTRACT.name)
         return chonk.CadenceStopped(cadence=req.cadence, was_running=before is not None)
-
-    def _timer_of(self, org: str, name: str, due: datetime) -> scheduler.Schedule:
-        return scheduler.Schedule(
-            key=f"cadence.{org}.{name}.{due:%Y%m%dT%H%M}",
-            due_at=due,
-            target=CADENCE,
-            payload=_CadenceDue(org=org, cadence=name),
-        )
 
     async def _cadence_timer(
         self, org: str, name: str, cadence: cadences.Cadence, after: datetime
     ) -> scheduler.Schedule:
-        timer = self._timer_of(org, name, cadences.next_at(cadence, after))
+        timer = _timer_of(org, name, cadences.next_at(cadence, after))
         await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
         return timer
 
@@ -543,6 +535,15 @@ class _CadenceDue(msgspec.Struct, frozen=True):
 
     org: str
     cadence: str
+
+
+def _timer_of(org: str, name: str, due: datetime) -> scheduler.Schedule:
+    return scheduler.Schedule(
+        key=f"cadence.{org}.{name}.{due:%Y%m%dT%H%M}",
+        due_at=due,
+        target=CADENCE,
+        payload=_CadenceDue(org=org, cadence=name),
+    )
 
 
 def _cadence(data: dict[str, Any], tenant: str, name: str) -> cadences.Cadence:
