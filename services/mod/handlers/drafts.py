@@ -57,7 +57,7 @@ class Drafts(Mod):
             _, held = await self._store.change_drafts(
                 layer,
                 lambda held: drafts.opened(held, draft),
-                record=self._recorded(p, "mod.draft.create", draft, ops=ops_data(draft.ops)),
+                record=self._recorded(p.org, p, "mod.draft.create", draft, ops=ops_data(draft.ops)),
             )
         except Refused:
             await self._cancel_timers(draft.id)
@@ -130,7 +130,7 @@ class Drafts(Mod):
         await self._store.change_drafts(
             key,
             lambda held: drafts.waiting(held, draft.id, why),
-            record=self._recorded(agent, "mod.draft.wait", draft, why=why),
+            record=self._recorded(t.org, None, "mod.draft.wait", draft, why=why),
         )
 
     async def draft_expiry(self, fired: scheduler.Fired) -> None:
@@ -199,10 +199,11 @@ class Drafts(Mod):
         action = {"kept": "mod.draft.kept", "discarded": "mod.draft.discard"}.get(
             state, "mod.draft.expire"
         )
+        actor = None if state == "expired" else p  # an expiry is no one's act
         _, held = await self._store.change_drafts(
             key,
             lambda held: drafts.settled(held, draft.id, state, version=version),
-            record=self._recorded(p, action, draft, state=state),
+            record=self._recorded(p.org, actor, action, draft, state=state),
         )
         if cancel:
             await self._cancel_timers(draft.id)
@@ -226,10 +227,14 @@ class Drafts(Mod):
                 return found
         raise Refused("draft-not-found", 404, f"you have no draft {draft_id}")
 
-    def _recorded(self, p: Principal, action: str, draft: mod.LayerDraft, **data: object) -> Record:
+    def _recorded(
+        self, org: str, actor: Principal | None, action: str, draft: mod.LayerDraft, **data: object
+    ) -> Record:
+        """A draft's move, recorded before it is written: by whoever moved it, or by no one
+        when its window's end or its expiry did (as a ladder window's end is)."""
         return lambda _before, _after: self._trail.change(
-            p.org,
-            actor=p,
+            org,
+            actor=actor,
             action=action,
             target=draft.id,
             data={"layer": draft.layer, "base": draft.base, **data},
