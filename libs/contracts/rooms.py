@@ -187,10 +187,13 @@ class Question(Contract, omit_defaults=True):
     at least two buttons and declining is exactly one act, like picking. A service's
     question whose asker has nothing to do with other words (a Power-of-Action ask, a
     manager agent's proposal or offer) is not `editable`: an edit of it is refused, never
-    read as a no."""
+    read as a no. A question its asker stops waiting on at `closes_at` (a Power-of-Action
+    ask, declined unanswered then) takes no answer after it: the person is told so, where an
+    answer taken would change nothing."""
 
     options: tuple[str, ...]
     editable: bool = True
+    closes_at: datetime | None = None
 
 
 class Delivery(Contract, omit_defaults=True):
@@ -496,6 +499,7 @@ class AskPerson(Contract):
     text: Text
     options: Annotated[tuple[Text, ...], msgspec.Meta(min_length=2, max_length=10)]
     key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$(?!\n)")]
+    closes_at: datetime | None = None  # after it, the question takes no answer
 
 
 class Tell(Contract):

@@ -93,6 +93,7 @@ class Asking:
                 text=approvals.question(ask),
                 options=approvals.OPTIONS,
                 key=ask.id,
+                closes_at=ask.expires_at,
             )
             asked: rooms.Message = await call(self._nc, rooms.ASK_PERSON, question, caller=ME)
             await self._asks.put_question(ask, asked.room, asked.seq)

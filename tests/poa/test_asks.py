@@ -219,6 +219,17 @@ async def test_an_unanswered_ask_is_denied_when_its_timer_fires(api, ada):
         f"/v1/poa/asks/{ask['id']}/answer", json={"answer": "approve"}, headers=ada["me"]
     )
     assert late.status == 409
+    # Nor is it answered in the room, where, before, an Approve was taken and changed
+    # nothing: the person saw their yes, and the agent was denied.
+    page = await (await api.get(f"/v1/rooms/{ask['room']}/messages", headers=ada["me"])).json()
+    (question,) = page["messages"]
+    assert question["question"]["closes_at"] == found["expires_at"]
+    in_room = await api.post(
+        f"/v1/rooms/{ask['room']}/questions/{ask['question_seq']}/answer",
+        json={"choice": {"type": "pick", "option": 0}},
+        headers=ada["me"],
+    )
+    assert await problem(in_room) == (409, "question-closed")
 
 
 async def _read(api, ada, ask_id: str) -> dict:

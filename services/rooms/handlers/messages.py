@@ -87,6 +87,7 @@ class Messages(Rooms):
         room = await self._room(req.id, p)
         asked = await self._message(room, req.seq, reader=p.sub)
         questions.check_answerer(asked, p)
+        questions.check_open(asked, self._clock())
         text = questions.answer_text(asked, req.choice, line=room.transport)
         if not isinstance(req.choice, rooms.Decline):
             await self._line_out(room)  # what the answer picks leaves by the room's line
@@ -176,7 +177,7 @@ class Messages(Rooms):
             await self._store.create_room(room)
         agent = members.personal_agent_id(req.person)
         as_agent = Principal(org=room.org, sub=req.person, act=agent)
-        question = rooms.Question(options=req.options, editable=False)
+        question = rooms.Question(options=req.options, editable=False, closes_at=req.closes_at)
         message = messages.authored(
             room, as_agent, req.text, self._clock(), to=req.person, question=question
         )
