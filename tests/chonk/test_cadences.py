@@ -156,3 +156,15 @@ async def test_only_an_admin_reads_or_stops_cadences_and_only_the_tenant_s(api):
     assert await problem(r) == (403, "admin-only")
     r = await api.delete("/v1/chonk/cadences/cad_never", headers=ROOT)
     assert await problem(r) == (404, "cadence-not-found")
+
+
+async def test_a_cadence_whose_next_time_is_not_timed_yet_is_stopped_all_the_same(api, operator):
+    """Its time under way (run, the next not yet timed), or its start's replica dead before
+    it timed the first: the stop finds no timer to cancel, and is no less a stop."""
+    start = {"tenant": ORG, "cadence": "cad_owner_update"}
+    started = await (await api.post("/v1/chonk/cadences", json=start, headers=ROOT)).json()
+    timers = await operator.jetstream().key_value("scheduler-timers")
+    await timers.purge(f"chonk.{started['timer']}")  # as though it never was timed
+    stopped = await api.delete("/v1/chonk/cadences/cad_owner_update", headers=ROOT)
+    assert stopped.status == 200, await stopped.text()
+    assert (await stopped.json())["was_running"] is True
