@@ -19,6 +19,7 @@ AGENT = "urn:example:agent:a_456"
 
 @pytest.fixture
 def poa_clock():
+    """The real clock, as the grant's validity and the places' ages are read on it."""
     return lambda: datetime.now(UTC)
 
 
