@@ -39,6 +39,7 @@ __all__ = [
     "LINE_MOST",
     "MESSAGE_STORED",
     "ORG",
+    "OWN_ANSWER",
     "TEXT_MOST",
     "AnswerQuestion",
     "Answered",
@@ -59,6 +60,7 @@ __all__ = [
     "Edit",
     "FailedDelivery",
     "FailedList",
+    "FindOwnAnswer",
     "History",
     "Inbound",
     "Line",
@@ -73,6 +75,7 @@ __all__ = [
     "Message",
     "MessagePage",
     "MessageStored",
+    "OwnAnswer",
     "Pick",
     "PostDraft",
     "Question",
@@ -490,6 +493,22 @@ class Deliver(Contract):
     unattended: bool = False
 
 
+class FindOwnAnswer(Contract):
+    """Whether `person` has answered message `answered` of `room` themself since (hip-0524
+    §5: their own words take the place of their agent's send): the first message they
+    wrote after it, in a room of two sides (a line's, or two people's) whatever they said,
+    elsewhere a reply to that message. Asked by the ladder as a window ends."""
+
+    org: OrgId
+    room: RoomId
+    person: UserId
+    answered: Seq
+
+
+class OwnAnswer(Contract):
+    seq: Seq | None = None  # the person's own message, if there is one
+
+
 class AskPerson(Contract):
     """A question from a person's own agent to them alone, in their own room (the person and
     their agent; made the first time). `key` stores it once."""
@@ -637,6 +656,13 @@ TELL = _subject(
     callers=frozenset({"chonk"}),
     by_caller=True,
 )
+OWN_ANSWER = _subject(
+    "own_answer",
+    FindOwnAnswer,
+    OwnAnswer,
+    "whether a person answered a message themself",
+    **_LADDER,
+)
 ASK_PERSON = _subject(
     "ask_person",
     AskPerson,
@@ -697,6 +723,7 @@ CONTRACT = service_contract(
         HISTORY,
         POST_DRAFT,
         DELIVER,
+        OWN_ANSWER,
         ASK_PERSON,
         TELL,
     ],

@@ -3,7 +3,8 @@
 A window is `open` until its end or the person's act. At its end it goes (`sending`, then
 `sent` once the room has it, or `failed` when every try to deliver it failed) or, below
 send, is `canceled`; the person may instead have `edited`, `replaced` or `stopped` it (an
-edited or replaced one then has the seq of the person's own message). A window `sending`
+edited or replaced one then has the seq of the person's own message), and their own answer
+written in the room meanwhile replaces it at its end. A window `sending`
 when its replica died goes again at the next try of its end: the delivery's key stores it
 once. Every function here returns the window as it is after the event, the same window when
 the event changes nothing.
@@ -65,12 +66,16 @@ def seconds_left(window: PendingWindow, now: datetime) -> PendingWindow:
     return msgspec.structs.replace(window, seconds_left=round(left, 3))
 
 
-def ended(window: PendingWindow, level: str) -> PendingWindow:
+def ended(window: PendingWindow, level: str, own: int | None = None) -> PendingWindow:
     """The window's end (§9: the level is read again): at send an open window goes, below
-    send it is canceled; one already `sending` goes again."""
+    send it is canceled; one already `sending` goes again. One the person has answered
+    themself meanwhile (`own`, their message) is `replaced` by their words: their agent's
+    would be a second answer, after theirs."""
     if window.state != "open":
         return window
-    return _move(window, "sending" if level == "send" else "canceled")
+    if level != "send":
+        return _move(window, "canceled")
+    return _move(window, "sending") if own is None else _move(window, "replaced", own)
 
 
 def lowered(window: PendingWindow, level: str) -> PendingWindow:

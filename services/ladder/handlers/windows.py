@@ -145,19 +145,26 @@ class Windows(Ladder):
         await call(self._nc, scheduler.SCHEDULE, timer, caller=ME)
 
     async def window_ended(self, fired: scheduler.Fired) -> None:
-        """Read the level again: still send, it goes (once, whatever retries); lowered, it
-        is canceled. The compare-and-set on the window is what a lowering races against.
-        A delivery that fails transiently leaves the window `sending` and raises, so the
-        fire is tried again; when every try has failed, `window_failed` says so. One the
-        rooms refuse would be refused again: the window is `failed` at once, never left
-        `sending`."""
+        """Read the level again: still send, it goes (once, whatever retries), unless the
+        person has answered themself in the room meanwhile; lowered, it is canceled. The
+        compare-and-set on the window is what a lowering races against. A delivery that
+        fails transiently leaves the window `sending` and raises, so the fire is tried
+        again; when every try has failed, `window_failed` says so. One the rooms refuse
+        would be refused again: the window is `failed` at once, never left `sending`."""
         end = msgspec.convert(fired.payload, WindowEnd)
         held = await self._store.held(end.person, end.id)
         if held is None:
             return
         level = await self._level(held)
+        own = await self._own_answer(held) if level == "send" else None
+        # Replaced by the person's own answer, it is their act, recorded as theirs.
+        recorded = (
+            self._recorded()
+            if own is None
+            else self._recorded(actor=Principal(org=held.window.org, sub=held.person), sent_seq=own)
+        )
         _, held = await self._store.change_window(
-            end.person, end.id, moved(windows.ended, level), record=self._recorded()
+            end.person, end.id, moved(windows.ended, level, own), record=recorded
         )
         if held is None or held.window.state != "sending":
             return
@@ -185,6 +192,22 @@ class Windows(Ladder):
             moved(windows.delivered, sent.seq),
             record=self._recorded(sent_seq=sent.seq),
         )
+
+    async def _own_answer(self, held: Held) -> int | None:
+        """The person's own answer to what the open window replies to, if they wrote one
+        in the room meanwhile. A room that refuses (gone) has none: its send is refused in
+        turn, and the window fails, as it did."""
+        w = held.window
+        if w.state != "open":
+            return None
+        asked = rooms.FindOwnAnswer(org=w.org, room=w.room, person=held.person, answered=w.reply_to)
+        try:
+            found: rooms.OwnAnswer = await call(self._nc, rooms.OWN_ANSWER, asked, caller=ME)
+        except Refused as exc:
+            if exc.problem.status >= 500:
+                raise
+            return None
+        return found.seq
 
     async def window_failed(self, fired: scheduler.Fired, error: str) -> None:
         """Every try to deliver the window's send failed: it is `failed`, recorded, and the

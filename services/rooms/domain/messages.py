@@ -1,6 +1,7 @@
 """A message as stored: its author, authoring kind and on-behalf person are the server's,
 taken from the credential at the moment of storing (hip-0524 §7)."""
 
+from collections.abc import Callable
 from datetime import datetime
 
 import msgspec
@@ -28,6 +29,7 @@ __all__ = [
     "check_to",
     "heard_on",
     "inbound",
+    "own_answer",
     "same",
     "stored",
 ]
@@ -177,3 +179,21 @@ def heard_on(message: Message) -> str:
     one person alone, that person's own."""
     members_hear, alone_hears = live_subjects(message.room, message.to or "")
     return alone_hears if message.private else members_hear
+
+
+def own_answer(room: Room, person: str, answered: int) -> Callable[[Message], bool]:
+    """Whether a message is `person`'s own answer to message `answered`: written by them
+    (not their agent), in the room's hearing (not a notice, a question's answer or for one
+    alone); in a room of two sides (a line's, or two people's) whatever they said, elsewhere
+    a reply to that message."""
+    two_sides = room.transport is not None or sum(m.kind == "human" for m in room.members) == 2
+
+    def answers(message: Message) -> bool:
+        return (
+            message.author == person
+            and message.author_kind == "human"
+            and not (message.private or message.notice or message.answers is not None)
+            and (two_sides or message.reply_to == answered)
+        )
+
+    return answers

@@ -41,6 +41,7 @@ class Handlers(Messages, Drafts, Calls):
             rooms.HISTORY: self.history,
             rooms.POST_DRAFT: self.post_draft,
             rooms.DELIVER: self.deliver,
+            rooms.OWN_ANSWER: self.own_answer,
             rooms.ASK_PERSON: self.ask_person,
             rooms.TELL: self.tell,
         }

@@ -183,6 +183,16 @@ class Messages(Rooms):
         )
         return await self._store_message(room, message, msg_id=req.key)
 
+    async def own_answer(self, req: rooms.FindOwnAnswer, _: Principal) -> rooms.OwnAnswer:
+        """From the ladder, as a window ends: whether the person answered the message
+        themself meanwhile, so their agent's send would be a second answer."""
+        room = await self._store.room(req.room)
+        if room is None or room.org != req.org or not members.is_member(room, req.person):
+            raise Refused("room-not-found", 404, f"{req.person} has no room {req.room}")
+        matches = messages.own_answer(room, req.person, req.answered)
+        found = await self._first_after(room, req.answered, matches)
+        return rooms.OwnAnswer(seq=None if found is None else found.seq)
+
     async def tell(self, req: rooms.Tell, _: Principal) -> rooms.Message:
         """From a service that runs a bot of the org (the manager agents): the bot tells the
         person, in the room the two share alone."""
