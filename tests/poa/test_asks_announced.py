@@ -40,7 +40,7 @@ async def events_refused(js):
     try:
         yield
     finally:
-        await js.update_stream(dataclasses.replace(full, discard=info.config.discard, max_msgs=-1))
+        await js.update_stream(info.config)
 
 
 async def test_an_expiry_whose_event_failed_is_announced_when_its_fire_comes_again(
