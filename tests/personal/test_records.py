@@ -113,7 +113,11 @@ def test_every_action_named_is_recorded_by_its_service():
 # The readers' writes, by the subjects they read: each changes state only through a
 # recorded action.
 READERS = {
-    "tether.timer.ladder.window_end": ("ladder.window.send", "ladder.window.cancel"),
+    "tether.timer.ladder.window_end": (
+        "ladder.window.send",
+        "ladder.window.cancel",
+        "ladder.window.replaced",  # by the person's own answer in the room meanwhile
+    ),
     "dead letters of tether.timer.ladder.window_end": ("ladder.window.failed",),
     "tether.evt.rooms.answer.stored": ("ladder.confirmation.answer",),
     "tether.evt.accounts.account.created": ("agents.personal.create",),
