@@ -3,10 +3,12 @@ read recorded and shown on the person's knows page; each fact written through §
 table, recorded before it is stored; a person's redaction of a fact about them (§6.4,
 §6.5)."""
 
+import hashlib
 from datetime import datetime, timedelta
 from typing import Any
 
 from libs.contracts import chonk
+from libs.contracts.base import key_token
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from services.chonk.carrying import Carrying
@@ -52,12 +54,16 @@ class Remembering(Carrying):
         )
         assert after is not None
         if (decision := outcome["done"].decision) is not None:
+            # Once for these words, however often they are sent: a retry after a failure
+            # here opens the decision, and one after it opens no second.
+            said = hashlib.sha256(req.response.encode()).hexdigest()[:32]
             await self._trail.append(
                 p.org,
                 actor=p,
                 action="chonk.decision.open",
                 target=req.id,
                 data={"decision": decision, "for": "mor"},
+                key=f"chonk.decision.open.{key_token(p.org)}.{req.id}.{said}",
             )
         return _known(after)
 

@@ -2,6 +2,8 @@
 report, and Ana's knows page (§6.4): the facts about her, who read them for what, and what
 she may do to each (§6.2's last column, EC-MGR-006)."""
 
+import secrets
+
 from libs.audit.reading import records
 from tests.chonk.conftest import ORG, person
 from tests.support import bearer, token
@@ -74,6 +76,26 @@ async def test_a_person_redacts_a_preference_at_once_and_answers_feedback(api, o
     assert decisions and decisions[-1].target == "mem_ana_feedback_1"
     not_his = await api.post("/v1/chonk/memory/mem_ana_feedback_1", json={}, headers=BEN)
     assert not_his.status == 404
+
+
+async def test_an_answer_sent_again_opens_the_mors_decision_once(api, operator):
+    """Before, each time the same answer was sent (a retry after a lost reply) another
+    decision was opened for the MoR."""
+    await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "checkin_ana"}, headers=ROOT)
+    js = operator.jetstream()
+
+    async def opened() -> int:
+        return sum(
+            x.action == "chonk.decision.open" and x.target == "mem_ana_feedback_1"
+            for x in await records(js, ORG)
+        )
+
+    before = await opened()
+    answer = {"response": f"A release-week exception ({secrets.token_hex(4)})."}
+    for _ in range(2):
+        sent = await api.post("/v1/chonk/memory/mem_ana_feedback_1", json=answer, headers=ANA)
+        assert sent.status == 200, await sent.text()
+    assert await opened() == before + 1
 
 
 async def test_only_an_admin_of_the_tenant_starts_a_run(api):
