@@ -268,33 +268,28 @@ class Asking:
         await self._nudge(ask)
 
     async def _hold(self, ask: poa.AskRecord) -> None:
-        """A place among the person's open asks; when they are full, the places of asks
-        no longer open are taken back first."""
+        """A place among the asks its agent has open to its person; when they are full,
+        the places of asks no longer open are taken back first."""
         now = self._clock()
         try:
-            await self._asks.change_places(
-                ask.org, ask.person, lambda places: open_asks.held(places, ask, now)
-            )
+            await self._asks.change_places(ask, lambda places: open_asks.held(places, ask, now))
             return
         except Refused as exc:
             if exc.problem.rule != open_asks.FULL:
                 raise
-        places = await self._asks.places(ask.org, ask.person)
+        places = await self._asks.places(ask)
         spent = {
             p.ask
             for p in places
             if open_asks.spent(p, await self._asks.get(ask.org, ask.person, p.ask), now)
         }
         await self._asks.change_places(
-            ask.org,
-            ask.person,
+            ask,
             lambda places: open_asks.held(tuple(p for p in places if p.ask not in spent), ask, now),
         )
 
     async def _let_go(self, ask: poa.AskRecord) -> None:
-        await self._asks.change_places(
-            ask.org, ask.person, lambda places: open_asks.let_go(places, ask.id)
-        )
+        await self._asks.change_places(ask, lambda places: open_asks.let_go(places, ask.id))
 
     async def _nudge(self, ask: poa.AskRecord) -> None:
         await self._nc.publish(pending.changed(ME, ask.org, key_token(ask.person)), b"")

@@ -5,7 +5,8 @@ decisions of keyed acts a ledger let go, for as long as their key may be sent ag
 Keys are `<org>.<owner>.<grant id>[.<month>]` and `<org>.<person>.<ask id>`, so every read
 names the person: a lookup without the owner cannot even be written. An ask's question is
 found again from its room's answer by `_question.<room>.<seq>`, which holds the ask's key,
-and a person's open asks hold their places under `_open.<org>.<person>`.
+and the asks an agent has open to its person hold their places under
+`_open.<org>.<person>.<agent>`.
 An ask answered or expired, and its question's key, are kept a week by default
 (`TETHER_SETTLED_KEPT`), to be read back by the agent that asked and to answer its act
 sent again, then the server removes them: kept forever, every ask a person was ever put
@@ -210,19 +211,17 @@ class AskStore:
         entries = await self._exact(self._kv, _key(org, person, "*"))
         return [_ask.decode(e.value) for e in entries]
 
-    async def places(self, org: str, person: str) -> tuple[Place, ...]:
-        found = await self._exact(self._kv, _open_key(org, person))
+    async def places(self, ask: AskRecord) -> tuple[Place, ...]:
+        """The places of the asks its agent has open to its person."""
+        found = await self._exact(self._kv, _open_key(ask))
         return _places.decode(found[0].value) if found and found[0].value else ()
 
     async def change_places(
-        self,
-        org: str,
-        person: str,
-        change: Callable[[tuple[Place, ...]], tuple[Place, ...]],
+        self, ask: AskRecord, change: Callable[[tuple[Place, ...]], tuple[Place, ...]]
     ) -> None:
         await swap(
             self._kv,
-            _open_key(org, person),
+            _open_key(ask),
             change,
             decode=_places.decode,
             default=(),
@@ -243,5 +242,5 @@ def _key(org: str, owner: str, *rest: str) -> str:
     return ".".join((org, key_token(owner), *rest))
 
 
-def _open_key(org: str, person: str) -> str:
-    return f"_open.{_key(org, person)}"
+def _open_key(ask: AskRecord) -> str:
+    return f"_open.{_key(ask.org, ask.person, key_token(ask.agent))}"

@@ -1,7 +1,8 @@
-"""A person has at most 16 asks open. Each is a question in their room, a timer and an
-envelope of up to 64 KiB kept until they answer; before, an agent sending act after act
-that asks put a question to its person for every one, without end. Through the gateway, on
-the running poa, rooms and scheduler services."""
+"""An agent has at most 16 asks open to its person. Each is a question in their room, a
+timer and an envelope of up to 64 KiB kept until they answer; before, an agent sending act
+after act that asks put a question to its person for every one, without end. Counted per
+agent: one cannot fill another's places. Through the gateway, on the running poa, rooms and
+scheduler services."""
 
 import asyncio
 from datetime import UTC, datetime, timedelta
@@ -64,7 +65,7 @@ async def test_the_seventeenth_ask_is_refused_until_the_person_answers_one(api, 
     refused = await _act(api, ada, 500)
     body = await refused.json()
     assert (refused.status, body["type"]) == (409, "urn:tether:problem:asks-full")
-    assert f"{ada['user']} has {OPEN_MOST} asks open" in body["detail"]
+    assert f"{AGENT} has {OPEN_MOST} asks open to {ada['user']}" in body["detail"]
 
     # The same act sent again is answered with its own ask, full or not.
     again = await _act(api, ada, 101)
@@ -95,7 +96,7 @@ async def test_a_place_a_dying_replica_left_is_taken_back(api, ada, org, operato
     and storing its ask leaves them: the next act takes one back once it is a minute old,
     never sooner."""
     kv = await operator.jetstream().key_value("poa-asks")
-    key = f"_open.{org}.{key_token(ada['user'])}"
+    key = f"_open.{org}.{key_token(ada['user'])}.{key_token(AGENT)}"
     now = datetime.now(UTC)
     lost = [Place(f"ask_lost{n}", now - timedelta(minutes=2)) for n in range(OPEN_MOST)]
     await kv.put(key, codec.encode(lost))
@@ -106,3 +107,21 @@ async def test_a_place_a_dying_replica_left_is_taken_back(api, ada, org, operato
     await kv.put(key, codec.encode(fresh))
     refused = await _act(api, ada, 102)
     assert refused.status == 409, await refused.text()
+
+
+async def test_one_agent_with_its_places_full_leaves_another_its_own(api, ada, org):
+    """A delegate Ada granted fills its sixteen places; her other agent still asks."""
+    other = "urn:example:agent:b_789"
+    grant = valid_now(root_grant(ada["user"]))
+    grant["grant_id"], grant["delegate"]["sub"] = "poa_9d32", other
+    issued = await api.post("/v1/poa/grants", json={"grant": grant}, headers=ada["me"])
+    assert issued.status == 201, await issued.text()
+    for amount in range(101, 101 + OPEN_MOST):
+        assert (await _act(api, ada, amount)).status == 202
+    assert (await _act(api, ada, 500)).status == 409
+    asks = await api.post(
+        "/v1/poa/grants/poa_9d32/acts",
+        json={"envelope": purchase(140, actor=other)},
+        headers=bearer(token(org=org, user=ada["user"], act=other)),
+    )
+    assert asks.status == 202, await asks.text()

@@ -1,8 +1,9 @@
-"""The asks open to one person, at most `OPEN_MOST`. Each holds a question in their room, a
-timer and an envelope of up to 64 KiB until they answer it or it expires, so an agent
-sending act after act that asks would otherwise put questions to them without end. The
-places are listed under one key changed by compare-and-set: acts at the same moment take
-the last place once.
+"""The asks one agent has open to its person, at most `OPEN_MOST`. Each holds a question
+in their room, a timer and an envelope of up to 64 KiB until they answer it or it expires,
+so an agent sending act after act that asks would otherwise put questions to them without
+end. Counted per agent, so that one (a delegate the person granted) cannot fill the places
+of another (their own agent). The places are listed under one key changed by
+compare-and-set: acts at the same moment take the last place once.
 """
 
 from datetime import datetime, timedelta
@@ -34,8 +35,8 @@ def held(places: tuple[Place, ...], ask: AskRecord, now: datetime) -> tuple[Plac
         raise Refused(
             FULL,
             409,
-            f"{ask.person} has {OPEN_MOST} asks open, the most their agent may put to them:"
-            " another waits until they answer one or one expires",
+            f"{ask.agent} has {OPEN_MOST} asks open to {ask.person}, the most an agent may"
+            " put to them: another waits until they answer one or one expires",
         )
     return (*places, Place(ask.id, now))
 
