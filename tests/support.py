@@ -18,14 +18,14 @@ import nats
 from aiohttp import ClientSession
 from nats.js.api import DeliverPolicy
 from nats.js.client import JetStreamContext
-from nats.js.errors import ServiceUnavailableError
 from redis.asyncio import Redis
 
 from libs.contracts.base import Contract
 from libs.contracts.permissions import OPERATOR, inbox_prefix
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
+from libs.contracts.problem import Refused, Unavailable
 from libs.contracts.registry import REPLIES_BUCKET, ServiceContract, Subject, service_contract
+from libs.runtime.bus import AWAY
 from libs.runtime.service import Service
 from libs.runtime.settings import Settings
 from libs.stack.processes import stop_all
@@ -371,12 +371,13 @@ async def operator_on(url: str, password: str) -> nats.NATS:
 
 
 async def asked_again(ask: Callable[..., Awaitable[T]], *args: object) -> T:
-    """`ask(*args)`, asked again while the stream elects a leader (503) or a busy node is late:
-    a read that fails is not one that misses, and the services ask again too."""
+    """`ask(*args)`, asked again while the stream elects a leader (503, or no one answers a
+    write) or a busy node is late: a read or write that fails is not one that misses, and
+    the services ask again too."""
     for _ in range(50):
         try:
             return await ask(*args)
-        except (ServiceUnavailableError, TimeoutError):
+        except (*AWAY, Unavailable):
             await asyncio.sleep(0.1)
     return await ask(*args)
 

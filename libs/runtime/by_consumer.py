@@ -11,6 +11,7 @@ from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.kv import KeyValue
 
+from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.direct import DirectGetRefused
 
 __all__ = ["last_entries"]
@@ -20,6 +21,8 @@ __all__ = ["last_entries"]
 # pile up on the server, which refuses a stream's thousand-and-first.
 _CONSUMER_KEPT_S = 1.0
 _PULL_TIMEOUT_S = 5.0
+# A pull answered no responders, or its consumer deleted or its leader changed under it.
+_AWAY = ("503", "409")
 
 
 async def last_entries(kv: KeyValue, keys: str) -> list[KeyValue.Entry]:
@@ -79,6 +82,13 @@ async def _pulled(nc: Client, stream: str, consumer: str, batch: int) -> list[Ms
                 status = (msg.headers or {}).get("Status")
                 if status in ("404", "408"):  # nothing more pending
                     break
+                if status in _AWAY:
+                    # The consumer is not there to answer: its stream electing a leader, or
+                    # the consumer gone (its inactivity outlived on a busy machine). A
+                    # transient failure (503) to ask again, never a 500.
+                    why = (msg.headers or {}).get("Description", "")
+                    detail = f"{stream} {consumer}: {status} {why}; retry".replace("  ", " ")
+                    raise Unavailable(Refused("catching-up", 503, detail).problem)
                 if status:
                     raise DirectGetRefused(f"{stream} {consumer}: {status}")
                 found.append(msg)

@@ -4,8 +4,11 @@ connection each get their own replies, all of them and nothing of another's."""
 import asyncio
 import uuid
 
+import pytest
 from nats.js.api import KeyValueConfig
 
+from libs.contracts.problem import Unavailable
+from libs.runtime.by_consumer import _pulled
 from libs.runtime.kv import current, current_and_newest, open_bucket
 
 
@@ -123,5 +126,19 @@ async def test_reads_by_consumer_at_once_each_find_what_is_stored_and_leave_noth
                 [f"{n}".encode()] for n in range(20)
             ]
         assert (await kv._js.stream_info(kv._stream)).state.consumer_count == 0
+    finally:
+        await operator.jetstream().delete_key_value(bucket)
+
+
+async def test_a_pull_no_consumer_answers_is_a_transient_failure(operator):
+    """A read's consumer may be gone before its pull (the server removes it after a second
+    idle, a busy machine may take longer) or its stream be electing a leader: the server
+    answers the pull with a status. Before, that was a 500 `internal`; it is a 503."""
+    bucket = f"pulled-{uuid.uuid4().hex[:8]}"
+    kv = await open_bucket(operator.jetstream(), KeyValueConfig(bucket=bucket))
+    try:
+        with pytest.raises(Unavailable) as raised:
+            await _pulled(operator, kv._stream, "gone", 1)
+        assert (raised.value.problem.status, raised.value.problem.rule) == (503, "catching-up")
     finally:
         await operator.jetstream().delete_key_value(bucket)
