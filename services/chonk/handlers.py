@@ -154,7 +154,7 @@ class Handlers(Covering, Remembering):
         """A cadence came round: its run, once for this time, then the next time timed.
         One stopped runs nothing and times nothing."""
         due = msgspec.convert(fired.payload, _CadenceDue)
-        if due.cadence not in await self._store.cadences(due.org):
+        if await self._store.running_since(due.org, due.cadence) is None:
             return
         data = tenant(due.org)
         cadence = msgspec.convert(data["cadences"][due.cadence], cadences.Cadence)

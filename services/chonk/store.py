@@ -243,6 +243,10 @@ class ChonkStore:
             read=self._in_runs,
         )
 
+    async def running_since(self, org: str, name: str) -> datetime | None:
+        """Since when the cadence runs; None when it does not."""
+        return _since.decode(await self._value(f"cadence.{org}.{name}") or b"null")
+
     async def cadences(self, org: str) -> dict[str, datetime]:
         """The org's cadences that run, and since when."""
         found = await self._in_runs(self._runs, f"cadence.{org}.*")

@@ -2,6 +2,7 @@
 window's end, and the person's acts during a window (hip-0524 §5, §6, §9)."""
 
 from datetime import timedelta
+from typing import Any, Literal
 
 import msgspec
 
@@ -18,6 +19,8 @@ from services.ladder.handlers.common import ME, WINDOW_END, Ladder, WindowEnd, m
 from services.ladder.store import Held
 
 __all__ = ["Windows"]
+
+DeliverKind = Literal["message", "notice", "question"]
 
 
 class Windows(Ladder):
@@ -47,16 +50,7 @@ class Windows(Ladder):
                 return ladder.Routed(decision=decided, draft=held.id)
             case "confirm":
                 asked = await self._deliver(
-                    rooms.Deliver(
-                        org=req.org,
-                        room=req.room,
-                        person=req.person,
-                        kind="question",
-                        text=question,
-                        key=f"confirm-{key}",
-                        reply_to=req.reply_to,
-                        options=req.candidates,
-                    )
+                    _in_room(req, "question", question, f"confirm-{key}", options=req.candidates)
                 )
                 confirmation = Confirmation(
                     id=f"c-{key}",
@@ -81,16 +75,7 @@ class Windows(Ladder):
                 key=f"ladder.reply.send.{key}",
             ):
                 sent = await self._deliver(
-                    rooms.Deliver(
-                        org=req.org,
-                        room=req.room,
-                        person=req.person,
-                        kind="message",
-                        text=text,
-                        key=f"send-{key}",
-                        reply_to=req.reply_to,
-                        unattended=True,
-                    )
+                    _in_room(req, "message", text, f"send-{key}", unattended=True)
                 )
             return ladder.Routed(decision=decided, sent_seq=sent.seq)
         return await self._open_window(req, decided, key, text)
@@ -108,15 +93,7 @@ class Windows(Ladder):
             return ladder.Routed(decision=decided, window=window_id, due_at=window.due_at)
         assert decided.window is not None
         notice = await self._deliver(
-            rooms.Deliver(
-                org=req.org,
-                room=req.room,
-                person=req.person,
-                kind="notice",
-                text=windows.notice(decided.window, text),
-                key=f"notice-{key}",
-                reply_to=req.reply_to,
-            )
+            _in_room(req, "notice", windows.notice(decided.window, text), f"notice-{key}")
         )
         due_at = self._clock() + timedelta(seconds=windows.SECONDS[decided.window])
         pending = ladder.PendingWindow(
@@ -286,3 +263,19 @@ class Windows(Ladder):
         _, held = await self._store.change_window(person, window_id, sent)
         assert held is not None
         return held.window
+
+
+def _in_room(
+    req: ladder.Reply, kind: DeliverKind, text: str, key: str, **more: Any
+) -> rooms.Deliver:
+    """What routing `req` says in its room, answering the message it replies to."""
+    return rooms.Deliver(
+        org=req.org,
+        room=req.room,
+        person=req.person,
+        kind=kind,
+        text=text,
+        key=key,
+        reply_to=req.reply_to,
+        **more,
+    )
