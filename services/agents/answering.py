@@ -20,8 +20,8 @@ from libs.contracts.accounts import AccountCreated
 from libs.contracts.agents import Agent, Persona, RunEnded, RunStarted, Speak, Spoken
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
-from libs.model import Model
+from libs.contracts.problem import Refused, Unavailable
+from libs.model import Model, ModelUnavailable
 from libs.runtime.calls import call
 from services.agents.domain import personas
 from services.agents.domain.prompt import candidates, compose
@@ -151,7 +151,11 @@ class Answering:
         prompt = compose(
             persona, preferences, page.messages, speaker=agent.user or rooms.ORG, line=line
         )
-        return candidates(await self._model.reply(prompt), rooms.line_most(line))
+        try:
+            said = await self._model.reply(prompt)
+        except ModelUnavailable as exc:  # the provider's outage passes: asked again, it may answer
+            raise Unavailable(Refused("model-unavailable", 503, str(exc)).problem) from exc
+        return candidates(said, rooms.line_most(line))
 
     async def _agent(self, member: str, org: str) -> Agent | None:
         """The agent rooms know as `member`: a person's own (kept in their home org, answering

@@ -6,16 +6,19 @@ voicemail, and nothing is recorded as said."""
 
 import asyncio
 
+import msgspec
 import pytest
 
-from libs.model import Prompt
-from tests.personal.conftest import Recorder, announce, history, set_level
+from libs.contracts.agents import SPEAK
+from libs.contracts.problem import PROBLEM_HEADER
+from libs.model import ModelUnavailable, Prompt
+from tests.personal.conftest import Recorder, announce, history, room_with, say, set_level
 from tests.personal.test_hip0524_10_live_call import CALLER, _known_caller, ring, voice_line
 
 
 class Unready(Recorder):
-    """The built-in model, but on a call it fails as a provider's 503 does, or is slower
-    than the gateway waits for the call's answer."""
+    """The built-in model, but on a call it fails as the chat-completions client does when
+    its provider answers 503, or is slower than the gateway waits for the call's answer."""
 
     def __init__(self, slow_s: float) -> None:
         super().__init__()
@@ -24,7 +27,7 @@ class Unready(Recorder):
     async def reply(self, prompt: Prompt) -> str:
         if "said on a call" in prompt.system:
             if self.failing:
-                raise RuntimeError("the model's provider answered 503")
+                raise ModelUnavailable("https://models.example/v1 answered 503: b'overloaded'")
             await asyncio.sleep(self._slow_s)
         return await super().reply(prompt)
 
@@ -49,3 +52,20 @@ async def test_an_agent_that_cannot_answer_in_time_leaves_the_call_to_voicemail(
         assert "<Record " in twiml and "<Say>" in twiml, twiml  # the voicemail's greeting
     texts = [m["text"] for m in await history(api, room, people.ada)]
     assert texts[2:] == [f"Call from {CALLER}"] * 2  # the calls, nothing said
+
+
+async def test_a_model_that_is_down_is_a_transient_503_never_a_500(api, operator, people):
+    """Asked as the rooms service asks on a call: the provider's outage passes, so the
+    answer says to ask again and why. It was a 500 `internal`, logged as a failure of the
+    agents service itself."""
+    await announce(operator, people.ada_id)
+    room = await room_with(api, people, people.bob_id)
+    said = await say(api, room, people.bob, "Are you free to talk?")
+    speak = {"org": people.org, "person": people.ada_id, "room": room["id"], "upto": said["seq"]}
+    answer = await operator.request(
+        SPEAK.published_by("rooms"), msgspec.json.encode(speak), timeout=10
+    )
+    problem = msgspec.json.decode(answer.data)
+    assert (answer.headers or {}).get(PROBLEM_HEADER) == "503", problem
+    assert problem["type"].endswith(":model-unavailable"), problem
+    assert "answered 503" in problem["detail"], problem
