@@ -26,6 +26,7 @@ __all__ = ["ASK_EXPIRY", "Asking"]
 
 ME = poa.CONTRACT.name
 ASK_EXPIRY = "ask_expiry"
+_EXPIRE, _REVOKE = "poa.ask.expire", "poa.ask.revoke"
 
 Clock = Callable[[], datetime]
 
@@ -71,6 +72,10 @@ class Asking:
                 data={"grant": a.grant_id, "rule_id": a.rule_id, "act_id": a.act_id},
             ),
         )
+        if ask.state == "open" and any(r.revoked for r in await self._chain(ask)):
+            # Its grant revoked while the act was decided: the revocation may have read the
+            # asks before this one was stored, so it is settled here, as it would be there.
+            ask = await self._settle(ask, lambda a: approvals.revoked(a, self._clock()), _REVOKE)
         if ask.state != "open":
             await self._let_go(ask)
             return ask
@@ -85,7 +90,7 @@ class Asking:
         except Refused as exc:
             if exc.problem.type != "urn:tether:problem:due-in-past":
                 raise
-            return await self._settle(ask, lambda a: approvals.expired(a, self._clock()))
+            return await self._settle(ask, lambda a: approvals.expired(a, self._clock()), _EXPIRE)
         if ask.question_seq is None:
             question = rooms.AskPerson(
                 org=ask.org,
@@ -177,11 +182,34 @@ class Asking:
         if found is None:
             return
         if found.state == "open":
-            await self._settle(found, lambda a: approvals.expired(a, self._clock()))
+            await self._settle(found, lambda a: approvals.expired(a, self._clock()), _EXPIRE)
         elif found.state == "allowed":
             await self._charge(found, await self._chain(found))
         elif found.decision is not None and found.decision.rule_id == approvals.EXPIRED:
             await self._settled(found)
+
+    async def revoked(self, p: Principal, grant_ids: set[str]) -> None:
+        """The person's open asks under the grants they revoked, denied at once: no yes can
+        allow them now, so none waits on them, holds an agent's place, or leaves its agent
+        waiting out the expiry (a day by default, up to 30). Each question in the room is
+        answered Decline by the person (their revocation declines it), so no answer there
+        seems to count; a revocation asked again finishes what a failure left undone."""
+        now = self._clock()
+        for ask in await self._asks.of_person(p.org, p.sub):
+            if ask.grant_id not in grant_ids:
+                continue
+            if ask.state == "open":
+                ask = await self._settle(ask, lambda a: approvals.revoked(a, now), _REVOKE, p)
+            revoked_ = ask.decision is not None and ask.decision.rule_id == approvals.REVOKED
+            if revoked_ and ask.room is not None and ask.question_seq is not None:
+                question = rooms.AnswerQuestion(
+                    id=ask.room, seq=ask.question_seq, choice=rooms.Decline()
+                )
+                try:
+                    await call(self._nc, rooms.ANSWER, question, caller=ME, principal=p)
+                except Refused as exc:
+                    if exc.problem.status >= 500:
+                        raise  # answered already, closed, or not the person's to answer
 
     async def _chain(self, ask: poa.AskRecord) -> list[poa.GrantRecord]:
         """The ask's grant and its ancestors, root first, as stored now."""
@@ -230,18 +258,23 @@ class Asking:
             await self._settled(found)
 
     async def _settle(
-        self, ask: poa.AskRecord, change: Callable[[poa.AskRecord], poa.AskRecord]
+        self,
+        ask: poa.AskRecord,
+        change: Callable[[poa.AskRecord], poa.AskRecord],
+        action: str = "poa.ask.answer",
+        by: Principal | None = None,
     ) -> poa.AskRecord:
         """The ask's outcome, recorded before it is stored, then told: on the event for the
-        agent, and as a nudge for the person's pending list. An ask no one answered is
-        declined by its timer, recorded as no one's act: never as the person's answer."""
+        agent, and as a nudge for the person's pending list. It is the act of `by`, or of
+        the person; an ask no one answered is declined by its timer, recorded as no one's
+        act: never as the person's answer."""
 
         def record(_: poa.AskRecord, after: poa.AskRecord) -> AbstractAsyncContextManager[object]:
-            expired = after.decision is not None and after.decision.rule_id == approvals.EXPIRED
+            person = Principal(org=after.org, sub=after.person)
             return self._trail.change(
                 after.org,
-                actor=None if expired else Principal(org=after.org, sub=after.person),
-                action="poa.ask.expire" if expired else "poa.ask.answer",
+                actor=None if action == _EXPIRE else by or person,
+                action=action,
                 target=after.id,
                 data={"state": after.state, **_data(after.decision)},
             )

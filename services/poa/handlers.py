@@ -59,23 +59,28 @@ class Handlers:
         return grants.held(record, await self._grants.lineage(record))
 
     async def revoke(self, req: poa.GrantRef, p: Principal) -> poa.GrantRecord:
-        """The grant and every descendant; verification also reads revocation up the lineage,
-        so a descendant is revoked at once even while this loop is still marking it."""
+        """The grant and every descendant, then the asks still open under them; verification
+        also reads revocation up the lineage, so a descendant is revoked at once even while
+        this loop is still marking it."""
         mine = await self._grants.of_owner(p.org, p.sub)
         target = next((r for r in mine if r.id == req.id), None)
         if target is None:
             raise Refused("grant-not-found", 404, f"you have no grant {req.id}")
         below = grants.descendants(req.id, mine)
-        if all(r.revoked for r in [target, *below]):
-            return target  # revoked already (a retry, say): nothing happens, nothing recorded
-        now = self._clock()
-        data = {"descendants": [r.id for r in below]}
-        async with self._trail.change(
-            p.org, actor=p, action="poa.grant.revoke", target=req.id, data=data
-        ):
-            for record in [target, *below]:
-                await self._grants.change(record, lambda r: grants.revoked(r, now))
-        return grants.revoked(target, now)
+        revoked = {r.id for r in [target, *below]}
+        if not all(r.revoked for r in [target, *below]):
+            now = self._clock()
+            data = {"descendants": [r.id for r in below]}
+            async with self._trail.change(
+                p.org, actor=p, action="poa.grant.revoke", target=req.id, data=data
+            ):
+                for record in [target, *below]:
+                    await self._grants.change(record, lambda r: grants.revoked(r, now))
+            target = grants.revoked(target, now)
+        # Revoked already (a retry, say), nothing more is recorded; what the first try left
+        # of its asks is finished.
+        await self.asking.revoked(p, revoked)
+        return target
 
     async def act(self, req: poa.ActRequest, p: Principal) -> poa.ActOutcome:
         """Decided on the grant's own ledger and every ancestor's, then charged to the whole

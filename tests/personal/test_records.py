@@ -41,7 +41,7 @@ async def test_a_change_that_changes_nothing_leaves_no_record(api, people, opera
 # row here fails `test_every_write_route_is_recorded_or_says_why_not`.
 RECORDED = {
     ("POST", "/v1/poa/grants"): "poa.grant.issue",
-    ("POST", "/v1/poa/grants/{id}/revoke"): "poa.grant.revoke",
+    ("POST", "/v1/poa/grants/{id}/revoke"): "poa.grant.revoke / poa.ask.revoke",
     ("POST", "/v1/poa/grants/{id}/children"): "poa.grant.delegate",
     ("POST", "/v1/poa/grants/{id}/acts"): "poa.act.record / poa.act.decide",
     ("POST", "/v1/poa/asks/{id}/answer"): "poa.ask.answer / poa.act.record",

@@ -28,11 +28,24 @@ REFUSED_ON_THE_LEDGER = deny("over_monthly_limit", "act_1")
          True, False),
         (approvals.declined(OPEN, NOW), False, True),
         (approvals.expired(OPEN, NOW), False, False),
+        # a yes meets the revocation too, so an approval sent again is answered with it
+        (approvals.revoked(OPEN, NOW), True, False),
     ],
-    ids=["open", "approved", "approved, denied on the ledger", "declined", "expired"],
+    ids=["open", "approved", "approved, denied on the ledger", "declined", "expired", "revoked"],
 )  # fmt: skip
 def test_an_ask_stands_answered_as_only_the_answer_that_left_it_so(ask, approve, decline):
     assert (approvals.answered_as(ask, "approve"), approvals.answered_as(ask, "decline")) == (
         approve,
         decline,
     )
+
+
+def test_a_revocation_denies_an_open_ask_and_leaves_an_answered_one_as_it_was():
+    revoked = approvals.revoked(OPEN, NOW)
+    assert (revoked.state, revoked.decision, revoked.answered_at) == (
+        "denied",
+        deny("revoked", "act_1"),
+        NOW,
+    )
+    declined = approvals.declined(OPEN, NOW)
+    assert approvals.revoked(declined, NOW + timedelta(seconds=1)) == declined

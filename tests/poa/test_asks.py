@@ -197,13 +197,17 @@ async def test_only_the_person_answers_and_an_agent_s_repeat_never_allows(api, a
 
 
 async def test_an_approval_after_the_grant_is_revoked_is_denied(api, ada):
+    """The revocation denies the ask itself (`test_asks_open_most.py` says the rest): a yes
+    after it finds it answered, and could not allow it anyway."""
     ask = await _asked(api, ada)
     await api.post("/v1/poa/grants/poa_8c21/revoke", json={}, headers=ada["me"])
+    found = await _read(api, ada, ask["id"])
+    assert (found["state"], found["decision"]["rule_id"]) == ("denied", "revoked")
     response = await api.post(
         f"/v1/poa/asks/{ask['id']}/answer", json={"answer": "approve"}, headers=ada["me"]
     )
-    answered = await response.json()
-    assert (answered["state"], answered["decision"]["rule_id"]) == ("denied", "revoked")
+    refused = await response.json()
+    assert response.status == 409 and "denied already (revoked)" in refused["detail"], refused
 
 
 async def test_an_unanswered_ask_is_denied_when_its_timer_fires(api, ada):

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from libs.audit.reading import records
 from libs.contracts import codec, poa, rooms
 from libs.contracts.base import key_token
 from services.poa.domain.open_asks import OPEN_MOST, Place
@@ -125,3 +126,61 @@ async def test_one_agent_with_its_places_full_leaves_another_its_own(api, ada, o
         headers=bearer(token(org=org, user=ada["user"], act=other)),
     )
     assert asks.status == 202, await asks.text()
+
+
+async def test_a_revoked_grant_leaves_no_ask_open(api, ada, org, operator):
+    """Ada revokes the grant her agent filled its places with: each ask is denied at once
+    (V4's `revoked`, what her yes would now meet), its question answered Decline, and her
+    agent asks again under the grant she issues next. Before, each stayed open, in her
+    pending list and holding its place, until it expired a day later."""
+    asks = []
+    for amount in range(101, 101 + OPEN_MOST):
+        response = await _act(api, ada, amount)
+        assert response.status == 202, await response.text()
+        asks.append((await response.json())["ask"])
+    assert (await _act(api, ada, 500)).status == 409
+
+    revoked = await api.post("/v1/poa/grants/poa_8c21/revoke", json={}, headers=ada["me"])
+    assert revoked.status == 200, await revoked.text()
+
+    pending = await (await api.get("/v1/poa/asks", headers=ada["me"])).json()
+    assert pending["asks"] == []
+    for ask_id in asks:
+        ask = await (await api.get(f"/v1/poa/asks/{ask_id}", headers=ada["agent"])).json()
+        assert (ask["state"], ask["decision"]["rule_id"]) == ("denied", "revoked"), ask
+    first = await (await api.get(f"/v1/poa/asks/{asks[0]}", headers=ada["me"])).json()
+    questions = await _questions(api, ada, first["room"])
+    approve = await api.post(
+        f"/v1/rooms/{first['room']}/questions/{first['question_seq']}/answer",
+        json={"choice": {"type": "pick", "option": 0}},
+        headers=ada["me"],
+    )
+    assert approve.status == 409, await approve.text()  # her revocation answered it
+    page = await api.get(f"/v1/rooms/{first['room']}/messages?limit=200", headers=ada["me"])
+    answered = {m["answers"] for m in (await page.json())["messages"] if m.get("answers")}
+    assert answered == {q["seq"] for q in questions}
+
+    found = await records(operator.jetstream(), org)
+    by_ada = [r for r in found if r.action == "poa.ask.revoke" and r.actor.sub == ada["user"]]
+    assert sorted(r.target for r in by_ada) == sorted(asks)
+
+    grant = valid_now(root_grant(ada["user"]))
+    grant["grant_id"] = "poa_9d32"
+    issued = await api.post("/v1/poa/grants", json={"grant": grant}, headers=ada["me"])
+    assert issued.status == 201, await issued.text()
+    again = await api.post(
+        "/v1/poa/grants/poa_9d32/acts", json={"envelope": purchase(500)}, headers=ada["agent"]
+    )
+    assert again.status == 202, await again.text()
+
+
+async def test_acts_racing_a_revocation_leave_no_ask_open(api, ada):
+    """An act decided before the revocation stores its ask after it, where the revocation
+    may not see it: the ask reads its grant again once stored, and is denied there."""
+    acts = [_act(api, ada, 101 + n) for n in range(8)]
+    revoke = api.post("/v1/poa/grants/poa_8c21/revoke", json={}, headers=ada["me"])
+    *responses, revoked = await asyncio.gather(*acts, revoke)
+    assert revoked.status == 200, await revoked.text()
+    assert all(r.status in (202, 403) for r in responses), [r.status for r in responses]
+    pending = await (await api.get("/v1/poa/asks", headers=ada["me"])).json()
+    assert pending["asks"] == []

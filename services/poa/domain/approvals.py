@@ -24,6 +24,7 @@ __all__ = [
     "DECLINED",
     "EXPIRED",
     "QUOTED",
+    "REVOKED",
     "answered_as",
     "approved",
     "ask_id",
@@ -33,10 +34,12 @@ __all__ = [
     "outcome",
     "placed",
     "question",
+    "revoked",
 ]
 
 # The project's rules for an ask's outcome, beside the verifier's.
 APPROVED, DECLINED, EXPIRED = "principal_approved", "principal_declined", "ask_expired"
+REVOKED = "revoked"  # V4's rule: what the person's yes would meet on a revoked grant
 OPTIONS = ("Approve", "Decline")
 
 
@@ -124,6 +127,12 @@ def declined(ask: AskRecord, now: datetime) -> AskRecord:
 def expired(ask: AskRecord, now: datetime) -> AskRecord:
     """An ask no one answered in time; one already answered is as it was."""
     return ask if ask.state != "open" else _denied(ask, EXPIRED, now)
+
+
+def revoked(ask: AskRecord, now: datetime) -> AskRecord:
+    """An ask whose grant (or an ancestor) the person revoked: no yes can allow it now, so
+    it waits on no one; one already answered is as it was."""
+    return ask if ask.state != "open" else _denied(ask, REVOKED, now)
 
 
 def answered_as(ask: AskRecord, answer: str) -> bool:
