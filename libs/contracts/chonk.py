@@ -142,8 +142,16 @@ class Heard(Contract):
     delivered: list[dict[str, Any]] = []
 
 
+PacketId = Annotated[str, msgspec.Meta(pattern=r"^pkt_[A-Za-z0-9_]{1,120}$(?!\n)")]
+
+
 class ListPackets(Contract):
-    pass
+    """The packets I decide, oldest first: `limit` after the packet `after`, fewer where a
+    page would pass 512 KiB. A cadence's run opens its packets every time it runs, and
+    none leaves the list, so the list is paged."""
+
+    after: PacketId | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50
 
 
 class Packet(Contract):
@@ -163,7 +171,10 @@ class Packet(Contract):
 
 
 class PacketList(Contract):
+    """A page of packets; `next` is the cursor of the page after it, null on the last."""
+
     packets: list[Packet]
+    next: PacketId | None = None
 
 
 class ActionReady(Contract):

@@ -20,6 +20,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.model import Scripted
+from libs.runtime import pages
 from libs.runtime.calls import call
 from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler
@@ -508,11 +509,16 @@ class Handlers(Covering, Remembering):
             return await self._call_out(p, data, charter, req.text)
         return chonk.Heard(intent="none")
 
-    async def packets(self, _: chonk.ListPackets, p: Principal) -> chonk.PacketList:
+    async def packets(self, req: chonk.ListPackets, p: Principal) -> chonk.PacketList:
         """The HUMAN_ONLY packets the caller decides; no one else's are read."""
         if p.is_agent:
             raise Refused("agent-may-not", 403, "a packet is for the person who decides it")
-        return chonk.PacketList(packets=await self._store.packets(p.org, p.sub))
+        found = await self._store.packets(p.org, p.sub)
+        if req.after is not None:  # a cursor that is none of theirs pages nothing of theirs
+            ids = [packet.id for packet in found]
+            found = found[ids.index(req.after) + 1 :] if req.after in ids else []
+        page, more = pages.first(found, req.limit)
+        return chonk.PacketList(packets=page, next=page[-1].id if more else None)
 
     async def report(self, req: chonk.RunRef, p: Principal) -> chonk.RunReport:
         found = await self._store.report(p.org, req.id) if "admin" in p.roles else None

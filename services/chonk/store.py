@@ -319,7 +319,8 @@ class ChonkStore:
     async def packets(self, org: str, decider: str) -> list[Packet]:
         """The packets `decider` decides: the key names them, so no one else's are read."""
         entries = await self._in_runs(self._runs, f"packet.{org}.{key_token(decider)}.*")
-        return sorted((_packet.decode(e.value) for e in entries), key=lambda p: p.opened_at)
+        found = (_packet.decode(e.value) for e in entries)
+        return sorted(found, key=lambda p: (p.opened_at, p.id))
 
     async def add_outside(
         self, org: str, chonk_id: str, at: list[datetime], now: datetime

@@ -250,7 +250,13 @@ ROUTES: tuple[Route, ...] = (
         "Stop a cadence: its run comes round no more (admin)",
     ),
     Route("GET", "/v1/chonk/runs/{id}", chonk.REPORT, "A run's receipt and actions (admin)"),
-    Route("GET", "/v1/chonk/packets", chonk.PACKETS, "The HUMAN_ONLY packets I decide"),
+    Route(
+        "GET",
+        "/v1/chonk/packets",
+        chonk.PACKETS,
+        "The HUMAN_ONLY packets I decide, a page",
+        query=("after", "limit"),
+    ),
     Route("POST", "/v1/chonk/messages", chonk.MESSAGE, "Write to one of my org's Chonks"),
     Route("GET", "/v1/chonk/knows", chonk.KNOWS, "What my manager knows about me, and who read it"),
     Route(

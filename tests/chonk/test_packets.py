@@ -2,7 +2,12 @@
 Chief Human Officer's packet is a decision record for Priya, who decides; she is told it
 waits, not what it says; no one else reads it, and it is never memory."""
 
+from datetime import UTC, datetime, timedelta
+
 from libs.audit.reading import records
+from libs.contracts import codec
+from libs.contracts.base import key_token
+from libs.contracts.chonk import Packet
 from tests.chonk.conftest import ORG, person
 from tests.support import bearer, token
 
@@ -49,3 +54,38 @@ async def test_a_packet_is_a_decision_record_for_priya_alone_and_never_memory(ap
         if x.action == "chonk.packet.open" and x.target == packet["id"]
     ]  # fmt: skip
     assert record.data == {"decider": f"{ORG}/priya", "subject": f"{ORG}/lena"}
+
+
+async def test_packets_are_paged_as_they_pile_up(api, operator):
+    """A cadence's run opens its packets every time it runs, and none leaves the list:
+    read whole, twelve packets of 200 KB were one answer past the 2 MiB the bus carries (a
+    500, `reply-too-large`). Paged, oldest first, each page within 512 KiB."""
+    kv = await operator.jetstream().key_value("chonk-runs")
+    decider, quinn = f"{ORG}/quinn", person("quinn")  # a decider no other test has
+    opened = datetime(2026, 9, 1, tzinfo=UTC)
+    ids = [f"pkt_run_checkin_{n}_0" for n in range(12)]
+    for n, packet_id in enumerate(ids):
+        packet = Packet(
+            id=packet_id, tenant=ORG, chonk="human", decider=decider, subject=f"{ORG}/lena",
+            about="a check-in", text="x" * 200_000, receipt=f"rcp_{n}", correlation=f"c{n}",
+            opened_at=opened + timedelta(days=n),
+        )  # fmt: skip
+        await kv.put(f"packet.{ORG}.{key_token(decider)}.{packet_id}", codec.encode(packet))
+
+    read, cursor = [], None
+    while True:
+        query = "" if cursor is None else f"?after={cursor}"
+        r = await api.get(f"/v1/chonk/packets{query}", headers=quinn)
+        assert r.status == 200, (await r.text())[:300]
+        page = await r.json()
+        assert 1 <= len(page["packets"]) <= 2
+        read += [p["id"] for p in page["packets"]]
+        if (cursor := page["next"]) is None:
+            break
+    assert read == ids
+
+    two = await (await api.get("/v1/chonk/packets?limit=1", headers=quinn)).json()
+    assert ([p["id"] for p in two["packets"]], two["next"]) == (ids[:1], ids[0])
+    # A cursor that is none of hers pages nothing of hers.
+    other = await (await api.get(f"/v1/chonk/packets?after={ids[0]}", headers=BEN)).json()
+    assert other == {"packets": [], "next": None}
