@@ -202,8 +202,8 @@ def ladder_clock() -> Callable[[], datetime]:
 
 @pytest.fixture
 def settled_kept() -> int | None:
-    """Seconds the ladder, PoA and the Chonks keep what is settled (None: their settings'
-    default); a module may keep it shorter."""
+    """Seconds the ladder, PoA, the rooms and the Chonks keep what is settled (None: their
+    settings' default); a module may keep it shorter."""
     return None
 
 
@@ -222,10 +222,12 @@ async def ladder_service(settings_for, ladder_clock, settled_kept, audit_service
 
 
 @pytest.fixture
-async def rooms_service(settings_for, audit_service):
+async def rooms_service(settings_for, settled_kept, audit_service):
     sealer = Sealer.from_hex(LINES_KEY)
     async with serving(
-        rooms.CONTRACT, settings_for("rooms"), lambda svc: serve_rooms(svc, sealer)
+        rooms.CONTRACT,
+        _keeping(settings_for("rooms"), settled_kept),
+        lambda svc: serve_rooms(svc, sealer),
     ) as svc:
         yield svc
 

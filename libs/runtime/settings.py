@@ -84,9 +84,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     |                       |                           | creates (3 on a three-node cluster)     |
     | TETHER_PULL_WAIT      | 0.5                       | seconds a reader's pull waits for new   |
     |                       |                           | messages: the longest a stop waits      |
-    | TETHER_SETTLED_KEPT   | 604800 (a week)           | seconds the ladder, PoA and the Chonks  |
-    |                       |                           | keep what is settled (a window, a       |
-    |                       |                           | confirmation, an ask, a run's claim, a  |
+    | TETHER_SETTLED_KEPT   | 604800 (a week)           | seconds the ladder, PoA, the rooms and  |
+    |                       |                           | the Chonks keep what is settled (a      |
+    |                       |                           | window, a confirmation, an ask, a draft |
+    |                       |                           | sent or discarded, a run's claim, a     |
     |                       |                           | cover); then it is gone                 |
     """
 

@@ -7,7 +7,7 @@ adapter (the only one there is).
 """
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from libs.audit.trail import Trail
 from libs.contracts.rooms import CONTRACT
@@ -33,7 +33,8 @@ async def serve(
     speak_within: float = SPEAK_WITHIN_S,
 ) -> None:
     """Serve the subjects until `svc` is stopped."""
-    store = await open_store(svc.nc, replicas=svc.settings.js_replicas)
+    kept = timedelta(seconds=svc.settings.settled_kept)
+    store = await open_store(svc.nc, replicas=svc.settings.js_replicas, kept=kept)
     trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(
         svc.nc, store, trail, sealer, Recording(store), clock, speak_within=speak_within

@@ -4,13 +4,16 @@ left through a transport) and the `rooms` and `rooms-lines` buckets.
 Keys in `rooms`:
     room.<room>                      the room
     member.<member>.<room>           the member's way in: every read starts from it
-    draft.<person>.<room>.<draft>    an agent's draft, held for its person
+    draft.<person>.<room>.<draft>    an agent's draft, held for its person; once sent or
+                                     discarded, kept a while (`TETHER_SETTLED_KEPT`), then
+                                     removed by the server
     answered.<room>.<seq>            the one answer a question gets
     delivery.<room>.<seq>            how a message that left by a line fares
     carrier.<transport>.<id>         which message a carrier's id is: "<room> <seq>"
     arrived.<arrival id>             where what a carrier sent was stored: "<room> <seq> <0|1>",
                                      the last its first contact; kept while it may be sent again
-    failed.<person>.<room>.<seq>     a failed delivery waiting on its person
+    failed.<person>.<room>.<seq>     a failed delivery waiting on its person; dismissed, its
+                                     marker removed in turn after a while
     opted_out.<room>                 a line's room whose correspondent opted out (STOP,
                                      an email's spam complaint or unsubscribe)
     heard.<room>                     when a WhatsApp room last heard from its correspondent
@@ -58,9 +61,19 @@ from libs.contracts.rooms import (
 )
 from libs.runtime import pages
 from libs.runtime.direct import batch_get
-from libs.runtime.kv import Conflict, Read, Record, current, open_bucket, swap, write_at
+from libs.runtime.kv import (
+    Conflict,
+    Read,
+    Record,
+    current,
+    open_bucket,
+    remove,
+    swap,
+    write_at,
+)
 from libs.runtime.leader import caught_up, exact_reads, newest_seq, seen
 from libs.runtime.service import ensure_stream
+from libs.runtime.settings import SETTLED_KEPT
 from services.rooms.domain.claims import Claim
 from services.rooms.domain.lines import MAX_SKEW_S
 
@@ -94,11 +107,19 @@ _claim = codec.decoder(Claim)
 
 class RoomStore:
     def __init__(
-        self, nc: Client, rooms: KeyValue, lines: KeyValue, exact: Read, *, replicated: bool
+        self,
+        nc: Client,
+        rooms: KeyValue,
+        lines: KeyValue,
+        exact: Read,
+        *,
+        replicated: bool,
+        kept: timedelta = SETTLED_KEPT,
     ) -> None:
         self._nc, self._js = nc, nc.jetstream()
         self._rooms, self._lines, self._exact = rooms, lines, exact
         self._replicated = replicated  # the history's stream: a page is read as caught up
+        self._kept = kept
 
     # rooms and members
 
@@ -273,7 +294,13 @@ class RoomStore:
         """The draft as stored after `change`, by compare-and-set."""
         key = _draft_key(draft.person, draft.room, draft.id)
         before, after = await swap(
-            self._rooms, key, change, decode=_draft.decode, default=draft, record=record
+            self._rooms,
+            key,
+            change,
+            decode=_draft.decode,
+            default=draft,
+            kept=lambda d: None if d.state in ("open", "sending") else self._kept,
+            record=record,
         )
         if before != after:
             await self._nudge(after)
@@ -349,8 +376,12 @@ class RoomStore:
         found = await _get(self._rooms, _delivery_key(room_id, seq))
         return None if found is None else _delivery.decode(found[0])
 
-    async def deliveries(self, room_id: str) -> dict[int, Delivery]:
-        entries = await current(self._rooms, _delivery_key(room_id, "*"))
+    async def deliveries(self, room_id: str, seqs: list[int]) -> dict[int, Delivery]:
+        """How the messages `seqs` of the room fare, those that left by its line: their keys
+        alone, one batched read, however many the room has sent before."""
+        if not seqs:
+            return {}
+        entries = await current(self._rooms, *(_delivery_key(room_id, seq) for seq in seqs))
         return {int(e.key.rsplit(".", 1)[1]): _delivery.decode(e.value) for e in entries}
 
     async def change_delivery(
@@ -382,7 +413,7 @@ class RoomStore:
         key = _failed_key(person, room_id, seq)
         if await _get(self._rooms, key) is None:
             return False
-        await self._rooms.delete(key)
+        await remove(self._rooms, key, keep=self._kept)
         await self._nudge_person(org, person)
         return True
 
@@ -473,7 +504,7 @@ class RoomStore:
         await self._lines.delete(f"address.{line.transport}.{key_token(line.address)}")
 
 
-async def open_store(nc: Client, *, replicas: int = 1) -> RoomStore:
+async def open_store(nc: Client, *, replicas: int = 1, kept: timedelta = SETTLED_KEPT) -> RoomStore:
     js = nc.jetstream()
     await ensure_stream(js, ROOMS, replicas=replicas)
     rooms = await open_bucket(js, KeyValueConfig(bucket="rooms", history=4, replicas=replicas))
@@ -482,7 +513,12 @@ async def open_store(nc: Client, *, replicas: int = 1) -> RoomStore:
     )
     history = await js.stream_info(ROOMS.name)
     return RoomStore(
-        nc, rooms, lines, await exact_reads(rooms), replicated=history.config.num_replicas > 1
+        nc,
+        rooms,
+        lines,
+        await exact_reads(rooms),
+        replicated=history.config.num_replicas > 1,
+        kept=kept,
     )
 
 
