@@ -48,7 +48,7 @@ class Messages(Rooms):
         room = await self._room(req.id, p)
         found, more = await self._store.page(room.org, room.id, req.after, req.limit, reader=p.sub)
         if room.transport is not None:  # what left by the line, with how it fares
-            fares = await self._store.deliveries(room.id)
+            fares = await self._store.deliveries(room.id, [m.seq for m in found])
             found = [msgspec.structs.replace(m, delivery=fares.get(m.seq)) for m in found]
         kept, cut = pages.first(found, req.limit)  # 200 messages of 16,000 characters: 3 MB
         more = more or cut
