@@ -171,9 +171,12 @@ class PlanLimits(Contract):
 
 
 class BillingRequest(Contract):
-    """This month (UTC) unless `month` (`YYYY-MM`) is given."""
+    """This month (UTC) unless `month` (`YYYY-MM`) is given; its agents by id, `limit`
+    after the agent `after`."""
 
     month: Month | None = None
+    after: Short | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 100
 
 
 class Allowance(Contract):
@@ -206,7 +209,8 @@ class AgentRuntime(Contract):
 
 class Billing(Contract):
     """The org admin's bill: capacity in use (which refuses) and runtime (which bills), at
-    the catalog's one hourly rate, per second of runtime."""
+    the catalog's one hourly rate, per second of runtime. The totals are the month's
+    whole; `agents` a page of them, `next` the cursor of the page after it."""
 
     org: str
     plan: str
@@ -217,6 +221,7 @@ class Billing(Contract):
     hours: str
     amount_usd: str
     agents: list[AgentRuntime]
+    next: str | None = None
 
 
 class RunStarted(Contract):

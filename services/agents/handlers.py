@@ -151,7 +151,20 @@ class Handlers:
         held = await self._store.roster(p.org)
         month = await self._store.meter(p.org, month_name)
         rate = self._catalog.runtime.agent_hour_usd
-        seconds = sum(m.seconds for m in month.agents.values())
+        seconds = sum(m.seconds for m in month)
+        runtimes = [
+            agents.AgentRuntime(
+                agent=m.agent,
+                kind=m.kind,
+                user=m.user,
+                runs=m.runs,
+                seconds=m.seconds,
+                amount_usd=str(meter.amount(m.seconds, rate)),
+            )
+            for m in month
+            if req.after is None or m.agent > req.after
+        ]
+        page, more = pages.first(runtimes, req.limit)
         return agents.Billing(
             org=p.org,
             plan=plan_name,
@@ -165,17 +178,8 @@ class Handlers:
             seconds=seconds,
             hours=f"{seconds / 3600:.4f}",
             amount_usd=str(meter.amount(seconds, rate)),
-            agents=[
-                agents.AgentRuntime(
-                    agent=agent_id,
-                    kind=m.kind,
-                    user=m.user,
-                    runs=m.runs,
-                    seconds=m.seconds,
-                    amount_usd=str(meter.amount(m.seconds, rate)),
-                )
-                for agent_id, m in sorted(month.agents.items())
-            ],
+            agents=page,
+            next=page[-1].agent if more else None,
         )
 
     async def plan(self, req: agents.SetPlan, p: Principal) -> agents.PlanSet:

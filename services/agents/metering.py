@@ -32,5 +32,5 @@ class Metering:
         run, seq = counted.run, counted.seq
         # One counted before a redelivery changes nothing.
         await self._store.change_meter(
-            run.org, meter.month_of(run), lambda month: meter.record(month, run, seq)
+            run.org, meter.month_of(run), run.agent, lambda before: meter.record(before, run, seq)
         )

@@ -6,7 +6,7 @@ Keys in `agents`:
     roster.<org>                 their ids, compare-and-set against the plan's capacity
     plan.<org>                   the org's plan; none is `free`
 `agents-personas` holds `<org>.<name>`, `agents-preferences` `<home org>.<user>`,
-`agents-meter` `<org>.<YYYY-MM>`, `agents-making` `<request key>` for 25 h: the agent a
+`agents-meter` `<org>.<YYYY-MM>.<agent>`, `agents-making` `<request key>` for 25 h: the agent a
 keyed create was about to make, and `agents-replies` `<org>.<room>.<seq>.<agent>` for 25 h:
 what an agent drafted in answer to a message, routed again as it was if the message is
 delivered again. Every key that holds a person's thing names the person.
@@ -32,7 +32,7 @@ from libs.contracts.base import key_token
 from libs.runtime.kv import Conflict, Read, open_bucket, swap, write_at
 from libs.runtime.leader import exact_reads, seen
 from libs.runtime.service import ensure_stream
-from services.agents.domain.meter import MeterMonth
+from services.agents.domain.meter import AgentMeter
 from services.agents.domain.roster import Roster
 
 __all__ = ["AgentStore", "Making", "open_store"]
@@ -57,7 +57,7 @@ _making = codec.decoder(Making)
 _persona = codec.decoder(Persona)
 _preferences = codec.decoder(Preferences)
 _roster = codec.decoder(Roster)
-_meter = codec.decoder(MeterMonth)
+_meter = codec.decoder(AgentMeter)
 _candidates = msgspec.json.Decoder(tuple[str, ...]).decode
 
 
@@ -164,20 +164,25 @@ class AgentStore:
     async def put_preferences(self, org: str, user: str, preferences: Preferences) -> None:
         await self._preferences.put(f"{org}.{key_token(user)}", codec.encode(preferences))
 
-    async def meter(self, org: str, month: str) -> MeterMonth:
-        found = await self._get(self._meter, f"{org}.{month}")
-        return MeterMonth(month=month) if found is None else _meter.decode(found)
+    async def meter(self, org: str, month: str) -> list[AgentMeter]:
+        """Every agent's month in the org, by agent."""
+        entries = await self._exact(self._meter, f"{org}.{month}.*")
+        return sorted((_meter.decode(e.value) for e in entries if e.value), key=lambda m: m.agent)
 
     async def change_meter(
-        self, org: str, month: str, change: Callable[[MeterMonth], MeterMonth]
+        self,
+        org: str,
+        month: str,
+        agent: str,
+        change: Callable[[AgentMeter | None], AgentMeter],
     ) -> None:
-        """The org's month after `change`, written by compare-and-set."""
+        """The agent's month in the org after `change`, written by compare-and-set."""
         await swap(
             self._meter,
-            f"{org}.{month}",
+            f"{org}.{month}.{key_token(agent)}",
             change,
             decode=_meter.decode,
-            default=MeterMonth(month=month),
+            default=None,
             read=self._exact,
         )
 

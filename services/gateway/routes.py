@@ -117,7 +117,7 @@ ROUTES: tuple[Route, ...] = (
         "/v1/billing",
         agents.BILLING,
         "Capacity in use and metered runtime (admin)",
-        query=("month",),
+        query=("month", "after", "limit"),
     ),
     Route("POST", "/v1/rooms", rooms.CREATE, "Create a room", status=201),
     Route("GET", "/v1/rooms", rooms.LIST, "The rooms I am a member of", query=("after", "limit")),

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from libs.contracts import codec
 from libs.contracts.agents import RunEnded
+from libs.runtime.kv import current
 from services.agents.domain import meter
 from services.agents.domain.catalog import load_catalog
 from tests.personal.conftest import announce, eventually, problem
@@ -58,9 +60,10 @@ def test_a_run_bills_each_started_second_at_the_one_rate():
         )
 
     assert [meter.billed_seconds(run(ms)) for ms in (0, 5, 1000, 1001, 59_999)] == [1, 1, 1, 2, 60]
-    month = meter.record(meter.MeterMonth(month="2026-11"), run(1500), seq=7)
-    assert meter.record(month, run(1500), seq=7) is month  # a redelivery counts once
-    assert month.agents["a"].seconds == 2
+    counted = meter.record(None, run(1500), seq=7)
+    assert meter.record(counted, run(1500), seq=7) is counted  # a redelivery counts once
+    assert (counted.agent, counted.runs, counted.seconds) == ("a", 1, 2)
+    assert meter.record(counted, run(0), seq=9).seconds == 3
     assert meter.amount(3600, Decimal("0.12")) == Decimal("0.120000")
 
 
@@ -127,3 +130,38 @@ async def test_only_an_admin_creates_org_agents(api, people):
 
 async def _status(api, headers, status: int) -> bool:
     return (await api.get("/v1/agents/me", headers=headers)).status == status
+
+
+async def test_each_agent_is_metered_apart_and_the_bill_pages_its_agents(api, operator, people):
+    """250 agents' runs in one org's month: each agent's month is its own key, so a run
+    rewrites its agent's alone (the org's month held whole was rewritten at every run, and
+    past some 20,000 agents no longer fit in a message of the bus); the bill totals the
+    month and pages its agents by id."""
+    js = operator.jetstream()
+    start = datetime.now(UTC).replace(microsecond=0)
+    ids = [f"agent:{people.org}/p{n:03d}" for n in range(250)]
+    for agent in ids:
+        ended = RunEnded(
+            run=agent, org=people.org, agent=agent, kind="personal", user=agent[6:],
+            started_at=start, ended_at=start + timedelta(milliseconds=1500),
+        )  # fmt: skip
+        await js.publish(f"agents.run.ended.{people.org}", codec.encode(ended))
+
+    async def billed() -> dict | None:
+        bill = await (await api.get("/v1/billing", headers=people.root)).json()
+        return bill if bill["seconds"] == 2 * len(ids) else None
+
+    bill = await eventually(billed, timeout=60)
+    assert bill["amount_usd"] == str(meter.amount(2 * len(ids), Decimal("0.12")))
+    read, cursor = [], None
+    while True:
+        query = "?limit=100" + ("" if cursor is None else f"&after={cursor}")
+        page = await (await api.get(f"/v1/billing{query}", headers=people.root)).json()
+        assert page["seconds"] == bill["seconds"] and len(page["agents"]) <= 100
+        read += [(a["agent"], a["runs"], a["seconds"]) for a in page["agents"]]
+        if (cursor := page["next"]) is None:
+            break
+    assert read == [(agent, 1, 2) for agent in ids]
+    kv = await js.key_value("agents-meter")
+    month = start.strftime("%Y-%m")
+    assert len(await current(kv, f"{people.org}.{month}.*")) == len(ids)

@@ -7,22 +7,21 @@ import msgspec
 
 from libs.contracts.agents import AgentKind, RunEnded
 
-__all__ = ["AgentMeter", "MeterMonth", "amount", "billed_seconds", "month_of", "record"]
+__all__ = ["AgentMeter", "amount", "billed_seconds", "month_of", "record"]
 
 
 class AgentMeter(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One agent's month in one org. `last_seq` is the last METER message counted for it,
+    so a redelivered one is not counted twice (the meter reads in order, one at a time).
+    Each agent is kept apart: an org's month held whole was rewritten at every run (9.5
+    ms at 10,000 agents, on the one reader every org's runs wait for), and past some
+    20,000 agents it no longer fit in a message of the bus."""
+
+    agent: str
     kind: AgentKind
     user: str | None
     runs: int = 0
     seconds: int = 0
-
-
-class MeterMonth(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """An org's month. `last_seq` is the last METER message counted, so a redelivered one
-    is not counted twice (the meter reads in order, one at a time)."""
-
-    month: str
-    agents: dict[str, AgentMeter] = {}
     last_seq: int = 0
 
 
@@ -36,14 +35,14 @@ def billed_seconds(run: RunEnded) -> int:
     return max(1, math.ceil(elapsed))
 
 
-def record(month: MeterMonth, run: RunEnded, seq: int) -> MeterMonth:
-    if seq <= month.last_seq:
-        return month
-    before = month.agents.get(run.agent) or AgentMeter(kind=run.kind, user=run.user)
-    after = msgspec.structs.replace(
-        before, runs=before.runs + 1, seconds=before.seconds + billed_seconds(run)
+def record(meter: AgentMeter | None, run: RunEnded, seq: int) -> AgentMeter:
+    """The run's agent's month with the run counted, once."""
+    before = meter or AgentMeter(agent=run.agent, kind=run.kind, user=run.user)
+    if seq <= before.last_seq:
+        return before
+    return msgspec.structs.replace(
+        before, runs=before.runs + 1, seconds=before.seconds + billed_seconds(run), last_seq=seq
     )
-    return MeterMonth(month=month.month, agents=month.agents | {run.agent: after}, last_seq=seq)
 
 
 def amount(seconds: int, rate_per_hour: Decimal) -> Decimal:
