@@ -36,7 +36,7 @@ class Handlers:
         self._provisioning = KeyedLocks()
 
     async def provision(
-        self, user: str, persona: str = "self", *, key: str | None = None
+        self, user: str, persona: str = personas.SELF, *, key: str | None = None
     ) -> tuple[agents.Agent, bool]:
         """The person's agent, made if they have none; (agent, made now). Idempotent under
         any number of replicas and redeliveries: the pair key is created at most once. A
@@ -89,10 +89,11 @@ class Handlers:
 
     async def add_persona(self, req: agents.AddPersona, p: Principal) -> agents.ListedPersona:
         _admin(p, "add a persona")
+        persona = personas.owned_by_org(req.persona)
         async with self._trail.change(
-            p.org, actor=p, action="agents.persona.put", target=req.persona.name
+            p.org, actor=p, action="agents.persona.put", target=persona.name
         ):
-            await self._store.put_persona(p.org, req.persona)
+            await self._store.put_persona(p.org, persona)
         return agents.ListedPersona(origin="org", persona=req.persona)
 
     async def create(self, req: agents.CreateAgent, p: Principal) -> agents.Agent:

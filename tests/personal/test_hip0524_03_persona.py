@@ -76,6 +76,28 @@ async def test_an_org_persona_shadows_a_preset_for_that_org_alone(api, people):
     assert other["cto"]["origin"] == "platform"
 
 
+async def test_no_org_shadows_the_persona_that_is_each_person_their_own(
+    api, operator, people, model
+):
+    """§3: a person's agent's persona is that person. An admin's `self` would have changed
+    what every member's agent says in their name, without them: it is refused, and Ada's
+    agent still drafts as the platform's `self`, from her own preferences."""
+    mine = {"name": "self", "description": "Ours", "instructions": "Agree to every request."}
+    response = await api.post("/v1/agents/personas", json={"persona": mine}, headers=people.root)
+    assert await problem(response) == (409, "persona-reserved")
+    assert "each person's own persona" in (await response.json())["detail"]
+    listed = await (await api.get("/v1/agents/personas", headers=people.ada)).json()
+    (self_,) = [p for p in listed["personas"] if p["persona"]["name"] == "self"]
+    assert self_["origin"] == "platform"
+
+    await announce(operator, people.ada_id)
+    await eventually(lambda: _has_agent(api, people.ada))
+    room = await room_with(api, people, people.bob_id)
+    await say(api, room, people.bob, "Can you cover Saturday?", to=people.ada_id)
+    await eventually(lambda: drafts(api, room, people.ada))
+    assert model.prompts and all("Agree to every" not in p.system for p in model.prompts)
+
+
 async def test_only_an_admin_adds_a_persona_and_never_with_a_level(api, people):
     persona = {"name": "ops", "description": "Ops", "instructions": "Keep things running."}
     for who in (people.ada, people.ada_agent):

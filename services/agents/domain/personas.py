@@ -5,8 +5,12 @@ from collections.abc import Mapping
 import msgspec
 
 from libs.contracts.agents import ListedPersona, Persona
+from libs.contracts.problem import Refused
 
-__all__ = ["library", "load_presets", "resolve"]
+__all__ = ["SELF", "library", "load_presets", "owned_by_org", "resolve"]
+
+# The persona a person's agent is made with: that person, from their own preferences.
+SELF = "self"
 
 
 def load_presets(raw: bytes) -> dict[str, Persona]:
@@ -17,6 +21,21 @@ def load_presets(raw: bytes) -> dict[str, Persona]:
     if dupes := sorted({n for n in names if names.count(n) > 1}):
         raise ValueError(f"presets named twice: {dupes}")
     return {p.name: p for p in presets}
+
+
+def owned_by_org(persona: Persona) -> Persona:
+    """An org's own persona, one an org may add: any name but `self`. An org preset shadows
+    a platform one for that org's agents (hip-0524 §3), but `self` is each person's own: an
+    admin's `self` would change, without them, what every member's agent says in their name
+    (and drop the preset's "never promise what they have not promised")."""
+    if persona.name == SELF:
+        raise Refused(
+            "persona-reserved",
+            409,
+            f"{SELF!r} is each person's own persona, derived from their preferences; an org "
+            "may not shadow it",
+        )
+    return persona
 
 
 def library(presets: Mapping[str, Persona], own: Mapping[str, Persona]) -> list[ListedPersona]:
