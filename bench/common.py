@@ -4,6 +4,7 @@ import asyncio
 import contextlib
 import os
 import re
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -13,13 +14,20 @@ import time
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
+
+import nats
+import uvloop
+from nats.aio.client import Client
 
 from libs.contracts import SERVICES
-from libs.contracts.permissions import GATEWAY
+from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
 from libs.stack.home import Home
 from libs.stack.local import start_local
 from libs.stack.processes import spawn, stop_all
-from libs.stack.servers import free_port, wait_for
+from libs.stack.servers import free_port, start_nodes, wait_for
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,6 +101,38 @@ def http_status(url: str) -> int:
 def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
+
+
+async def p50_ms(call: Callable[[], Awaitable[object]], times: int) -> float:
+    """The median of `times` calls of `call`, one after another, in milliseconds."""
+    latencies = []
+    for _ in range(times):
+        start = time.perf_counter()
+        await call()
+        latencies.append(time.perf_counter() - start)
+    return percentile(latencies, 50) * 1e3
+
+
+def on_one_node(run: Callable[[Client], Awaitable[T]]) -> T:
+    """`run` on one nats-server made for the services' streams, connected as the operator;
+    for a bench of one store's reads and writes, with no service running."""
+    password = secrets.token_urlsafe(16)
+
+    async def connected(url: str) -> T:
+        nc = await nats.connect(
+            url, user=OPERATOR, password=password, inbox_prefix=inbox_prefix(OPERATOR)
+        )
+        try:
+            return await run(nc)
+        finally:
+            await nc.close()
+
+    with tempfile.TemporaryDirectory() as root:
+        procs, urls = start_nodes(Path(root), 1, {OPERATOR: password}, SERVICES)
+        try:
+            return uvloop.run(connected(urls[0]))
+        finally:
+            stop_all(procs)
 
 
 async def flood(

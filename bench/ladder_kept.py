@@ -11,23 +11,14 @@ consumer of its own.
 """
 
 import asyncio
-import secrets
-import tempfile
-import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 import msgspec
-import nats
-import uvloop
+from nats.aio.client import Client
 
-from bench.common import percentile
-from libs.contracts import SERVICES
+from bench.common import on_one_node, p50_ms
 from libs.contracts.base import key_token
 from libs.contracts.ladder import PendingWindow
-from libs.contracts.permissions import OPERATOR, inbox_prefix
-from libs.stack.processes import stop_all
-from libs.stack.servers import start_nodes
 from services.ladder.store import Held, open_store
 
 SETTLED, READS = (0, 100, 1_000, 3_000), 200
@@ -55,15 +46,6 @@ def _stopped(held: Held | None) -> Held | None:
     )
 
 
-async def _p50(read, *args) -> float:
-    latencies = []
-    for _ in range(READS):
-        start = time.perf_counter()
-        await read(*args)
-        latencies.append(time.perf_counter() - start)
-    return percentile(latencies, 50) * 1e3
-
-
 async def _watched(kv, keys: str) -> list:
     """The read past 1,024 keys as it was: nats-py's watch, to its "none pending" mark."""
     watcher = await kv.watch(keys, inactive_threshold=1.0)
@@ -76,10 +58,7 @@ async def _watched(kv, keys: str) -> list:
     return found
 
 
-async def run(url: str, password: str) -> list[tuple[int, float, float | None]]:
-    nc = await nats.connect(
-        url, user=OPERATOR, password=password, inbox_prefix=inbox_prefix(OPERATOR)
-    )
+async def run(nc: Client) -> list[tuple[int, float, float | None]]:
     store = await open_store(nc)
     out = []
     sem = asyncio.Semaphore(64)
@@ -98,20 +77,15 @@ async def run(url: str, password: str) -> list[tuple[int, float, float | None]]:
         by_watch = None
         if settled + 1 > 1_024:
             kv = await nc.jetstream().key_value("ladder")
-            by_watch = await _p50(_watched, kv, f"window.{key_token(person)}.*")
-        out.append((settled, await _p50(store.windows, person), by_watch))
-    await nc.close()
+            keys = f"window.{key_token(person)}.*"
+            by_watch = await p50_ms(lambda kv=kv, keys=keys: _watched(kv, keys), READS)
+        read = await p50_ms(lambda person=person: store.windows(person), READS)
+        out.append((settled, read, by_watch))
     return out
 
 
 def main() -> None:
-    password = secrets.token_urlsafe(16)
-    with tempfile.TemporaryDirectory() as root:
-        procs, urls = start_nodes(Path(root), 1, {OPERATOR: password}, SERVICES)
-        try:
-            results = uvloop.run(run(urls[0], password))
-        finally:
-            stop_all(procs)
+    results = on_one_node(run)
     print(f"a person's windows listed (one open), p50 of {READS} reads in turn")
     print("| settled windows held | as read now, ms | by nats-py's watch (before), ms |")
     print("|---|---|---|")

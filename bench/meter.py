@@ -11,24 +11,17 @@ now, with 100 to 20,000 agents metered in the org.
 """
 
 import asyncio
-import secrets
-import tempfile
-import time
+import itertools
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import msgspec
-import nats
-import uvloop
+from nats.aio.client import Client
 from nats.errors import MaxPayloadError
 
-from bench.common import percentile
-from libs.contracts import SERVICES, codec
+from bench.common import on_one_node, p50_ms
+from libs.contracts import codec
 from libs.contracts.agents import RunEnded
-from libs.contracts.permissions import OPERATOR, inbox_prefix
 from libs.runtime.kv import swap
-from libs.stack.processes import stop_all
-from libs.stack.servers import start_nodes
 from services.agents.domain import meter
 from services.agents.store import open_store
 
@@ -57,19 +50,9 @@ def _counted_whole(month: _Whole, run: RunEnded, seq: int) -> _Whole:
     return _Whole(agents=month.agents | {run.agent: counted}, last_seq=seq)
 
 
-async def _p50(count) -> float:
-    latencies = []
-    for seq in range(1, COUNTS + 1):
-        start = time.perf_counter()
-        await count(seq)
-        latencies.append(time.perf_counter() - start)
-    return percentile(latencies, 50) * 1e3
-
-
-async def run(url: str, password: str) -> list[tuple[int, float | None, float]]:
-    nc = await nats.connect(
-        url, user=OPERATOR, password=password, inbox_prefix=inbox_prefix(OPERATOR)
-    )
+async def run(nc: Client) -> list[tuple[int, float | None, float]]:
+    """Each count a run of its own: its place on METER (`seq`) comes after the last."""
+    seqs = itertools.count(2)
     store = await open_store(nc.jetstream())
     kv = await nc.jetstream().key_value("agents-meter")
     sem = asyncio.Semaphore(64)
@@ -101,32 +84,28 @@ async def run(url: str, password: str) -> list[tuple[int, float | None, float]]:
         await asyncio.gather(*(put(m) for m in held.values()))
         agent = f"agent:{org}/p00001"
 
-        async def as_whole(seq: int, org: str = org, agent: str = agent) -> None:
+        async def as_whole(org: str = org, agent: str = agent) -> None:
+            seq = next(seqs)
             await swap(
                 kv, f"whole.{org}.{MONTH}",
-                lambda month: _counted_whole(month, _run(org, agent, seq + 1), seq + 1),
+                lambda month: _counted_whole(month, _run(org, agent, seq), seq),
                 decode=whole, default=_Whole(agents={}),
             )  # fmt: skip
 
-        async def apart(seq: int, org: str = org, agent: str = agent) -> None:
-            run = _run(org, agent, seq + 1)
+        async def apart(org: str = org, agent: str = agent) -> None:
+            seq = next(seqs)
+            run = _run(org, agent, seq)
             await store.change_meter(
-                org, MONTH, agent, lambda before: meter.record(before, run, seq + 1)
+                org, MONTH, agent, lambda before: meter.record(before, run, seq)
             )
 
-        out.append((n, await _p50(as_whole) if fits else None, await _p50(apart)))
-    await nc.close()
+        whole_p50 = await p50_ms(as_whole, COUNTS) if fits else None
+        out.append((n, whole_p50, await p50_ms(apart, COUNTS)))
     return out
 
 
 def main() -> None:
-    password = secrets.token_urlsafe(16)
-    with tempfile.TemporaryDirectory() as root:
-        procs, urls = start_nodes(Path(root), 1, {OPERATOR: password}, SERVICES)
-        try:
-            results = uvloop.run(run(urls[0], password))
-        finally:
-            stop_all(procs)
+    results = on_one_node(run)
     print(f"one run counted by the meter, p50 of {COUNTS} in turn")
     print(
         "| agents metered in the org | the month whole (before), ms | the agent's own (now), ms |"

@@ -13,35 +13,18 @@ up, one node.
 """
 
 import asyncio
-import secrets
-import tempfile
-import time
 from datetime import UTC, datetime
-from pathlib import Path
 
-import nats
-import uvloop
+from nats.aio.client import Client
 
-from bench.common import percentile
-from libs.contracts import SERVICES, codec
-from libs.contracts.permissions import OPERATOR, inbox_prefix
+from bench.common import on_one_node, p50_ms
+from libs.contracts import codec
 from libs.contracts.rooms import Delivery, Draft
 from libs.runtime.kv import current
-from libs.stack.processes import stop_all
-from libs.stack.servers import start_nodes
 from services.rooms.store import open_store
 
 HELD, READS, PAGE = (0, 100, 1_000, 3_000), 200, 50
 AT = datetime(2026, 12, 5, tzinfo=UTC)
-
-
-async def _p50(read, *args) -> float:
-    latencies = []
-    for _ in range(READS):
-        start = time.perf_counter()
-        await read(*args)
-        latencies.append(time.perf_counter() - start)
-    return percentile(latencies, 50) * 1e3
 
 
 def _draft(person: str, n: int, state: str) -> Draft:
@@ -53,10 +36,7 @@ def _draft(person: str, n: int, state: str) -> Draft:
     )  # fmt: skip
 
 
-async def run(url: str, password: str) -> tuple[list, list]:
-    nc = await nats.connect(
-        url, user=OPERATOR, password=password, inbox_prefix=inbox_prefix(OPERATOR)
-    )
+async def run(nc: Client) -> tuple[list, list]:
     store = await open_store(nc)
     kv = await nc.jetstream().key_value("rooms")
     sem = asyncio.Semaphore(64)
@@ -73,7 +53,7 @@ async def run(url: str, password: str) -> tuple[list, list]:
         )
         await store.create_draft(_draft(person, held, "open"))
         assert len(await store.drafts_of(person)) == held + 1
-        drafts.append((held, await _p50(store.drafts_of, person)))
+        drafts.append((held, await p50_ms(lambda person=person: store.drafts_of(person), READS)))
 
     deliveries = []
     for sent in HELD[1:]:
@@ -84,20 +64,14 @@ async def run(url: str, password: str) -> tuple[list, list]:
         )
         page = list(range(sent - PAGE + 1, sent + 1))
         assert len(await store.deliveries(room, page)) == PAGE
-        whole = await _p50(current, kv, f"delivery.{room}.*")
-        deliveries.append((sent, whole, await _p50(store.deliveries, room, page)))
-    await nc.close()
+        whole = await p50_ms(lambda room=room: current(kv, f"delivery.{room}.*"), READS)
+        paged = await p50_ms(lambda room=room, page=page: store.deliveries(room, page), READS)
+        deliveries.append((sent, whole, paged))
     return drafts, deliveries
 
 
 def main() -> None:
-    password = secrets.token_urlsafe(16)
-    with tempfile.TemporaryDirectory() as root:
-        procs, urls = start_nodes(Path(root), 1, {OPERATOR: password}, SERVICES)
-        try:
-            drafts, deliveries = uvloop.run(run(urls[0], password))
-        finally:
-            stop_all(procs)
+    drafts, deliveries = on_one_node(run)
     print(f"a person's drafts read (one open), p50 of {READS} reads in turn")
     print("| closed drafts held | ms |")
     print("|---|---|")
