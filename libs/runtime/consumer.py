@@ -17,8 +17,9 @@ Handlers must therefore be safe to repeat.
 """
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
@@ -68,6 +69,13 @@ class Retry(msgspec.Struct, frozen=True):
 RETRY = Retry()
 
 
+def _said(told: "asyncio.Future[None]") -> None:
+    """An in-progress word that did not reach the server (the bus away) is said again a
+    third of the ack wait later; its failure is read here so it is never left unread."""
+    if not told.cancelled():
+        told.exception()
+
+
 def events(types: Mapping[str, type]) -> Callable[[Msg], Any]:
     """Read each message as the JSON Struct its subject carries: `types` maps a subject (a
     filter such as `agents.run.ended.>` is matched token by token) to its type."""
@@ -112,7 +120,9 @@ class Consumer(Generic[T]):
     ) -> None:
         """`in_order` handles one message at a time across every replica (max_ack_pending
         1), for a reader whose state depends on the order it reads in. A message a replica
-        took and never acked goes to another after `ack_wait` seconds. `service` names the
+        took goes to another `ack_wait` seconds after that replica last said it is at work
+        on it (it died). Every wait in a handler is bounded (a bus request, a model's
+        reply), so none holds its message for good. `service` names the
         reader's service where the durable is not named for it. With `trail`, every dead
         letter is also a record on the system's own chain (org `tether`)."""
         self._js, self._stream, self._durable = js, stream, durable
@@ -197,7 +207,8 @@ class Consumer(Generic[T]):
     async def _one(self, msg: Msg) -> None:
         where = {"subject": msg.subject, "durable": self._durable}
         try:
-            await self._handle(self._read(msg))
+            with self._at_work(msg):
+                await self._handle(self._read(msg))
             await msg.ack()
             return
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -222,6 +233,29 @@ class Consumer(Generic[T]):
         # Handling it again would refuse it again: say why, once, and drop it.
         _log.warning("message refused; dropped", extra={**where, "error": error})
         await msg.term()
+
+    @contextlib.contextmanager
+    def _at_work(self, msg: Msg) -> Iterator[None]:
+        """While the handler runs, the server is told it is still at work, a third of the
+        ack wait apart: a handler slower than the ack wait (a model's reply can take a
+        minute) would otherwise have its message handed to another replica meanwhile and
+        carried out twice. A replica that dies stops telling, and its message goes to
+        another after the ack wait, as before. Timed by the loop, so a handler quicker than
+        a third of the wait (most) costs no task."""
+        loop = asyncio.get_running_loop()
+        every = self._ack_wait / 3
+
+        def tell() -> None:
+            nonlocal handle
+            task = asyncio.ensure_future(msg.in_progress())
+            task.add_done_callback(_said)
+            handle = loop.call_later(every, tell)
+
+        handle = loop.call_later(every, tell)
+        try:
+            yield
+        finally:
+            handle.cancel()
 
     async def _again(self, msg: Msg, error: str) -> None:
         delivered = msg.metadata.num_delivered or 1
