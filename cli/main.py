@@ -1,4 +1,4 @@
-"""`tether up | token | contracts | nats-config | poa vectors | audit verify`."""
+"""`tether up | token | contracts | nats-config | poa vectors | audit verify | dead`."""
 
 import argparse
 import asyncio
@@ -184,6 +184,45 @@ def _audit_verify(args: argparse.Namespace) -> int:
     return asyncio.run(verify())
 
 
+def _dead(args: argparse.Namespace) -> int:
+    """The dead letters, or one reader's, listed; with `--send-again`, each sent again to
+    its subject once its cause is fixed, and removed from DEAD."""
+    from libs.contracts.permissions import OPERATOR
+    from libs.runtime.dead import parked, sent_again
+    from libs.stack.up import ROLES
+
+    async def run() -> int:
+        url = _nats_url()
+        try:  # a command answers now: no waiting for a server that is not there
+            nc = await _operator(Home().ensure(ROLES)[OPERATOR], url)
+        except Exception as exc:
+            print(f"cannot reach NATS at {url}: {exc!r}", file=sys.stderr)
+            return 2
+        try:
+            letters = [
+                letter
+                for letter in await parked(nc, args.reader)
+                if not args.seq or letter.seq in args.seq
+            ]
+            for letter in letters:
+                if args.send_again:
+                    await sent_again(nc, letter)
+                said = "sent again" if args.send_again else f"{letter.at:%Y-%m-%d %H:%M:%S}"
+                print(f"{letter.seq} {said} {letter.reader} {letter.subject}: {letter.error}")
+        finally:
+            await nc.close()
+        done = "sent again" if args.send_again else "parked"
+        print(f"{len(letters)} dead letter(s) {done}")
+        return 0
+
+    if args.send_again and not (args.reader or args.seq):
+        print(
+            "name the letters to send again: --reader SERVICE.DURABLE or --seq N", file=sys.stderr
+        )
+        return 2
+    return asyncio.run(run())
+
+
 def _poa_vectors(args: argparse.Namespace) -> int:
     from services.poa.domain.conformance import decode, run
 
@@ -290,6 +329,18 @@ def _parser() -> argparse.ArgumentParser:
     p = audit.add_parser("verify", help="check an org's hash chain; name every break by sequence")
     p.add_argument("--org", required=True, type=org)
     p.set_defaults(run=_audit_verify)
+
+    p = sub.add_parser(
+        "dead", help="what readers parked after every retry failed; --send-again once fixed"
+    )
+    p.add_argument("--reader", help="SERVICE.DURABLE, e.g. agents.agents; every reader's if none")
+    p.add_argument("--seq", type=int, action="append", default=[], help="a letter; repeatable")
+    p.add_argument(
+        "--send-again",
+        action="store_true",
+        help="publish each to its subject again, for its readers, and remove it from DEAD",
+    )
+    p.set_defaults(run=_dead)
     return parser
 
 

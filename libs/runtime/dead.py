@@ -1,0 +1,68 @@
+"""Dead letters: what a reader parked after every retry failed, read back and sent again.
+
+A parked message keeps where it came from (its subject, stream and sequence) and why it
+was parked (`consumer.py`). Once the cause is fixed (a model provider back, a bug mended),
+it is sent again to its subject, as a new message: its readers take it as they took it
+before, and since every handler is safe to repeat, those that handled it then change
+nothing while the one that parked it handles it now. Sent, it leaves DEAD.
+"""
+
+from datetime import datetime
+
+import msgspec
+from nats.aio.client import Client
+
+from libs.contracts.streams import DEAD, dead_subject
+from libs.runtime.direct import batch_get
+
+__all__ = ["Parked", "parked", "sent_again"]
+
+_BATCH = 256
+
+
+class Parked(msgspec.Struct, frozen=True):
+    """A dead letter: its place on DEAD, the reader that parked it
+    (`<service>.<durable>`), the subject it was published on, why, and when."""
+
+    seq: int
+    reader: str
+    subject: str
+    error: str
+    at: datetime
+    data: bytes
+
+
+async def parked(nc: Client, reader: str | None = None) -> list[Parked]:
+    """Every dead letter, or `reader`'s, oldest first: batched direct gets, no consumer."""
+    subjects = f"{dead_subject(reader)}" if reader else f"{dead_subject('>')}"
+    found: list[Parked] = []
+    after, more = 0, True
+    while more:
+        request = {"seq": after + 1, "next_by_subj": subjects, "batch": _BATCH}
+        msgs, pending = await batch_get(nc, DEAD.name, request)
+        for msg in msgs:
+            headers = msg.headers or {}
+            found.append(
+                Parked(
+                    seq=int(headers["Nats-Sequence"]),
+                    reader=headers["Nats-Subject"].removeprefix(dead_subject("")),
+                    subject=headers.get("Tether-Dead-Subject", ""),
+                    error=headers.get("Tether-Dead-Error", ""),
+                    at=datetime.fromisoformat(headers["Nats-Time-Stamp"]),
+                    data=msg.data,
+                )
+            )
+        more = bool(msgs) and pending > 0
+        after = found[-1].seq if found else after
+    return found
+
+
+async def sent_again(nc: Client, letter: Parked) -> None:
+    """`letter` published again to its subject, then removed from DEAD. Its id makes a
+    second sending within the stream's duplicate window store nothing more, should the
+    removal have failed the first time."""
+    js = nc.jetstream()
+    await js.publish(
+        letter.subject, letter.data, headers={"Nats-Msg-Id": f"sent-again-{letter.seq}"}
+    )
+    await js.delete_msg(DEAD.name, letter.seq)

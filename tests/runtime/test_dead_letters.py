@@ -1,0 +1,77 @@
+"""A dead letter goes back to its readers once its cause is fixed: `tether dead` lists what
+each reader parked after every retry failed, and `--send-again` publishes each to its
+subject as new and removes it from DEAD. Before, a parked message had no way back: the
+messages a reader could not handle through a model provider's outage longer than its
+retries (about two minutes) were never answered."""
+
+import asyncio
+import subprocess
+import sys
+import uuid
+
+from libs.runtime.consumer import Consumer, Retry
+from libs.runtime.dead import parked
+from libs.runtime.service import ensure_shared_streams
+from tests.personal.conftest import eventually
+
+
+def _dead(stack, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", "dead", *args],
+        env=stack.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def test_a_parked_message_is_sent_again_once_its_cause_is_fixed(operator, stack):
+    js, name = operator.jetstream(), uuid.uuid4().hex[:8]
+    stream, subject, reader = f"DL_{name}", f"dl.{name}.said", f"probe{name}.d"
+    await ensure_shared_streams(js, ("DEAD",))
+    await js.add_stream(name=stream, subjects=[subject])
+    handled: list[bytes] = []
+    down = True
+
+    async def handle(data: bytes) -> None:
+        if down:
+            raise RuntimeError("the model's provider answered 503")
+        handled.append(data)
+
+    consumer = Consumer(
+        js,
+        stream=stream,
+        durable="d",
+        service=f"probe{name}",
+        subjects=[subject],
+        read=lambda m: m.data,
+        handle=handle,
+        retry=Retry(first_s=0.05, attempts=2),
+    )
+    reading = asyncio.create_task(consumer.run(wait=0.1))
+    try:
+        await js.publish(subject, b"are you free on Thursday?")
+        (letter,) = await eventually(lambda: parked(operator, reader))
+        assert (letter.subject, letter.data) == (subject, b"are you free on Thursday?")
+        assert "the model's provider answered 503" in letter.error
+
+        listed = _dead(stack, "--reader", reader)
+        assert listed.returncode == 0, listed.stderr
+        assert f"{letter.seq} " in listed.stdout and "1 dead letter(s) parked" in listed.stdout
+        unnamed = _dead(stack, "--send-again")
+        assert unnamed.returncode == 2 and "--reader" in unnamed.stderr
+
+        down = False
+        sent = _dead(stack, "--reader", reader, "--send-again")
+        assert sent.returncode == 0, sent.stderr
+        assert "1 dead letter(s) sent again" in sent.stdout
+
+        async def answered() -> bool:
+            return handled == [b"are you free on Thursday?"]
+
+        assert await eventually(answered)
+        assert await parked(operator, reader) == []
+    finally:
+        consumer.stop()
+        await reading
+        await js.delete_stream(stream)
