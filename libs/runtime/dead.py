@@ -13,7 +13,7 @@ import msgspec
 from nats.aio.client import Client
 
 from libs.contracts.streams import DEAD, dead_subject
-from libs.runtime.direct import batch_get
+from libs.runtime.direct import DirectGetUnavailable, batch_get
 
 __all__ = ["Parked", "parked", "sent_again"]
 
@@ -33,13 +33,17 @@ class Parked(msgspec.Struct, frozen=True):
 
 
 async def parked(nc: Client, reader: str | None = None) -> list[Parked]:
-    """Every dead letter, or `reader`'s, oldest first: batched direct gets, no consumer."""
+    """Every dead letter, or `reader`'s, oldest first: batched direct gets, no consumer.
+    Nothing where no service has made DEAD yet (no direct get answers)."""
     subjects = f"{dead_subject(reader)}" if reader else f"{dead_subject('>')}"
     found: list[Parked] = []
     after, more = 0, True
     while more:
         request = {"seq": after + 1, "next_by_subj": subjects, "batch": _BATCH}
-        msgs, pending = await batch_get(nc, DEAD.name, request)
+        try:
+            msgs, pending = await batch_get(nc, DEAD.name, request)
+        except DirectGetUnavailable:
+            return found
         for msg in msgs:
             headers = msg.headers or {}
             found.append(
