@@ -35,7 +35,7 @@ class Parked(msgspec.Struct, frozen=True):
 async def parked(nc: Client, reader: str | None = None) -> list[Parked]:
     """Every dead letter, or `reader`'s, oldest first: batched direct gets, no consumer.
     Nothing where no service has made DEAD yet (no direct get answers)."""
-    subjects = f"{dead_subject(reader)}" if reader else f"{dead_subject('>')}"
+    subjects = dead_subject(reader or ">")
     found: list[Parked] = []
     after, more = 0, True
     while more:
