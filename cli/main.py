@@ -187,7 +187,10 @@ def _audit_verify(args: argparse.Namespace) -> int:
 def _dead(args: argparse.Namespace) -> int:
     """The dead letters, or one reader's, listed; with `--send-again`, each sent again to
     its subject once its cause is fixed, and removed from DEAD."""
+    from libs.audit.trail import Trail
     from libs.contracts.permissions import OPERATOR
+    from libs.contracts.principal import Principal
+    from libs.runtime.consumer import SYSTEM_ORG
     from libs.runtime.dead import parked, sent_again
     from libs.stack.up import ROLES
 
@@ -198,6 +201,7 @@ def _dead(args: argparse.Namespace) -> int:
         except Exception as exc:
             print(f"cannot reach NATS at {url}: {exc!r}", file=sys.stderr)
             return 2
+        trail, by = Trail(nc, service=OPERATOR), Principal(org=SYSTEM_ORG, sub=OPERATOR)
         try:
             letters = [
                 letter
@@ -206,10 +210,11 @@ def _dead(args: argparse.Namespace) -> int:
             ]
             for letter in letters:
                 if args.send_again:
-                    await sent_again(nc, letter)
+                    await sent_again(nc, letter, trail, by)
                 said = "sent again" if args.send_again else f"{letter.at:%Y-%m-%d %H:%M:%S}"
                 print(f"{letter.seq} {said} {letter.reader} {letter.subject}: {letter.error}")
         finally:
+            await trail.settle()
             await nc.close()
         done = "sent again" if args.send_again else "parked"
         print(f"{len(letters)} dead letter(s) {done}")

@@ -12,7 +12,10 @@ from datetime import datetime
 import msgspec
 from nats.aio.client import Client
 
+from libs.audit.trail import Trail
+from libs.contracts.principal import Principal
 from libs.contracts.streams import DEAD, dead_subject
+from libs.runtime.consumer import SYSTEM_ORG
 from libs.runtime.direct import DirectGetUnavailable, batch_get
 
 __all__ = ["Parked", "parked", "sent_again"]
@@ -61,12 +64,20 @@ async def parked(nc: Client, reader: str | None = None) -> list[Parked]:
     return found
 
 
-async def sent_again(nc: Client, letter: Parked) -> None:
-    """`letter` published again to its subject, then removed from DEAD. Its id makes a
-    second sending within the stream's duplicate window store nothing more, should the
-    removal have failed the first time."""
+async def sent_again(nc: Client, letter: Parked, trail: Trail, by: Principal) -> None:
+    """`letter` published again to its subject, then removed from DEAD, recorded first on
+    the system's own chain as `by`'s act, as its parking was. Its id makes a second
+    sending within the stream's duplicate window store nothing more, should the removal
+    have failed the first time."""
     js = nc.jetstream()
-    await js.publish(
-        letter.subject, letter.data, headers={"Nats-Msg-Id": f"sent-again-{letter.seq}"}
-    )
-    await js.delete_msg(DEAD.name, letter.seq)
+    async with trail.change(
+        SYSTEM_ORG,
+        actor=by,
+        action="reader.dead_letter.send_again",
+        target=f"{DEAD.name}:{letter.seq}",
+        data={"reader": letter.reader, "subject": letter.subject},
+    ):
+        await js.publish(
+            letter.subject, letter.data, headers={"Nats-Msg-Id": f"sent-again-{letter.seq}"}
+        )
+        await js.delete_msg(DEAD.name, letter.seq)

@@ -9,14 +9,17 @@ import subprocess
 import sys
 import uuid
 
+from libs.audit.reading import records
 from libs.runtime.consumer import Consumer, Retry
 from libs.runtime.dead import parked
 from libs.runtime.service import ensure_shared_streams
 from tests.personal.conftest import eventually
 
 
-def _dead(stack, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+async def _dead(stack, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command as an operator runs it; run aside, so this loop's services answer it."""
+    return await asyncio.to_thread(
+        subprocess.run,
         [sys.executable, "-m", "cli.main", "dead", *args],
         env=stack.env(),
         capture_output=True,
@@ -25,7 +28,9 @@ def _dead(stack, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def test_a_parked_message_is_sent_again_once_its_cause_is_fixed(operator, stack):
+async def test_a_parked_message_is_sent_again_once_its_cause_is_fixed(
+    operator, stack, audit_service
+):
     js, name = operator.jetstream(), uuid.uuid4().hex[:8]
     stream, subject, reader = f"DL_{name}", f"dl.{name}.said", f"probe{name}.d"
     await ensure_shared_streams(js, ("DEAD",))
@@ -55,14 +60,14 @@ async def test_a_parked_message_is_sent_again_once_its_cause_is_fixed(operator, 
         assert (letter.subject, letter.data) == (subject, b"are you free on Thursday?")
         assert "the model's provider answered 503" in letter.error
 
-        listed = _dead(stack, "--reader", reader)
+        listed = await _dead(stack, "--reader", reader)
         assert listed.returncode == 0, listed.stderr
         assert f"{letter.seq} " in listed.stdout and "1 dead letter(s) parked" in listed.stdout
-        unnamed = _dead(stack, "--send-again")
+        unnamed = await _dead(stack, "--send-again")
         assert unnamed.returncode == 2 and "--reader" in unnamed.stderr
 
         down = False
-        sent = _dead(stack, "--reader", reader, "--send-again")
+        sent = await _dead(stack, "--reader", reader, "--send-again")
         assert sent.returncode == 0, sent.stderr
         assert "1 dead letter(s) sent again" in sent.stdout
 
@@ -71,6 +76,14 @@ async def test_a_parked_message_is_sent_again_once_its_cause_is_fixed(operator, 
 
         assert await eventually(answered)
         assert await parked(operator, reader) == []
+        (record,) = [
+            r for r in await records(js, "tether") if r.target == f"DEAD:{letter.seq}"
+        ]  # the operator's act, recorded as the parking was
+        assert (record.action, record.actor.sub, record.service) == (
+            "reader.dead_letter.send_again",
+            "operator",
+            "operator",
+        )
     finally:
         consumer.stop()
         await reading
