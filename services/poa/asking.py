@@ -75,7 +75,7 @@ class Asking:
         if ask.state == "open" and any(r.revoked for r in await self._chain(ask)):
             # Its grant revoked while the act was decided: the revocation may have read the
             # asks before this one was stored, so it is settled here, as it would be there.
-            ask = await self._settle(ask, lambda a: approvals.revoked(a, self._clock()), _REVOKE)
+            return await self._settle(ask, lambda a: approvals.revoked(a, self._clock()), _REVOKE)
         if ask.state != "open":
             await self._let_go(ask)
             return ask

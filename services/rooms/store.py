@@ -75,6 +75,7 @@ from libs.runtime.leader import caught_up, exact_reads, newest_seq, seen
 from libs.runtime.service import ensure_stream
 from libs.runtime.settings import SETTLED_KEPT
 from services.rooms.domain.claims import Claim
+from services.rooms.domain.drafts import WAITING
 from services.rooms.domain.lines import MAX_SKEW_S
 
 __all__ = ["RoomStore", "StoredLine", "open_store"]
@@ -299,7 +300,7 @@ class RoomStore:
             change,
             decode=_draft.decode,
             default=draft,
-            kept=lambda d: None if d.state in ("open", "sending") else self._kept,
+            kept=lambda d: None if d.state in WAITING else self._kept,
             record=record,
         )
         if before != after:

@@ -10,6 +10,7 @@ from libs.contracts.problem import Refused
 from libs.contracts.rooms import ORG, Draft, Message, Room
 
 __all__ = [
+    "WAITING",
     "claimed",
     "discarded",
     "draft_id",
@@ -19,6 +20,11 @@ __all__ = [
     "sent",
     "sent_as",
 ]
+
+
+# What waits on its person: a draft, or one whose send failed on its way, to send again.
+# Any other has closed, and is kept only a while.
+WAITING = ("open", "sending")
 
 
 def draft_id(room_id: str, reply_to: int) -> str:

@@ -12,9 +12,6 @@ from services.rooms.handlers.common import Rooms, draft_holders, leaves, person_
 
 __all__ = ["Drafts"]
 
-# What waits on its person: a draft, or one whose send failed on its way, to send again.
-_WAITING = ("open", "sending")
-
 
 class Drafts(Rooms):
     async def post_draft(self, req: rooms.PostDraft, _: Principal) -> rooms.Draft:
@@ -42,13 +39,13 @@ class Drafts(Rooms):
         found = []
         for person in draft_holders(room, p):
             found += await self._store.drafts(person, room.id)
-        open_ = [d for d in found if d.state in _WAITING]
+        open_ = [d for d in found if d.state in drafts.WAITING]
         page, more = pages.first(sorted(open_, key=lambda d: d.reply_to))
         return rooms.DraftList(drafts=page, more=more)
 
     async def my_drafts(self, _: rooms.ListMyDrafts, p: Principal) -> rooms.DraftList:
         _, person = person_of(p, "read its person's drafts")
-        found = [d for d in await self._store.drafts_of(person) if d.state in _WAITING]
+        found = [d for d in await self._store.drafts_of(person) if d.state in drafts.WAITING]
         page, more = pages.first(sorted(found, key=lambda d: d.created_at))
         return rooms.DraftList(drafts=page, more=more)
 

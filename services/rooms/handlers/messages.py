@@ -118,9 +118,7 @@ class Messages(Rooms):
     async def deliver(self, req: rooms.Deliver, _: Principal) -> rooms.Message:
         """From the ladder: the person's agent (or, for `own`, the person) in a room of
         theirs. Who wrote it follows from the kind, set here; `key` stores it once."""
-        room = await self._store.room(req.room)
-        if room is None or room.org != req.org or not members.is_member(room, req.person):
-            raise Refused("room-not-found", 404, f"{req.person} has no room {req.room}")
+        room = await self._persons_room(req.org, req.room, req.person)
         agent = members.personal_agent_id(req.person)
         as_agent = Principal(org=room.org, sub=req.person, act=agent)
         as_person = Principal(org=room.org, sub=req.person)
@@ -186,12 +184,17 @@ class Messages(Rooms):
     async def own_answer(self, req: rooms.FindOwnAnswer, _: Principal) -> rooms.OwnAnswer:
         """From the ladder, as a window ends: whether the person answered the message
         themself meanwhile, so their agent's send would be a second answer."""
-        room = await self._store.room(req.room)
-        if room is None or room.org != req.org or not members.is_member(room, req.person):
-            raise Refused("room-not-found", 404, f"{req.person} has no room {req.room}")
+        room = await self._persons_room(req.org, req.room, req.person)
         matches = messages.own_answer(room, req.person, req.answered)
         found = await self._first_after(room, req.answered, matches)
         return rooms.OwnAnswer(seq=None if found is None else found.seq)
+
+    async def _persons_room(self, org: str, room_id: str, person: str) -> rooms.Room:
+        """The room of `org` that the ladder names for `person`, if they are in it."""
+        room = await self._store.room(room_id)
+        if room is None or room.org != org or not members.is_member(room, person):
+            raise Refused("room-not-found", 404, f"{person} has no room {room_id}")
+        return room
 
     async def tell(self, req: rooms.Tell, _: Principal) -> rooms.Message:
         """From a service that runs a bot of the org (the manager agents): the bot tells the
