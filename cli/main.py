@@ -213,6 +213,9 @@ def _dead(args: argparse.Namespace) -> int:
                     await sent_again(nc, letter, trail, by)
                 said = "sent again" if args.send_again else f"{letter.at:%Y-%m-%d %H:%M:%S}"
                 print(f"{letter.seq} {said} {letter.reader} {letter.subject}: {letter.error}")
+        except Exception as exc:  # transient (DEAD electing a leader, the audit away): ask again
+            print(f"cannot read or send the dead letters now: {exc!r}; ask again", file=sys.stderr)
+            return 2
         finally:
             await trail.settle()
             await nc.close()

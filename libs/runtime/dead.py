@@ -11,6 +11,7 @@ from datetime import datetime
 
 import msgspec
 from nats.aio.client import Client
+from nats.js.errors import NotFoundError
 
 from libs.audit.trail import Trail
 from libs.contracts.principal import Principal
@@ -37,7 +38,8 @@ class Parked(msgspec.Struct, frozen=True):
 
 async def parked(nc: Client, reader: str | None = None) -> list[Parked]:
     """Every dead letter, or `reader`'s, oldest first: batched direct gets, no consumer.
-    Nothing where no service has made DEAD yet (no direct get answers)."""
+    Nothing where no service has made DEAD yet; a DEAD that does not answer for a moment
+    raises, so it is never read as holding nothing."""
     subjects = dead_subject(reader or ">")
     found: list[Parked] = []
     after, more = 0, True
@@ -46,7 +48,13 @@ async def parked(nc: Client, reader: str | None = None) -> list[Parked]:
         try:
             msgs, pending = await batch_get(nc, DEAD.name, request)
         except DirectGetUnavailable:
-            return found
+            # No one answered: no stream yet (nothing was ever parked), or its leader being
+            # elected, a transient failure that must not read as nothing parked.
+            try:
+                await nc.jetstream().stream_info(DEAD.name)
+            except NotFoundError:
+                return found
+            raise
         for msg in msgs:
             headers = msg.headers or {}
             found.append(
