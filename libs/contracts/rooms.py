@@ -41,6 +41,7 @@ __all__ = [
     "ORG",
     "OWN_ANSWER",
     "TEXT_MOST",
+    "UNDRAFTED",
     "AnswerQuestion",
     "Answered",
     "Ask",
@@ -88,6 +89,7 @@ __all__ = [
     "StatusReport",
     "Tell",
     "Transport",
+    "Undrafted",
     "VerifyLine",
     "check_line",
     "delivery_subject",
@@ -493,6 +495,19 @@ class Deliver(Contract):
     unattended: bool = False
 
 
+class Undrafted(Contract):
+    """From the agents service: every try of `person`'s own agent to draft its reply to
+    message `reply_to` failed (a model down longer than its reader retries, say). They are
+    told, alone, by a notice answering that message, stored once: otherwise they would
+    wait for a reply that does not come."""
+
+    org: OrgId
+    room: RoomId
+    person: UserId
+    reply_to: Seq
+    text: Text
+
+
 class FindOwnAnswer(Contract):
     """Whether `person` has answered message `answered` of `room` themself since (hip-0524
     §5: their own words take the place of their agent's send): the first message they
@@ -656,6 +671,9 @@ TELL = _subject(
     callers=frozenset({"chonk"}),
     by_caller=True,
 )
+UNDRAFTED = _subject(
+    "undrafted", Undrafted, Message, "tell a person their agent could not reply", **_AGENTS
+)
 OWN_ANSWER = _subject(
     "own_answer",
     FindOwnAnswer,
@@ -726,6 +744,7 @@ CONTRACT = service_contract(
         OWN_ANSWER,
         ASK_PERSON,
         TELL,
+        UNDRAFTED,
     ],
     events=(MESSAGE_STORED, ANSWER_STORED),
     buckets=("rooms", "rooms-lines"),

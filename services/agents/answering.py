@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 from nats.aio.client import Client
 
+from libs.audit.trail import Trail
 from libs.contracts import codec, ladder, rooms
 from libs.contracts.accounts import AccountCreated
 from libs.contracts.agents import Agent, Persona, RunEnded, RunStarted, Speak, Spoken
@@ -32,6 +33,10 @@ __all__ = ["Answering"]
 
 _log = logging.getLogger(__name__)
 _HISTORY = 20
+UNDRAFTED = (
+    "I could not draft a reply to this: every try failed, so nothing was sent for it. "
+    "If it needs an answer, answer it yourself."
+)
 
 
 class Answering:
@@ -40,12 +45,14 @@ class Answering:
         nc: Client,
         store: AgentStore,
         handlers: Handlers,
+        trail: Trail,
         model: Model,
         presets: Mapping[str, Persona],
         clock: Callable[[], datetime],
     ) -> None:
         self._nc, self._js, self._store = nc, nc.jetstream(), store
-        self._handlers, self._model, self._presets, self._clock = handlers, model, presets, clock
+        self._handlers, self._trail, self._model = handlers, trail, model
+        self._presets, self._clock = presets, clock
 
     async def handle(self, event: AccountCreated | rooms.MessageStored) -> None:
         match event:
@@ -82,6 +89,36 @@ class Answering:
             candidates=replies,
         )
         await call(self._nc, ladder.ROUTE, reply, caller="agents")
+
+    async def undrafted(self, event: AccountCreated | rooms.MessageStored, error: str) -> None:
+        """Every try to draft the reply to a message failed, and its reader parked it (a
+        model down for longer than the retries, say). A person's agent tells them, in that
+        room and to them alone, recorded first: otherwise they would wait for a reply that
+        does not come. An org's agent has no person to tell; the dead letter's record is
+        what says so."""
+        match event:
+            case rooms.MessageStored(answerer=str(answerer)):
+                agent = await self._agent(answerer, event.org)
+            case _:
+                return
+        if agent is None or agent.user is None:
+            return
+        async with self._trail.change(
+            event.org,
+            actor=None,
+            action="agents.reply.undrafted",
+            target=f"{event.room}:{event.seq}",
+            data={"agent": agent.id, "error": error[:300]},
+            key=f"agents.reply.undrafted.{event.seq}",
+        ):
+            told = rooms.Undrafted(
+                org=event.org,
+                room=event.room,
+                person=agent.user,
+                reply_to=event.seq,
+                text=UNDRAFTED,
+            )
+            await call(self._nc, rooms.UNDRAFTED, told, caller="agents")
 
     async def _replies(self, agent: Agent, stored: rooms.MessageStored) -> tuple[str, ...]:
         """The agent's candidates for `stored`, drafted in one run however often the message

@@ -10,7 +10,7 @@ from libs.contracts.agents import CONTRACT, METER, SPEAK, Persona
 from libs.contracts.rooms import MESSAGE_STORED, MessageStored
 from libs.contracts.streams import EVENTS
 from libs.model import Model, Scripted, model_from_env
-from libs.runtime.consumer import Consumer, events
+from libs.runtime.consumer import RETRY, Consumer, Retry, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.agents.answering import Answering
@@ -35,13 +35,19 @@ def catalog_and_presets() -> tuple[Catalog, dict[str, Persona]]:
     )
 
 
-async def serve(svc: Service, model: Model, clock: Callable[[], datetime] = clock) -> None:
+async def serve(
+    svc: Service,
+    model: Model,
+    clock: Callable[[], datetime] = clock,
+    *,
+    retry: Retry = RETRY,
+) -> None:
     """Serve the subjects and read the events until `svc` is stopped."""
     catalog, presets = catalog_and_presets()
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
     trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(store, trail, catalog, presets, clock)
-    answering = Answering(svc.nc, store, handlers, model, presets, clock)
+    answering = Answering(svc.nc, store, handlers, trail, model, presets, clock)
     readers = [
         Consumer(
             svc.js,
@@ -50,6 +56,8 @@ async def serve(svc: Service, model: Model, clock: Callable[[], datetime] = cloc
             subjects=[ACCOUNT_CREATED.name, MESSAGE_STORED.name],
             read=events({ACCOUNT_CREATED.name: AccountCreated, MESSAGE_STORED.name: MessageStored}),
             handle=answering.handle,
+            retry=retry,
+            dead=answering.undrafted,
             trail=trail,
         ),
         Consumer(

@@ -44,4 +44,5 @@ class Handlers(Messages, Drafts, Calls):
             rooms.OWN_ANSWER: self.own_answer,
             rooms.ASK_PERSON: self.ask_person,
             rooms.TELL: self.tell,
+            rooms.UNDRAFTED: self.undrafted,
         }

@@ -168,6 +168,20 @@ class Messages(Rooms):
                 )
         return await self._store_message(room, message, msg_id=req.key)
 
+    async def undrafted(self, req: rooms.Undrafted, p: Principal) -> rooms.Message:
+        """From the agents service: the person's own agent could not draft its reply to a
+        message in a room of theirs. It tells them so, alone, as a notice answering it."""
+        notice = rooms.Deliver(
+            org=req.org,
+            room=req.room,
+            person=req.person,
+            kind="notice",
+            text=req.text,
+            key=f"undrafted-{req.reply_to}",
+            reply_to=req.reply_to,
+        )
+        return await self.deliver(notice, p)
+
     async def ask_person(self, req: rooms.AskPerson, _: Principal) -> rooms.Message:
         """From the poa service: the person's own agent asks them alone, in their own room."""
         room = members.own_room(req.org, req.person, self._clock())
