@@ -48,7 +48,8 @@ from libs.runtime.leader import exact_reads
 from libs.runtime.settings import SETTLED_KEPT
 from services.ladder.domain.confirmations import Confirmation
 from services.ladder.domain.levels import salvage
-from services.ladder.domain.unattended import HOUR, Unattended
+from services.ladder.domain.unattended import HOUR, Unattended, released
+from services.ladder.domain.windows import UNSENT
 
 __all__ = ["Held", "LadderStore", "open_store"]
 
@@ -207,6 +208,13 @@ class LadderStore:
             await remove(
                 self._kv, _open_key(after.window.org, person, window_id), keep=_MARKER_KEPT
             )
+            closed = after.window.state != before.window.state
+            if closed and after.transport is not None and after.window.state in UNSENT:
+                # Counted toward the hour's unattended sends when it opened, it never left.
+                reply = window_id.removeprefix("w-")  # a window is named for its reply
+                await self.count_unattended(
+                    person, after.window.room, lambda hour: released(hour, reply)
+                )
         if after is not None and before != after:
             await self._nudge(after.window.org, person)
         return before, after

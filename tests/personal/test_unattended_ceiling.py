@@ -19,7 +19,7 @@ from services.ladder.domain.unattended import (
     admits,
     counted,
 )
-from tests.personal.conftest import eventually, history, room_with, say
+from tests.personal.conftest import eventually, history, room_with, say, set_level
 from tests.personal.test_hip0524_09_personal_line import sms
 from tests.personal.test_line_limits import ALICE, _talking
 
@@ -77,6 +77,41 @@ async def test_fifteen_texts_at_once_let_ten_replies_go_and_ask_five(api, operat
 
     sent, asked = await eventually(settled, timeout=30)
     assert (len(sent), len(asked)) == (MOST, 5)
+
+
+async def test_sends_the_person_took_over_or_that_closed_below_send_leave_the_count(
+    api, operator, people
+):
+    """Counted as each window opened, so that windows open at once cannot outrun the
+    ceiling, a send the person stopped, edited or replaced, or whose window closed below
+    send, did not leave unattended: it leaves the hour's count. Before, ten windows Ada had
+    stopped in an hour made her agent ask her, not offer a window, for an hour."""
+    line, room = await _talking(api, operator, people, "send")
+    changed = await api.put("/v1/ladder/window", json={"window": "15m"}, headers=people.ada)
+    assert changed.status == 200, await changed.text()
+
+    async def window_for(seq: int) -> dict | None:
+        listed = await (await api.get("/v1/windows", headers=people.ada)).json()
+        return next((w for w in listed["windows"] if w["reply_to"] == seq), None)
+
+    acts = ("stop", "edit", "replace")
+    for n in range(MOST):
+        arrived = await (await sms(api, line, ALICE, f"Question {n}?")).json()
+        window = await eventually(lambda seq=arrived["seq"]: window_for(seq))
+        act = acts[n % len(acts)]
+        body = {} if act == "stop" else {"text": f"Ada's own answer {n}"}
+        taken = await api.post(f"/v1/windows/{window['id']}/{act}", json=body, headers=people.ada)
+        assert taken.status in (200, 201), await taken.text()
+    # And one closed below send: opened, then Ada lowers to confirm and back.
+    arrived = await (await sms(api, line, ALICE, "One more?")).json()
+    await eventually(lambda: window_for(arrived["seq"]))
+    await set_level(api, people.ada, "confirm")
+    await set_level(api, people.ada, "send")
+    eleventh = await (await sms(api, line, ALICE, "And now?")).json()
+    window = await eventually(lambda: window_for(eleventh["seq"]))
+    assert window["state"] == "open"  # a window, not a question
+    listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
+    assert [c for c in listed["confirmations"] if c["room"] == room["id"]] == []
 
 
 async def test_a_room_of_no_line_has_no_ceiling(api, operator, people):

@@ -12,7 +12,16 @@ import msgspec
 
 from libs.contracts.ladder import Decided
 
-__all__ = ["HOUR", "MOST", "QUESTION", "Unattended", "admits", "asked_instead", "counted"]
+__all__ = [
+    "HOUR",
+    "MOST",
+    "QUESTION",
+    "Unattended",
+    "admits",
+    "asked_instead",
+    "counted",
+    "released",
+]
 
 HOUR = timedelta(hours=1)
 MOST = 10
@@ -36,6 +45,12 @@ def counted(before: Unattended, reply: str, now: datetime) -> Unattended:
     if reply not in recent and len(recent) < MOST:
         recent[reply] = now
     return Unattended(sent=recent)
+
+
+def released(before: Unattended, reply: str) -> Unattended:
+    """The hour without `reply`: counted when its window opened, it did not leave unattended
+    after all (the person stopped, edited or replaced it, or it closed below send)."""
+    return Unattended(sent={key: at for key, at in before.sent.items() if key != reply})
 
 
 def admits(hour: Unattended, reply: str) -> bool:

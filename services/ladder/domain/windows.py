@@ -22,6 +22,7 @@ from libs.contracts.rooms import TEXT_MOST, fitted
 __all__ = [
     "MOVES",
     "SECONDS",
+    "UNSENT",
     "delivered",
     "ended",
     "failed",
@@ -41,6 +42,9 @@ MOVES: dict[str, frozenset[str]] = {
     "open": frozenset({"sending", "canceled", "edited", "replaced", "stopped", "failed"}),
     "sending": frozenset({"sent", "failed"}),
 }
+
+# The settled states in which the agent's send did not leave.
+UNSENT = frozenset({"canceled", "edited", "replaced", "stopped", "failed"})
 
 Act = Literal["edited", "replaced", "stopped"]
 
