@@ -38,7 +38,6 @@ __all__ = [
     "PlanSet",
     "Preferences",
     "RunEnded",
-    "RunStarted",
     "SetPlan",
     "Speak",
     "Spoken",
@@ -224,13 +223,6 @@ class Billing(Contract):
     next: str | None = None
 
 
-class RunStarted(Contract):
-    run: str
-    org: OrgId
-    agent: str
-    started_at: datetime
-
-
 class RunEnded(Contract):
     """One drafting run, as the meter reads it from the METER stream."""
 
@@ -289,7 +281,9 @@ SPEAK = _subject(
 )
 
 # Run starts and ends, one subject per org; the meter reads them in order.
-METER = StreamSpec("METER", ("agents.run.>",), "agent runs agents.run.<started|ended>.<org>")
+METER = StreamSpec(
+    "METER", ("agents.run.>",), "agent runs, each as it ended: agents.run.ended.<org>"
+)
 
 CONTRACT = service_contract(
     "agents",

@@ -18,7 +18,7 @@ from nats.aio.client import Client
 from libs.audit.trail import Trail
 from libs.contracts import codec, ladder, rooms
 from libs.contracts.accounts import AccountCreated
-from libs.contracts.agents import Agent, Persona, RunEnded, RunStarted, Speak, Spoken
+from libs.contracts.agents import Agent, Persona, RunEnded, Speak, Spoken
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused, Unavailable
@@ -151,8 +151,6 @@ class Answering:
         """One metered run: the model's candidates for the room's history up to `upto`, for
         a room whose messages leave by `line` (a transport), if any."""
         run_id, started_at, started = uuid.uuid4().hex, self._clock(), time.perf_counter()
-        start = RunStarted(run=run_id, org=org, agent=agent.id, started_at=started_at)
-        await self._js.publish(f"agents.run.started.{org}", codec.encode(start))
         try:
             return await self._draft(agent, org, room, upto, line)
         finally:  # the time ran whether or not the reply got through: it is billed
