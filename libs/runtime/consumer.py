@@ -11,7 +11,8 @@ happens when that fails depends on the failure, never confused:
   from `Retry.first_s` up to `Retry.most_s`; after `Retry.attempts` deliveries it is
   parked on the DEAD stream (`tether.dead.<service>.<durable>`, headers naming where it
   came from and why), counted, logged, and handed to `dead` so its owner can record it
-  and tell the person whose thing it was (`dead` gets the message as read, and why).
+  and tell the person whose thing it was (`dead` gets the message as read, and why; a
+  transient failure of `dead` parks it again later, a refusal leaves it parked).
 
 Handlers must therefore be safe to repeat.
 """
@@ -290,7 +291,17 @@ class Consumer(Generic[T]):
                 data={"durable": self._durable, "subject": msg.subject, "error": error[:1000]},
             )
         if self._dead is not None:
-            await self._dead(self._read(msg), error)
+            try:
+                await self._dead(self._read(msg), error)
+            except Refused as exc:
+                if exc.problem.status >= 500:
+                    raise  # parked again later, and its owner told then
+                # Final: asked again it would refuse again, and the letter would come back
+                # every try for good. Parked, and logged.
+                _log.warning(
+                    "a dead letter's owner refused it; parked all the same",
+                    extra={"durable": self._durable, "error": f"{exc.problem.rule}: {exc}"},
+                )
         child(DEAD_LETTERS, self._durable).inc()
         _log.error(
             "gave up after every retry; parked as a dead letter",
