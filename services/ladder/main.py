@@ -37,6 +37,10 @@ async def serve(
             case MessageStored(room=room, answers=int(seq), choice=choice) if choice is not None:
                 await handlers.answered(room, seq, choice)
 
+    async def unsent(event: MessageStored, why: str) -> None:
+        if event.answers is not None:
+            await handlers.unsent(event.room, event.answers, why)
+
     readers = [
         Consumer(
             svc.js,
@@ -56,6 +60,8 @@ async def serve(
             subjects=[ANSWER_STORED.name],
             read=events({ANSWER_STORED.name: MessageStored}),
             handle=answered,
+            retry=retry,
+            dead=unsent,
             trail=trail,
         ),
     ]

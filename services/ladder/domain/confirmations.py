@@ -2,6 +2,8 @@
 
 The first answer stands, however it came (in the room, or through the API): a later one
 changes nothing, and what leaves is read from the stored answer, never from the later one.
+What an answer sends and could not send (refused, or every try failed) is `unsent`, with
+why: nothing was sent for it, and nothing will be, however often the answer comes again.
 """
 
 from typing import Literal
@@ -10,7 +12,12 @@ import msgspec
 
 from libs.contracts.rooms import Choice, Decline, Deliver, Edit, Pick
 
-__all__ = ["Confirmation", "answer", "carried_out", "reply"]
+__all__ = ["UNSENT", "Confirmation", "answer", "carried_out", "reply", "unsent"]
+
+UNSENT = (
+    "I could not send what you chose here: every try failed, so nothing was sent for it. "
+    "If it needs an answer, answer it yourself."
+)
 
 Outcome = Literal["open", "picked", "edited", "declined"]
 _OUTCOME: dict[type, Outcome] = {Pick: "picked", Edit: "edited", Decline: "declined"}
@@ -27,6 +34,7 @@ class Confirmation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     state: Outcome = "open"
     answer: Choice | None = None
     sent_seq: int | None = None
+    unsent: str | None = None  # why what the answer sends was not sent
 
 
 def answer(confirmation: Confirmation, choice: Choice) -> Confirmation:
@@ -39,6 +47,8 @@ def reply(confirmation: Confirmation) -> Deliver | None:
     """What the answer sends into the room: the picked candidate as the agent's message,
     the person's edit as their own; nothing for a decline or no answer yet."""
     c = confirmation
+    if c.unsent is not None:
+        return None
     match c.answer:
         case Pick(option=i) if i < len(c.candidates):
             kind, key, text, edited = "message", f"picked-{c.id}", c.candidates[i], False
@@ -61,3 +71,12 @@ def reply(confirmation: Confirmation) -> Deliver | None:
 def carried_out(confirmation: Confirmation, sent_seq: int) -> Confirmation:
     """The room stored what the answer sends as `sent_seq`."""
     return msgspec.structs.replace(confirmation, sent_seq=sent_seq)
+
+
+def unsent(confirmation: Confirmation, why: str) -> Confirmation:
+    """What the answer sends could not be sent; a confirmation whose answer sends nothing,
+    or sent it already, is as it was."""
+    c = confirmation
+    if c.sent_seq is not None or c.unsent is not None or reply(c) is None:
+        return c
+    return msgspec.structs.replace(c, unsent=why)

@@ -83,8 +83,47 @@ class Confirmations(Ladder):
         reply = confirmations.reply(c)
         if reply is None:
             return None
-        sent = await self._deliver(reply)  # its key stores it once, whoever gets here
+        try:
+            sent = await self._deliver(reply)  # its key stores it once, whoever gets here
+        except Refused as exc:
+            if exc.problem.status < 500:  # refused again if asked again: the person is told
+                await self.unsent(room, seq, exc.problem.detail or exc.problem.rule)
+            raise
         await self._store.change_confirmation(
             person, id_, lambda c: confirmations.carried_out(c, sent.seq)
         )
         return sent.seq
+
+    async def unsent(self, room: str, seq: int, why: str) -> None:
+        """What the answer to question `seq` of `room` sends was refused, or every try to
+        send it failed: the confirmation says so, recorded, and the person is told, alone,
+        in the room. Otherwise they would take what they chose as sent."""
+        asked = await self._store.asked(room, seq)
+        if asked is None:
+            return
+        person, id_ = asked
+
+        def record(_: Confirmation, after: Confirmation) -> AbstractAsyncContextManager[object]:
+            return self._trail.change(
+                after.org,
+                actor=None,
+                action="ladder.confirmation.unsent",
+                target=after.id,
+                data={"room": after.room, "why": why[:300]},
+            )
+
+        c = await self._store.change_confirmation(
+            person, id_, lambda c: confirmations.unsent(c, why[:300]), record=record
+        )
+        if c is None or c.unsent is None:
+            return
+        notice = rooms.Deliver(
+            org=c.org,
+            room=c.room,
+            person=c.person,
+            kind="notice",
+            text=confirmations.UNSENT,
+            key=f"unsent-{c.id}",
+            reply_to=c.reply_to,
+        )
+        await self._deliver(notice)
