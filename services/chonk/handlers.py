@@ -152,8 +152,10 @@ class Handlers(Covering, Remembering):
         return timer
 
     async def cadence_due(self, fired: scheduler.Fired) -> None:
-        """A cadence came round: its run, once for this time, then the next time timed.
-        One stopped runs nothing and times nothing."""
+        """A cadence came round: the next time timed, then its run, once for this time.
+        Timed first, a run that fails every try, or is refused, leaves the cadence coming
+        round; timing it again is harmless (the timer's key is the time). One stopped
+        runs nothing and times nothing."""
         due = msgspec.convert(fired.payload, _CadenceDue)
         if await self._store.running_since(due.org, due.cadence) is None:
             return
@@ -162,8 +164,8 @@ class Handlers(Covering, Remembering):
         spec = data["runs"][cadence.run]
         run_id = f"{spec['run']['id']}_{fired.due_at:%Y%m%d}"
         me = Principal(org=due.org, sub=f"service:{CONTRACT.name}")
-        await self._once(me, data, spec, run_id=run_id, trigger="cadence")
         await self._cadence_timer(due.org, due.cadence, cadence, fired.due_at)
+        await self._once(me, data, spec, run_id=run_id, trigger="cadence")
 
     async def _once(self, p: Principal, data: dict[str, Any], spec: dict[str, Any], *,
                     run_id: str, **how: Any) -> None:  # fmt: skip
