@@ -59,7 +59,7 @@ class Carrying:
     async def stage_due(self, fired: scheduler.Fired) -> None:
         """A stage's timer fired. The stage is claimed first (a redelivery, even one handled
         at the same time, finds it taken); unless someone the chase asked has answered, it
-        says what the stage says, recorded first, and times the next stage."""
+        times the next stage and says what this one says, recorded first."""
         chase = msgspec.convert(fired.payload, ladder.Chase)
 
         def claim(state: ChaseState) -> ChaseState:
@@ -81,15 +81,17 @@ class Carrying:
                 )  # fmt: skip
             return
         try:
+            # The next stage timed first: a stage that cannot be said (the rooms away past
+            # every try) still leaves the chase climbing to the manager of record.
+            if chase.stage + 1 < len(ladder.STAGES):
+                after = msgspec.structs.replace(chase, stage=chase.stage + 1)
+                await self._stage_timer(after, fired.due_at)
             await self._say(chase)
         except BaseException:  # the stage is not taken: its redelivery takes it
             await self._store.change_chase(
                 chase.org, chase.run, lambda s: msgspec.structs.replace(s, taken=before.taken)
             )
             raise
-        if chase.stage + 1 < len(ladder.STAGES):
-            after = msgspec.structs.replace(chase, stage=chase.stage + 1)
-            await self._stage_timer(after, fired.due_at)
 
     async def _say(self, chase: ladder.Chase) -> None:
         said = ladder.said(chase)
