@@ -112,14 +112,30 @@ class Windows(Ladder):
         return ladder.Routed(decision=decided, window=window_id, due_at=due_at)
 
     async def _schedule_end(self, person: str, window: ladder.PendingWindow) -> None:
-        """The window's end, a timer on the one engine (scheduling it again replaces it)."""
+        """The window's end, a timer on the one engine (scheduling it again replaces it).
+        One whose end passed before it could be timed (the scheduler away past it, and the
+        reply routed again since) ends now, late, as its timer would have fired: refused,
+        the route was dropped and the window held open for good, its send never made."""
+        end = WindowEnd(person, window.id)
         timer = scheduler.Schedule(
-            key=f"w.{window.id}",
-            due_at=window.due_at,
-            target=WINDOW_END,
-            payload=WindowEnd(person, window.id),
+            key=f"w.{window.id}", due_at=window.due_at, target=WINDOW_END, payload=end
         )
-        await call(self._nc, scheduler.SCHEDULE, timer, caller=ME)
+        try:
+            await call(self._nc, scheduler.SCHEDULE, timer, caller=ME)
+        except Refused as exc:
+            if exc.problem.rule != "due-in-past":
+                raise
+            now = self._clock()
+            late = scheduler.Fired(
+                owner=ME,
+                key=timer.key,
+                target=WINDOW_END,
+                due_at=window.due_at,
+                fired_at=now,
+                late_ms=max(0.0, (now - window.due_at).total_seconds() * 1000),
+                payload=msgspec.to_builtins(end),
+            )
+            await self.window_ended(late)
 
     async def window_ended(self, fired: scheduler.Fired) -> None:
         """Read the level again: still send, it goes (once, whatever retries), unless the
