@@ -85,7 +85,9 @@ class Carrying:
             # every try) still leaves the chase climbing to the manager of record.
             if chase.stage + 1 < len(ladder.STAGES):
                 after = msgspec.structs.replace(chase, stage=chase.stage + 1)
-                await self._stage_timer(after, fired.due_at)
+                # Its wait counted from when this stage is said: from now, if this one
+                # comes late (a due time in the past is refused, and would stop the chase).
+                await self._stage_timer(after, max(fired.due_at, self._clock()))
             await self._say(chase)
         except BaseException:  # the stage is not taken: its redelivery takes it
             await self._store.change_chase(

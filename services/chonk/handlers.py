@@ -164,7 +164,11 @@ class Handlers(Covering, Remembering):
         spec = data["runs"][cadence.run]
         run_id = f"{spec['run']['id']}_{fired.due_at:%Y%m%d}"
         me = Principal(org=due.org, sub=f"service:{CONTRACT.name}")
-        await self._cadence_timer(due.org, due.cadence, cadence, fired.due_at)
+        # From now, if this time is handled late (the service away across the next): the
+        # next is never in the past, which the scheduler refuses, and the times missed
+        # meanwhile are not run one after another.
+        after = max(fired.due_at, self._clock())
+        await self._cadence_timer(due.org, due.cadence, cadence, after)
         await self._once(me, data, spec, run_id=run_id, trigger="cadence")
 
     async def _once(self, p: Principal, data: dict[str, Any], spec: dict[str, Any], *,
