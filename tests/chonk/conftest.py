@@ -1,17 +1,21 @@
 """The chonk service behind a gateway, the people of sim-lanternfish, and its weekly
 cadence as the scheduler delivers it."""
 
-from datetime import datetime
+import uuid
+from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 import pytest
 
 from libs.contracts import chonk, rooms, scheduler
 from libs.contracts.streams import timer_subject
+from services.chonk.domain import ladder
 from tests.personal.conftest import eventually
 from tests.support import bearer, token
 
 ORG = "sim-lanternfish"
+CADENCE_DUE = {"org": ORG, "cadence": "cad_owner_update"}  # the owner update's timer payload
 
 
 @pytest.fixture
@@ -47,17 +51,50 @@ async def deliver_cadence(api, operator, due: datetime) -> None:
 
 async def fire_cadence(operator, due: datetime) -> None:
     """The scheduler's delivery alone, and until the chonk service has handled it."""
-    fired = scheduler.Fired(
-        owner="chonk", key=cadence_timer(due), target="cadence", due_at=due, fired_at=due,
-        late_ms=0.0, payload={"org": ORG, "cadence": "cad_owner_update"},
-    )  # fmt: skip
-    js = operator.jetstream()
-    stored = await js.publish(timer_subject("chonk", "cadence"), msgspec.json.encode(fired))
+    js, stored = await fire(operator, cadence_timer(due), "cadence", due, CADENCE_DUE)
 
     async def handled() -> bool:
         return (await js.consumer_info(stored.stream, "chonk")).ack_floor.stream_seq >= stored.seq
 
     await eventually(handled)
+
+
+async def fire(operator, key: str, target: str, due: datetime, payload: Any) -> tuple:
+    """What the scheduler delivers when the chonk service's timer `key` comes due, now
+    (late, if `due` has passed): the JetStream context and where the fire was stored."""
+    now = datetime.now(UTC)
+    fired = scheduler.Fired(
+        owner="chonk", key=key, target=target, due_at=due, fired_at=now,
+        late_ms=max(0.0, (now - due).total_seconds() * 1000), payload=payload,
+    )  # fmt: skip
+    js = operator.jetstream()
+    return js, await js.publish(timer_subject("chonk", target), msgspec.json.encode(fired))
+
+
+async def taken_back(operator, js, stored, *timers: str) -> None:
+    """A fault test's fire taken back, and the timers it made cancelled: tried again while
+    the rooms are away, the fire would otherwise be carried out by a later test's services
+    with the rooms there."""
+    await cancelled(operator, *timers)
+    await js.delete_msg(stored.stream, stored.seq)
+
+
+async def cancelled(operator, *timers: str) -> None:
+    for key in timers:
+        cancel = msgspec.json.encode(scheduler.Cancel(key=key))
+        await operator.request(scheduler.CANCEL.published_by("chonk"), cancel, timeout=5)
+
+
+def own_chase(name: str) -> ladder.Chase:
+    """A chase of its own (a run's would be shared by every test of the session that runs
+    it), of Ben's review of #419."""
+    return ladder.Chase(
+        org=ORG, chonk="build", title="Chief Build Officer",
+        run=f"run_{name}_{uuid.uuid4().hex[:8]}", item="#419", owner=f"{ORG}/ben",
+        owner_name="Ben", requester=f"{ORG}/ana", requester_name="Ana", mor=f"{ORG}/tomas",
+        followup="A nudge on #419.", receipts="Receipts",
+        hours=ladder.BusinessHours(zone="Europe/Stockholm"),
+    )  # fmt: skip
 
 
 async def report_of(api, run_id: str) -> dict | None:

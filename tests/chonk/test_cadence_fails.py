@@ -5,13 +5,10 @@ is now timed before the run."""
 
 from datetime import UTC, datetime
 
-import msgspec
 import pytest
 
-from libs.contracts import scheduler
-from libs.contracts.streams import timer_subject
 from services.chonk.domain.cadences import next_at
-from tests.chonk.conftest import ORG, cadence_timer, person
+from tests.chonk.conftest import CADENCE_DUE, ORG, cadence_timer, fire, person, taken_back
 from tests.chonk.test_cadences import WEEKLY, _pending
 from tests.personal.conftest import eventually
 
@@ -30,12 +27,7 @@ async def test_a_cadence_whose_run_fails_is_timed_again(api, operator):
     )
     assert started.status == 201, await started.text()
     due = next_at(WEEKLY, datetime.now(UTC))
-    fired = scheduler.Fired(
-        owner="chonk", key=cadence_timer(due), target="cadence", due_at=due, fired_at=due,
-        late_ms=0.0, payload={"org": ORG, "cadence": "cad_owner_update"},
-    )  # fmt: skip
-    js = operator.jetstream()
-    stored = await js.publish(timer_subject("chonk", "cadence"), msgspec.json.encode(fired))
+    js, stored = await fire(operator, cadence_timer(due), "cadence", due, CADENCE_DUE)
 
     async def tried_and_failed() -> bool:
         info = await js.consumer_info(stored.stream, "chonk")
@@ -45,9 +37,4 @@ async def test_a_cadence_whose_run_fails_is_timed_again(api, operator):
     following = next_at(WEEKLY, due)
     held = await eventually(lambda: _pending(operator, cadence_timer(following)))
     assert datetime.fromisoformat(held["due_at"]) == following
-    for key in (cadence_timer(due), cadence_timer(following)):  # so nothing fires here
-        cancel = msgspec.json.encode(scheduler.Cancel(key=key))
-        await operator.request(scheduler.CANCEL.published_by("chonk"), cancel, timeout=5)
-    # And the fire, tried again while the rooms are away, taken back: no later test's
-    # services, with the rooms there, carry it out.
-    await js.delete_msg(stored.stream, stored.seq)
+    await taken_back(operator, js, stored, cadence_timer(due), cadence_timer(following))
