@@ -293,7 +293,9 @@ class MessagePage(Contract):
 class Draft(Contract):
     """An agent's reply held for its person (or, for the ambient agent, the org's admins),
     who may send it; nothing left the room. `sending`: a send of it is on its way, and it
-    can no longer be discarded; if that send failed, sending it again completes it."""
+    can no longer be discarded; if that send failed, sending it again completes it.
+    `answered`: the person answered the message themself (`answered_by`, their message),
+    so the draft of a reply to it was let go."""
 
     id: str
     room: str
@@ -303,9 +305,10 @@ class Draft(Contract):
     reply_to: Seq
     text: str
     first_contact: bool
-    state: Literal["open", "sending", "sent", "discarded"]
+    state: Literal["open", "sending", "sent", "discarded", "answered"]
     created_at: datetime
     sent_seq: Seq | None = None
+    answered_by: Seq | None = None
 
 
 class ListDrafts(Contract):

@@ -1,5 +1,6 @@
-"""An agent's draft: held for its person, then sent as the person's own message or
-discarded; once closed it never opens again. A send claims it first (`sending`), so a
+"""An agent's draft: held for its person, then sent as the person's own message,
+discarded, or let go once the person answered the message themself; once closed it never
+opens again. A send claims it first (`sending`), so a
 discard at the same moment is refused rather than told it won while the message left."""
 
 from datetime import datetime
@@ -8,9 +9,12 @@ import msgspec
 
 from libs.contracts.problem import Refused
 from libs.contracts.rooms import ORG, Draft, Message, Room
+from services.rooms.domain import messages
 
 __all__ = [
     "WAITING",
+    "answered",
+    "answers",
     "claimed",
     "discarded",
     "draft_id",
@@ -83,6 +87,28 @@ def sent_as(draft: Draft, message: Message) -> bool:
     """Whether `message` is what a send of `draft` stored: what its agent drafted, in reply
     to the message it answers (one draft answers a message)."""
     return message.drafted_by == draft.agent and message.reply_to == draft.reply_to
+
+
+def answers(room: Room, draft: Draft, message: Message) -> bool:
+    """Whether `message` is the draft's person's own answer to what it replies to: written
+    after it, by them (`messages.own_answer`), as a reply to that very message, or, in a
+    room of two sides, replying to nothing in particular. A reply to another message
+    answers that one only: a person replying to each of several in turn keeps the drafts
+    for the rest."""
+    if message.seq <= draft.reply_to:
+        return False
+    if not messages.own_answer(room, draft.person, draft.reply_to)(message):
+        return False
+    return message.reply_to in (None, draft.reply_to)
+
+
+def answered(draft: Draft, seq: int) -> Draft:
+    """The person answered the message themself, as their message `seq`: their agent's
+    draft of a reply to it would be a second answer, after theirs. One no longer open (sent,
+    discarded, or on its way) is as it was."""
+    if draft.state != "open":
+        return draft
+    return msgspec.structs.replace(draft, state="answered", answered_by=seq)
 
 
 def discarded(draft: Draft) -> Draft:

@@ -14,7 +14,7 @@ from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import KeyReused, Refused
 from libs.runtime import pages
-from services.rooms.domain import calls, deliveries, lines, members, messages
+from services.rooms.domain import calls, deliveries, drafts, lines, members, messages
 from services.rooms.sealing import Sealer
 from services.rooms.store import RoomStore, StoredLine
 from services.rooms.transports import Outbound, Transport
@@ -86,10 +86,35 @@ class Rooms:
             messages.heard_on(stored),
             messages.stored(room, stored, first_contact=first_contact, opted_out=opted_out),
         )
+        await self._answered_drafts(room, stored)
         if line is not None:
             delivery = await self._send_out(room, stored, line, again=again)
             return msgspec.structs.replace(stored, delivery=delivery)
         return stored
+
+    async def _answered_drafts(self, room: rooms.Room, stored: rooms.Message) -> None:
+        """The person's own words in the room let go their agent's open drafts of replies
+        to what they answer (`drafts.answers`): each would be a second answer, after theirs,
+        and would wait in their pending list for good. Recorded as their act."""
+        if stored.author_kind != "human" or not members.is_member(room, stored.author):
+            return
+        for draft in await self._store.drafts(stored.author, room.id):
+            if draft.state == "open" and drafts.answers(room, draft, stored):
+                await self._let_go(room, draft, stored.seq)
+
+    async def _let_go(self, room: rooms.Room, draft: rooms.Draft, answer: int) -> rooms.Draft:
+        """`draft` let go, answered by its person's message `answer`, recorded first."""
+        return await self._store.change_draft(
+            draft,
+            lambda d: drafts.answered(d, answer),
+            record=lambda _, after: self._trail.change(
+                room.org,
+                actor=Principal(org=room.org, sub=after.person),
+                action="rooms.draft.answered",
+                target=after.id,
+                data={"room": room.id, "answered_by": answer},
+            ),
+        )
 
     async def _line_out(self, room: rooms.Room) -> StoredLine | None:
         """The line what is said in `room` leaves by, if any (a room of no line, or of a

@@ -32,7 +32,13 @@ class Drafts(Rooms):
         draft = drafts.drafted(
             room, asked, req.agent, req.text, first_contact=first, now=self._clock()
         )
-        return await self._store.create_draft(draft)
+        held = await self._store.create_draft(draft)
+        if held.state != "open" or held.person == rooms.ORG:
+            return held
+        # A person quicker than their agent's model has answered already: let go at once,
+        # as their answer lets go a draft held before it.
+        own = await self._first_after(room, asked.seq, partial(drafts.answers, room, held))
+        return held if own is None else await self._let_go(room, held, own.seq)
 
     async def drafts(self, req: rooms.ListDrafts, p: Principal) -> rooms.DraftList:
         room = await self._room(req.id, p)
