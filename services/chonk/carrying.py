@@ -20,9 +20,13 @@ from services.chonk.domain import ladder
 from services.chonk.domain.types import ProposedAction
 from services.chonk.store import Chased, ChaseState, ChonkStore, Proposal
 
-__all__ = ["CHASE", "Carrying", "bot", "told"]
+__all__ = ["CHASE", "UNDONE", "Carrying", "bot", "told"]
 
 CHASE = "chase"
+UNDONE = (
+    "I could not finish what you approved here, so take it as not done. "
+    "Ask me again if it still matters."
+)
 
 Clock = Callable[[], datetime]
 
@@ -152,6 +156,18 @@ class Carrying:
                 await self._publish(chonk.ACTION_READY.name, ready, f"ready-{held.key}")
         await self._store.drop_proposal(room, seq)
 
+    async def _proposal_undone(self, room: str, seq: int) -> None:
+        """A proposal's yes whose carrying out was refused, or failed every try (its
+        approval's `.failed` record says why): its decider is told so, by the Chonk that
+        asked, in the room it asked them in, and the proposal is let go, so no later answer
+        carries it out. Otherwise they would take what they approved as done."""
+        held = await self._store.proposal(room, seq)
+        if held is None:
+            return  # carried out, declined, or no proposal's question
+        org, (chonk_id, title) = _org(held), _asker(held)
+        await self._send(told(org, chonk_id, title, held.decider, UNDONE, f"undone-{held.key}"))
+        await self._store.drop_proposal(room, seq)
+
     async def _chase_answered(self, chased: Chased, choice: rooms.Choice) -> None:
         def answered(state: ChaseState) -> ChaseState:
             first = state.answered_by or chased.asked
@@ -225,6 +241,17 @@ def _org(held: Proposal) -> str:
     found = held.tell or held.chase
     assert found is not None, "a proposal holds one thing"
     return found.org
+
+
+def _asker(held: Proposal) -> tuple[str, str]:
+    """The Chonk that asked for `held`, and its bot's title (the decider's room with it is
+    the one it asked in; a title names a room only as it is made)."""
+    if held.tell is not None:
+        return held.tell.bot.removeprefix("chonk-"), held.tell.title
+    if held.chase is not None:
+        return held.chase.chonk, held.chase.title
+    assert held.ready is not None, "a proposal holds one thing"
+    return held.ready.chonk, held.ready.chonk
 
 
 def bot(org: str, chonk_id: str) -> Principal:

@@ -426,7 +426,18 @@ class Handlers(Covering, Remembering):
         elif (offer := await self._store.offer(room, seq)) is not None:
             await self._offer_answered(offer, choice)
         elif (held := await self._store.proposal(room, seq)) is not None:
-            await self._proposal_answered(room, seq, held, choice)
+            try:
+                await self._proposal_answered(room, seq, held, choice)
+            except Refused as exc:
+                if exc.problem.status < 500:  # refused again if asked again
+                    await self._proposal_undone(room, seq)
+                raise
+
+    async def undone(self, room: str, seq: int) -> None:
+        """Every try to carry out an answer to one of the Chonks' questions failed: a
+        proposal's decider is told (a chase's or an offer's answer carries out nothing
+        of its own to fail)."""
+        await self._proposal_undone(room, seq)
 
     async def received(self, request: chonk.HandoffRequest) -> None:
         """The receiver's first check (§8's table and its conditions, read from what the

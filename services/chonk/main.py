@@ -8,7 +8,7 @@ from libs.contracts.chonk import CONTRACT, HANDOFF_REQUESTED, HandoffRequest
 from libs.contracts.rooms import ANSWER_STORED, MessageStored
 from libs.contracts.scheduler import Fired
 from libs.contracts.streams import EVENTS, TIMERS, timer_subject
-from libs.runtime.consumer import Consumer, events
+from libs.runtime.consumer import RETRY, Consumer, Retry, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.chonk.carrying import CHASE
@@ -27,7 +27,7 @@ def shipped() -> tuple[dict, frozenset[str]]:
     return charters.load(files("services.chonk").joinpath("charters.json").read_bytes())
 
 
-async def serve(svc: Service) -> None:
+async def serve(svc: Service, *, retry: Retry = RETRY) -> None:
     """Serve the subjects, the chaser's stages and the cadences as they come due, the
     handoffs other Chonks send and the answers to the Chonks' questions, until `svc` is
     stopped."""
@@ -59,6 +59,10 @@ async def serve(svc: Service) -> None:
             case MessageStored(room=room, answers=int(seq), choice=choice) if choice is not None:
                 await handlers.decided(room, seq, choice)
 
+    async def unheard(event: HandoffRequest | MessageStored, _: str) -> None:
+        if isinstance(event, MessageStored) and event.answers is not None:
+            await handlers.undone(event.room, event.answers)
+
     heard_events = Consumer(
         svc.js,
         stream=EVENTS.name,
@@ -66,6 +70,8 @@ async def serve(svc: Service) -> None:
         subjects=[HANDOFF_REQUESTED.name, ANSWER_STORED.name],
         read=events({HANDOFF_REQUESTED.name: HandoffRequest, ANSWER_STORED.name: MessageStored}),
         handle=heard,
+        retry=retry,
+        dead=unheard,
         trail=trail,
     )
     await svc.serve(handlers.table(), [timers, heard_events])
