@@ -435,8 +435,8 @@ class Handlers(Covering, Remembering):
 
     async def undone(self, room: str, seq: int) -> None:
         """Every try to carry out an answer to one of the Chonks' questions failed: a
-        proposal's decider is told (a chase's or an offer's answer carries out nothing
-        of its own to fail)."""
+        proposal's decider is told. (A shift offer's yes that failed is parked and recorded
+        as any dead letter; its worker is not told.)"""
         await self._proposal_undone(room, seq)
 
     async def received(self, request: chonk.HandoffRequest) -> None:
