@@ -173,13 +173,16 @@ class Carrying:
             first = state.answered_by or chased.asked
             return msgspec.structs.replace(state, answered_by=first)
 
-        before, _ = await self._store.change_chase(chased.org, chased.run, answered)
-        if before.answered_by is None:
-            await self._trail.append(
+        # Recorded before the chase is over, as its answer: once over, an answer delivered
+        # again changes nothing, so a record written after could be lost for good.
+        await self._store.change_chase(
+            chased.org, chased.run, answered,
+            record=lambda _, __: self._trail.change(
                 chased.org, actor=Principal(org=chased.org, sub=chased.asked),
                 action="chonk.chase.answer", target=chased.run,
                 data={"choice": msgspec.to_builtins(choice)},
-            )  # fmt: skip
+            ),
+        )  # fmt: skip
 
     async def _ready(
         self, action: ProposedAction, ready: chonk.ActionReady, key: str

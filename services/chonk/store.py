@@ -271,7 +271,12 @@ class ChonkStore:
         await remove(self._runs, f"proposed.{room}.{seq}", keep=_MARKER_KEPT)
 
     async def change_chase(
-        self, org: str, run: str, change: Callable[[ChaseState], ChaseState]
+        self,
+        org: str,
+        run: str,
+        change: Callable[[ChaseState], ChaseState],
+        *,
+        record: Record | None = None,
     ) -> tuple[ChaseState, ChaseState]:
         return await swap(
             self._runs,
@@ -279,6 +284,7 @@ class ChonkStore:
             change,
             decode=lambda raw: _chase.decode(raw or b"{}"),
             default=ChaseState(),
+            record=record,
             read=self._in_runs,
         )
 
