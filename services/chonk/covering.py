@@ -240,7 +240,9 @@ class Covering(Carrying):
 
     async def cover_due(self, fired: scheduler.Fired) -> None:
         """The call-out's time ran out: closed once; if no one took the shift, the
-        escalation contact is told."""
+        escalation contact is told. Closing is the claim on telling: if telling fails (the
+        rooms away), the cover is open again for the fire's next delivery to close and
+        tell. Left closed, as it was, that delivery found it closed and told no one."""
         due = msgspec.convert(fired.payload, CoverDue)
 
         def close(c: Cover | None) -> Cover | None:
@@ -249,13 +251,20 @@ class Covering(Carrying):
         before, _ = await self._store.change_cover(due.org, due.shift, close)
         if before is None or before.closed:
             return
-        if before.taken_by is not None:
-            await self._trail.append(
-                due.org, actor=bot(due.org, before.call_out.chonk), action="chonk.cover.covered",
-                target=due.shift, data={"by": before.taken_by},
-            )  # fmt: skip
-            return
-        await self._escalate(before.call_out)
+        try:
+            if before.taken_by is not None:
+                await self._trail.append(
+                    due.org, actor=bot(due.org, before.call_out.chonk),
+                    action="chonk.cover.covered", target=due.shift,
+                    data={"by": before.taken_by},
+                )  # fmt: skip
+                return
+            await self._escalate(before.call_out)
+        except BaseException:
+            await self._store.change_cover(
+                due.org, due.shift, lambda c: c and msgspec.structs.replace(c, closed=False)
+            )
+            raise
 
     async def _escalate(self, out: CallOut) -> None:
         text = (
