@@ -109,7 +109,6 @@ class Answering:
             action="agents.reply.undrafted",
             target=f"{event.room}:{event.seq}",
             data={"agent": agent.id, "error": error[:300]},
-            key=f"agents.reply.undrafted.{event.seq}",
         ):
             told = rooms.Undrafted(
                 org=event.org,

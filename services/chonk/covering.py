@@ -190,7 +190,10 @@ class Covering(Carrying):
 
     async def _offer_answered(self, offer: Offer, choice: rooms.Choice) -> None:
         """The first yes takes the shift, claimed with a compare-and-set; a later yes hears
-        it is covered; a no changes nothing."""
+        it is covered; a no changes nothing. The yes that took it, delivered again (telling
+        failed, the rooms away), carries on: each message keyed, it is said once. Before,
+        it found the shift taken and returned: no one was told, no swap published, and the
+        escalation, seeing it covered, told no one either."""
         if not (isinstance(choice, rooms.Pick) and choice.option == 0):
             return
 
@@ -204,11 +207,10 @@ class Covering(Carrying):
             return
         out = after.call_out
         key = f"cover-{offer.shift}-{offer.name.lower()}"
-        if before is not None and before.taken_by is not None:
-            if before.taken_by != offer.worker:
-                thanks = f"Thanks, {offer.name}: it's covered already. Nothing more tonight."
-                await self._send(told(out.org, out.chonk, out.title, offer.worker, thanks,
-                                      f"{key}-covered"))  # fmt: skip
+        if before is not None and before.taken_by not in (None, offer.worker):
+            thanks = f"Thanks, {offer.name}: it's covered already. Nothing more tonight."
+            await self._send(told(out.org, out.chonk, out.title, offer.worker, thanks,
+                                  f"{key}-covered"))  # fmt: skip
             return
         actor = Principal(org=out.org, sub=offer.worker)
         swap = ProposedAction(

@@ -1,0 +1,123 @@
+"""What a call-out's cover says, said when the rooms are back. In EC-MGR-009 the cover's
+escalation, and the thanks and swap after a worker's yes, each came after a claim made
+with a compare-and-set (the cover closed, the shift taken). With the rooms away at that
+moment, telling failed; the next delivery found the claim made and said nothing. Kwame
+never heard the bar had no one; a worker who said yes was never told they were on, the
+reporter never told who was coming, and no swap was published."""
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import msgspec
+from nats.errors import NoRespondersError
+
+from libs.audit.reading import records
+from libs.contracts import codec, rooms
+from libs.contracts.rooms import ANSWER_STORED, MessageStored, Pick
+from services.chonk.covering import CoverDue
+from services.chonk.store import CallOut, Cover, Offer
+from services.rooms.main import serve as serve_rooms
+from services.rooms.sealing import Sealer
+from tests.chonk.conftest import fire, taken_back
+from tests.chonk.test_ec_mgr_009 import HARBOR, worker
+from tests.personal.conftest import eventually
+from tests.support import LINES_KEY, serving
+
+
+def _call_out() -> tuple[CallOut, str]:
+    """A call-out of its own, and the escalation contact's name (no other test's)."""
+    shift, contact = f"shf_probe_{uuid.uuid4().hex[:8]}", f"esc-{uuid.uuid4().hex[:8]}"
+    out = CallOut(
+        org=HARBOR, chonk="ops", title="Chief Operating Orca", shift=shift, station="bar",
+        end=datetime.now(UTC) + timedelta(hours=5), reporter=f"{HARBOR}/rep-{shift}",
+        reporter_name="Lin", absent_name="Ike", escalate_to=f"{HARBOR}/{contact}",
+    )  # fmt: skip
+    return out, contact
+
+
+async def _rooms_away(operator, rooms_service) -> None:
+    """The rooms stopped, until no replica serves what the Chonk tells by (asked with a
+    body it refuses, so a replica still there tells no one)."""
+    rooms_service.stop()
+
+    async def away() -> bool:
+        try:
+            await operator.request(rooms.TELL.published_by("chonk"), b"{}", timeout=1)
+        except NoRespondersError:
+            return True
+        return False
+
+    await eventually(away)
+
+
+async def _tried(js, stream: str, seq: int) -> None:
+    """Handled while the rooms are away: handed back to be tried again, or done with."""
+
+    async def tried() -> bool:
+        info = await js.consumer_info(stream, "chonk")
+        return info.num_redelivered > 0 or info.ack_floor.stream_seq >= seq
+
+    await eventually(tried)
+
+
+def _rooms_back(settings_for):
+    sealer = Sealer.from_hex(LINES_KEY)
+    return serving(rooms.CONTRACT, settings_for("rooms"), lambda s: serve_rooms(s, sealer))
+
+
+async def _said(api, name: str, start: str) -> list[dict]:
+    headers = worker(name)
+    found = (await (await api.get("/v1/rooms", headers=headers)).json())["rooms"]
+    said = []
+    for room in found:
+        page = await api.get(f"/v1/rooms/{room['id']}/messages", headers=headers)
+        said += (await page.json())["messages"]
+    return [m for m in said if m["text"].startswith(start)]
+
+
+async def test_an_escalation_the_rooms_could_not_take_is_sent_once_they_are_back(
+    api, operator, rooms_service, settings_for
+):
+    out, contact = _call_out()
+    js = operator.jetstream()
+    kv = await js.key_value("chonk-runs")  # held as the Chonk holds a call-out's cover
+    await kv.create(f"cover.{HARBOR}.{out.shift}", codec.encode(Cover(call_out=out)))
+    await _rooms_away(operator, rooms_service)
+    payload = msgspec.to_builtins(CoverDue(org=HARBOR, shift=out.shift))
+    key = f"cover.{HARBOR}.{out.shift}"
+    js, stored = await fire(operator, key, "cover", datetime.now(UTC), payload)
+    await _tried(js, stored.stream, stored.seq)
+    async with _rooms_back(settings_for):
+        [escalation] = await eventually(lambda: _said(api, contact, "No cover yet"), timeout=30)
+        assert "Ike is not in and no one has said yes" in escalation["text"]
+        actions = [r.action for r in await records(js, HARBOR) if r.target == out.shift]
+        tried, failed = (
+            actions.count("chonk.cover.escalate"), actions.count("chonk.cover.escalate.failed")
+        )  # fmt: skip
+        assert failed >= 1 and tried - failed == 1  # each try recorded; one escalation made
+        await taken_back(operator, js, stored)
+
+
+async def test_a_yes_that_took_the_shift_is_told_once_the_rooms_are_back(
+    api, operator, rooms_service, settings_for
+):
+    out, _ = _call_out()
+    name = f"w{uuid.uuid4().hex[:8]}"
+    room, seq = f"bot-{uuid.uuid4().hex[:16]}", 5  # the offer's question, as held
+    js = operator.jetstream()
+    kv = await js.key_value("chonk-runs")
+    await kv.create(f"cover.{HARBOR}.{out.shift}", codec.encode(Cover(call_out=out)))
+    offer = Offer(org=HARBOR, shift=out.shift, worker=f"{HARBOR}/{name}", name=name.title())
+    await kv.create(f"offered.{room}.{seq}", codec.encode(offer))
+    await _rooms_away(operator, rooms_service)
+    yes = MessageStored(
+        org=HARBOR, room=room, seq=seq + 1, author_kind="human", to=None, answerer=None,
+        first_contact=False, answers=seq, choice=Pick(option=0),
+    )  # fmt: skip
+    stored = await js.publish(ANSWER_STORED.name, codec.encode(yes))
+    await _tried(js, stored.stream, stored.seq)
+    async with _rooms_back(settings_for):
+        [thanks] = await eventually(lambda: _said(api, name, "Thank you"), timeout=30)
+        assert f"you're on the bar tonight until {out.end:%H:%M}" in thanks["text"]
+        cover = msgspec.json.decode((await kv.get(f"cover.{HARBOR}.{out.shift}")).value)
+        assert cover["taken_by"] == offer.worker
