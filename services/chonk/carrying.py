@@ -4,7 +4,9 @@ the room the Chonk shares with its recipient; a follow-up starts the chaser's la
 stage a timer on the scheduler; a handoff is data on the bus; any other action is published
 for the connector that performs it. Each is recorded before it happens."""
 
+import contextlib
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
@@ -73,16 +75,19 @@ class Carrying:
                 return msgspec.structs.replace(state, ended=True)
             return msgspec.structs.replace(state, taken=chase.stage)
 
-        before, _ = await self._store.change_chase(chase.org, chase.run, claim)
-        if before.taken >= chase.stage:
-            return
-        if before.answered_by is not None:
-            if not before.ended:
-                await self._trail.append(
-                    chase.org, actor=bot(chase.org, chase.chonk), action="chonk.chase.end",
-                    target=chase.run,
-                    data={"stage": chase.stage, "answered_by": before.answered_by},
-                )  # fmt: skip
+        def ending(_: ChaseState, after: ChaseState) -> AbstractAsyncContextManager[object]:
+            """The end recorded as the chase ends, never after it (a failure between would
+            leave an ended chase no redelivery records); a stage's claim is recorded as it
+            is said."""
+            if not after.ended:
+                return contextlib.nullcontext()
+            return self._trail.change(
+                chase.org, actor=bot(chase.org, chase.chonk), action="chonk.chase.end",
+                target=chase.run, data={"stage": chase.stage, "answered_by": after.answered_by},
+            )  # fmt: skip
+
+        before, _ = await self._store.change_chase(chase.org, chase.run, claim, record=ending)
+        if before.taken >= chase.stage or before.answered_by is not None:
             return
         try:
             # The next stage timed first: a stage that cannot be said (the rooms away past
