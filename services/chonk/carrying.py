@@ -4,9 +4,8 @@ the room the Chonk shares with its recipient; a follow-up starts the chaser's la
 stage a timer on the scheduler; a handoff is data on the bus; any other action is published
 for the connector that performs it. Each is recorded before it happens."""
 
-import contextlib
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from datetime import datetime
 from typing import Any
 
@@ -80,7 +79,7 @@ class Carrying:
             leave an ended chase no redelivery records); a stage's claim is recorded as it
             is said."""
             if not after.ended:
-                return contextlib.nullcontext()
+                return nullcontext()
             return self._trail.change(
                 chase.org, actor=bot(chase.org, chase.chonk), action="chonk.chase.end",
                 target=chase.run, data={"stage": chase.stage, "answered_by": after.answered_by},
