@@ -7,8 +7,10 @@ from typing import Any
 
 import msgspec
 import pytest
+from nats.errors import NoRespondersError
 
-from libs.contracts import chonk, rooms, scheduler
+from libs.contracts import chonk, codec, rooms, scheduler
+from libs.contracts.rooms import ANSWER_STORED, MessageStored, Pick
 from libs.contracts.streams import timer_subject
 from services.chonk.domain import ladder
 from tests.personal.conftest import eventually
@@ -105,3 +107,51 @@ def own_chase(name: str) -> ladder.Chase:
 async def report_of(api, run_id: str) -> dict | None:
     found = await api.get(f"/v1/chonk/runs/{run_id}", headers=person("priya", roles=("admin",)))
     return await found.json() if found.status == 200 else None
+
+
+async def stopped(operator, svc, subject: str) -> None:
+    """`svc` stopped, until no replica serves `subject` (asked with a body every subject
+    refuses, so a replica still draining does nothing with it)."""
+    svc.stop()
+
+    async def away() -> bool:
+        try:
+            await operator.request(subject, b"{}", timeout=1)
+        except NoRespondersError:
+            return True
+        except TimeoutError:  # a replica still draining took it and did not answer: ask again
+            return False
+        return False
+
+    await eventually(away)
+
+
+async def handled(js, stored) -> None:
+    """Until the chonk service has handled the message stored as `stored`: handed back to
+    be tried again, or done with."""
+
+    async def tried() -> bool:
+        info = await js.consumer_info(stored.stream, "chonk")
+        return info.num_redelivered > 0 or info.ack_floor.stream_seq >= stored.seq
+
+    await eventually(tried)
+
+
+async def answered(operator, org: str, room: str, seq: int) -> tuple:
+    """Question `seq` of `room` answered with its first option, as the rooms announce an
+    answer: the JetStream context and where the event was stored."""
+    answer = MessageStored(
+        org=org, room=room, seq=seq + 1, author_kind="human", to=None, answerer=None,
+        first_contact=False, answers=seq, choice=Pick(option=0),
+    )  # fmt: skip
+    js = operator.jetstream()
+    return js, await js.publish(ANSWER_STORED.name, codec.encode(answer))
+
+
+async def said_to(api, headers: dict[str, str]) -> list[dict]:
+    """Every message in every room of the bearer's."""
+    found = []
+    for room in (await (await api.get("/v1/rooms", headers=headers)).json())["rooms"]:
+        page = await api.get(f"/v1/rooms/{room['id']}/messages", headers=headers)
+        found += (await page.json())["messages"]
+    return found

@@ -7,39 +7,14 @@ import uuid
 from datetime import UTC, datetime
 
 import msgspec
-from nats.errors import NoRespondersError
 
 from libs.audit.reading import records
 from libs.contracts import audit, codec
-from libs.contracts.rooms import ANSWER_STORED, MessageStored, Pick
 from services.audit.main import serve as serve_audit
 from services.chonk.store import Chased, ChaseState
-from tests.chonk.conftest import ORG, fire, own_chase, taken_back
+from tests.chonk.conftest import ORG, answered, fire, handled, own_chase, stopped, taken_back
 from tests.personal.conftest import eventually
 from tests.support import serving
-
-
-async def _audit_away(operator, audit_service) -> None:
-    audit_service.stop()
-
-    async def away() -> bool:
-        try:
-            await operator.request(audit.CONTRACT.health.published_by("test"), b"{}", timeout=1)
-        except NoRespondersError:
-            return True
-        return False
-
-    await eventually(away)
-
-
-async def _tried(js, stream: str, seq: int) -> None:
-    """Handled while the audit is away: handed back to be tried again, or done with."""
-
-    async def tried() -> bool:
-        info = await js.consumer_info(stream, "chonk")
-        return info.num_redelivered > 0 or info.ack_floor.stream_seq >= seq
-
-    await eventually(tried)
 
 
 async def _recorded(js, action: str, run: str) -> list:
@@ -57,13 +32,9 @@ async def test_an_answer_made_while_the_audit_is_away_is_recorded_once_it_is_bac
     js = operator.jetstream()
     kv = await js.key_value("chonk-runs")  # the question, as the chase's stage holds it
     await kv.create(f"chased.{room}.{seq}", codec.encode(Chased(ORG, run, f"{ORG}/ben")))
-    await _audit_away(operator, audit_service)
-    answer = MessageStored(
-        org=ORG, room=room, seq=seq + 1, author_kind="human", to=None, answerer=None,
-        first_contact=False, answers=seq, choice=Pick(option=0),
-    )  # fmt: skip
-    stored = await js.publish(ANSWER_STORED.name, codec.encode(answer))
-    await _tried(js, stored.stream, stored.seq)
+    await stopped(operator, audit_service, audit.CONTRACT.health.published_by("test"))
+    js, stored = await answered(operator, ORG, room, seq)  # Ben's answer
+    await handled(js, stored)
     async with serving(audit.CONTRACT, settings_for("audit"), serve_audit):
         [record] = await _recorded(js, "chonk.chase.answer", run)
         assert record.actor is not None and record.actor.sub == f"{ORG}/ben"
@@ -78,10 +49,10 @@ async def test_a_stage_that_ends_an_answered_chase_while_the_audit_is_away_recor
     js = operator.jetstream()
     kv = await js.key_value("chonk-runs")  # answered before its stage comes due
     await kv.create(f"chase.{ORG}.{chase.run}", codec.encode(ChaseState(answered_by=chase.owner)))
-    await _audit_away(operator, audit_service)
+    await stopped(operator, audit_service, audit.CONTRACT.health.published_by("test"))
     key = f"chase.{chase.run}.1"
     js, stored = await fire(operator, key, "chase", datetime.now(UTC), msgspec.to_builtins(chase))
-    await _tried(js, stored.stream, stored.seq)
+    await handled(js, stored)
     async with serving(audit.CONTRACT, settings_for("audit"), serve_audit):
         [record] = await _recorded(js, "chonk.chase.end", chase.run)
         assert record.data["answered_by"] == chase.owner

@@ -9,16 +9,14 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import msgspec
-from nats.errors import NoRespondersError
 
 from libs.audit.reading import records
 from libs.contracts import codec, rooms
-from libs.contracts.rooms import ANSWER_STORED, MessageStored, Pick
 from services.chonk.covering import CoverDue
 from services.chonk.store import CallOut, Cover, Offer
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
-from tests.chonk.conftest import fire, taken_back
+from tests.chonk.conftest import answered, fire, handled, said_to, stopped, taken_back
 from tests.chonk.test_ec_mgr_009 import HARBOR, worker
 from tests.personal.conftest import eventually
 from tests.support import LINES_KEY, serving
@@ -35,44 +33,13 @@ def _call_out() -> tuple[CallOut, str]:
     return out, contact
 
 
-async def _rooms_away(operator, rooms_service) -> None:
-    """The rooms stopped, until no replica serves what the Chonk tells by (asked with a
-    body it refuses, so a replica still there tells no one)."""
-    rooms_service.stop()
-
-    async def away() -> bool:
-        try:
-            await operator.request(rooms.TELL.published_by("chonk"), b"{}", timeout=1)
-        except NoRespondersError:
-            return True
-        return False
-
-    await eventually(away)
-
-
-async def _tried(js, stream: str, seq: int) -> None:
-    """Handled while the rooms are away: handed back to be tried again, or done with."""
-
-    async def tried() -> bool:
-        info = await js.consumer_info(stream, "chonk")
-        return info.num_redelivered > 0 or info.ack_floor.stream_seq >= seq
-
-    await eventually(tried)
-
-
 def _rooms_back(settings_for):
     sealer = Sealer.from_hex(LINES_KEY)
     return serving(rooms.CONTRACT, settings_for("rooms"), lambda s: serve_rooms(s, sealer))
 
 
 async def _said(api, name: str, start: str) -> list[dict]:
-    headers = worker(name)
-    found = (await (await api.get("/v1/rooms", headers=headers)).json())["rooms"]
-    said = []
-    for room in found:
-        page = await api.get(f"/v1/rooms/{room['id']}/messages", headers=headers)
-        said += (await page.json())["messages"]
-    return [m for m in said if m["text"].startswith(start)]
+    return [m for m in await said_to(api, worker(name)) if m["text"].startswith(start)]
 
 
 async def test_an_escalation_the_rooms_could_not_take_is_sent_once_they_are_back(
@@ -82,11 +49,11 @@ async def test_an_escalation_the_rooms_could_not_take_is_sent_once_they_are_back
     js = operator.jetstream()
     kv = await js.key_value("chonk-runs")  # held as the Chonk holds a call-out's cover
     await kv.create(f"cover.{HARBOR}.{out.shift}", codec.encode(Cover(call_out=out)))
-    await _rooms_away(operator, rooms_service)
+    await stopped(operator, rooms_service, rooms.TELL.published_by("chonk"))
     payload = msgspec.to_builtins(CoverDue(org=HARBOR, shift=out.shift))
     key = f"cover.{HARBOR}.{out.shift}"
     js, stored = await fire(operator, key, "cover", datetime.now(UTC), payload)
-    await _tried(js, stored.stream, stored.seq)
+    await handled(js, stored)
     async with _rooms_back(settings_for):
         [escalation] = await eventually(lambda: _said(api, contact, "No cover yet"), timeout=30)
         assert "Ike is not in and no one has said yes" in escalation["text"]
@@ -109,13 +76,9 @@ async def test_a_yes_that_took_the_shift_is_told_once_the_rooms_are_back(
     await kv.create(f"cover.{HARBOR}.{out.shift}", codec.encode(Cover(call_out=out)))
     offer = Offer(org=HARBOR, shift=out.shift, worker=f"{HARBOR}/{name}", name=name.title())
     await kv.create(f"offered.{room}.{seq}", codec.encode(offer))
-    await _rooms_away(operator, rooms_service)
-    yes = MessageStored(
-        org=HARBOR, room=room, seq=seq + 1, author_kind="human", to=None, answerer=None,
-        first_contact=False, answers=seq, choice=Pick(option=0),
-    )  # fmt: skip
-    stored = await js.publish(ANSWER_STORED.name, codec.encode(yes))
-    await _tried(js, stored.stream, stored.seq)
+    await stopped(operator, rooms_service, rooms.TELL.published_by("chonk"))
+    js, stored = await answered(operator, HARBOR, room, seq)  # the worker's yes
+    await handled(js, stored)
     async with _rooms_back(settings_for):
         [thanks] = await eventually(lambda: _said(api, name, "Thank you"), timeout=30)
         assert f"you're on the bar tonight until {out.end:%H:%M}" in thanks["text"]

@@ -25,6 +25,7 @@ from tests.chonk.conftest import (
     cadence_timer,
     cancelled,
     fire,
+    handled,
     own_chase,
     start_cadence,
     taken_back,
@@ -40,21 +41,12 @@ async def rooms_service():
     yield None
 
 
-async def _tried(js, stored) -> None:
-    """Until the chonk service has tried the fire, failed, and it is handed back."""
-
-    async def tried_and_failed() -> bool:
-        return (await js.consumer_info(stored.stream, "chonk")).num_redelivered > 0
-
-    await eventually(tried_and_failed)
-
-
 async def test_a_cadence_whose_run_fails_is_timed_again(api, operator):
     await start_cadence(api)
     # A Monday no other test runs the owner update for: its run is tried, and fails.
     due = next_at(WEEKLY, datetime.now(UTC) + timedelta(weeks=random.randrange(50, 5000)))
     js, stored = await fire(operator, cadence_timer(due), "cadence", due, CADENCE_DUE)
-    await _tried(js, stored)
+    await handled(js, stored)
     following = next_at(WEEKLY, due)
     held = await eventually(lambda: _pending(operator, cadence_timer(following)))
     assert datetime.fromisoformat(held["due_at"]) == following
@@ -66,7 +58,7 @@ async def test_a_stage_the_rooms_cannot_take_still_times_the_next(api, operator)
     due = datetime.now(UTC)
     key = f"chase.{chase.run}.1"
     js, stored = await fire(operator, key, "chase", due, msgspec.to_builtins(chase))
-    await _tried(js, stored)
+    await handled(js, stored)
     second = f"chase.{chase.run}.2"
     held = await eventually(lambda: _pending(operator, second))
     assert datetime.fromisoformat(held["due_at"]) == ladder.due(due, 8, STOCKHOLM)

@@ -10,12 +10,11 @@ import pytest
 
 from libs.audit.reading import records
 from libs.contracts import chonk, codec
-from libs.contracts.rooms import ANSWER_STORED, MessageStored, Pick
 from libs.runtime.consumer import Retry
 from services.chonk.carrying import UNDONE
 from services.chonk.main import serve as serve_chonk
 from services.chonk.store import Proposal
-from tests.chonk.conftest import ORG, own_chase, person
+from tests.chonk.conftest import ORG, answered, own_chase, person, said_to
 from tests.personal.conftest import eventually
 from tests.support import serving
 
@@ -46,19 +45,10 @@ async def test_a_yes_that_could_not_be_carried_out_is_said_so_to_its_decider(api
     js = operator.jetstream()
     kv = await js.key_value("chonk-runs")
     await kv.create(f"proposed.{room}.{seq}", codec.encode(held))
-    answer = MessageStored(
-        org=ORG, room=room, seq=seq + 1, author_kind="human", to=None, answerer=None,
-        first_contact=False, answers=seq, choice=Pick(option=0),
-    )  # fmt: skip
-    await js.publish(ANSWER_STORED.name, codec.encode(answer))
+    await answered(operator, ORG, room, seq)  # the decider's "Go ahead"
 
     async def told() -> list[dict]:
-        headers = person(decider.split("/")[1])
-        found = (await (await api.get("/v1/rooms", headers=headers)).json())["rooms"]
-        said = []
-        for r in found:
-            page = await api.get(f"/v1/rooms/{r['id']}/messages", headers=headers)
-            said += (await page.json())["messages"]
+        said = await said_to(api, person(decider.split("/")[1]))
         return [m for m in said if m["text"] == UNDONE]
 
     [message] = await eventually(told)
