@@ -280,7 +280,7 @@ SPEAK = _subject(
     by_caller=True,
 )
 
-# Run starts and ends, one subject per org; the meter reads them in order.
+# Each run as it ended (its start in it), one subject per org; the meter reads them in order.
 METER = StreamSpec(
     "METER", ("agents.run.>",), "agent runs, each as it ended: agents.run.ended.<org>"
 )

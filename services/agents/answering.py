@@ -33,7 +33,7 @@ __all__ = ["Answering"]
 
 _log = logging.getLogger(__name__)
 _HISTORY = 20
-UNDRAFTED = (
+UNDRAFTED_NOTICE = (
     "I could not draft a reply to this: every try failed, so nothing was sent for it. "
     "If it needs an answer, answer it yourself."
 )
@@ -115,7 +115,7 @@ class Answering:
                 room=event.room,
                 person=agent.user,
                 reply_to=event.seq,
-                text=UNDRAFTED,
+                text=UNDRAFTED_NOTICE,
             )
             await call(self._nc, rooms.UNDRAFTED, told, caller="agents")
 

@@ -6,7 +6,7 @@ nothing was sent, and nothing told them so."""
 from libs.audit.reading import records as audit_records
 from libs.contracts import codec
 from libs.contracts.rooms import ANSWER_STORED, MessageStored, Pick
-from services.ladder.domain.confirmations import UNSENT
+from services.ladder.domain.confirmations import UNSENT_NOTICE
 from tests.personal.conftest import eventually, history
 from tests.personal.test_hip0524_09_personal_line import sms
 from tests.personal.test_line_limits import ALICE, _talking
@@ -44,7 +44,7 @@ async def test_a_pick_whose_send_is_refused_is_unsent_and_the_person_told(api, o
         await js.publish(ANSWER_STORED.name, codec.encode(answer), headers={"Nats-Msg-Id": f"a{n}"})
 
     async def told() -> list[dict]:
-        return [m for m in await history(api, room, people.ada) if m["text"] == UNSENT]
+        return [m for m in await history(api, room, people.ada) if m["text"] == UNSENT_NOTICE]
 
     [notice] = await eventually(told)
     assert notice["reply_to"] == saturday["seq"] and notice["notice"]

@@ -13,7 +13,7 @@ from libs.contracts import agents
 from libs.model import ModelUnavailable, Prompt
 from libs.runtime import dead
 from libs.runtime.consumer import Retry
-from services.agents.answering import UNDRAFTED
+from services.agents.answering import UNDRAFTED_NOTICE
 from services.agents.main import serve as serve_agents
 from tests.personal.conftest import (
     Recorder,
@@ -70,7 +70,7 @@ async def test_a_person_is_told_alone_when_their_agent_could_not_reply(
         return [m for m in await history(api, room, people.ada) if m.get("notice")]
 
     [notice] = await eventually(told)
-    assert notice["text"] == UNDRAFTED
+    assert notice["text"] == UNDRAFTED_NOTICE
     assert notice["reply_to"] == asked["seq"]
     assert notice["author"] == f"agent:{people.ada_id}"
     assert notice["to"] == people.ada_id and notice["private"] is True

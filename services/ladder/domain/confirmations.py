@@ -12,9 +12,9 @@ import msgspec
 
 from libs.contracts.rooms import Choice, Decline, Deliver, Edit, Pick
 
-__all__ = ["UNSENT", "Confirmation", "answer", "carried_out", "reply", "unsent"]
+__all__ = ["UNSENT_NOTICE", "Confirmation", "answer", "carried_out", "reply", "unsent"]
 
-UNSENT = (
+UNSENT_NOTICE = (
     "I could not send what you chose here: every try failed, so nothing was sent for it. "
     "If it needs an answer, answer it yourself."
 )

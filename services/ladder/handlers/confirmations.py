@@ -122,7 +122,7 @@ class Confirmations(Ladder):
             room=c.room,
             person=c.person,
             kind="notice",
-            text=confirmations.UNSENT,
+            text=confirmations.UNSENT_NOTICE,
             key=f"unsent-{c.id}",
             reply_to=c.reply_to,
         )
