@@ -14,8 +14,9 @@ from libs.contracts.rooms import Choice, Decline, Deliver, Edit, Pick
 
 __all__ = ["UNSENT_NOTICE", "Confirmation", "answer", "carried_out", "reply", "unsent"]
 
+# True alike of a send refused and of one whose every try failed; the why is in the trail.
 UNSENT_NOTICE = (
-    "I could not send what you chose here: every try failed, so nothing was sent for it. "
+    "I could not send what you chose here, so nothing was sent for it. "
     "If it needs an answer, answer it yourself."
 )
 
