@@ -137,6 +137,8 @@ class Asking:
                 await self._charge(found, await self._chain(found))
             await self._settled(found)
             return found
+        if approvals.lapsed(found, self._clock()):
+            found = await self._expire(found)
         ours = found.state == "open" and found.question_seq is not None
         if ours and found.room is not None and found.question_seq is not None:
             choice: rooms.Choice = (
@@ -148,7 +150,9 @@ class Asking:
             except Refused as exc:
                 if exc.problem.status != 409:
                     raise
-                ours = False  # answered there first: that answer decides
+                if exc.problem.rule == "question-closed":  # it lapsed since it was read
+                    found = await self._expire(found)
+                ours = False  # answered there first, or lapsed: that decides
         try:
             return await self.answered(found, req.answer)
         except Refused as exc:
@@ -187,6 +191,12 @@ class Asking:
             await self._charge(found, await self._chain(found))
         elif found.decision is not None and found.decision.rule_id == approvals.EXPIRED:
             await self._settled(found)
+
+    async def _expire(self, ask: poa.AskRecord) -> poa.AskRecord:
+        """An ask found past its expiry by an answer, denied as its timer would have: the
+        answer then finds it settled. Otherwise a yes after the expiry, its timer late (the
+        scheduler away) or lost (its fire parked), would allow the act."""
+        return await self._settle(ask, lambda a: approvals.expired(a, self._clock()), _EXPIRE)
 
     async def revoked(self, p: Principal, grant_ids: set[str]) -> None:
         """The person's open asks under the grants they revoked, denied at once: no yes can

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from libs.contracts.poa import AskRecord
-from services.poa.domain import approvals
+from services.poa.domain import approvals, open_asks
 from services.poa.domain.decisions import allow, deny
 
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
@@ -49,3 +49,14 @@ def test_a_revocation_denies_an_open_ask_and_leaves_an_answered_one_as_it_was():
     )
     declined = approvals.declined(OPEN, NOW)
     assert approvals.revoked(declined, NOW + timedelta(seconds=1)) == declined
+
+
+def test_an_open_ask_past_its_expiry_has_lapsed_and_holds_no_place():
+    """Its timer late or lost, no answer can allow it: its agent's place is free to take."""
+    place = open_asks.Place(OPEN.id, NOW)
+    at_expiry = OPEN.expires_at
+    assert not approvals.lapsed(OPEN, at_expiry - timedelta(microseconds=1))
+    assert approvals.lapsed(OPEN, at_expiry)
+    assert not approvals.lapsed(approvals.declined(OPEN, NOW), at_expiry)
+    assert not open_asks.spent(place, OPEN, at_expiry - timedelta(microseconds=1))
+    assert open_asks.spent(place, OPEN, at_expiry)

@@ -30,6 +30,7 @@ __all__ = [
     "ask_id",
     "declined",
     "expired",
+    "lapsed",
     "opened",
     "outcome",
     "placed",
@@ -127,6 +128,12 @@ def declined(ask: AskRecord, now: datetime) -> AskRecord:
 def expired(ask: AskRecord, now: datetime) -> AskRecord:
     """An ask no one answered in time; one already answered is as it was."""
     return ask if ask.state != "open" else _denied(ask, EXPIRED, now)
+
+
+def lapsed(ask: AskRecord, now: datetime) -> bool:
+    """Whether `ask` is open past its expiry: its timer late or lost, it takes no answer,
+    and what its timer would do is done by whoever finds it so."""
+    return ask.state == "open" and now >= ask.expires_at
 
 
 def revoked(ask: AskRecord, now: datetime) -> AskRecord:

@@ -12,6 +12,7 @@ import msgspec
 
 from libs.contracts.poa import AskRecord
 from libs.contracts.problem import Refused
+from services.poa.domain import approvals
 
 __all__ = ["FULL", "OPEN_MOST", "Place", "held", "let_go", "spent"]
 
@@ -46,9 +47,10 @@ def let_go(places: tuple[Place, ...], ask_id: str) -> tuple[Place, ...]:
 
 
 def spent(place: Place, ask: AskRecord | None, now: datetime) -> bool:
-    """Whether `place` holds nothing open: its ask settled, or never stored in time (a
-    settled ask whose replica died before it let its place go, or one that died between
-    holding and storing)."""
+    """Whether `place` holds nothing open: its ask settled or past its expiry (no answer
+    can allow it, its timer late or lost), or never stored in time (a settled ask whose
+    replica died before it let its place go, or one that died between holding and
+    storing)."""
     if ask is None:
         return now - place.at > UNSTORED
-    return ask.state != "open"
+    return ask.state != "open" or approvals.lapsed(ask, now)
