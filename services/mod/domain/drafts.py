@@ -3,6 +3,7 @@ drafts (at most 16). A Keep or a self-commit claims its draft before it applies 
 so a discard or an expiry at the same moment is refused rather than told it won while the
 layer changed."""
 
+from datetime import datetime
 from typing import Literal
 
 import msgspec
@@ -17,6 +18,7 @@ __all__ = [
     "claimed",
     "commits",
     "find",
+    "lapsed",
     "opened",
     "released",
     "settled",
@@ -113,6 +115,12 @@ def same_write(made: LayerDraft, asked: LayerDraft) -> bool:
     return (made.layer, made.base, made.ops, made.note, made.writer, made.act) == (
         asked.layer, asked.base, asked.ops, asked.note, asked.writer, asked.act
     )  # fmt: skip
+
+
+def lapsed(draft: LayerDraft, now: datetime) -> bool:
+    """Whether `draft` is open past its expiry, its timer late or lost: it is expired by
+    whoever finds it so, and never kept."""
+    return draft.state == "open" and now >= draft.expires_at
 
 
 def find(held: HeldDrafts, draft_id: str) -> LayerDraft | None:

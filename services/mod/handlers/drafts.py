@@ -54,17 +54,36 @@ class Drafts(Mod):
         if draft.commits_at is not None:
             await self._timer(f"mod.{draft.id}.end", draft.commits_at, _END, timer)
         try:
-            _, held = await self._store.change_drafts(
-                layer,
-                lambda held: drafts.opened(held, draft),
-                record=self._recorded(p.org, p, "mod.draft.create", draft, ops=ops_data(draft.ops)),
-            )
+            held = await self._opened(p, layer, draft)
         except Refused:
             await self._cancel_timers(draft.id)
             raise
         made = drafts.find(held, draft.id)
         assert made is not None
         return mod.Written(draft=_made_by(made, draft))
+
+    async def _opened(self, p: Principal, layer: str, draft: mod.LayerDraft) -> mod.HeldDrafts:
+        """Held among the layer's open drafts. When they are full, any past its expiry (its
+        timer late or lost) is expired first: otherwise it would hold its place for good."""
+
+        async def held() -> mod.HeldDrafts:
+            _, after = await self._store.change_drafts(
+                layer,
+                lambda held: drafts.opened(held, draft),
+                record=self._recorded(p.org, p, "mod.draft.create", draft, ops=ops_data(draft.ops)),
+            )
+            return after
+
+        try:
+            return await held()
+        except Refused as exc:
+            if exc.problem.rule != "drafts-full":
+                raise
+        now = self._clock()
+        for found in (await self._store.drafts(layer)).open:
+            if drafts.lapsed(found, now):
+                await self._expire(p, found)
+        return await held()
 
     async def drafts(self, _: mod.ListLayerDrafts, p: Principal) -> mod.LayerDraftList:
         found = [d for layer in ("org", "user") for d in await self._visible(p, layer)]
@@ -88,6 +107,10 @@ class Drafts(Mod):
             return mod.Written(version=draft.version)  # its answer lost in a failover
         if draft.state != "open":
             raise Refused("draft-closed", 409, f"draft {draft.id} was {draft.state}")
+        if drafts.lapsed(draft, self._clock()):
+            closed = await self._expire(p, draft)
+            if closed is not None:
+                raise Refused("draft-closed", 409, f"draft {draft.id} was {closed.state}")
         return mod.Written(version=await self._commit(p, draft, "mod.draft.keep"))
 
     async def discard(self, req: mod.LayerDraftRef, p: Principal) -> mod.LayerDraft:
@@ -146,6 +169,17 @@ class Drafts(Mod):
             raise Unavailable(Refused("draft-being-kept", 503, f"{draft.id} is being kept").problem)
         p = Principal(org=t.org, sub=t.person, act=draft.act)
         await self._settle(p, draft, "expired", cancel=False)
+
+    async def _expire(self, p: Principal, draft: mod.LayerDraft) -> mod.LayerDraft | None:
+        """A draft past its expiry, found so before its timer (late, or lost with its fire
+        parked), expired as the timer would: a Keep after the expiry would otherwise apply
+        it. None when a Keep begun before the expiry holds it, to be completed."""
+        try:
+            return await self._settle(p, draft, "expired")
+        except Refused as exc:
+            if exc.problem.rule != "draft-closed":
+                raise
+            return None
 
     async def _commit(self, p: Principal, draft: mod.LayerDraft, action: str) -> int:
         """Claimed, its ops applied at its base, then kept: a discard or an expiry meanwhile
