@@ -6,7 +6,7 @@ contact's yes (PROPOSE_CONFIRM). The reporter is told who was asked. The Chief H
 gets a handoff to check in with the missing person tomorrow: no reason guessed, nothing
 kept about them. The first yes takes the shift: the reporter is told, and the swap is
 published for the scheduling connector. If no one has said yes when the escalation comes
-due, the escalation contact is told. Each step is recorded before it happens. Nothing the
+due, the escalation contact is told, and told again when a yes comes after. Each step is recorded before it happens. Nothing the
 Chonk says judges anyone."""
 
 from datetime import datetime, timedelta
@@ -233,11 +233,17 @@ class Covering(Carrying):
                 f"Thank you, {offer.name}: you're on the {out.station} tonight until "
                 f"{out.end:%H:%M}. {out.reporter_name} knows you're coming.", f"{key}-taken",
             ))  # fmt: skip
+            coming = f"{offer.name} is coming in to cover the {out.station} until {out.end:%H:%M}."
             await self._send(told(
-                out.org, out.chonk, out.title, out.reporter,
-                f"{offer.name} is coming in to cover the {out.station} until {out.end:%H:%M}.",
-                f"cover-{out.shift}-coming",
+                out.org, out.chonk, out.title, out.reporter, coming, f"cover-{out.shift}-coming",
             ))  # fmt: skip
+            if after.escalated:
+                # Escalated already ("It needs you now"): the contact hears it is covered, or
+                # they would still be finding someone, or coming in themself.
+                await self._send(told(
+                    out.org, out.chonk, out.title, out.escalate_to, f"Update: {coming}",
+                    f"cover-{out.shift}-covered-late",
+                ))  # fmt: skip
             await self._publish(chonk.ACTION_READY.name, ready, f"ready-cover-{out.shift}")
 
     async def cover_due(self, fired: scheduler.Fired) -> None:
@@ -248,7 +254,9 @@ class Covering(Carrying):
         due = msgspec.convert(fired.payload, CoverDue)
 
         def close(c: Cover | None) -> Cover | None:
-            return None if c is None else msgspec.structs.replace(c, closed=True)
+            if c is None:
+                return None
+            return msgspec.structs.replace(c, closed=True, escalated=c.taken_by is None)
 
         before, _ = await self._store.change_cover(due.org, due.shift, close)
         if before is None or before.closed:
@@ -264,7 +272,9 @@ class Covering(Carrying):
             await self._escalate(before.call_out)
         except BaseException:
             await self._store.change_cover(
-                due.org, due.shift, lambda c: c and msgspec.structs.replace(c, closed=False)
+                due.org,
+                due.shift,
+                lambda c: c and msgspec.structs.replace(c, closed=False, escalated=False),
             )
             raise
 

@@ -85,12 +85,13 @@ class CallOut(msgspec.Struct, frozen=True):
 
 
 class Cover(msgspec.Struct, frozen=True, omit_defaults=True):
-    """What became of a call-out: who took the shift, and whether it was closed (taken, or
-    escalated when its time ran out)."""
+    """What became of a call-out: who took the shift, and whether it was closed when its
+    time ran out (`escalated` if no one had taken it then)."""
 
     call_out: CallOut
     taken_by: str | None = None
     closed: bool = False
+    escalated: bool = False
 
 
 class Offer(msgspec.Struct, frozen=True):
