@@ -111,8 +111,11 @@ class Asking:
         return ask
 
     async def asks(self, _: poa.ListAsks, p: Principal) -> poa.AskList:
-        found = await self._asks.of_person(p.org, p.sub)
-        open_ = [a for a in found if a.state == "open" and _for(a, p)]
+        found, now = await self._asks.of_person(p.org, p.sub), self._clock()
+        # One past its expiry, its timer late or lost, takes no answer: none to list.
+        open_ = [
+            a for a in found if a.state == "open" and not approvals.lapsed(a, now) and _for(a, p)
+        ]
         page, more = pages.first(sorted(open_, key=lambda a: a.asked_at))
         return poa.AskList(asks=page, more=more)
 

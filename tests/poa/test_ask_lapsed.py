@@ -76,6 +76,8 @@ async def test_an_ask_past_its_expiry_is_denied_as_expired_and_takes_no_answer(
 
     await eventually(lapsed)
     poa_clock.behind = timedelta(0)  # the services agree it has lapsed; its timer is late
+    listed = await (await api.get("/v1/poa/asks", headers=me)).json()
+    assert listed["asks"] == []  # nothing to answer: before, listed as waiting on Ada
 
     late = await api.post(f"/v1/poa/asks/{ask['id']}/answer", json={"answer": answer}, headers=me)
     assert late.status == 409, await late.text()  # before: 200, and a yes allowed the act
