@@ -37,6 +37,8 @@ async def test_a_keep_after_the_expiry_expires_the_draft_and_applies_nothing(
     assert r.status == 202, await r.text()
     draft = (await r.json())["draft"]
     mod_clock.ahead = PAST_EXPIRY  # its expiry passed; its timer has not fired
+    listed = await (await api.get("/v1/mod/drafts", headers=people.ada)).json()
+    assert listed["drafts"] == []  # nothing to keep: before, listed as open
 
     kept = await keep(api, people.ada, draft["id"])
     assert kept.status == 409, await kept.text()  # before: 200, its ops applied

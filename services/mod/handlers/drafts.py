@@ -87,7 +87,10 @@ class Drafts(Mod):
 
     async def drafts(self, _: mod.ListLayerDrafts, p: Principal) -> mod.LayerDraftList:
         found = [d for layer in ("org", "user") for d in await self._visible(p, layer)]
-        return mod.LayerDraftList(drafts=[d for d in found if d.state == "open"])
+        # One past its expiry, its timer late or lost, cannot be kept: none to list.
+        now = self._clock()
+        open_ = [d for d in found if d.state == "open" and not drafts.lapsed(d, now)]
+        return mod.LayerDraftList(drafts=open_)
 
     async def draft(self, req: mod.LayerDraftRef, p: Principal) -> mod.LayerDraft:
         return await self._find(p, req.id)
