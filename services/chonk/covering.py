@@ -6,8 +6,8 @@ contact's yes (PROPOSE_CONFIRM). The reporter is told who was asked. The Chief H
 gets a handoff to check in with the missing person tomorrow: no reason guessed, nothing
 kept about them. The first yes takes the shift: the reporter is told, and the swap is
 published for the scheduling connector. If no one has said yes when the escalation comes
-due, the escalation contact is told, and told again when a yes comes after. Each step is recorded before it happens. Nothing the
-Chonk says judges anyone."""
+due, the escalation contact is told, and told again when a yes comes after. Each step is
+recorded before it happens. Nothing the Chonk says judges anyone."""
 
 from datetime import datetime, timedelta
 from typing import Any

@@ -433,11 +433,16 @@ class Handlers(Covering, Remembering):
                     await self._proposal_undone(room, seq)
                 raise
 
-    async def undone(self, room: str, seq: int) -> None:
-        """Every try to carry out an answer to one of the Chonks' questions failed: a
-        proposal's decider is told. (A shift offer's yes that failed is parked and recorded
-        as any dead letter; its worker is not told.)"""
-        await self._proposal_undone(room, seq)
+    async def undone(self, room: str, seq: int, choice: rooms.Choice) -> None:
+        """Every try to carry out an answer to one of the Chonks' questions failed. A shift
+        offer's yes carries on, so the worker, the reporter and the swap are told once the
+        rooms take it: it holds the shift, and the escalation, finding it taken, tells no
+        one. A proposal's decider is told it was not done. (A chase's answer is asked
+        again by its next stage.)"""
+        if (offer := await self._store.offer(room, seq)) is not None:
+            await self._offer_answered(offer, choice)
+        else:
+            await self._proposal_undone(room, seq)
 
     async def received(self, request: chonk.HandoffRequest) -> None:
         """The receiver's first check (§8's table and its conditions, read from what the

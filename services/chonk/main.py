@@ -60,8 +60,9 @@ async def serve(svc: Service, *, retry: Retry = RETRY) -> None:
                 await handlers.decided(room, seq, choice)
 
     async def unheard(event: HandoffRequest | MessageStored, _: str) -> None:
-        if isinstance(event, MessageStored) and event.answers is not None:
-            await handlers.undone(event.room, event.answers)
+        match event:
+            case MessageStored(room=room, answers=int(seq), choice=choice) if choice is not None:
+                await handlers.undone(room, seq, choice)
 
     heard_events = Consumer(
         svc.js,
