@@ -266,9 +266,17 @@ class Asking:
         approve = isinstance(choice, rooms.Pick) and choice.option == 0
         answer = "approve" if approve else "decline"
         if found.state == "open":
-            await self.answered(found, answer)
-        elif approvals.answered_as(found, answer):  # this answer, delivered again
-            await self._settled(found)
+            try:
+                await self.answered(found, answer)
+                return
+            except Refused as exc:
+                if exc.problem.rule != "ask-answered":
+                    raise
+            # Settled meanwhile: by this answer through the API, as it put it here, whose
+            # replica may have died before it said so; or by its expiry.
+            found = await self._asks.get(*where)
+        if found is not None and approvals.answered_as(found, answer):
+            await self._settled(found)  # this answer, delivered again, or given twice
 
     async def _settle(
         self,
