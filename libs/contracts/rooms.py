@@ -34,6 +34,7 @@ from libs.contracts.registry import (
 from libs.contracts.streams import StreamSpec
 
 __all__ = [
+    "ANSWER_OF",
     "ANSWER_STORED",
     "CONTRACT",
     "LINE_MOST",
@@ -61,7 +62,9 @@ __all__ = [
     "Edit",
     "FailedDelivery",
     "FailedList",
+    "FindAnswer",
     "FindOwnAnswer",
+    "FoundAnswer",
     "History",
     "Inbound",
     "Line",
@@ -527,6 +530,21 @@ class OwnAnswer(Contract):
     seq: Seq | None = None  # the person's own message, if there is one
 
 
+class FindAnswer(Contract):
+    """The answer `person` gave question `seq` of `room`, asked of them alone, if any:
+    asked by the service that asked it as the question's time runs out, so an answer
+    given in time counts however late its event is read."""
+
+    org: OrgId
+    room: RoomId
+    person: UserId
+    seq: Seq
+
+
+class FoundAnswer(Contract):
+    choice: Choice | None = None  # the person's answer, if they gave one
+
+
 class AskPerson(Contract):
     """A question from a person's own agent to them alone, in their own room (the person and
     their agent; made the first time). `key` stores it once."""
@@ -684,6 +702,14 @@ OWN_ANSWER = _subject(
     "whether a person answered a message themself",
     **_LADDER,
 )
+ANSWER_OF = _subject(
+    "answer_of",
+    FindAnswer,
+    FoundAnswer,
+    "the answer a person gave a question asked of them alone",
+    callers=frozenset({"poa"}),
+    by_caller=True,
+)
 ASK_PERSON = _subject(
     "ask_person",
     AskPerson,
@@ -745,6 +771,7 @@ CONTRACT = service_contract(
         POST_DRAFT,
         DELIVER,
         OWN_ANSWER,
+        ANSWER_OF,
         ASK_PERSON,
         TELL,
         UNDRAFTED,

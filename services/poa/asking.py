@@ -141,7 +141,7 @@ class Asking:
             await self._settled(found)
             return found
         if approvals.lapsed(found, self._clock()):
-            found = await self._expire(found)
+            found = await self._run_out(found)
         ours = found.state == "open" and found.question_seq is not None
         if ours and found.room is not None and found.question_seq is not None:
             choice: rooms.Choice = (
@@ -154,7 +154,7 @@ class Asking:
                 if exc.problem.status != 409:
                     raise
                 if exc.problem.rule == "question-closed":  # it lapsed since it was read
-                    found = await self._expire(found)
+                    found = await self._run_out(found)
                 ours = False  # answered there first, or lapsed: that decides
         try:
             return await self.answered(found, req.answer)
@@ -189,17 +189,36 @@ class Asking:
         if found is None:
             return
         if found.state == "open":
-            await self._settle(found, lambda a: approvals.expired(a, self._clock()), _EXPIRE)
+            await self._run_out(found)
         elif found.state == "allowed":
             await self._charge(found, await self._chain(found))
         elif found.decision is not None and found.decision.rule_id == approvals.EXPIRED:
             await self._settled(found)
 
-    async def _expire(self, ask: poa.AskRecord) -> poa.AskRecord:
-        """An ask found past its expiry by an answer, denied as its timer would have: the
-        answer then finds it settled. Otherwise a yes after the expiry, its timer late (the
-        scheduler away) or lost (its fire parked), would allow the act."""
-        return await self._settle(ask, lambda a: approvals.expired(a, self._clock()), _EXPIRE)
+    async def _run_out(self, ask: poa.AskRecord) -> poa.AskRecord:
+        """An open ask's time run out, by its timer, or found so first by an answer (its
+        timer late, the scheduler away, or lost, its fire parked: a yes after the expiry
+        would otherwise allow the act). The person's answer in the room counts: given in
+        time, as the room takes none after, its event not read yet (behind, or parked).
+        Otherwise it is denied, as no one's act."""
+        given = await self._given(ask)
+        if given is None:
+            return await self._settle(ask, lambda a: approvals.expired(a, self._clock()), _EXPIRE)
+        assert ask.room is not None and ask.question_seq is not None
+        await self.answered_in_room(ask.room, ask.question_seq, given)
+        found = await self._asks.get(ask.org, ask.person, ask.id)
+        assert found is not None
+        return found
+
+    async def _given(self, ask: poa.AskRecord) -> rooms.Choice | None:
+        """The answer the person gave the ask's question in the room, if any."""
+        if ask.room is None or ask.question_seq is None:
+            return None
+        question = rooms.FindAnswer(
+            org=ask.org, room=ask.room, person=ask.person, seq=ask.question_seq
+        )
+        found: rooms.FoundAnswer = await call(self._nc, rooms.ANSWER_OF, question, caller=ME)
+        return found.choice
 
     async def revoked(self, p: Principal, grant_ids: set[str]) -> None:
         """The person's open asks under the grants they revoked, denied at once: no yes can

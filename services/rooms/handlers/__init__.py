@@ -42,6 +42,7 @@ class Handlers(Messages, Drafts, Calls):
             rooms.POST_DRAFT: self.post_draft,
             rooms.DELIVER: self.deliver,
             rooms.OWN_ANSWER: self.own_answer,
+            rooms.ANSWER_OF: self.answer_of,
             rooms.ASK_PERSON: self.ask_person,
             rooms.TELL: self.tell,
             rooms.UNDRAFTED: self.undrafted,

@@ -203,6 +203,19 @@ class Messages(Rooms):
         found = await self._first_after(room, req.answered, matches)
         return rooms.OwnAnswer(seq=None if found is None else found.seq)
 
+    async def answer_of(self, req: rooms.FindAnswer, _: Principal) -> rooms.FoundAnswer:
+        """From the poa service, as an ask's time runs out: the answer the person gave its
+        question, if they did. Given in time (a question takes none once closed), it counts
+        even when its event was not read first."""
+        room = await self._persons_room(req.org, req.room, req.person)
+        seq = await self._store.answer_to(room.id, req.seq)
+        if not seq:  # unanswered (0: claimed before claims named the answer)
+            return rooms.FoundAnswer()
+        answer = await self._store.message(room.org, room.id, seq, reader=req.person)
+        if answer is None or answer.author != req.person or answer.answers != req.seq:
+            return rooms.FoundAnswer()
+        return rooms.FoundAnswer(choice=answer.choice)
+
     async def _persons_room(self, org: str, room_id: str, person: str) -> rooms.Room:
         """The room of `org` that the ladder names for `person`, if they are in it."""
         room = await self._store.room(room_id)
