@@ -31,7 +31,16 @@ class StreamSpec(msgspec.Struct, frozen=True):
 AUDIT = StreamSpec(
     "AUDIT", ("tether.audit.chain.*",), "hash-chained audit records, one subject per org"
 )
-EVENTS = StreamSpec("EVENTS", ("tether.evt.>",), "events tether.evt.<service>.<noun>.<verb>")
+# Events are news, not records (each one's fact is stored by its service, and every change a
+# person may read back is in AUDIT): a reader has a week to read one, as with TIMERS. Kept
+# for good, the stream grew by one event per message stored, and a reader made later read
+# every one ever published.
+EVENTS = StreamSpec(
+    "EVENTS",
+    ("tether.evt.>",),
+    "events tether.evt.<service>.<noun>.<verb>",
+    max_age_s=7 * 24 * 3600,
+)
 # Fired timers, one subject per owner and target, each owner reading with a durable
 # consumer named for it. Only deliveries live here, never a pending timer, so an age limit
 # is safe: an owner has a week to read what fired.
