@@ -8,7 +8,7 @@ from libs.contracts.poa import CONTRACT
 from libs.contracts.rooms import ANSWER_STORED, MessageStored
 from libs.contracts.scheduler import Fired
 from libs.contracts.streams import EVENTS, TIMERS, timer_subject
-from libs.runtime.consumer import Consumer, events
+from libs.runtime.consumer import RETRY, Consumer, Retry, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.poa.asking import ASK_EXPIRY, Asking
@@ -20,7 +20,9 @@ def clock() -> datetime:
     return datetime.now(UTC)
 
 
-async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
+async def serve(
+    svc: Service, clock: Callable[[], datetime] = clock, *, retry: Retry = RETRY
+) -> None:
     """Serve the subjects, the asks' expiries and their answers in rooms until stopped."""
     kept = timedelta(seconds=svc.settings.settled_kept)
     replicas = svc.settings.js_replicas
@@ -42,6 +44,11 @@ async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
             subjects=[expiry],
             read=events({expiry: Fired}),
             handle=asking.expired,
+            retry=retry,
+            # An expiry asks the rooms for the person's answer first: with the rooms away
+            # past every try, it is parked and done again later, until they are back.
+            # Dropped, the ask would stay open and its agent wait on it for good.
+            dead=lambda fired, _: asking.expired(fired),
             trail=trail,
         ),
         Consumer(
@@ -51,6 +58,7 @@ async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
             subjects=[ANSWER_STORED.name],
             read=events({ANSWER_STORED.name: MessageStored}),
             handle=answered,
+            retry=retry,
             trail=trail,
         ),
     ]

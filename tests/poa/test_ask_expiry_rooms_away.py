@@ -1,0 +1,75 @@
+"""An ask's expiry asks the rooms for the person's answer before it denies the ask. With the
+rooms away past every try, the expiry is parked and done again until they are back: the
+ask is then denied as expired. Dropped, it would stay open and its agent wait for good."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from nats.js.errors import NotFoundError
+
+from libs.contracts import poa, rooms
+from libs.runtime.consumer import Retry
+from services.poa.main import serve as serve_poa
+from services.rooms.main import serve as serve_rooms
+from services.rooms.sealing import Sealer
+from tests.chonk.conftest import stopped
+from tests.personal.conftest import eventually
+from tests.poa.conftest import purchase, root_grant, valid_now
+from tests.support import LINES_KEY, bearer, serving, token
+
+AGENT = "urn:example:agent:a_456"
+FAST = Retry(first_s=0.05, most_s=0.2, attempts=3)
+
+
+def poa_clock() -> datetime:
+    """Running behind the scheduler's, so an ask of a minute lapses in seconds."""
+    return datetime.now(UTC) - timedelta(seconds=57)
+
+
+@pytest.fixture
+async def poa_service(settings_for, audit_service, rooms_service, scheduler_service):
+    serve = lambda svc: serve_poa(svc, poa_clock, retry=FAST)  # noqa: E731
+    async with serving(poa.CONTRACT, settings_for("poa"), serve) as svc:
+        yield svc
+
+
+@pytest.fixture
+async def api(client_for, gateway_settings, poa_service):
+    return await client_for(gateway_settings, services=(poa.CONTRACT, rooms.CONTRACT))
+
+
+async def test_an_expiry_the_rooms_could_not_answer_denies_the_ask_once_they_are_back(
+    api, org, operator, rooms_service, settings_for
+):
+    user = f"{org}/ada"
+    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
+    body = {"grant": valid_now(root_grant(user)), "ask_expires_s": 60}
+    issued = await api.post("/v1/poa/grants", json=body, headers=me)
+    assert issued.status == 201, await issued.text()
+    acted = await api.post(
+        "/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase(140)}, headers=agent
+    )
+    outcome = await acted.json()
+    assert acted.status == 202, outcome
+    await stopped(operator, rooms_service, rooms.ANSWER_OF.published_by("poa"))
+    js = operator.jetstream()
+
+    async def parked() -> bool:
+        try:
+            last = await js.get_last_msg("DEAD", "tether.dead.poa.poa")
+        except NotFoundError:
+            return False
+        return outcome["ask"].encode() in last.data
+
+    await eventually(parked, timeout=30)  # its expiry fired, and failed every try
+    found = await (await api.get(f"/v1/poa/asks/{outcome['ask']}", headers=me)).json()
+    assert found["state"] == "open"
+    sealer = Sealer.from_hex(LINES_KEY)
+    async with serving(rooms.CONTRACT, settings_for("rooms"), lambda s: serve_rooms(s, sealer)):
+
+        async def settled() -> dict | None:
+            found = await (await api.get(f"/v1/poa/asks/{outcome['ask']}", headers=me)).json()
+            return found if found["state"] != "open" else None
+
+        found = await eventually(settled, timeout=30)
+    assert (found["state"], found["decision"]["rule_id"]) == ("denied", "ask_expired")
