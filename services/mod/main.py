@@ -11,7 +11,7 @@ from libs.audit.trail import Trail
 from libs.contracts.mod import CONTRACT, Manifest
 from libs.contracts.scheduler import Fired
 from libs.contracts.streams import TIMERS, timer_subject
-from libs.runtime.consumer import Consumer, events
+from libs.runtime.consumer import RETRY, Consumer, Retry, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.mod.domain import manifests
@@ -45,6 +45,7 @@ async def serve(
     draft_ttl: timedelta = timedelta(days=1),
     review: str = "",
     hanzo: Sequence[Manifest] | None = None,
+    retry: Retry = RETRY,
 ) -> None:
     store = await open_store(svc.nc, draft_ttl=draft_ttl, replicas=svc.settings.js_replicas)
     trail = Trail(svc.nc, service=CONTRACT.name)
@@ -73,6 +74,11 @@ async def serve(
         subjects=[end, expiry],
         read=events({end: Fired, expiry: Fired}),
         handle=fired,
+        retry=retry,
+        # A window's end asks the ladder for the person's level: with the ladder away past
+        # every try, it is parked and done again later, until it is back. Dropped, the
+        # draft would stay open past the time it says it commits, until it expired.
+        dead=lambda timer, _: fired(timer),
         trail=trail,
     )
     await svc.serve(handlers.table(), [reader])
