@@ -49,6 +49,11 @@ async def serve(svc: Service, *, retry: Retry = RETRY) -> None:
         subjects=list(subjects),
         read=events(subjects),
         handle=fired,
+        retry=retry,
+        # What a timer starts tells someone (an escalation, a chase's stage, a cadence's
+        # report): with the rooms away past every try, it is parked and done again later,
+        # until they are back. Dropped, the escalation contact was never told.
+        dead=lambda timer, _: fired(timer),
         trail=trail,
     )
 
