@@ -266,8 +266,15 @@ class Consumer(Generic[T]):
             return
         try:
             await self._park(msg, error, delivered)
-        except Exception:  # not parked yet: it stays, and comes back to be parked
-            _log.exception("could not park a dead letter", extra={"durable": self._durable})
+        except Exception as exc:  # not parked yet: it stays, and comes back to be parked
+            where = {"durable": self._durable, "subject": msg.subject}
+            if _transient(exc):  # its owner's hook, or the trail, away: expected while it lasts
+                _log.warning(
+                    "a dead letter could not be parked yet; it comes back to be parked",
+                    extra={**where, "error": str(exc) or type(exc).__name__},
+                )
+            else:
+                _log.exception("could not park a dead letter", extra=where)
             await msg.nak(delay=self._retry.most_s)
             return
         await msg.term()
@@ -314,3 +321,10 @@ class Consumer(Generic[T]):
                 "parked_on": self._dead_subject,
             },
         )
+
+
+def _transient(exc: Exception) -> bool:
+    """A failure that asking again may mend: a peer or the bus away, a 5xx."""
+    if isinstance(exc, Refused):
+        return exc.problem.status >= 500
+    return isinstance(exc, (Unavailable, *AWAY))

@@ -5,9 +5,11 @@ parked once and left. Before, the refusal failed the parking: the letter came ba
 import asyncio
 import uuid
 
+from nats.js.errors import NotFoundError
+
 from libs.audit.reading import records
 from libs.audit.trail import Trail
-from libs.contracts.problem import Refused
+from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.consumer import Consumer, Retry
 from libs.runtime.dead import parked
 from libs.runtime.service import ensure_shared_streams
@@ -52,6 +54,54 @@ async def test_a_dead_letter_its_owner_refuses_is_parked_once(operator, audit_se
         assert len(chain) == 1
         [refused] = [r for r in caplog.records if r.getMessage().startswith("a dead letter's")]
         assert "room-not-found" in refused.error
+    finally:
+        consumer.stop()
+        await reading
+        await js.delete_stream(stream)
+
+
+async def test_a_dead_letter_its_owner_cannot_take_yet_comes_back_and_logs_no_error(
+    operator, audit_service, caplog
+):
+    """Its owner's hook away (the rooms it tells through, say): parked again later, with a
+    warning naming why. Before, each try logged an error with a traceback, as if a bug."""
+    js, name = operator.jetstream(), uuid.uuid4().hex[:8]
+    stream, subject = f"DU_{name}", f"du.{name}.said"
+    await ensure_shared_streams(js, ("DEAD",))
+    await js.add_stream(name=stream, subjects=[subject])
+    tries: list[bytes] = []
+
+    async def handle(_: bytes) -> None:
+        raise RuntimeError("the model's provider answered 503")
+
+    async def dead(data: bytes, _: str) -> None:
+        tries.append(data)
+        if len(tries) < 3:
+            raise Unavailable(Refused("service-unavailable", 503, "no replica serves it").problem)
+
+    consumer = Consumer(
+        js, stream=stream, durable="d", service=f"probe{name}", subjects=[subject],
+        read=lambda m: m.data, handle=handle, dead=dead,
+        retry=Retry(first_s=0.05, most_s=0.2, attempts=2),
+        trail=Trail(operator, service=f"probe{name}"),
+    )  # fmt: skip
+    reading = asyncio.create_task(consumer.run(wait=0.1))
+    try:
+        await js.publish(subject, b"are you free on Thursday?")
+
+        async def let_go() -> bool:
+            try:
+                info = await js.consumer_info(stream, "d")
+            except NotFoundError:  # not made yet
+                return False
+            return info.ack_floor.stream_seq == 1 and info.num_ack_pending == 0
+
+        assert await eventually(let_go)
+        assert len(tries) == 3
+        waits = [r for r in caplog.records if r.getMessage().startswith("a dead letter could")]
+        assert len(waits) == 2 and all(r.levelname == "WARNING" for r in waits)
+        assert "no replica serves it" in waits[0].error
+        assert not [r for r in caplog.records if r.getMessage() == "could not park a dead letter"]
     finally:
         consumer.stop()
         await reading
