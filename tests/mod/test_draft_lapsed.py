@@ -9,6 +9,7 @@ import pytest
 
 from libs.audit.reading import records
 from tests.mod.conftest import HIDE_BOARD, keep, level, refusal, version, write
+from tests.personal.conftest import eventually
 
 
 class Clock:
@@ -66,3 +67,24 @@ async def test_drafts_past_their_expiry_give_up_their_places(api, people, mod_cl
     expired = [r.actor for r in await records(operator.jetstream(), people.org)
                if r.action == "mod.draft.expire"]  # fmt: skip
     assert expired == [None] * 16
+
+
+async def test_a_window_end_handled_after_the_expiry_expires_the_draft(
+    api, people, mod_clock, operator
+):
+    """The end parked while the ladder was away, say, and done again a day later."""
+    await level(api, people.ada, "send", window="1m")
+    mod_clock.ahead = -timedelta(seconds=57)  # the window ends three real seconds on
+    r = await write(api, people.agent, "user", [HIDE_BOARD])
+    assert r.status == 202, await r.text()
+    draft = (await r.json())["draft"]
+    mod_clock.ahead = PAST_EXPIRY  # when its end is handled, its expiry has passed
+
+    async def settled() -> dict | None:
+        found = await api.get(f"/v1/mod/drafts/{draft['id']}", headers=people.ada)
+        found = await found.json()
+        return found if found["state"] != "open" else None
+
+    found = await eventually(settled, timeout=20)
+    assert found["state"] == "expired"  # before: kept, a day after it should have expired
+    assert await version(api, people.ada, "user") == 0

@@ -136,6 +136,9 @@ class Drafts(Mod):
         draft = drafts.find(await self._store.drafts(key), t.id)
         if draft is None or draft.state != "open" or draft.commits_at is None:
             return
+        if drafts.lapsed(draft, self._clock()):  # the end handled a day late: it expired
+            await self._expire(p, draft)
+            return
         agent = Principal(org=t.org, sub=t.person, act=draft.act)
         stored, version = await self._store.layer(key)
         applied = stored.change is not None and stored.change.draft == draft.id
