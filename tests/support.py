@@ -26,6 +26,8 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused, Unavailable
 from libs.contracts.registry import REPLIES_BUCKET, ServiceContract, Subject, service_contract
 from libs.runtime.bus import AWAY
+from libs.runtime.consumer import Retry
+from libs.runtime.dead import parked
 from libs.runtime.service import Service
 from libs.runtime.settings import Settings
 from libs.stack.processes import stop_all
@@ -64,6 +66,8 @@ OTHER = service_contract(
 TEST_SERVICES = (ECHO, OTHER)
 # The rooms service's key for the lines' sealed credentials, in every test of the session.
 LINES_KEY = secrets.token_hex(32)
+# Retries that give up in well under a second: a fault test's message is parked at once.
+FAST_RETRY = Retry(first_s=0.05, most_s=0.2, attempts=3)
 
 
 class Echo:
@@ -389,3 +393,9 @@ async def gateway_metrics(client: Any) -> str:
     async with ClientSession() as http, http.get(f"http://127.0.0.1:{port}/metrics") as r:
         assert r.status == 200
         return await r.text()
+
+
+async def parked_holding(nc: nats.NATS, reader: str, marker: str) -> bool:
+    """Whether `reader` (`<service>.<durable>`) has parked a letter holding `marker`: what
+    a test's own message holds (its ask, draft or shift), among every test's letters."""
+    return any(marker.encode() in letter.data for letter in await parked(nc, reader))

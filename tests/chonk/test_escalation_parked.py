@@ -7,10 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pytest
-from nats.js.errors import NotFoundError
 
 from libs.contracts import chonk, codec, rooms
-from libs.runtime.consumer import Retry
 from services.chonk.covering import CoverDue
 from services.chonk.main import serve as serve_chonk
 from services.chonk.store import CallOut, Cover
@@ -19,15 +17,13 @@ from services.rooms.sealing import Sealer
 from tests.chonk.conftest import fire, said_to, stopped
 from tests.chonk.test_ec_mgr_009 import HARBOR, worker
 from tests.personal.conftest import eventually
-from tests.support import LINES_KEY, serving
-
-FAST = Retry(first_s=0.05, most_s=0.2, attempts=3)
+from tests.support import FAST_RETRY, LINES_KEY, parked_holding, serving
 
 
 @pytest.fixture
 async def chonk_service(settings_for, audit_service, rooms_service, scheduler_service):
     async with serving(
-        chonk.CONTRACT, settings_for("chonk"), lambda svc: serve_chonk(svc, retry=FAST)
+        chonk.CONTRACT, settings_for("chonk"), lambda svc: serve_chonk(svc, retry=FAST_RETRY)
     ) as svc:
         yield svc
 
@@ -46,16 +42,8 @@ async def test_an_escalation_parked_while_the_rooms_were_away_is_sent_once_they_
     await kv.create(f"cover.{HARBOR}.{shift}", codec.encode(Cover(call_out=out)))
     await stopped(operator, rooms_service, rooms.TELL.published_by("chonk"))
     payload = msgspec.to_builtins(CoverDue(org=HARBOR, shift=shift))
-    js, due = await fire(operator, f"cover.{HARBOR}.{shift}", "cover", datetime.now(UTC), payload)
-
-    async def parked() -> bool:
-        try:
-            last = await js.get_last_msg("DEAD", "tether.dead.chonk.chonk")
-        except NotFoundError:
-            return False
-        return (last.headers or {}).get("Tether-Dead-Seq") == str(due.seq)
-
-    await eventually(parked, timeout=30)
+    await fire(operator, f"cover.{HARBOR}.{shift}", "cover", datetime.now(UTC), payload)
+    await eventually(lambda: parked_holding(operator, "chonk.chonk", shift), timeout=30)
     sealer = Sealer.from_hex(LINES_KEY)
     async with serving(rooms.CONTRACT, settings_for("rooms"), lambda s: serve_rooms(s, sealer)):
 

@@ -9,10 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pytest
-from nats.js.errors import NotFoundError
 
 from libs.contracts import chonk, codec, rooms
-from libs.runtime.consumer import Retry
 from services.chonk.main import serve as serve_chonk
 from services.chonk.store import CallOut, Cover, Offer
 from services.rooms.main import serve as serve_rooms
@@ -20,15 +18,13 @@ from services.rooms.sealing import Sealer
 from tests.chonk.conftest import answered, said_to, stopped
 from tests.chonk.test_ec_mgr_009 import HARBOR, worker
 from tests.personal.conftest import eventually
-from tests.support import LINES_KEY, serving
-
-FAST = Retry(first_s=0.05, most_s=0.2, attempts=3)
+from tests.support import FAST_RETRY, LINES_KEY, parked_holding, serving
 
 
 @pytest.fixture
 async def chonk_service(settings_for, audit_service, rooms_service, scheduler_service):
     async with serving(
-        chonk.CONTRACT, settings_for("chonk"), lambda svc: serve_chonk(svc, retry=FAST)
+        chonk.CONTRACT, settings_for("chonk"), lambda svc: serve_chonk(svc, retry=FAST_RETRY)
     ) as svc:
         yield svc
 
@@ -50,16 +46,8 @@ async def test_a_yes_parked_while_the_rooms_were_away_is_told_once_they_are_back
     await kv.create(f"cover.{HARBOR}.{shift}", codec.encode(Cover(call_out=out)))
     await kv.create(f"offered.{room}.{seq}", codec.encode(offer))
     await stopped(operator, rooms_service, rooms.TELL.published_by("chonk"))
-    js, stored = await answered(operator, HARBOR, room, seq)  # the worker's yes
-
-    async def parked() -> bool:
-        try:
-            last = await js.get_last_msg("DEAD", "tether.dead.chonk.chonk")
-        except NotFoundError:
-            return False
-        return (last.headers or {}).get("Tether-Dead-Seq") == str(stored.seq)
-
-    await eventually(parked)
+    await answered(operator, HARBOR, room, seq)  # the worker's yes
+    await eventually(lambda: parked_holding(operator, "chonk.chonk", room), timeout=30)
     cover = msgspec.json.decode((await kv.get(f"cover.{HARBOR}.{shift}")).value)
     assert cover["taken_by"] == offer.worker  # taken, and no one told
     sealer = Sealer.from_hex(LINES_KEY)

@@ -10,15 +10,12 @@ import pytest
 
 from libs.audit.reading import records
 from libs.contracts import chonk, codec
-from libs.runtime.consumer import Retry
 from services.chonk.carrying import UNDONE
 from services.chonk.main import serve as serve_chonk
 from services.chonk.store import Proposal
 from tests.chonk.conftest import ORG, answered, own_chase, person, said_to
 from tests.personal.conftest import eventually
-from tests.support import serving
-
-FAST = Retry(first_s=0.05, most_s=0.2, attempts=3)
+from tests.support import FAST_RETRY, serving
 
 
 @pytest.fixture
@@ -30,7 +27,7 @@ async def scheduler_service():
 @pytest.fixture
 async def chonk_service(settings_for, audit_service, rooms_service, scheduler_service):
     async with serving(
-        chonk.CONTRACT, settings_for("chonk"), lambda svc: serve_chonk(svc, retry=FAST)
+        chonk.CONTRACT, settings_for("chonk"), lambda svc: serve_chonk(svc, retry=FAST_RETRY)
     ) as svc:
         yield svc
 

@@ -7,18 +7,14 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from nats.js.errors import NotFoundError
 
 from libs.contracts import ladder, mod
-from libs.runtime.consumer import Retry
 from services.ladder.main import serve as serve_ladder
 from services.mod.main import serve as serve_mod
 from tests.chonk.conftest import stopped
 from tests.mod.conftest import HIDE_BOARD, level, write
 from tests.personal.conftest import eventually
-from tests.support import serving
-
-FAST = Retry(first_s=0.05, most_s=0.2, attempts=3)
+from tests.support import FAST_RETRY, parked_holding, serving
 
 
 @pytest.fixture
@@ -29,7 +25,7 @@ def mod_clock() -> Callable[[], datetime]:
 
 @pytest.fixture
 async def mod_service(settings_for, audit_service, mod_clock):
-    serve = lambda svc: serve_mod(svc, mod_clock, retry=FAST)  # noqa: E731
+    serve = lambda svc: serve_mod(svc, mod_clock, retry=FAST_RETRY)  # noqa: E731
     async with serving(mod.CONTRACT, settings_for("mod"), serve) as svc:
         yield svc
 
@@ -42,16 +38,7 @@ async def test_a_window_end_the_ladder_could_not_answer_commits_once_it_is_back(
     assert r.status == 202, await r.text()
     draft = (await r.json())["draft"]
     await stopped(operator, ladder_service, ladder.LEVEL.published_by("mod"))
-    js = operator.jetstream()
-
-    async def parked() -> bool:
-        try:
-            last = await js.get_last_msg("DEAD", "tether.dead.mod.mod")
-        except NotFoundError:
-            return False
-        return draft["id"].encode() in last.data
-
-    await eventually(parked, timeout=30)  # its window's end fired, and failed every try
+    await eventually(lambda: parked_holding(operator, "mod.mod", draft["id"]), timeout=30)
     async with serving(ladder.CONTRACT, settings_for("ladder"), lambda svc: serve_ladder(svc)):
 
         async def kept() -> dict | None:

@@ -12,7 +12,6 @@ from libs.audit.reading import records as audit_records
 from libs.contracts import agents
 from libs.model import ModelUnavailable, Prompt
 from libs.runtime import dead
-from libs.runtime.consumer import Retry
 from services.agents.answering import UNDRAFTED_NOTICE
 from services.agents.main import serve as serve_agents
 from tests.personal.conftest import (
@@ -25,9 +24,7 @@ from tests.personal.conftest import (
     say,
 )
 from tests.personal.test_answering import set_plan
-from tests.support import serving
-
-FAST = Retry(first_s=0.05, most_s=0.2, attempts=3)
+from tests.support import FAST_RETRY, serving
 
 
 class Down(Recorder):
@@ -53,7 +50,7 @@ async def agents_service(settings_for, model, audit_service):
     async with serving(
         agents.CONTRACT,
         settings_for("agents"),
-        lambda svc: serve_agents(svc, model, retry=FAST),
+        lambda svc: serve_agents(svc, model, retry=FAST_RETRY),
     ) as svc:
         yield svc
 

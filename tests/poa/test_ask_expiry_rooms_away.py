@@ -5,20 +5,17 @@ ask is then denied as expired. Dropped, it would stay open and its agent wait fo
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from nats.js.errors import NotFoundError
 
 from libs.contracts import poa, rooms
-from libs.runtime.consumer import Retry
 from services.poa.main import serve as serve_poa
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
 from tests.chonk.conftest import stopped
 from tests.personal.conftest import eventually
 from tests.poa.conftest import purchase, root_grant, valid_now
-from tests.support import LINES_KEY, bearer, serving, token
+from tests.support import FAST_RETRY, LINES_KEY, bearer, parked_holding, serving, token
 
 AGENT = "urn:example:agent:a_456"
-FAST = Retry(first_s=0.05, most_s=0.2, attempts=3)
 
 
 def poa_clock() -> datetime:
@@ -28,7 +25,7 @@ def poa_clock() -> datetime:
 
 @pytest.fixture
 async def poa_service(settings_for, audit_service, rooms_service, scheduler_service):
-    serve = lambda svc: serve_poa(svc, poa_clock, retry=FAST)  # noqa: E731
+    serve = lambda svc: serve_poa(svc, poa_clock, retry=FAST_RETRY)  # noqa: E731
     async with serving(poa.CONTRACT, settings_for("poa"), serve) as svc:
         yield svc
 
@@ -52,16 +49,7 @@ async def test_an_expiry_the_rooms_could_not_answer_denies_the_ask_once_they_are
     outcome = await acted.json()
     assert acted.status == 202, outcome
     await stopped(operator, rooms_service, rooms.ANSWER_OF.published_by("poa"))
-    js = operator.jetstream()
-
-    async def parked() -> bool:
-        try:
-            last = await js.get_last_msg("DEAD", "tether.dead.poa.poa")
-        except NotFoundError:
-            return False
-        return outcome["ask"].encode() in last.data
-
-    await eventually(parked, timeout=30)  # its expiry fired, and failed every try
+    await eventually(lambda: parked_holding(operator, "poa.poa", outcome["ask"]), timeout=30)
     found = await (await api.get(f"/v1/poa/asks/{outcome['ask']}", headers=me)).json()
     assert found["state"] == "open"
     sealer = Sealer.from_hex(LINES_KEY)
