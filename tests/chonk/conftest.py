@@ -2,7 +2,7 @@
 cadence as the scheduler delivers it."""
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -13,10 +13,14 @@ from libs.contracts import chonk, codec, rooms, scheduler
 from libs.contracts.rooms import ANSWER_STORED, MessageStored, Pick
 from libs.contracts.streams import timer_subject
 from services.chonk.domain import ladder
+from services.chonk.store import CallOut, Cover, Offer
+from services.rooms.main import serve as serve_rooms
+from services.rooms.sealing import Sealer
 from tests.personal.conftest import eventually
-from tests.support import bearer, token
+from tests.support import LINES_KEY, bearer, serving, token
 
 ORG = "sim-lanternfish"
+HARBOR = "sim-harbortable"  # EC-MGR-009's tenant
 CADENCE_DUE = {"org": ORG, "cadence": "cad_owner_update"}  # the owner update's timer payload
 
 
@@ -155,3 +159,42 @@ async def said_to(api, headers: dict[str, str]) -> list[dict]:
         page = await api.get(f"/v1/rooms/{room['id']}/messages", headers=headers)
         found += (await page.json())["messages"]
     return found
+
+
+def worker(name: str) -> dict[str, str]:
+    """A person of sim-harbortable."""
+    return bearer(token(org=HARBOR, user=f"{HARBOR}/{name}"))
+
+
+def call_out() -> tuple[CallOut, str]:
+    """A call-out of its own in sim-harbortable, and the escalation contact's name (no
+    other test's), for a test that holds its cover as the Chonk holds one."""
+    shift, contact = f"shf_probe_{uuid.uuid4().hex[:8]}", f"esc-{uuid.uuid4().hex[:8]}"
+    out = CallOut(
+        org=HARBOR, chonk="ops", title="Chief Operating Orca", shift=shift, station="bar",
+        end=datetime.now(UTC) + timedelta(hours=5), reporter=f"{HARBOR}/rep-{shift}",
+        reporter_name="Lin", absent_name="Ike", escalate_to=f"{HARBOR}/{contact}",
+    )  # fmt: skip
+    return out, contact
+
+
+async def offered(operator, *, taken: bool = False, **cover: object) -> tuple:
+    """A call-out of its own (`call_out`), its cover held as the Chonk holds one, as `cover`
+    says (`taken` by the worker offered), and one worker's offer held under its question:
+    the call-out, the offer, and the question's room and seq."""
+    out, _ = call_out()
+    name = f"w{uuid.uuid4().hex[:8]}"
+    offer = Offer(org=HARBOR, shift=out.shift, worker=f"{HARBOR}/{name}", name=name.title())
+    room, seq = f"bot-{uuid.uuid4().hex[:16]}", 5
+    kv = await operator.jetstream().key_value("chonk-runs")
+    if taken:
+        cover["taken_by"] = offer.worker
+    await kv.create(f"cover.{HARBOR}.{out.shift}", codec.encode(Cover(call_out=out, **cover)))
+    await kv.create(f"offered.{room}.{seq}", codec.encode(offer))
+    return out, offer, room, seq
+
+
+def rooms_back(settings_for):
+    """The rooms served again, after a test stopped them."""
+    sealer = Sealer.from_hex(LINES_KEY)
+    return serving(rooms.CONTRACT, settings_for("rooms"), lambda s: serve_rooms(s, sealer))

@@ -7,7 +7,8 @@ import msgspec
 import pytest
 
 from libs.contracts import scheduler
-from tests.chonk.test_ec_mgr_009 import BAR, HARBOR, worker
+from tests.chonk.conftest import HARBOR, worker
+from tests.chonk.test_ec_mgr_009 import BAR
 
 
 @pytest.fixture

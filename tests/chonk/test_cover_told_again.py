@@ -5,37 +5,28 @@ moment, telling failed; the next delivery found the claim made and said nothing.
 never heard the bar had no one; a worker who said yes was never told they were on, the
 reporter never told who was coming, and no swap was published."""
 
-import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import msgspec
 
 from libs.audit.reading import records
 from libs.contracts import codec, rooms
 from services.chonk.covering import CoverDue
-from services.chonk.store import CallOut, Cover, Offer
-from services.rooms.main import serve as serve_rooms
-from services.rooms.sealing import Sealer
-from tests.chonk.conftest import answered, fire, handled, said_to, stopped, taken_back
-from tests.chonk.test_ec_mgr_009 import HARBOR, worker
+from services.chonk.store import Cover
+from tests.chonk.conftest import (
+    HARBOR,
+    answered,
+    call_out,
+    fire,
+    handled,
+    offered,
+    rooms_back,
+    said_to,
+    stopped,
+    taken_back,
+    worker,
+)
 from tests.personal.conftest import eventually
-from tests.support import LINES_KEY, serving
-
-
-def _call_out() -> tuple[CallOut, str]:
-    """A call-out of its own, and the escalation contact's name (no other test's)."""
-    shift, contact = f"shf_probe_{uuid.uuid4().hex[:8]}", f"esc-{uuid.uuid4().hex[:8]}"
-    out = CallOut(
-        org=HARBOR, chonk="ops", title="Chief Operating Orca", shift=shift, station="bar",
-        end=datetime.now(UTC) + timedelta(hours=5), reporter=f"{HARBOR}/rep-{shift}",
-        reporter_name="Lin", absent_name="Ike", escalate_to=f"{HARBOR}/{contact}",
-    )  # fmt: skip
-    return out, contact
-
-
-def _rooms_back(settings_for):
-    sealer = Sealer.from_hex(LINES_KEY)
-    return serving(rooms.CONTRACT, settings_for("rooms"), lambda s: serve_rooms(s, sealer))
 
 
 async def _said(api, name: str, start: str) -> list[dict]:
@@ -45,7 +36,7 @@ async def _said(api, name: str, start: str) -> list[dict]:
 async def test_an_escalation_the_rooms_could_not_take_is_sent_once_they_are_back(
     api, operator, rooms_service, settings_for
 ):
-    out, contact = _call_out()
+    out, contact = call_out()
     js = operator.jetstream()
     kv = await js.key_value("chonk-runs")  # held as the Chonk holds a call-out's cover
     await kv.create(f"cover.{HARBOR}.{out.shift}", codec.encode(Cover(call_out=out)))
@@ -54,7 +45,7 @@ async def test_an_escalation_the_rooms_could_not_take_is_sent_once_they_are_back
     key = f"cover.{HARBOR}.{out.shift}"
     js, stored = await fire(operator, key, "cover", datetime.now(UTC), payload)
     await handled(js, stored)
-    async with _rooms_back(settings_for):
+    async with rooms_back(settings_for):
         [escalation] = await eventually(lambda: _said(api, contact, "No cover yet"), timeout=30)
         assert "Ike is not in and no one has said yes" in escalation["text"]
         actions = [r.action for r in await records(js, HARBOR) if r.target == out.shift]
@@ -68,19 +59,14 @@ async def test_an_escalation_the_rooms_could_not_take_is_sent_once_they_are_back
 async def test_a_yes_that_took_the_shift_is_told_once_the_rooms_are_back(
     api, operator, rooms_service, settings_for
 ):
-    out, _ = _call_out()
-    name = f"w{uuid.uuid4().hex[:8]}"
-    room, seq = f"bot-{uuid.uuid4().hex[:16]}", 5  # the offer's question, as held
-    js = operator.jetstream()
-    kv = await js.key_value("chonk-runs")
-    await kv.create(f"cover.{HARBOR}.{out.shift}", codec.encode(Cover(call_out=out)))
-    offer = Offer(org=HARBOR, shift=out.shift, worker=f"{HARBOR}/{name}", name=name.title())
-    await kv.create(f"offered.{room}.{seq}", codec.encode(offer))
+    out, offer, room, seq = await offered(operator)
+    name = offer.worker.rsplit("/", 1)[1]
     await stopped(operator, rooms_service, rooms.TELL.published_by("chonk"))
     js, stored = await answered(operator, HARBOR, room, seq)  # the worker's yes
     await handled(js, stored)
-    async with _rooms_back(settings_for):
+    async with rooms_back(settings_for):
         [thanks] = await eventually(lambda: _said(api, name, "Thank you"), timeout=30)
         assert f"you're on the bar tonight until {out.end:%H:%M}" in thanks["text"]
+        kv = await js.key_value("chonk-runs")
         cover = msgspec.json.decode((await kv.get(f"cover.{HARBOR}.{out.shift}")).value)
         assert cover["taken_by"] == offer.worker

@@ -14,20 +14,16 @@ import msgspec
 from libs.audit.reading import records
 from libs.contracts import chonk, scheduler
 from libs.contracts.streams import timer_subject
+from tests.chonk.conftest import HARBOR, worker
 from tests.personal.conftest import eventually, problem
 from tests.support import bearer, published_from_now, token
 
-HARBOR = "sim-harbortable"
 LINE, BAR = "shf_line_pm_0908", "shf_bar_pm_0908"
 DISCIPLINE = re.compile(
     r"\b(disciplin\w*|warning|write[- ]?up|no[- ]show|penalt\w*|fault|blame|late|strike|"
     r"fired|terminat\w*|PIP|consequences?|reprimand\w*|unreliable|excuse)\b",
     re.IGNORECASE,
 )
-
-
-def worker(name: str) -> dict[str, str]:
-    return bearer(token(org=HARBOR, user=f"{HARBOR}/{name}"))
 
 
 async def _all(api, name: str) -> list[dict]:
