@@ -54,8 +54,13 @@ TIMERS = StreamSpec(
     duplicate_window_s=3600,
 )
 # What a reader could not handle after every retry, parked with why: one subject per reader.
+# A letter whose owner cannot take it yet is parked again every 30 s while its cause lasts
+# (the rooms away, say): each time under the same id, taken once within a day.
 DEAD = StreamSpec(
-    "DEAD", ("tether.dead.>",), "messages no retry could handle, tether.dead.<reader>"
+    "DEAD",
+    ("tether.dead.>",),
+    "messages no retry could handle, tether.dead.<reader>",
+    duplicate_window_s=24 * 3600,
 )
 SHARED = {s.name: s for s in (EVENTS, TIMERS, DEAD)}
 

@@ -288,8 +288,9 @@ class Consumer(Generic[T]):
             "Tether-Dead-Error": error[:1000],
             "Nats-Msg-Id": f"dead-{self._stream}-{seq}-{self._durable}",
         }
-        await self._js.publish(self._dead_subject, msg.data, headers=headers)
-        if self._trail is not None:
+        ack = await self._js.publish(self._dead_subject, msg.data, headers=headers)
+        # Parked again (its owner could not take it yet): in DEAD once, recorded once.
+        if self._trail is not None and not ack.duplicate:
             await self._trail.append(
                 SYSTEM_ORG,
                 actor=None,

@@ -324,13 +324,15 @@ async def ensure_stream(js: JetStreamContext, stream: streams.StreamSpec, *, rep
     except BadRequestError as exc:
         # Another replica or version created it with other settings: keep theirs, but add
         # the subjects this version stores on, or its publishes would find no stream, and
-        # keep messages as long as this version says (a stream made before it had an age
-        # limit gets one on the first start after an upgrade).
+        # keep messages, and their ids, as long as this version says (a stream made before
+        # its limits gets them on the first start after an upgrade).
         _log.info("stream exists", extra={"stream": stream.name, "error": str(exc)})
         existing = (await js.stream_info(stream.name)).config
         missing = [s for s in stream.subjects if s not in (existing.subjects or [])]
-        if missing or (existing.max_age or None) != config.max_age:
+        kept = (existing.max_age or None, existing.duplicate_window)
+        if missing or kept != (config.max_age, config.duplicate_window or kept[1]):
             existing.subjects = [*(existing.subjects or []), *missing]
             existing.max_age = config.max_age
+            existing.duplicate_window = config.duplicate_window or existing.duplicate_window
             await js.update_stream(existing)
     await led(js, stream.name)

@@ -64,7 +64,8 @@ async def test_a_dead_letter_its_owner_cannot_take_yet_comes_back_and_logs_no_er
     operator, audit_service, caplog
 ):
     """Its owner's hook away (the rooms it tells through, say): parked again later, with a
-    warning naming why. Before, each try logged an error with a traceback, as if a bug."""
+    warning naming why, once in DEAD and on the system's chain. Before, each try logged an
+    error with a traceback, as if a bug, and was recorded again."""
     js, name = operator.jetstream(), uuid.uuid4().hex[:8]
     stream, subject = f"DU_{name}", f"du.{name}.said"
     await ensure_shared_streams(js, ("DEAD",))
@@ -102,6 +103,11 @@ async def test_a_dead_letter_its_owner_cannot_take_yet_comes_back_and_logs_no_er
         assert len(waits) == 2 and all(r.levelname == "WARNING" for r in waits)
         assert "no replica serves it" in waits[0].error
         assert not [r for r in caplog.records if r.getMessage() == "could not park a dead letter"]
+        # Parked three times, in DEAD once and recorded once: before, a record each time.
+        assert len(await parked(operator, f"probe{name}.d")) == 1
+        chain = [r for r in await records(js, "tether") if r.data.get("durable") == "d"
+                 and r.target == f"{stream}:1"]  # fmt: skip
+        assert len(chain) == 1
     finally:
         consumer.stop()
         await reading

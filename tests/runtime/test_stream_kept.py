@@ -18,6 +18,12 @@ async def test_events_and_fired_timers_are_kept_a_week(operator):
         assert (await js.stream_info(name)).config.max_age == WEEK, name
 
 
+async def test_a_dead_letter_parked_again_within_a_day_is_taken_once(operator):
+    js = operator.jetstream()
+    await ensure_shared_streams(js, ("DEAD",))
+    assert (await js.stream_info("DEAD")).config.duplicate_window == 24 * 3600
+
+
 async def test_a_stream_made_without_an_age_limit_gets_one_and_keeps_what_it_holds(operator):
     js, name = operator.jetstream(), f"KEPT_{uuid.uuid4().hex[:8]}"
     subject = f"kept.{name}"
