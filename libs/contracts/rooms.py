@@ -532,8 +532,9 @@ class OwnAnswer(Contract):
 
 class FindAnswer(Contract):
     """The answer `person` gave question `seq` of `room`, asked of them alone, if any:
-    asked by the service that asked it as the question's time runs out, so an answer
-    given in time counts however late its event is read."""
+    asked by the service that asked it as the question's time runs out (an ask's expiry,
+    a chase's next stage), so an answer given in time counts however late its event is
+    read."""
 
     org: OrgId
     room: RoomId
@@ -707,7 +708,7 @@ ANSWER_OF = _subject(
     FindAnswer,
     FoundAnswer,
     "the answer a person gave a question asked of them alone",
-    callers=frozenset({"poa"}),
+    callers=frozenset({"poa", "chonk"}),
     by_caller=True,
 )
 ASK_PERSON = _subject(

@@ -19,7 +19,7 @@ from libs.contracts.principal import Principal
 from libs.runtime.calls import call
 from services.chonk.domain import ladder
 from services.chonk.domain.types import ProposedAction
-from services.chonk.store import Chased, ChaseState, ChonkStore, Proposal
+from services.chonk.store import Asked, Chased, ChaseState, ChonkStore, Proposal
 
 __all__ = ["CHASE", "UNDONE", "Carrying", "bot", "told"]
 
@@ -66,6 +66,7 @@ class Carrying:
         at the same time, finds it taken); unless someone the chase asked has answered, it
         times the next stage and says what this one says, recorded first."""
         chase = msgspec.convert(fired.payload, ladder.Chase)
+        await self._answered_meanwhile(chase)
 
         def claim(state: ChaseState) -> ChaseState:
             if state.taken >= chase.stage:  # a redelivery of a stage already said
@@ -103,6 +104,26 @@ class Carrying:
             )
             raise
 
+    async def _answered_meanwhile(self, chase: ladder.Chase) -> None:
+        """An answer to one of the chase's questions whose event is not read yet (behind,
+        or the service away across this stage's due time), taken first: the room took it,
+        so it was given before this stage, which would otherwise chase someone who had
+        answered, or escalate past them."""
+        state = await self._store.chase(chase.org, chase.run)
+        if state.answered_by is not None or state.taken >= chase.stage:
+            return
+        for asked in state.asked:
+            question = rooms.FindAnswer(
+                org=chase.org, room=asked.room, person=asked.person, seq=asked.seq
+            )
+            found: rooms.FoundAnswer = await call(
+                self._nc, rooms.ANSWER_OF, question, caller=CONTRACT.name
+            )
+            if found.choice is not None:
+                chased = Chased(org=chase.org, run=chase.run, asked=asked.person)
+                await self._chase_answered(chased, found.choice)
+                return
+
     async def _say(self, chase: ladder.Chase) -> None:
         said = ladder.said(chase)
         async with self._trail.change(
@@ -115,8 +136,16 @@ class Carrying:
                     told(chase.org, chase.chonk, chase.title, s.person, s.text, key, s.options)
                 )
                 if s.options:
-                    asked = Chased(org=chase.org, run=chase.run, asked=s.person)
-                    await self._store.put_chased(sent.room, sent.seq, asked)
+                    chased = Chased(org=chase.org, run=chase.run, asked=s.person)
+                    await self._store.put_chased(sent.room, sent.seq, chased)
+                    asked = Asked(room=sent.room, seq=sent.seq, person=s.person)
+                    await self._store.change_chase(
+                        chase.org,
+                        chase.run,
+                        lambda c, a=asked: (
+                            c if a in c.asked else msgspec.structs.replace(c, asked=(*c.asked, a))
+                        ),
+                    )
 
     async def _propose(
         self,

@@ -57,6 +57,7 @@ from services.chonk.domain.ladder import Chase
 from services.chonk.domain.memory import MemoryFact
 
 __all__ = [
+    "Asked",
     "CallOut",
     "ChaseState",
     "Chased",
@@ -123,10 +124,19 @@ class Chased(msgspec.Struct, frozen=True):
     asked: str
 
 
+class Asked(msgspec.Struct, frozen=True):
+    """A chase's question: where it was asked, and of whom."""
+
+    room: str
+    seq: int
+    person: str
+
+
 class ChaseState(msgspec.Struct, frozen=True, omit_defaults=True):
     taken: int = 0  # the last stage taken
     answered_by: str | None = None  # whoever answered first: the chase is over
     ended: bool = False  # a stage came due after the answer, and said so
+    asked: tuple[Asked, ...] = ()  # its questions, each asked at a stage
 
 
 _fact = codec.decoder(MemoryFact)
@@ -288,6 +298,10 @@ class ChonkStore:
             record=record,
             read=self._in_runs,
         )
+
+    async def chase(self, org: str, run: str) -> ChaseState:
+        raw = await self._value(f"chase.{org}.{run}")
+        return _chase.decode(raw or b"{}")
 
     async def put_chased(self, room: str, seq: int, chased: Chased) -> None:
         await self._runs.put(f"chased.{room}.{seq}", codec.encode(chased))

@@ -204,9 +204,9 @@ class Messages(Rooms):
         return rooms.OwnAnswer(seq=None if found is None else found.seq)
 
     async def answer_of(self, req: rooms.FindAnswer, _: Principal) -> rooms.FoundAnswer:
-        """From the poa service, as an ask's time runs out: the answer the person gave its
-        question, if they did. Given in time (a question takes none once closed), it counts
-        even when its event was not read first."""
+        """From the service that asked, as the question's time runs out (PoA's ask expiring,
+        a Chonk's chase at its next stage): the answer the person gave, if they did. The
+        room took it in time, so it counts even when its event was not read first."""
         room = await self._persons_room(req.org, req.room, req.person)
         seq = await self._store.answer_to(room.id, req.seq)
         if not seq:  # unanswered (0: claimed before claims named the answer)
