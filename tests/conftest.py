@@ -251,11 +251,18 @@ async def poa_service(
 
 
 @pytest.fixture
-async def scheduler_service(settings_for):
+def scheduler_up(settings_for):
+    """The scheduler, served for as long as its context lasts: for a test whose
+    `scheduler_service` is away, bringing it up and down."""
     targets = {s.name: s.timer_targets for s in (*SERVICES, *TEST_SERVICES) if s.timer_targets}
-    async with serving(
+    return lambda: serving(
         scheduler.CONTRACT, settings_for("scheduler"), lambda svc: serve_scheduler(svc, targets)
-    ) as svc:
+    )
+
+
+@pytest.fixture
+async def scheduler_service(scheduler_up):
+    async with scheduler_up() as svc:
         yield svc
 
 

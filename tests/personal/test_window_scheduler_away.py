@@ -8,11 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from libs.contracts import scheduler
-from services.scheduler.main import serve as serve_scheduler
-from tests.conftest import SERVICES, TEST_SERVICES
 from tests.personal.conftest import announce, behind, eventually, history, room_with, say, set_level
-from tests.support import serving
 
 
 @pytest.fixture
@@ -25,14 +21,6 @@ def ladder_clock():
 async def scheduler_service():
     """Away unless a test brings it up (`scheduler_up`)."""
     yield None
-
-
-@pytest.fixture
-def scheduler_up(settings_for):
-    targets = {s.name: s.timer_targets for s in (*SERVICES, *TEST_SERVICES) if s.timer_targets}
-    return lambda: serving(
-        scheduler.CONTRACT, settings_for("scheduler"), lambda svc: serve_scheduler(svc, targets)
-    )
 
 
 async def test_a_window_timed_after_its_end_ends_then_and_its_send_goes(

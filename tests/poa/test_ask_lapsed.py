@@ -9,12 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from libs.audit.reading import records as audit_records
-from libs.contracts import poa, rooms, scheduler
-from services.scheduler.main import serve as serve_scheduler
-from tests.conftest import SERVICES, TEST_SERVICES
+from libs.contracts import poa, rooms
 from tests.personal.conftest import eventually, problem
 from tests.poa.conftest import purchase, root_grant, valid_now
-from tests.support import bearer, serving, token
+from tests.support import bearer, token
 
 AGENT = "urn:example:agent:a_456"
 
@@ -38,14 +36,6 @@ def poa_clock():
 async def scheduler_service():
     """Away unless a test brings it up (`scheduler_up`)."""
     yield None
-
-
-@pytest.fixture
-def scheduler_up(settings_for):
-    targets = {s.name: s.timer_targets for s in (*SERVICES, *TEST_SERVICES) if s.timer_targets}
-    return lambda: serving(
-        scheduler.CONTRACT, settings_for("scheduler"), lambda svc: serve_scheduler(svc, targets)
-    )
 
 
 @pytest.fixture
