@@ -3,10 +3,12 @@
 import asyncio
 import copy
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import pytest
 
 from tests.poa.vectors import case
+from tests.support import bearer, token
 
 NOW = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)  # a Thursday, inside every vector's validity
 
@@ -38,6 +40,32 @@ def valid_now(grant: dict) -> dict:
         "expires": (today + timedelta(days=5)).isoformat(),
     }
     return grant
+
+
+class Asker(NamedTuple):
+    """Ada of `org`: her id, her token, and her agent's (`urn:example:agent:a_456`)."""
+
+    user: str
+    me: dict[str, str]
+    agent: dict[str, str]
+
+    @classmethod
+    def of(cls, org: str) -> "Asker":
+        user = f"{org}/ada"
+        agent = bearer(token(org=org, user=user, act="urn:example:agent:a_456"))
+        return cls(user, bearer(token(org=org, user=user)), agent)
+
+    async def issue(self, api, ask_expires_s: int = 60) -> None:
+        """The official grant, valid around today, its asks lapsing after `ask_expires_s`."""
+        body = {"grant": valid_now(root_grant(self.user)), "ask_expires_s": ask_expires_s}
+        issued = await api.post("/v1/poa/grants", json=body, headers=self.me)
+        assert issued.status == 201, await issued.text()
+
+    async def act(self, api):
+        """Her agent's purchase of 140, over the grant's per-act limit of 100: it asks."""
+        return await api.post(
+            "/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase(140)}, headers=self.agent
+        )
 
 
 async def decided(api, grant_id: str, envelope: dict, headers: dict, key: str) -> tuple[int, dict]:

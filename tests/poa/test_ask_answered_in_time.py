@@ -11,10 +11,8 @@ from libs.audit.reading import records as audit_records
 from libs.contracts import poa, rooms
 from services.poa.main import serve as serve_poa
 from tests.personal.conftest import eventually
-from tests.poa.conftest import purchase, root_grant, valid_now
-from tests.support import bearer, published_from_now, serving, token
-
-AGENT = "urn:example:agent:a_456"
+from tests.poa.conftest import Asker
+from tests.support import published_from_now, serving
 
 
 def poa_clock() -> datetime:
@@ -42,15 +40,11 @@ async def api(client_for, gateway_settings):
 async def test_an_answer_given_in_time_counts_when_the_expiry_is_read_first(
     api, org, operator, poa_up, choice
 ):
-    user = f"{org}/ada"
-    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
+    ada = Asker.of(org)
+    user, me = ada.user, ada.me
     async with poa_up():
-        body = {"grant": valid_now(root_grant(user)), "ask_expires_s": 60}
-        issued = await api.post("/v1/poa/grants", json=body, headers=me)
-        assert issued.status == 201, await issued.text()
-        acted = await api.post(
-            "/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase(140)}, headers=agent
-        )
+        await ada.issue(api)
+        acted = await ada.act(api)
         outcome = await acted.json()
         assert acted.status == 202, outcome
         ask = await (await api.get(f"/v1/poa/asks/{outcome['ask']}", headers=me)).json()

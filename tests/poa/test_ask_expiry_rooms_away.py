@@ -12,10 +12,8 @@ from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
 from tests.chonk.conftest import stopped
 from tests.personal.conftest import eventually
-from tests.poa.conftest import purchase, root_grant, valid_now
-from tests.support import FAST_RETRY, LINES_KEY, bearer, parked_holding, serving, token
-
-AGENT = "urn:example:agent:a_456"
+from tests.poa.conftest import Asker
+from tests.support import FAST_RETRY, LINES_KEY, parked_holding, serving
 
 
 def poa_clock() -> datetime:
@@ -38,14 +36,10 @@ async def api(client_for, gateway_settings, poa_service):
 async def test_an_expiry_the_rooms_could_not_answer_denies_the_ask_once_they_are_back(
     api, org, operator, rooms_service, settings_for
 ):
-    user = f"{org}/ada"
-    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
-    body = {"grant": valid_now(root_grant(user)), "ask_expires_s": 60}
-    issued = await api.post("/v1/poa/grants", json=body, headers=me)
-    assert issued.status == 201, await issued.text()
-    acted = await api.post(
-        "/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase(140)}, headers=agent
-    )
+    ada = Asker.of(org)
+    me = ada.me
+    await ada.issue(api)
+    acted = await ada.act(api)
     outcome = await acted.json()
     assert acted.status == 202, outcome
     await stopped(operator, rooms_service, rooms.ANSWER_OF.published_by("poa"))

@@ -11,10 +11,7 @@ import pytest
 from libs.audit.reading import records as audit_records
 from libs.contracts import poa, rooms
 from tests.personal.conftest import eventually, problem
-from tests.poa.conftest import purchase, root_grant, valid_now
-from tests.support import bearer, token
-
-AGENT = "urn:example:agent:a_456"
+from tests.poa.conftest import Asker
 
 
 class Clock:
@@ -47,15 +44,11 @@ async def api(client_for, gateway_settings, poa_service):
 async def test_an_ask_past_its_expiry_is_denied_as_expired_and_takes_no_answer(
     api, org, operator, poa_clock, scheduler_up, answer
 ):
-    user = f"{org}/ada"
-    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
-    body = {"grant": valid_now(root_grant(user)), "ask_expires_s": 60}
-    issued = await api.post("/v1/poa/grants", json=body, headers=me)
-    assert issued.status == 201, await issued.text()
+    ada = Asker.of(org)
+    me = ada.me
+    await ada.issue(api)
     async with scheduler_up():  # its expiry timed, then the scheduler goes away
-        acted = await api.post(
-            "/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase(140)}, headers=agent
-        )
+        acted = await ada.act(api)
         outcome = await acted.json()
         assert acted.status == 202, outcome
     ask = await (await api.get(f"/v1/poa/asks/{outcome['ask']}", headers=me)).json()

@@ -9,10 +9,7 @@ import pytest
 
 from libs.contracts import poa
 from tests.personal.conftest import eventually
-from tests.poa.conftest import purchase, root_grant, valid_now
-from tests.support import bearer, token
-
-AGENT = "urn:example:agent:a_456"
+from tests.poa.conftest import Asker
 
 
 @pytest.fixture
@@ -33,14 +30,10 @@ async def api(client_for, gateway_settings, poa_service):
 
 
 async def test_an_ask_whose_question_failed_expires_all_the_same(api, org):
-    user = f"{org}/ada"
-    me, agent = bearer(token(org=org, user=user)), bearer(token(org=org, user=user, act=AGENT))
-    body = {"grant": valid_now(root_grant(user)), "ask_expires_s": 60}
-    issued = await api.post("/v1/poa/grants", json=body, headers=me)
-    assert issued.status == 201, await issued.text()
-    acted = await api.post(
-        "/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase(140)}, headers=agent
-    )
+    ada = Asker.of(org)
+    me = ada.me
+    await ada.issue(api)
+    acted = await ada.act(api)
     assert acted.status == 503, await acted.text()  # asked of the rooms, which are away
     (ask,) = (await (await api.get("/v1/poa/asks", headers=me)).json())["asks"]
     assert (ask["state"], ask["room"]) == ("open", None)
