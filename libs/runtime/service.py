@@ -329,10 +329,10 @@ async def ensure_stream(js: JetStreamContext, stream: streams.StreamSpec, *, rep
         _log.info("stream exists", extra={"stream": stream.name, "error": str(exc)})
         existing = (await js.stream_info(stream.name)).config
         missing = [s for s in stream.subjects if s not in (existing.subjects or [])]
-        kept = (existing.max_age or None, existing.duplicate_window)
-        if missing or kept != (config.max_age, config.duplicate_window or kept[1]):
+        window = config.duplicate_window or existing.duplicate_window
+        aged = (existing.max_age or None) != config.max_age
+        if missing or aged or existing.duplicate_window != window:
             existing.subjects = [*(existing.subjects or []), *missing]
-            existing.max_age = config.max_age
-            existing.duplicate_window = config.duplicate_window or existing.duplicate_window
+            existing.max_age, existing.duplicate_window = config.max_age, window
             await js.update_stream(existing)
     await led(js, stream.name)

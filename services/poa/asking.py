@@ -204,11 +204,7 @@ class Asking:
         given = await self._given(ask)
         if given is None:
             return await self._settle(ask, lambda a: approvals.expired(a, self._clock()), _EXPIRE)
-        assert ask.room is not None and ask.question_seq is not None
-        await self.answered_in_room(ask.room, ask.question_seq, given)
-        found = await self._asks.get(ask.org, ask.person, ask.id)
-        assert found is not None
-        return found
+        return await self._given_in_room(ask, given)
 
     async def _given(self, ask: poa.AskRecord) -> rooms.Choice | None:
         """The answer the person gave the ask's question in the room, if any."""
@@ -280,22 +276,28 @@ class Asking:
         if where is None:
             return  # a question that is not an ask
         found = await self._asks.get(*where)
-        if found is None:
-            return
+        if found is not None:
+            await self._given_in_room(found, choice)
+
+    async def _given_in_room(self, ask: poa.AskRecord, choice: rooms.Choice) -> poa.AskRecord:
+        """The person's answer in the room (any but Approve declines), carried out: the ask
+        as it stands after it."""
         approve = isinstance(choice, rooms.Pick) and choice.option == 0
         answer = "approve" if approve else "decline"
-        if found.state == "open":
+        if ask.state == "open":
             try:
-                await self.answered(found, answer)
-                return
+                return await self.answered(ask, answer)
             except Refused as exc:
                 if exc.problem.rule != "ask-answered":
                     raise
             # Settled meanwhile: by this answer through the API, as it put it here, whose
             # replica may have died before it said so; or by its expiry.
-            found = await self._asks.get(*where)
-        if found is not None and approvals.answered_as(found, answer):
-            await self._settled(found)  # this answer, delivered again, or given twice
+            found = await self._asks.get(ask.org, ask.person, ask.id)
+            assert found is not None
+            ask = found
+        if approvals.answered_as(ask, answer):
+            await self._settled(ask)  # this answer, delivered again, or given twice
+        return ask
 
     async def _settle(
         self,
