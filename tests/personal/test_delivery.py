@@ -129,6 +129,30 @@ async def test_a_failed_delivery_waits_on_its_person_until_dismissed(api, operat
     assert (await _delivery(api, people, room, sent["seq"]))["status"] == "failed"
 
 
+@pytest.mark.parametrize(
+    ("extra", "error"),
+    [
+        ({}, "only part of it arrived"),
+        ({"ErrorCode": "30008"}, "only part of it arrived (error 30008)"),
+    ],
+)
+async def test_a_text_only_partly_delivered_waits_on_its_person_as_failed(
+    api, operator, people, extra, error
+):
+    """Twilio's `partially_delivered` (a message sent in parts, not all of which arrived)
+    is final: the text did not arrive as written, and its person is told so."""
+    line, room, sent = await _sent_by_line(api, operator, people)
+    carrier_id = sent["delivery"]["carrier_id"]
+    reported = await status(api, line, carrier_id, "partially_delivered", **extra)
+    assert reported.status == 200, await reported.text()
+    delivery = await _delivery(api, people, room, sent["seq"])
+    assert (delivery["status"], delivery["error"]) == ("failed", error)
+    (item,) = await pending(api, people.ada)
+    assert (item["kind"], item["room"], item["text"]) == ("delivery", room["id"], sent["text"])
+    later = await status(api, line, carrier_id, "delivered")
+    assert (await later.json())["status"] == "failed"
+
+
 async def test_a_status_callback_not_signed_by_the_line_or_not_its_message_changes_nothing(
     api, operator, people
 ):

@@ -30,7 +30,9 @@ _TWILIO: dict[str, Status] = {
     **dict.fromkeys(("accepted", "scheduled", "queued", "sending"), "queued"),
     "sent": "sent",
     **dict.fromkeys(("delivered", "read"), "delivered"),
-    **dict.fromkeys(("undelivered", "failed", "canceled"), "failed"),
+    # A message sent in parts of which only some arrived did not arrive as written: its
+    # person is told so, as of one that failed, to send it again or let it be.
+    **dict.fromkeys(("undelivered", "failed", "canceled", "partially_delivered"), "failed"),
 }
 _META: dict[str, Status] = {"sent": "sent", "delivered": "delivered", "read": "delivered",
                             "played": "delivered", "failed": "failed"}  # fmt: skip
@@ -116,9 +118,12 @@ def verify_report(inbound: Inbound, secret: str, now: datetime) -> str | None:
 
 
 def _twilio(fields: dict[str, str]) -> Report:
-    status = _known(_TWILIO, fields["MessageStatus"])
-    error = fields.get("ErrorCode") or None
-    return Report(fields["From"], fields["MessageSid"], status, error and f"error {error}")
+    given = fields["MessageStatus"]
+    code = fields.get("ErrorCode")
+    error = f"error {code}" if code else None
+    if given == "partially_delivered":
+        error = "only part of it arrived" + (f" ({error})" if error else "")
+    return Report(fields["From"], fields["MessageSid"], _known(_TWILIO, given), error)
 
 
 def _meta(status: Any, value: Any) -> Report:
