@@ -24,7 +24,16 @@ from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored
 from services.gateway.routes import Route
 from services.gateway.tokens import is_delegate, principal_from
 
-__all__ = ["IDENTITY_FIELDS", "NATS", "ask", "caller", "forwarding", "on_bus", "request_of"]
+__all__ = [
+    "IDENTITY_FIELDS",
+    "NATS",
+    "ask",
+    "caller",
+    "forwarding",
+    "on_bus",
+    "refuse_deep",
+    "request_of",
+]
 
 NATS = web.AppKey("nats", Client)
 
@@ -158,7 +167,8 @@ async def request_of(route: Route, http: web.Request) -> bytes:
         if http.content_type != _JSON:
             raise Refused("unsupported-media-type", 415, f"send {_JSON}, not {http.content_type!r}")
         raw = await http.read() or b"{}"
-        _refuse_deep(raw)
+        refuse_deep(raw)
+        codec.refuse_repeated(raw)
         if not route.path_params and not route.query:
             # The body is the whole request: once its type accepts it, forward it as sent.
             # A refused body goes the long way below, to say exactly what was wrong.
@@ -191,7 +201,7 @@ async def request_of(route: Route, http: web.Request) -> bytes:
     return codec.encode(request)
 
 
-def _refuse_deep(raw: bytes) -> None:
+def refuse_deep(raw: bytes) -> None:
     """JSON nested past MAX_DEPTH is refused before any decoder recurses into it: its
     brackets outside strings are counted, never by decoding and walking it."""
     if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:

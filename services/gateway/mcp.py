@@ -17,7 +17,7 @@ from libs.contracts import codec, mod
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Problem, Refused
 from libs.contracts.registry import Subject
-from services.gateway.forward import NATS, ask
+from services.gateway.forward import NATS, ask, refuse_deep
 from services.gateway.limits import RateLimiter
 from services.gateway.tokens import is_delegate, principal_from
 
@@ -73,8 +73,13 @@ def mcp_endpoint(
         principal = principal_from(http.headers.get("Authorization"), key)
         if is_delegate(principal):
             raise Refused("delegate-not-admitted", 403, "only the person's own agent arranges it")
+        raw = await http.read()
         try:
-            message = _decode(await http.read())
+            refuse_deep(raw)
+            codec.refuse_repeated(raw)
+            message = _decode(raw)
+        except Refused as exc:
+            return _reply(None, error=(-32600, exc.problem.detail))
         except msgspec.DecodeError:
             return _reply(None, error=(-32700, "the body is not JSON"))
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":

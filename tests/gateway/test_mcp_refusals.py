@@ -13,6 +13,8 @@ from mcp.shared.exceptions import McpError
 from tests.gateway.conftest import ROUTES
 from tests.support import ECHO, Bus, bearer, token
 
+JSON = {"Content-Type": "application/json"}
+
 
 @pytest.fixture
 async def bus(tmp_path):
@@ -73,6 +75,23 @@ async def test_params_that_are_not_an_object_are_named(client):
                 "code": -32602,
                 "message": "params must be an object",
             }
+
+
+async def test_a_body_nested_too_deep_or_naming_a_key_twice_is_an_invalid_request(client):
+    """Before, JSON nested past the decoder's depth was a 500; a key named twice was read as
+    whichever came last, where the client's own log may show the first."""
+    async with HTTP() as http:
+        url = str(client.make_url("/v1/mcp"))
+        deep = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": '
+        for body, named in (
+            (deep + b"[" * 50_000 + b"]" * 50_000 + b"}}", "the body nests deeper than 64"),
+            (b'{"jsonrpc": "2.0", "id": 1, "id": 2, "method": "ping"}', "'id' is named twice"),
+        ):
+            async with http.post(url, data=body, headers=bearer() | JSON) as response:
+                assert response.status == 200, named
+                reply = await response.json()
+                assert (reply["id"], reply["error"]["code"]) == (None, -32600), named
+                assert reply["error"]["message"].startswith(named), named
 
 
 async def test_an_id_that_is_neither_a_string_nor_a_number_is_an_invalid_request(client):
