@@ -210,9 +210,7 @@ class Service:
 
         async def answer() -> Answer:
             try:
-                data = msg.data or b"{}"
-                codec.refuse_repeated(data)
-                request = decode(data)
+                request = decode(msg.data or b"{}")
                 principal = None if subject.public else _principal_of(msg, subject)
                 body = codec.encode(await handler(request, principal))  # type: ignore[arg-type]
             except Exception as exc:  # every failure becomes a typed problem reply
