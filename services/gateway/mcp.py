@@ -17,7 +17,7 @@ from libs.contracts import codec, mod
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Problem, Refused
 from libs.contracts.registry import Subject
-from services.gateway.forward import NATS, ask, refuse_deep
+from services.gateway.forward import NATS, ask, refuse_deep, refuse_repeated
 from services.gateway.limits import RateLimiter
 from services.gateway.tokens import is_delegate, principal_from
 
@@ -76,7 +76,7 @@ def mcp_endpoint(
         raw = await http.read()
         try:
             refuse_deep(raw)
-            codec.refuse_repeated(raw)
+            refuse_repeated(raw)
             message = _decode(raw)
         except Refused as exc:
             return _reply(None, error=(-32600, exc.problem.detail))
