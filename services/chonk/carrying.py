@@ -7,6 +7,7 @@ for the connector that performs it. Each is recorded before it happens."""
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -139,13 +140,7 @@ class Carrying:
                     chased = Chased(org=chase.org, run=chase.run, asked=s.person)
                     await self._store.put_chased(sent.room, sent.seq, chased)
                     asked = Asked(room=sent.room, seq=sent.seq, person=s.person)
-                    await self._store.change_chase(
-                        chase.org,
-                        chase.run,
-                        lambda c, a=asked: (
-                            c if a in c.asked else msgspec.structs.replace(c, asked=(*c.asked, a))
-                        ),
-                    )
+                    await self._store.change_chase(chase.org, chase.run, partial(_noted, asked))
 
     async def _propose(
         self,
@@ -315,3 +310,10 @@ def told(
         key=key,
         options=options,
     )
+
+
+def _noted(asked: Asked, state: ChaseState) -> ChaseState:
+    """The chase with `asked` among its questions, once however often its stage is said."""
+    if asked in state.asked:
+        return state
+    return msgspec.structs.replace(state, asked=(*state.asked, asked))

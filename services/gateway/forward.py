@@ -32,8 +32,7 @@ __all__ = [
     "caller",
     "forwarding",
     "on_bus",
-    "refuse_deep",
-    "refuse_repeated",
+    "refuse_unclear",
     "request_of",
 ]
 
@@ -169,8 +168,7 @@ async def request_of(route: Route, http: web.Request) -> bytes:
         if http.content_type != _JSON:
             raise Refused("unsupported-media-type", 415, f"send {_JSON}, not {http.content_type!r}")
         raw = await http.read() or b"{}"
-        refuse_deep(raw)
-        refuse_repeated(raw)
+        refuse_unclear(raw)
         if not route.path_params and not route.query:
             # The body is the whole request: once its type accepts it, forward it as sent.
             # A refused body goes the long way below, to say exactly what was wrong.
@@ -203,7 +201,14 @@ async def request_of(route: Route, http: web.Request) -> bytes:
     return codec.encode(request)
 
 
-def refuse_repeated(raw: bytes) -> None:
+def refuse_unclear(raw: bytes) -> None:
+    """What no decoder is handed: JSON nested past MAX_DEPTH, then a name given twice in one
+    object (read only once the depth is known to be safe to recurse into)."""
+    _refuse_deep(raw)
+    _refuse_repeated(raw)
+
+
+def _refuse_repeated(raw: bytes) -> None:
     """A name given twice in one object is refused, naming it: which of the two counts is
     each reader's guess (RFC 8259 §4), and a reader before us that took the other one (a
     proxy, a reviewer, the client's own log) saw another request than the one carried out."""
@@ -226,7 +231,7 @@ def _named_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return named
 
 
-def refuse_deep(raw: bytes) -> None:
+def _refuse_deep(raw: bytes) -> None:
     """JSON nested past MAX_DEPTH is refused before any decoder recurses into it: its
     brackets outside strings are counted, never by decoding and walking it."""
     if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:

@@ -17,7 +17,7 @@ from libs.contracts import codec, mod
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Problem, Refused
 from libs.contracts.registry import Subject
-from services.gateway.forward import NATS, ask, refuse_deep, refuse_repeated
+from services.gateway.forward import NATS, ask, refuse_unclear
 from services.gateway.limits import RateLimiter
 from services.gateway.tokens import is_delegate, principal_from
 
@@ -75,8 +75,7 @@ def mcp_endpoint(
             raise Refused("delegate-not-admitted", 403, "only the person's own agent arranges it")
         raw = await http.read()
         try:
-            refuse_deep(raw)
-            refuse_repeated(raw)
+            refuse_unclear(raw)
             message = _decode(raw)
         except Refused as exc:
             return _reply(None, error=(-32600, exc.problem.detail))
