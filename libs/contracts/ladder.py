@@ -188,8 +188,9 @@ class Reply(DecideRequest, kw_only=True):
 
 
 class Routed(Contract, omit_defaults=True):
-    """What became of a reply: a draft, a confirmation, a window (ending `due_at`), or a
-    message sent at once (`sent_seq`)."""
+    """What became of a reply: a draft, a confirmation, a window (ending `due_at`), a
+    message sent at once (`sent_seq`), or nothing, the person having answered themself
+    while their agent drafted (`answered_by`, their message)."""
 
     decision: Decided
     draft: str | None = None
@@ -197,6 +198,7 @@ class Routed(Contract, omit_defaults=True):
     window: str | None = None
     due_at: datetime | None = None
     sent_seq: Seq | None = None
+    answered_by: Seq | None = None
 
 
 class PendingWindow(Contract):

@@ -517,8 +517,9 @@ class Undrafted(Contract):
 class FindOwnAnswer(Contract):
     """Whether `person` has answered message `answered` of `room` themself since (hip-0524
     §5: their own words take the place of their agent's send): the first message they
-    wrote after it, in a room of two sides (a line's, or two people's) whatever they said,
-    elsewhere a reply to that message. Asked by the ladder as a window ends."""
+    wrote after it and before their agent's reply to it, in a room of two sides (a line's,
+    or two people's) whatever they said, elsewhere a reply to that message. Asked by the
+    ladder before a send, at once or as a window ends."""
 
     org: OrgId
     room: RoomId

@@ -64,6 +64,11 @@ class Windows(Ladder):
                 await self._store.ask(confirmation)
                 return ladder.Routed(decision=decided, confirmation=confirmation.id)
         if decided.window in (None, "instant"):
+            # The person may have answered while their agent drafted: a send now would be a
+            # second answer after theirs, as at a window's end.
+            own = await self._own_answer(req.org, req.room, req.person, req.reply_to)
+            if own is not None:
+                return ladder.Routed(decision=decided, answered_by=own)
             # Sent with no one asked, as a window's end is: recorded first, once however
             # often the reply is routed (its message is stored once under the same key).
             async with self._trail.change(
@@ -149,12 +154,17 @@ class Windows(Ladder):
         if held is None:
             return
         level = await self._level(held)
-        own = await self._own_answer(held) if level == "send" else None
+        w = held.window
+        own = (
+            await self._own_answer(w.org, w.room, held.person, w.reply_to)
+            if level == "send" and w.state == "open"
+            else None
+        )
         # Replaced by the person's own answer, it is their act, recorded as theirs.
         recorded = (
             self._recorded()
             if own is None
-            else self._recorded(actor=Principal(org=held.window.org, sub=held.person), sent_seq=own)
+            else self._recorded(actor=Principal(org=w.org, sub=held.person), sent_seq=own)
         )
         _, held = await self._store.change_window(
             end.person, end.id, moved(windows.ended, level, own), record=recorded
@@ -186,14 +196,11 @@ class Windows(Ladder):
             record=self._recorded(sent_seq=sent.seq),
         )
 
-    async def _own_answer(self, held: Held) -> int | None:
-        """The person's own answer to what the open window replies to, if they wrote one
-        in the room meanwhile. A room that refuses (gone) has none: its send is refused in
-        turn, and the window fails, as it did."""
-        w = held.window
-        if w.state != "open":
-            return None
-        asked = rooms.FindOwnAnswer(org=w.org, room=w.room, person=held.person, answered=w.reply_to)
+    async def _own_answer(self, org: str, room: str, person: str, reply_to: int) -> int | None:
+        """The person's own answer to what a send replies to, if they wrote one in the room
+        meanwhile. A room that refuses (gone) has none: the send is refused in turn, and a
+        window fails, as it did."""
+        asked = rooms.FindOwnAnswer(org=org, room=room, person=person, answered=reply_to)
         try:
             found: rooms.OwnAnswer = await call(self._nc, rooms.OWN_ANSWER, asked, caller=ME)
         except Refused as exc:

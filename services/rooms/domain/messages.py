@@ -19,7 +19,7 @@ from libs.contracts.rooms import (
     live_subjects,
 )
 from services.rooms.domain.lines import answerable
-from services.rooms.domain.members import answerer, caller, is_member
+from services.rooms.domain.members import answerer, caller, is_member, personal_agent_id
 
 __all__ = [
     "alone",
@@ -30,6 +30,7 @@ __all__ = [
     "heard_on",
     "inbound",
     "own_answer",
+    "replied",
     "same",
     "stored",
 ]
@@ -197,3 +198,17 @@ def own_answer(room: Room, person: str, answered: int) -> Callable[[Message], bo
         )
 
     return answers
+
+
+def replied(person: str, answered: int) -> Callable[[Message], bool]:
+    """Whether a message is `person`'s agent's reply to message `answered`, said in the
+    room's hearing. After it, what the person says answers their agent, not that message."""
+
+    def by_their_agent(message: Message) -> bool:
+        return (
+            message.author == personal_agent_id(person)
+            and message.reply_to == answered
+            and not (message.private or message.notice or message.question is not None)
+        )
+
+    return by_their_agent

@@ -196,12 +196,15 @@ class Messages(Rooms):
         return await self._store_message(room, message, msg_id=req.key)
 
     async def own_answer(self, req: rooms.FindOwnAnswer, _: Principal) -> rooms.OwnAnswer:
-        """From the ladder, as a window ends: whether the person answered the message
-        themself meanwhile, so their agent's send would be a second answer."""
+        """From the ladder, before a send: whether the person answered the message
+        themself meanwhile, so their agent's send would be a second answer. Only before
+        their agent's own reply to it: a send asked again after it was made finds that
+        reply first, and what the person said after it answers their agent."""
         room = await self._persons_room(req.org, req.room, req.person)
-        matches = messages.own_answer(room, req.person, req.answered)
-        found = await self._first_after(room, req.answered, matches)
-        return rooms.OwnAnswer(seq=None if found is None else found.seq)
+        theirs = messages.own_answer(room, req.person, req.answered)
+        agents = messages.replied(req.person, req.answered)
+        found = await self._first_after(room, req.answered, lambda m: theirs(m) or agents(m))
+        return rooms.OwnAnswer(seq=found.seq if found is not None and theirs(found) else None)
 
     async def answer_of(self, req: rooms.FindAnswer, _: Principal) -> rooms.FoundAnswer:
         """From the service that asked, as the question's time runs out (PoA's ask expiring,
