@@ -2,10 +2,11 @@
 
 from libs.contracts.base import Contract
 
-__all__ = ["PROBLEM_HEADER", "KeyReused", "Problem", "Refused", "Unavailable"]
+__all__ = ["KEY_REUSED", "PROBLEM_HEADER", "KeyReused", "Problem", "Refused", "Unavailable"]
 
 # A reply carrying this header is a Problem; its value is the HTTP status.
 PROBLEM_HEADER = "Tether-Problem"
+KEY_REUSED = "idempotency-key-reused"
 
 
 class Problem(Contract, omit_defaults=True):
@@ -64,9 +65,7 @@ class KeyReused(Refused):
     """An Idempotency-Key sent again with another request than the one it first ran."""
 
     def __init__(self) -> None:
-        super().__init__(
-            "idempotency-key-reused", 422, "this Idempotency-Key was used for another request"
-        )
+        super().__init__(KEY_REUSED, 422, "this Idempotency-Key was used for another request")
 
 
 class Unavailable(Exception):

@@ -29,7 +29,7 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
 from prometheus_client import Counter
 
-from libs.contracts.problem import Refused, Unavailable
+from libs.contracts.problem import KEY_REUSED, Refused, Unavailable
 from libs.contracts.streams import dead_subject
 from libs.runtime.bus import AWAY
 from libs.runtime.metrics import child
@@ -288,16 +288,24 @@ class Consumer(Generic[T]):
             "Tether-Dead-Error": error[:1000],
             "Nats-Msg-Id": f"dead-{self._stream}-{seq}-{self._durable}",
         }
-        ack = await self._js.publish(self._dead_subject, msg.data, headers=headers)
-        # Parked again (its owner could not take it yet): in DEAD once, recorded once.
-        if self._trail is not None and not ack.duplicate:
-            await self._trail.append(
-                SYSTEM_ORG,
-                actor=None,
-                action="reader.dead_letter",
-                target=f"{self._stream}:{seq}",
-                data={"durable": self._durable, "subject": msg.subject, "error": error[:1000]},
-            )
+        await self._js.publish(self._dead_subject, msg.data, headers=headers)
+        # Parked again (its owner or the trail could not take it yet): in DEAD once, and
+        # recorded once under the same id, asked again each time, since a record that
+        # failed after DEAD took the letter is made only by a later parking. One parked
+        # again with another error finds its key taken: recorded, with the first.
+        if self._trail is not None:
+            try:
+                await self._trail.append(
+                    SYSTEM_ORG,
+                    actor=None,
+                    action="reader.dead_letter",
+                    target=f"{self._stream}:{seq}",
+                    data={"durable": self._durable, "subject": msg.subject, "error": error[:1000]},
+                    key=headers["Nats-Msg-Id"],
+                )
+            except Refused as exc:
+                if exc.problem.rule != KEY_REUSED:
+                    raise
         if self._dead is not None:
             try:
                 await self._dead(self._read(msg), error)

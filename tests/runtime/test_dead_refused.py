@@ -1,11 +1,14 @@
-"""What happens when a dead letter's owner does not take it.
+"""What happens when a dead letter's owner, or the audit trail, does not take it.
 
 - It refuses it (a 4xx: the room it would tell of is gone, say): the letter is parked once
   and left. Before, the refusal failed the parking: the letter came back every 30 s for
   good, recorded on the system's chain at each try.
 - It cannot take it yet (the rooms it tells through are away): the letter is parked again
   later, with a warning naming why, once in DEAD and once on the system's chain. Before,
-  each try logged an error with a traceback, as if a bug, and was recorded again."""
+  each try logged an error with a traceback, as if a bug, and was recorded again.
+- The trail cannot record its parking yet (the audit away just after DEAD took it): it is
+  recorded when the letter comes back to be parked. Before, DEAD answered that one a
+  duplicate, and a duplicate was taken as recorded: the parking was never recorded."""
 
 import asyncio
 import contextlib
@@ -15,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from nats.js.errors import NotFoundError
 
 from libs.audit.reading import records
-from libs.audit.trail import Trail
+from libs.audit.trail import AuditUnavailable, Trail
 from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.consumer import Consumer, Retry
 from libs.runtime.dead import parked
@@ -27,12 +30,12 @@ LETTER = b"are you free on Thursday?"
 
 class Reading:
     """A reader of a stream of its own whose handler always fails, parking each letter
-    after two tries, with `dead` as its owner's hook."""
+    after two tries, with `dead` as its owner's hook and `trail` recording."""
 
-    def __init__(self, operator) -> None:
+    def __init__(self, operator, trail: type[Trail]) -> None:
         self.js, name = operator.jetstream(), uuid.uuid4().hex[:8]
         self.stream, self.subject, self.reader = f"DR_{name}", f"dr.{name}.said", f"probe{name}.d"
-        self.trail = Trail(operator, service=f"probe{name}")
+        self.trail = trail(operator, service=f"probe{name}")
 
     async def let_go(self) -> bool:
         """Terminated: the consumer's floor passed the letter, and nothing waits to come
@@ -51,12 +54,16 @@ class Reading:
 
 @contextlib.asynccontextmanager
 async def reading(
-    operator, dead: Callable[[bytes, str], Awaitable[None]]
+    operator, dead: Callable[[bytes, str], Awaitable[None]] | None, trail: type[Trail] = Trail
 ) -> AsyncIterator[Reading]:
-    r = Reading(operator)
+    r = Reading(operator, trail)
 
-    async def handle(_: bytes) -> None:
-        raise RuntimeError("the model's provider answered 503")
+    tries = 0
+
+    async def handle(_: bytes) -> None:  # each try's error its own, as a timeout's may be
+        nonlocal tries
+        tries += 1
+        raise RuntimeError(f"the model's provider answered 503 (try {tries})")
 
     await ensure_shared_streams(r.js, ("DEAD",))
     await r.js.add_stream(name=r.stream, subjects=[r.subject])
@@ -109,5 +116,29 @@ async def test_a_dead_letter_its_owner_cannot_take_yet_comes_back_and_logs_no_er
         assert "no replica serves it" in waits[0].error
         assert not [m for m in caplog.records if m.getMessage() == "could not park a dead letter"]
         # Parked three times, in DEAD once and recorded once: before, a record each time.
+        assert len(await parked(operator, r.reader)) == 1
+        assert await r.recorded() == 1
+
+
+class AwayOnce(Trail):
+    """The trail, its first record asked for while the audit is away."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.refused = 0
+
+    async def append(self, *args, **kwargs):
+        if not self.refused:
+            self.refused += 1
+            raise AuditUnavailable(Refused("audit-unavailable", 503, "no audit replica").problem)
+        return await super().append(*args, **kwargs)
+
+
+async def test_a_parking_the_trail_could_not_record_is_recorded_when_it_comes_back(
+    operator, audit_service
+):
+    async with reading(operator, None, AwayOnce) as r:
+        assert await eventually(r.let_go)
+        assert r.trail.refused == 1
         assert len(await parked(operator, r.reader)) == 1
         assert await r.recorded() == 1
