@@ -13,7 +13,7 @@ from libs.runtime import pages
 from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler, request_digest, request_key
 from services.poa.asking import Asking
-from services.poa.domain import ALLOW, ASK_USER, contain, grants, ledger, verify
+from services.poa.domain import ALLOW, ASK_USER, contain, grants, ledger, open_asks, verify
 from services.poa.domain.reading import identity, obj
 from services.poa.store import ACTS_KEPT_S, GrantStore, LedgerStore
 
@@ -149,7 +149,18 @@ class Handlers:
         )
         asked = None
         if decision.decision == ASK_USER:
-            asked = (await self.asking.put(record, decision, req.envelope, p.act)).id
+            try:
+                asked = (await self.asking.put(record, decision, req.envelope, p.act)).id
+            except Refused as exc:
+                if exc.problem.rule == open_asks.FULL:  # decided, but its person never asked
+                    await self._trail.append(
+                        p.org,
+                        actor=p,
+                        action="poa.act.refuse",
+                        target=record.id,
+                        data={**_data(decision), "refused": exc.problem.rule},
+                    )
+                raise
         return _outcome(decision, before.of(record.id), now, recorded=False, ask=asked)
 
     def table(self) -> Mapping[Subject, Handler]:

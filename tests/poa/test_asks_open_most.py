@@ -84,6 +84,21 @@ async def test_the_seventeenth_ask_is_refused_until_the_person_answers_one(api, 
     assert (await _act(api, ada, 501)).status == 409
 
 
+async def test_an_act_refused_for_full_asks_is_recorded_as_refused(api, ada, org, operator):
+    """Decided ASK_USER, then refused with its agent's asks full: the trail says its
+    person was never asked. Before, it read as any other ASK_USER, as if they were."""
+    for amount in range(101, 101 + OPEN_MOST):
+        assert (await _act(api, ada, amount)).status == 202
+    assert (await _act(api, ada, 500)).status == 409
+
+    trail = await records(operator.jetstream(), org)
+    acts = [r for r in trail if r.action.startswith("poa.act.") or r.action == "poa.ask.open"]
+    assert [r.action for r in acts[-3:]] == ["poa.ask.open", "poa.act.decide", "poa.act.refuse"]
+    decided, refused = acts[-2].data, acts[-1].data
+    assert refused == {**decided, "refused": "asks-full"}
+    assert (acts[-1].target, acts[-1].actor.act) == ("poa_8c21", AGENT)
+
+
 async def test_acts_at_once_take_the_last_places_once(api, ada):
     responses = await asyncio.gather(*(_act(api, ada, 101 + n) for n in range(OPEN_MOST + 6)))
     statuses = sorted(r.status for r in responses)
