@@ -2,13 +2,17 @@
 the `instant` window there is no window to write them in, but the model takes its time: a
 person who answered while their agent drafted has answered, and the agent's reply is not
 sent after theirs. Before, it went out anyway, a second answer that might say the opposite.
+At confirm, they were asked to confirm a reply to what they had answered already.
 """
 
 import asyncio
 
+import msgspec
 import pytest
 
 from libs.audit.reading import records
+from libs.contracts.base import key_token
+from services.ladder.domain.unattended import Unattended
 from tests.personal.conftest import (
     announce,
     consumed,
@@ -20,6 +24,8 @@ from tests.personal.conftest import (
     set_level,
 )
 from tests.personal.test_drafts_answered import Held
+from tests.personal.test_hip0524_09_personal_line import sms
+from tests.personal.test_line_limits import ALICE, _talking
 
 
 @pytest.fixture
@@ -78,3 +84,54 @@ async def test_a_send_routed_again_after_she_answered_her_agent_stands(api, oper
              "reply_to": lunch["seq"], "candidates": [reply["text"]]}  # fmt: skip
     routed = await route(operator, again)
     assert (routed["sent_seq"], routed.get("answered_by")) == (reply["seq"], None)
+
+
+async def test_on_a_line_the_reply_she_answered_first_leaves_the_hours_count(
+    api, operator, people, model
+):
+    """Counted toward the line's ten unattended replies an hour as it was routed, a reply
+    not sent because she answered first is taken off the count."""
+    line, room = await _talking(api, operator, people, "send")
+    instant = await api.put("/v1/ladder/window", json={"window": "instant"}, headers=people.ada)
+    assert instant.status == 200, await instant.text()
+    model.hold = "Saturday at ten?"
+    arrived = await (await sms(api, line, ALICE, "Saturday at ten?")).json()
+    await asyncio.wait_for(model.asked.wait(), 10)
+    await say(api, room, people.ada, "Yes, see you then.")
+    model.released.set()
+    await consumed(operator, "EVENTS", "agents")
+
+    assert _replies_to(await history(api, room, people.ada), arrived["seq"]) == []
+    kv = await operator.jetstream().key_value("ladder")
+    hour = await kv.get(f"unattended.{key_token(people.ada_id)}.{room['id']}")
+    assert msgspec.json.decode(hour.value, type=Unattended).sent == {}
+
+
+async def test_at_confirm_she_is_not_asked_about_what_she_answered(api, operator, people, model):
+    await announce(operator, people.ada_id)
+    await set_level(api, people.ada, "confirm")
+    room = await room_with(api, people, people.bob_id)
+    model.hold = "Dinner on Sunday?"
+    await say(api, room, people.bob, "Dinner on Sunday?", to=people.ada_id)
+    await asyncio.wait_for(model.asked.wait(), 10)
+    await say(api, room, people.ada, "Sunday is perfect.")
+    model.released.set()
+    await consumed(operator, "EVENTS", "agents")
+
+    listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
+    assert [c for c in listed["confirmations"] if c["room"] == room["id"]] == []
+    assert [m for m in await history(api, room, people.ada) if m.get("question")] == []
+
+    # Routed again once asked, a confirmation stands, whatever she said since.
+    supper = await say(api, room, people.bob, "And supper on Monday?", to=people.ada_id)
+
+    async def asked() -> list[dict]:
+        found = await (await api.get("/v1/confirmations", headers=people.ada)).json()
+        return [c for c in found["confirmations"] if c["reply_to"] == supper["seq"]]
+
+    [confirmation] = await eventually(asked)
+    await say(api, room, people.ada, "Let me check my week.")
+    again = {"org": people.org, "person": people.ada_id, "room": room["id"],
+             "reply_to": supper["seq"], "candidates": confirmation["candidates"]}  # fmt: skip
+    routed = await route(operator, again)
+    assert (routed["confirmation"], routed.get("answered_by")) == (confirmation["id"], None)

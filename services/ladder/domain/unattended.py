@@ -48,8 +48,9 @@ def counted(before: Unattended, reply: str, now: datetime) -> Unattended:
 
 
 def released(before: Unattended, reply: str) -> Unattended:
-    """The hour without `reply`: counted when its window opened, it did not leave unattended
-    after all (the person stopped, edited or replaced it, or it closed below send)."""
+    """The hour without `reply`: counted when its window opened (or as it was routed to be
+    sent at once), it did not leave unattended after all (the person stopped, edited or
+    replaced it, answered first, or it closed below send)."""
     return Unattended(sent={key: at for key, at in before.sent.items() if key != reply})
 
 

@@ -49,6 +49,12 @@ class Windows(Ladder):
                 held: rooms.Draft = await call(self._nc, rooms.POST_DRAFT, draft, caller=ME)
                 return ladder.Routed(decision=decided, draft=held.id)
             case "confirm":
+                # Answered by the person while their agent drafted, the question is moot;
+                # routed again once asked, it stands, whatever they said since.
+                if await self._store.confirmation(req.person, f"c-{key}") is None:
+                    own = await self._own_answer(req.org, req.room, req.person, req.reply_to)
+                    if own is not None:
+                        return ladder.Routed(decision=decided, answered_by=own)
                 asked = await self._deliver(
                     _in_room(req, "question", question, f"confirm-{key}", options=req.candidates)
                 )
@@ -65,9 +71,14 @@ class Windows(Ladder):
                 return ladder.Routed(decision=decided, confirmation=confirmation.id)
         if decided.window in (None, "instant"):
             # The person may have answered while their agent drafted: a send now would be a
-            # second answer after theirs, as at a window's end.
+            # second answer after theirs, as at a window's end. (Routed again once sent,
+            # the rooms find the send before anything they said since.)
             own = await self._own_answer(req.org, req.room, req.person, req.reply_to)
             if own is not None:
+                if req.transport is not None:  # counted toward the hour above, it never left
+                    await self._store.count_unattended(
+                        req.person, req.room, lambda h: unattended.released(h, key)
+                    )
                 return ladder.Routed(decision=decided, answered_by=own)
             # Sent with no one asked, as a window's end is: recorded first, once however
             # often the reply is routed (its message is stored once under the same key).
