@@ -318,5 +318,5 @@ CONTRACT = service_contract(
     shared_streams=("EVENTS", "TIMERS", "DEAD"),
     # Each stage of the chaser's ladder (§3.3), each time a cadence comes round, and a
     # call-out's escalation, a timer on the one engine.
-    timer_targets=("chase", "cadence", "cover"),
+    timer_targets=("chase", "cadence", "cover", "proposal_lapse"),
 )

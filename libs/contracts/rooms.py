@@ -562,7 +562,7 @@ class AskPerson(Contract):
 class Tell(Contract):
     """A service's bot (`bot`, one token: `chonk-human`) tells `person` `text` in the room
     it shares with them alone (made the first time, titled `title`); with `options`, it
-    asks them to pick one. `key` stores it once."""
+    asks them to pick one, until `closes_at` if given. `key` stores it once."""
 
     org: OrgId
     person: UserId
@@ -571,6 +571,7 @@ class Tell(Contract):
     text: Text
     key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$(?!\n)")]
     options: Annotated[tuple[Text, ...], msgspec.Meta(max_length=10)] = ()
+    closes_at: datetime | None = None  # after it, the question takes no answer
 
 
 class MessageStored(Contract):

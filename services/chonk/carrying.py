@@ -18,19 +18,27 @@ from libs.contracts import chonk, codec, rooms, scheduler
 from libs.contracts.chonk import CONTRACT
 from libs.contracts.principal import Principal
 from libs.runtime.calls import call
-from services.chonk.domain import ladder
+from services.chonk.domain import ladder, proposals
 from services.chonk.domain.types import ProposedAction
 from services.chonk.store import Asked, Chased, ChaseState, ChonkStore, Proposal
 
-__all__ = ["CHASE", "UNDONE", "Carrying", "bot", "told"]
+__all__ = ["CHASE", "LAPSE", "UNDONE", "Carrying", "Lapse", "bot", "told"]
 
 CHASE = "chase"
+LAPSE = "proposal_lapse"
 UNDONE = (
     "I could not finish what you approved here, so take it as not done. "
     "Ask me again if it still matters."
 )
 
 Clock = Callable[[], datetime]
+
+
+class Lapse(msgspec.Struct, frozen=True):
+    """A proposal's question, timed to lapse as it closes."""
+
+    room: str
+    seq: int
 
 
 class Carrying:
@@ -151,9 +159,18 @@ class Carrying:
         to: str | None,
     ) -> dict[str, Any]:
         """PROPOSE_CONFIRM: the action waits for its decider's yes, asked in the room the
-        decider shares with the Chonk; nothing is carried out until then."""
-        asked = await self._send(question)
+        decider shares with the Chonk; nothing is carried out until then. Its question
+        closes `proposals.OPEN_FOR` after it opened, and a timer then lets it lapse."""
+        closes_at = await self._store.opened(held.key, self._clock()) + proposals.OPEN_FOR
+        asked = await self._send(msgspec.structs.replace(question, closes_at=closes_at))
         await self._store.put_proposal(asked.room, asked.seq, held)
+        lapse = scheduler.Schedule(
+            key=f"proposal.{held.key}",
+            due_at=closes_at,
+            target=LAPSE,
+            payload=Lapse(room=asked.room, seq=asked.seq),
+        )
+        await call(self._nc, scheduler.SCHEDULE, lapse, caller=CONTRACT.name)
         return {
             "kind": action.kind,
             "to": to,
@@ -161,6 +178,7 @@ class Carrying:
             "decider": question.person,
             "room": asked.room,
             "seq": asked.seq,
+            "closes_at": closes_at.isoformat(),
         }
 
     async def _proposal_answered(
@@ -170,7 +188,7 @@ class Carrying:
         nothing; recorded either way."""
         approved = isinstance(choice, rooms.Pick) and choice.option == 0
         action = "chonk.proposal.approve" if approved else "chonk.proposal.decline"
-        org = _org(held)
+        org = held.org
         decider = Principal(org=org, sub=held.decider)
         async with self._trail.change(org, actor=decider, action=action, target=held.key):
             if approved and held.tell is not None:
@@ -192,7 +210,7 @@ class Carrying:
         held = await self._store.proposal(room, seq)
         if held is None:
             return  # carried out, declined, or no proposal's question
-        org, (chonk_id, title) = _org(held), _asker(held)
+        org, (chonk_id, title) = held.org, _asker(held)
         await self._send(told(org, chonk_id, title, held.decider, UNDONE, f"undone-{held.key}"))
         await self._store.drop_proposal(room, seq)
 
@@ -264,14 +282,6 @@ class Carrying:
 
     async def _send(self, message: rooms.Tell) -> rooms.Message:
         return await call(self._nc, rooms.TELL, message, caller=CONTRACT.name)
-
-
-def _org(held: Proposal) -> str:
-    if held.ready is not None:
-        return held.ready.tenant
-    found = held.tell or held.chase
-    assert found is not None, "a proposal holds one thing"
-    return found.org
 
 
 def _asker(held: Proposal) -> tuple[str, str]:

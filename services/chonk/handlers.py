@@ -24,7 +24,7 @@ from libs.runtime import pages
 from libs.runtime.calls import call
 from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler
-from services.chonk.carrying import told
+from services.chonk.carrying import Lapse, told
 from services.chonk.covering import Covering
 from services.chonk.domain import (
     cadences,
@@ -443,6 +443,32 @@ class Handlers(Covering, Remembering):
             await self._offer_answered(offer, choice)
         else:
             await self._proposal_undone(room, seq)
+
+    async def proposal_closed(self, fired: scheduler.Fired) -> None:
+        """A proposal's question closed. An answer the room took in time is carried out, as
+        its event (not read yet) would carry it out; unanswered, the proposal lapses,
+        recorded as no one's act, and is let go: nothing is carried out."""
+        lapse = msgspec.convert(fired.payload, Lapse)
+        held = await self._store.proposal(lapse.room, lapse.seq)
+        if held is None:
+            return  # answered, or said undone
+        org = held.org
+        asked = rooms.FindAnswer(org=org, room=lapse.room, person=held.decider, seq=lapse.seq)
+        try:
+            found: rooms.FoundAnswer = await call(
+                self._nc, rooms.ANSWER_OF, asked, caller=CONTRACT.name
+            )
+        except Refused as exc:
+            if exc.problem.status >= 500:
+                raise
+            found = rooms.FoundAnswer()  # its room gone: no answer came
+        if found.choice is not None:
+            await self.decided(lapse.room, lapse.seq, found.choice)
+            return
+        async with self._trail.change(
+            org, actor=None, action="chonk.proposal.lapse", target=held.key
+        ):
+            await self._store.drop_proposal(lapse.room, lapse.seq)
 
     async def received(self, request: chonk.HandoffRequest) -> None:
         """The receiver's first check (§8's table and its conditions, read from what the

@@ -11,7 +11,7 @@ from libs.contracts.streams import EVENTS, TIMERS, timer_subject
 from libs.runtime.consumer import RETRY, Consumer, Retry, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
-from services.chonk.carrying import CHASE
+from services.chonk.carrying import CHASE, LAPSE
 from services.chonk.covering import COVER
 from services.chonk.domain import charters
 from services.chonk.handlers import CADENCE, Handlers
@@ -36,7 +36,12 @@ async def serve(svc: Service, *, retry: Retry = RETRY) -> None:
     store = await open_store(svc.js, replicas=svc.settings.js_replicas, kept=kept)
     trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(svc.nc, store, trail, roster, never, clock)
-    targets = {CHASE: handlers.stage_due, CADENCE: handlers.cadence_due, COVER: handlers.cover_due}
+    targets = {
+        CHASE: handlers.stage_due,
+        CADENCE: handlers.cadence_due,
+        COVER: handlers.cover_due,
+        LAPSE: handlers.proposal_closed,
+    }
     subjects = {timer_subject(CONTRACT.name, target): Fired for target in targets}
 
     async def fired(timer: Fired) -> None:

@@ -5,6 +5,7 @@
                    declined.<org>.<handoff id>          a handoff its receiver declined
                    accepted.<org>.<handoff id>          one it accepted
                    proposed.<room>.<seq>                an action held for its decider's yes
+                   proposing.<action key>               when its question opened
                    chase.<org>.<run>                    a chase: the stage taken, who answered
                    chased.<room>.<seq>                  a chase's question: which chase
                    packet.<org>.<decider>.<id>          a HUMAN_ONLY packet, for its decider
@@ -24,7 +25,8 @@ rolls up the ones before it: what a person redacted is in no revision of the buc
 
 What has settled is kept for a while (`TETHER_SETTLED_KEPT`, a week by default) and then
 removed by the server: a run's claim once its report is stored, a cover once it is
-closed, and a handoff's acceptance. A released claim, an answered proposal or a stopped
+closed, a handoff's acceptance, and when a proposal's question opened, once it has
+closed (`domain/proposals.py`). A released claim, an answered proposal or a stopped
 cadence leaves only a marker that is removed within the hour. Reports, declines (two
 Chonks disagreeing twice names no period), packets (nothing closes one yet), chases and
 the questions they asked stay.
@@ -53,6 +55,7 @@ from libs.contracts.rooms import Tell
 from libs.runtime.kv import Conflict, Read, Record, open_bucket, remove, settle, swap, write_at
 from libs.runtime.leader import exact_reads
 from libs.runtime.settings import SETTLED_KEPT
+from services.chonk.domain import proposals
 from services.chonk.domain.ladder import Chase
 from services.chonk.domain.memory import MemoryFact
 
@@ -114,6 +117,14 @@ class Proposal(msgspec.Struct, frozen=True, omit_defaults=True):
     chase: Chase | None = None
     ready: ActionReady | None = None
     offer: Offer | None = None  # the told question offers a shift: its answers are read
+
+    @property
+    def org(self) -> str:
+        if self.ready is not None:
+            return self.ready.tenant
+        found = self.tell or self.chase
+        assert found is not None, "a proposal holds one thing"
+        return found.org
 
 
 class Chased(msgspec.Struct, frozen=True):
@@ -270,6 +281,20 @@ class ChonkStore:
         not held again where no answer could reach it (a create would write over it)."""
         with contextlib.suppress(KeyWrongLastSequenceError):
             await self._runs.update(f"proposed.{room}.{seq}", codec.encode(proposal), last=0)
+
+    async def opened(self, key: str, now: datetime) -> datetime:
+        """When the question of the proposal of action `key` opened (`proposals.opening`)."""
+        _, after = await swap(
+            self._runs,
+            f"proposing.{key}",
+            lambda before: proposals.opening(before, now),
+            decode=_since.decode,
+            default=None,
+            kept=lambda _: proposals.OPEN_FOR + self._kept,
+            read=self._in_runs,
+        )
+        assert after is not None
+        return after
 
     async def proposal(self, room: str, seq: int) -> Proposal | None:
         """What question `seq` of `room` holds for its decider's yes, if it is a proposal."""

@@ -2,8 +2,12 @@
 the Chief Build Officer's messages at PROPOSE, its ask to Ben waits for the owner's yes,
 asked in the room Priya shares with the Chonk; nothing reaches Ben until she says yes."""
 
+from datetime import datetime, timedelta
+
 from libs.audit.reading import records
+from services.chonk.domain.proposals import OPEN_FOR
 from tests.chonk.conftest import ORG, person
+from tests.chonk.test_chaser_followups import _timer
 from tests.personal.conftest import eventually, problem
 
 ROOT, BEN = person("priya", roles=("admin",)), person("ben")
@@ -36,6 +40,15 @@ async def test_a_proposed_message_waits_for_the_owner_s_yes_asked_in_her_room(ap
     page = await api.get(f"/v1/rooms/{proposed['room']}/messages", headers=PRIYA)
     (question,) = [m for m in (await page.json())["messages"] if m["seq"] == proposed["seq"]]
     assert question["question"]["options"] == ["Send it", "Don't send"]
+    # It closes three days on, when its proposal is timed to lapse.
+    closes_at = datetime.fromisoformat(proposed["closes_at"])
+    assert datetime.fromisoformat(question["question"]["closes_at"]) == closes_at
+    opened = datetime.fromisoformat(question["at"])
+    assert abs(closes_at - opened - OPEN_FOR) < timedelta(seconds=5)
+    timer = await _timer(operator, "proposal.run_chase_ben_proposed_0929-0")
+    assert (timer["target"], timer["state"]) == ("proposal_lapse", "pending")
+    assert datetime.fromisoformat(timer["due_at"]) == closes_at
+    assert timer["payload"] == {"room": proposed["room"], "seq": proposed["seq"]}
     assert question["to"] == f"{ORG}/priya" and "Hey Ben, #419" in question["text"]
     assert await _bens(api) == before  # nothing reached Ben
 

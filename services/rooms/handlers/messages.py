@@ -238,7 +238,11 @@ class Messages(Rooms):
         said = messages.authored(
             room, Principal(org=req.org, sub=req.person, act=bot), req.text, self._clock(),
             to=req.person,
-            question=rooms.Question(options=req.options, editable=False) if req.options else None,
+            question=(
+                rooms.Question(options=req.options, editable=False, closes_at=req.closes_at)
+                if req.options
+                else None
+            ),
         )  # fmt: skip
         return await self._store_message(room, said, msg_id=req.key)
 
