@@ -161,11 +161,12 @@ class Carrying:
         """PROPOSE_CONFIRM: the action waits for its decider's yes, asked in the room the
         decider shares with the Chonk; nothing is carried out until then. Its question
         closes `proposals.OPEN_FOR` after it opened, and a timer then lets it lapse."""
-        closes_at = await self._store.opened(held.key, self._clock()) + proposals.OPEN_FOR
+        opened = await self._store.opened(held.org, held.key, self._clock())
+        closes_at = opened + proposals.OPEN_FOR
         asked = await self._send(msgspec.structs.replace(question, closes_at=closes_at))
         await self._store.put_proposal(asked.room, asked.seq, held)
         lapse = scheduler.Schedule(
-            key=f"proposal.{held.key}",
+            key=f"proposal.{held.org}.{held.key}",
             due_at=closes_at,
             target=LAPSE,
             payload=Lapse(room=asked.room, seq=asked.seq),

@@ -5,7 +5,7 @@
                    declined.<org>.<handoff id>          a handoff its receiver declined
                    accepted.<org>.<handoff id>          one it accepted
                    proposed.<room>.<seq>                an action held for its decider's yes
-                   proposing.<action key>               when its question opened
+                   proposing.<org>.<action key>         when its question opened
                    chase.<org>.<run>                    a chase: the stage taken, who answered
                    chased.<room>.<seq>                  a chase's question: which chase
                    packet.<org>.<decider>.<id>          a HUMAN_ONLY packet, for its decider
@@ -282,11 +282,11 @@ class ChonkStore:
         with contextlib.suppress(KeyWrongLastSequenceError):
             await self._runs.update(f"proposed.{room}.{seq}", codec.encode(proposal), last=0)
 
-    async def opened(self, key: str, now: datetime) -> datetime:
+    async def opened(self, org: str, key: str, now: datetime) -> datetime:
         """When the question of the proposal of action `key` opened (`proposals.opening`)."""
         _, after = await swap(
             self._runs,
-            f"proposing.{key}",
+            f"proposing.{org}.{key}",
             lambda before: proposals.opening(before, now),
             decode=_since.decode,
             default=None,

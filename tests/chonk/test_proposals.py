@@ -45,7 +45,7 @@ async def test_a_proposed_message_waits_for_the_owner_s_yes_asked_in_her_room(ap
     assert datetime.fromisoformat(question["question"]["closes_at"]) == closes_at
     opened = datetime.fromisoformat(question["at"])
     assert abs(closes_at - opened - OPEN_FOR) < timedelta(seconds=5)
-    timer = await _timer(operator, "proposal.run_chase_ben_proposed_0929-0")
+    timer = await _timer(operator, f"proposal.{ORG}.run_chase_ben_proposed_0929-0")
     assert (timer["target"], timer["state"]) == ("proposal_lapse", "pending")
     assert datetime.fromisoformat(timer["due_at"]) == closes_at
     assert timer["payload"] == {"room": proposed["room"], "seq": proposed["seq"]}

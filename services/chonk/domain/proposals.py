@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 __all__ = ["OPEN_FOR", "opening"]
 
-OPEN_FOR = timedelta(days=3)  # a weekend and a day: a decider away that long is told again
+OPEN_FOR = timedelta(days=3)  # a weekend and a day
 
 
 def opening(before: datetime | None, now: datetime) -> datetime:
