@@ -180,7 +180,7 @@ async def request_of(route: Route, http: web.Request) -> bytes:
         try:
             fields = _decode(raw)
         except msgspec.DecodeError as exc:
-            raise Refused("malformed-json", 400, f"the body is not JSON: {exc}") from exc
+            raise Refused("malformed-json", 400, f"the body is not JSON: {_why(raw, exc)}") from exc
         if not isinstance(fields, dict):
             raise Refused("invalid-request", 422, "the body must be a JSON object")
         if named := sorted(IDENTITY_FIELDS & fields.keys()):
@@ -216,6 +216,19 @@ def _refuse_repeated(raw: bytes) -> None:
         json.loads(raw, object_pairs_hook=_named_once)
     except ValueError:  # not JSON: its decoder says what is wrong
         pass
+
+
+def _why(raw: bytes, exc: msgspec.DecodeError) -> str:
+    """What is wrong with a body msgspec refused. A `\\u` escape of half a surrogate pair
+    (`"\\ud800"`), which Python's reader takes, is said as what it is, where msgspec says
+    "Input data was truncated" of a body that is whole. Read only once refused."""
+    try:
+        json.dumps(json.loads(raw), ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return "a \\u escape names half of a UTF-16 surrogate pair, which is no character"
+    except ValueError:
+        pass
+    return str(exc)
 
 
 def _named_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -143,3 +143,21 @@ async def test_no_answer_is_kept_by_a_cache_or_read_as_another_type(client, echo
     for response in (answered, refused):
         assert response.headers["Cache-Control"] == "no-store"
         assert response.headers["X-Content-Type-Options"] == "nosniff"
+
+
+async def test_half_a_surrogate_pair_is_refused_naming_it(client, echo):
+    """Python's reader takes `"\ud800"`, msgspec refuses it: it said "Input data was
+    truncated" of a body that was whole."""
+    for text in (rb'"a\ud800b"', rb'"a\udc00"', rb'"\ud800"'):
+        response = await client.post(
+            "/v1/echo", data=b'{"text": ' + text + b"}", headers=bearer() | JSON
+        )
+        problem = await response.json(content_type=None)
+        assert (response.status, problem["type"]) == (400, "urn:tether:problem:malformed-json")
+        assert "half of a UTF-16 surrogate pair" in problem["detail"], problem
+    # A pair, escaped whole, is a character; an escaped backslash before `u` is no escape.
+    for text in (rb'"\ud83d\ude00"', rb'"\\ud800"'):
+        response = await client.post(
+            "/v1/echo", data=b'{"text": ' + text + b"}", headers=bearer() | JSON
+        )
+        assert response.status == 201, await response.text()
