@@ -118,12 +118,9 @@ class Trail:
             return await call(
                 self._nc, APPEND, request, caller=self._service, key=key, timeout=self._timeout
             )
-        except Refused as exc:
-            if exc.problem.status < 500:
-                raise  # the audit's own answer (`key` first asked with another record): final
-            detail = f"audit record for {org} not written: {exc!r}"
-            raise AuditUnavailable(Refused("audit-unavailable", 503, detail).problem) from exc
         except Exception as exc:
+            if isinstance(exc, Refused) and exc.problem.status < 500:
+                raise  # the audit's own answer (`key` first asked with another record): final
             detail = f"audit record for {org} not written: {exc!r}"
             raise AuditUnavailable(Refused("audit-unavailable", 503, detail).problem) from exc
 

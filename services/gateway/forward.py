@@ -218,19 +218,6 @@ def _refuse_repeated(raw: bytes) -> None:
         pass
 
 
-def _why(raw: bytes, exc: msgspec.DecodeError) -> str:
-    """What is wrong with a body msgspec refused. A `\\u` escape of half a surrogate pair
-    (`"\\ud800"`), which Python's reader takes, is said as what it is, where msgspec says
-    "Input data was truncated" of a body that is whole. Read only once refused."""
-    try:
-        json.dumps(json.loads(raw), ensure_ascii=False).encode()
-    except UnicodeEncodeError:
-        return "a \\u escape names half of a UTF-16 surrogate pair, which is no character"
-    except ValueError:
-        pass
-    return str(exc)
-
-
 def _named_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     named = dict(pairs)
     if len(named) < len(pairs):
@@ -242,6 +229,19 @@ def _named_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 )
             seen.add(name)
     return named
+
+
+def _why(raw: bytes, exc: msgspec.DecodeError) -> str:
+    """What is wrong with a body msgspec refused. A `\\u` escape of half a surrogate pair
+    (`"\\ud800"`), which Python's reader takes, is said as what it is, where msgspec says
+    "Input data was truncated" of a body that is whole. Read only once refused."""
+    try:
+        json.dumps(json.loads(raw), ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return "a \\u escape names half of a UTF-16 surrogate pair, which is no character"
+    except ValueError:
+        pass
+    return str(exc)
 
 
 def _refuse_deep(raw: bytes) -> None:
