@@ -12,6 +12,8 @@ Keys in `rooms`:
     carrier.<transport>.<id>         which message a carrier's id is: "<room> <seq>"
     arrived.<arrival id>             where what a carrier sent was stored: "<room> <seq> <0|1>",
                                      the last its first contact; kept while it may be sent again
+    keyed.<digest of key>            where what a service asked to store under a key was
+                                     stored: "<room> <seq>"; kept while it may be asked again
     failed.<person>.<room>.<seq>     a failed delivery waiting on its person; dismissed, its
                                      marker removed in turn after a while
     opted_out.<room>                 a line's room whose correspondent opted out (STOP,
@@ -85,6 +87,10 @@ __all__ = ["RoomStore", "StoredLine", "open_store"]
 _TOKEN_KEPT = timedelta(seconds=2 * MAX_SKEW_S)
 # Meta sends a webhook again for up to 7 days, Mailgun for 8 hours.
 _ARRIVED_KEPT = timedelta(days=8)
+# A service asks again what it asked before for as long as it keeps what it asked for (the
+# ladder its settled windows and confirmations, a week by default), or when a reader's
+# message parked on DEAD is sent again, once its cause is fixed: most often within days.
+_KEYED_KEPT = timedelta(days=8)
 
 
 class StoredLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -170,11 +176,17 @@ class RoomStore:
     # history
 
     async def append(
-        self, org: str, message: Message, *, msg_id: str | None = None
+        self, org: str, message: Message, *, msg_id: str | None = None, lasting: bool = False
     ) -> tuple[Message | None, bool]:
         """Store `message`; it comes back with its seq, and True. A repeated `msg_id` stores
         nothing and answers the message stored under it first (or None if that is another
-        room's), and False."""
+        room's), and False: for the hour the stream knows the id, and, `lasting`, for as long
+        as the `keyed.` entry is kept."""
+        if lasting and msg_id and (earlier := await _get(self._rooms, _keyed_key(msg_id))):
+            room_id, seq = earlier[0].decode().split(" ")
+            if room_id != message.room:
+                return None, False
+            return await self.message(org, room_id, int(seq), reader=message.to), False
         headers = {"Nats-Msg-Id": msg_id} if msg_id else None
         subject = (
             _private(org, message.room, message.to)
@@ -182,9 +194,16 @@ class RoomStore:
             else _subject(org, message.room)
         )
         ack = await self._js.publish(subject, codec.encode(message), headers=headers)
-        if ack.duplicate:
-            return await self.message(org, message.room, ack.seq, reader=message.to), False
-        return msgspec.structs.replace(message, seq=ack.seq), True
+        stored = (
+            await self.message(org, message.room, ack.seq, reader=message.to)
+            if ack.duplicate
+            else msgspec.structs.replace(message, seq=ack.seq)
+        )
+        if lasting and msg_id and stored is not None:
+            with contextlib.suppress(Conflict):  # noted by a retry first: the same
+                where = f"{message.room} {stored.seq}".encode()
+                await write_at(self._rooms, _keyed_key(msg_id), where, 0, keep=_KEYED_KEPT)
+        return stored, not ack.duplicate
 
     async def announce(self, message: Message, live: str, event: MessageStored) -> None:
         """A stored message, heard live on `live`, and its event for the services that
@@ -540,6 +559,10 @@ def _subject(org: str, room_id: str) -> str:
 
 def _private(org: str, room_id: str, person: str) -> str:
     return f"rooms.private.{org}.{room_id}.{key_token(person)}"
+
+
+def _keyed_key(msg_id: str) -> str:
+    return f"keyed.{hashlib.sha256(msg_id.encode()).hexdigest()[:32]}"
 
 
 def _claim_key(person: str, transport: str) -> str:

@@ -5,9 +5,11 @@ built-in deterministic one, wrapped to keep every prompt it was shown.
 """
 
 import asyncio
+import contextlib
+import dataclasses
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -257,6 +259,27 @@ async def consumed(operator, stream: str, durable: str, timeout: float = 10) -> 
         return info.delivered.stream_seq >= last and info.num_ack_pending == 0
 
     assert await eventually(done, timeout), f"{durable} has not handled {stream} up to {last}"
+
+
+@contextlib.asynccontextmanager
+async def an_hour_on(js) -> AsyncIterator[None]:
+    """The ROOMS stream recognising message ids for one second, until the block ends, as
+    if an hour had passed: it is entered once a probe's id, new to this block and published
+    after every id before it, is taken as new when published again (the server forgets ids
+    oldest first, on a timer)."""
+    config = (await js.stream_info(rooms.ROOMS.name)).config
+    await js.update_stream(dataclasses.replace(config, duplicate_window=1.0))
+    try:
+        probe, msg_id = "rooms.outbound.probe.forgetting", {"Nats-Msg-Id": secrets.token_hex(8)}
+        await js.publish(probe, b"", headers=msg_id)
+
+        async def forgotten() -> bool:
+            return not (await js.publish(probe, b"", headers=msg_id)).duplicate
+
+        await eventually(forgotten, timeout=30)
+        yield
+    finally:
+        await js.update_stream(config)
 
 
 @pytest.fixture

@@ -8,10 +8,6 @@ hour only, so a Send pressed the next day stored the message a second time and t
 correspondent twice. Here the first send is made whole, the draft is put back as that
 replica left it, and the stream is made to forget the id, as an hour does."""
 
-import contextlib
-import dataclasses
-from collections.abc import AsyncIterator
-
 import msgspec
 import pytest
 
@@ -19,32 +15,13 @@ from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.rooms import ROOMS, Draft
 from services.rooms.domain.drafts import draft_id
-from tests.personal.conftest import eventually, history
+from tests.personal.conftest import an_hour_on, history
 from tests.personal.test_delivery import _sent_by_line
 
 
 @pytest.fixture
 def api(whole_api):
     return whole_api
-
-
-@contextlib.asynccontextmanager
-async def _an_hour_on(js) -> AsyncIterator[None]:
-    """The ROOMS stream recognising message ids for one second, until the block ends; it
-    is entered once a message id published a second time is taken as new."""
-    config = (await js.stream_info(ROOMS.name)).config
-    await js.update_stream(dataclasses.replace(config, duplicate_window=1.0))
-    try:
-        probe, msg_id = "rooms.outbound.probe.forgetting", {"Nats-Msg-Id": "probe"}
-        await js.publish(probe, b"", headers=msg_id)
-
-        async def forgotten() -> bool:
-            return not (await js.publish(probe, b"", headers=msg_id)).duplicate
-
-        await eventually(forgotten, timeout=30)  # the server sweeps its ids on a timer
-        yield
-    finally:
-        await js.update_stream(config)
 
 
 async def test_a_send_pressed_again_after_one_that_stopped_half_way_stores_and_sends_once(
@@ -66,7 +43,7 @@ async def test_a_send_pressed_again_after_one_that_stopped_half_way_stores_and_s
     outbound = f"rooms.outbound.sms.{people.org}"  # the line's code, and the reply
     handed = (await js.stream_info(ROOMS.name, subjects_filter=outbound)).state.subjects
 
-    async with _an_hour_on(js):
+    async with an_hour_on(js):
         path = f"/v1/rooms/{room['id']}/drafts/{draft.id}/send"
         again = await api.post(path, json={}, headers=people.ada)
         assert again.status == 201, await again.text()

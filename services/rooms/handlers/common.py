@@ -50,18 +50,20 @@ class Rooms:
         *,
         msg_id: str | None = None,
         first_contact: bool = False,
+        lasting: bool = False,
     ) -> rooms.Message:
         """Stored first; then streamed to members, announced for its answerer, and, in a
         line's room, sent out by the person's line when the person (or their agent) wrote
         (a voice line sends nothing: what it says, it says on the call), or refused before
         it is stored where that line cannot carry it whole or is disconnected. Under a
-        `msg_id`
-        stored before, it is the message stored first, and another is refused."""
+        `msg_id` stored before, it is the message stored first, and another is refused:
+        for the hour the history's stream knows the id, and, `lasting`, for as long as a
+        service may ask again (a reader's message parked, then sent again days later)."""
         message = messages.alone(message)
         line = await self._line_out(room) if leaves(room, message) else None
         if line is not None:
             rooms.check_line(room.transport, message.text)
-        stored, fresh = await self._store.append(room.org, message, msg_id=msg_id)
+        stored, fresh = await self._store.append(room.org, message, msg_id=msg_id, lasting=lasting)
         if stored is None or not messages.same(stored, message):
             raise KeyReused()
         return await self._carried(room, stored, line, first_contact=first_contact, again=not fresh)
