@@ -65,7 +65,10 @@ class Carrying:
     async def _stage_timer(self, chase: ladder.Chase, after: datetime) -> scheduler.Schedule:
         due = ladder.due(after, ladder.STAGES[chase.stage].wait_hours, chase.hours)
         timer = scheduler.Schedule(
-            key=f"chase.{chase.run}.{chase.stage}", due_at=due, target=CHASE, payload=chase
+            key=f"chase.{chase.org}.{chase.run}.{chase.stage}",  # a run's id is its org's own
+            due_at=due,
+            target=CHASE,
+            payload=chase,
         )
         await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
         return timer
@@ -200,7 +203,7 @@ class Carrying:
                 await self._stage_timer(held.chase, self._clock())
             elif approved and held.ready is not None:
                 ready = msgspec.structs.replace(held.ready, approved_by=held.decider)
-                await self._publish(chonk.ACTION_READY.name, ready, f"ready-{held.key}")
+                await self._publish(held.org, chonk.ACTION_READY.name, ready, f"ready-{held.key}")
         await self._store.drop_proposal(room, seq)
 
     async def _proposal_undone(self, room: str, seq: int) -> None:
@@ -239,7 +242,7 @@ class Carrying:
             ready.tenant, actor=bot(ready.tenant, ready.chonk), action="chonk.action.ready",
             target=key, data={"kind": action.kind},
         ):  # fmt: skip
-            await self._publish(chonk.ACTION_READY.name, ready, f"ready-{key}")
+            await self._publish(ready.tenant, chonk.ACTION_READY.name, ready, f"ready-{key}")
         return {"kind": action.kind, "to": action.to, "published": chonk.ACTION_READY.name}
 
     async def _packet(self, action: ProposedAction, packet: chonk.Packet, title: str) -> dict:
@@ -275,11 +278,16 @@ class Carrying:
             action="chonk.handoff.request", target=request.id,
             data={"to": request.to_chonk, "reason": request.reason},
         ):  # fmt: skip
-            await self._publish(chonk.HANDOFF_REQUESTED.name, request, request.id)
+            await self._publish(
+                request.tenant_id, chonk.HANDOFF_REQUESTED.name, request, request.id
+            )
         return {"kind": "HANDOFF", "to": request.to_chonk, "handoff": request.id}
 
-    async def _publish(self, subject: str, event: msgspec.Struct, msg_id: str) -> None:
-        await self._js.publish(subject, codec.encode(event), headers={"Nats-Msg-Id": msg_id})
+    async def _publish(self, org: str, subject: str, event: msgspec.Struct, msg_id: str) -> None:
+        """Published once by `msg_id`, which is its org's own: two tenants may name their
+        runs alike, and EVENTS drops a second message of one id as a duplicate."""
+        headers = {"Nats-Msg-Id": f"{org}.{msg_id}"}
+        await self._js.publish(subject, codec.encode(event), headers=headers)
 
     async def _send(self, message: rooms.Tell) -> rooms.Message:
         return await call(self._nc, rooms.TELL, message, caller=CONTRACT.name)

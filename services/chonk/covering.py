@@ -244,7 +244,7 @@ class Covering(Carrying):
                     out.org, out.chonk, out.title, out.escalate_to, f"Update: {coming}",
                     f"cover-{out.shift}-covered-late",
                 ))  # fmt: skip
-            await self._publish(chonk.ACTION_READY.name, ready, f"ready-cover-{out.shift}")
+            await self._publish(out.org, chonk.ACTION_READY.name, ready, f"ready-cover-{out.shift}")
 
     async def cover_due(self, fired: scheduler.Fired) -> None:
         """The call-out's time ran out: closed once; if no one took the shift, the

@@ -504,7 +504,7 @@ class Handlers(Covering, Remembering):
                     else:
                         await self._store.put_decline(request)
         event = chonk.HANDOFF_ACCEPTED if decision.accepted else chonk.HANDOFF_DECLINED
-        await self._publish(event.name, decided, f"decided-{request.id}")
+        await self._publish(request.tenant_id, event.name, decided, f"decided-{request.id}")
         if decision.accepted:
             await self._receive(me, data, request)
             return
@@ -516,7 +516,7 @@ class Handlers(Covering, Remembering):
             )
             triage = chonk.Triage(tenant=request.tenant_id, pair=pair, handoffs=ids)  # type: ignore[arg-type]
             await self._publish(
-                chonk.TRIAGE_OPENED.name, triage, f"triage-{request.tenant_id}-{'-'.join(ids)}"
+                request.tenant_id, chonk.TRIAGE_OPENED.name, triage, f"triage-{'-'.join(ids)}"
             )
 
     async def _receive(

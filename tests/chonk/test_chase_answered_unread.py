@@ -33,9 +33,9 @@ async def test_an_answer_unread_when_the_next_stage_comes_ends_the_chase(
         owner=f"{ORG}/{owner}", requester=f"{ORG}/{requester}",
     )  # fmt: skip
     js = operator.jetstream()
-    later = [f"chase.{chase.run}.{stage}" for stage in (2, 3)]
+    later = [f"chase.{chase.org}.{chase.run}.{stage}" for stage in (2, 3)]
     try:
-        key = f"chase.{chase.run}.1"
+        key = f"chase.{chase.org}.{chase.run}.1"
         _, first = await fire(operator, key, "chase", datetime.now(UTC), msgspec.to_builtins(chase))
         await _done(js, first)  # stage 1 asked Ben, its stage 2 timed
         ben = person(owner)

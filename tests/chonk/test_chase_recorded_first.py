@@ -50,7 +50,7 @@ async def test_a_stage_that_ends_an_answered_chase_while_the_audit_is_away_recor
     kv = await js.key_value("chonk-runs")  # answered before its stage comes due
     await kv.create(f"chase.{ORG}.{chase.run}", codec.encode(ChaseState(answered_by=chase.owner)))
     await stopped(operator, audit_service, audit.CONTRACT.health.published_by("test"))
-    key = f"chase.{chase.run}.1"
+    key = f"chase.{chase.org}.{chase.run}.1"
     js, stored = await fire(operator, key, "chase", datetime.now(UTC), msgspec.to_builtins(chase))
     await handled(js, stored)
     async with serving(audit.CONTRACT, settings_for("audit"), serve_audit):

@@ -90,7 +90,7 @@ async def test_the_ladder_nudges_ben_tells_ana_then_escalates_to_tomas_in_busine
     # Stage 1 waits four business hours of the tenant's, on the one engine.
     due = datetime.fromisoformat(follow["due_at"])
     assert ladder.due(before, 4, STOCKHOLM) <= due <= ladder.due(datetime.now(UTC), 4, STOCKHOLM)
-    assert follow["timer"] == "chase.run_chase_ben_0908.1"
+    assert follow["timer"] == f"chase.{ORG}.run_chase_ben_0908.1"
     assert datetime.fromisoformat((await _timer(operator, follow["timer"]))["due_at"]) == due
 
     ana_before = sum(len(m) for m in (await _rooms_of(api, ANA)).values())
@@ -111,7 +111,7 @@ async def test_the_ladder_nudges_ben_tells_ana_then_escalates_to_tomas_in_busine
 
     # Stage 2, one business day after stage 1 came due: Ana is told and offered another
     # reviewer; Ben hears that she was.
-    second_key = "chase.run_chase_ben_0908.2"
+    second_key = f"chase.{ORG}.run_chase_ben_0908.2"
     held = await eventually(lambda: _pending(operator, second_key))
     assert datetime.fromisoformat(held["due_at"]) == ladder.due(first, 8, STOCKHOLM)
     second = await _fire(operator, second_key)
@@ -122,7 +122,7 @@ async def test_the_ladder_nudges_ben_tells_ana_then_escalates_to_tomas_in_busine
     assert bens[2]["text"].startswith("I've let Ana know #419 is still waiting on you")
 
     # Stage 3: Tomás gets the escalation with the receipts; Ben hears nothing more.
-    third_key = "chase.run_chase_ben_0908.3"
+    third_key = f"chase.{ORG}.run_chase_ben_0908.3"
     held = await eventually(lambda: _pending(operator, third_key))
     assert datetime.fromisoformat(held["due_at"]) == ladder.due(second, 4, STOCKHOLM)
     await _fire(operator, third_key)
@@ -153,7 +153,7 @@ async def test_a_follow_up_at_propose_waits_for_priya_and_bens_answer_ends_the_c
     assert (proposed["kind"], proposed["decider"]) == ("SCHEDULE_FOLLOWUP", f"{ORG}/priya")
     question = (await _messages(api, proposed["room"], PRIYA))[-1]
     assert question["question"]["options"] == ["Go ahead", "Don't"]
-    key = "chase.run_chase_ben_answered_0915.1"
+    key = f"chase.{ORG}.run_chase_ben_answered_0915.1"
     assert (await _pending(operator, key)) is None  # nothing timed before her yes
 
     yes = await api.post(
@@ -191,7 +191,7 @@ async def test_a_follow_up_at_propose_waits_for_priya_and_bens_answer_ends_the_c
     await eventually(answered)
     seen = len(await _messages(api, ben_room, BEN))
     await _fire(operator, key)  # stage 1 delivered again after the answer: said already
-    await _fire(operator, "chase.run_chase_ben_answered_0915.2")
+    await _fire(operator, f"chase.{ORG}.run_chase_ben_answered_0915.2")
 
     async def ended() -> list | None:
         found = [
@@ -208,7 +208,7 @@ async def test_a_follow_up_at_propose_waits_for_priya_and_bens_answer_ends_the_c
         if x.action == "chonk.chase.stage" and x.target == "run_chase_ben_answered_0915"
     ]  # fmt: skip
     assert stages == [1]
-    assert (await _pending(operator, "chase.run_chase_ben_answered_0915.3")) is None
+    assert (await _pending(operator, f"chase.{ORG}.run_chase_ben_answered_0915.3")) is None
 
 
 async def _pending(operator, key: str) -> dict | None:

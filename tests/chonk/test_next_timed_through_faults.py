@@ -56,10 +56,10 @@ async def test_a_cadence_whose_run_fails_is_timed_again(api, operator):
 async def test_a_stage_the_rooms_cannot_take_still_times_the_next(api, operator):
     chase = own_chase("chase_away")
     due = datetime.now(UTC)
-    key = f"chase.{chase.run}.1"
+    key = f"chase.{chase.org}.{chase.run}.1"
     js, stored = await fire(operator, key, "chase", due, msgspec.to_builtins(chase))
     await handled(js, stored)
-    second = f"chase.{chase.run}.2"
+    second = f"chase.{chase.org}.{chase.run}.2"
     held = await eventually(lambda: _pending(operator, second))
     assert datetime.fromisoformat(held["due_at"]) == ladder.due(due, 8, STOCKHOLM)
     await taken_back(operator, js, stored, second)
@@ -69,9 +69,9 @@ async def test_a_chase_stage_handled_three_days_late_times_the_next_from_now(api
     chase = own_chase("chase_late")
     before = datetime.now(UTC)
     due = before - timedelta(days=3)
-    key = f"chase.{chase.run}.1"
+    key = f"chase.{chase.org}.{chase.run}.1"
     js, stored = await fire(operator, key, "chase", due, msgspec.to_builtins(chase))
-    second = f"chase.{chase.run}.2"
+    second = f"chase.{chase.org}.{chase.run}.2"
     held = await eventually(lambda: _pending(operator, second))
     at = datetime.fromisoformat(held["due_at"])
     assert ladder.due(before, 8, STOCKHOLM) <= at <= ladder.due(datetime.now(UTC), 8, STOCKHOLM)

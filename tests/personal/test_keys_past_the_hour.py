@@ -92,27 +92,40 @@ async def test_a_confirmation_asked_again_past_the_hour_is_the_question_asked(
     assert [q["seq"] for q in questions] == [confirmation["question_seq"]]
 
 
+def _told(org: str, person: str, key: str) -> rooms.Tell:
+    return rooms.Tell(org=org, person=person, bot="build", title="Chief Build Officer",
+                      text="A nudge.", key=key)  # fmt: skip
+
+
+async def _stored(nc, subject: str, request: msgspec.Struct) -> dict:
+    reply = await nc.request(subject, codec.encode(request), timeout=10)
+    assert PROBLEM_HEADER not in (reply.headers or {}), reply.data
+    return msgspec.json.decode(reply.data)
+
+
 async def test_a_word_told_or_asked_again_past_the_hour_is_the_one_stored(api, operator, people):
     """A Chonk's word (`tell`) and a Power-of-Action ask (`ask_person`), under their keys."""
     mark = secrets.token_hex(4)
-    tell = rooms.Tell(
-        org=people.org,
-        person=people.ada_id,
-        bot="build",
-        title="Chief Build Officer",
-        text="A nudge.",
-        key=f"nudge-{mark}",
-    )
+    tell = _told(people.org, people.ada_id, f"nudge-{mark}")
     ask = rooms.AskPerson(org=people.org, person=people.ada_id, text="May it buy this?",
                           options=("Yes", "No"), key=f"ask-{mark}")  # fmt: skip
     asked = [(rooms.TELL.published_by("chonk"), tell), (rooms.ASK_PERSON.published_by("poa"), ask)]
 
-    async def stored(subject: str, request: msgspec.Struct) -> dict:
-        reply = await operator.request(subject, codec.encode(request), timeout=10)
-        assert PROBLEM_HEADER not in (reply.headers or {}), reply.data
-        return msgspec.json.decode(reply.data)
-
-    first = [await stored(*a) for a in asked]
+    first = [await _stored(operator, *a) for a in asked]
     async with an_hour_on(operator.jetstream()):
-        again = [await stored(*a) for a in asked]
+        again = [await _stored(operator, *a) for a in asked]
     assert again == first
+
+
+async def test_a_key_is_its_orgs_own(api, operator, people):
+    """Two tenants may name their Chonks' runs alike, and so the keys of what the runs say:
+    one tenant's key stores nothing of the other's and refuses none of it. Before, the
+    second tenant's word was refused 422 for the first's key."""
+    other = f"org-{secrets.token_hex(6)}"
+    key, tell = f"run_owner_update-{secrets.token_hex(4)}", rooms.TELL.published_by("chonk")
+    ours = await _stored(operator, tell, _told(people.org, people.ada_id, key))
+    theirs = await _stored(operator, tell, _told(other, f"{other}/ada", key))
+
+    assert ours["room"] != theirs["room"]
+    assert (ours["to"], theirs["to"]) == (people.ada_id, f"{other}/ada")
+    assert await _stored(operator, tell, _told(other, f"{other}/ada", key)) == theirs

@@ -49,21 +49,26 @@ class Rooms:
         message: rooms.Message,
         *,
         msg_id: str | None = None,
+        key: str | None = None,
         first_contact: bool = False,
-        lasting: bool = False,
     ) -> rooms.Message:
         """Stored first; then streamed to members, announced for its answerer, and, in a
         line's room, sent out by the person's line when the person (or their agent) wrote
         (a voice line sends nothing: what it says, it says on the call), or refused before
         it is stored where that line cannot carry it whole or is disconnected. Under a
-        `msg_id` stored before, it is the message stored first, and another is refused:
-        for the hour the history's stream knows the id, and, `lasting`, for as long as a
+        `msg_id` stored before, it is the message stored first, and another is refused, for
+        the hour the history's stream knows the id. A service's `key` is its room's org's
+        own (two tenants may name their runs alike), and is known for as long as the
         service may ask again (a reader's message parked, then sent again days later)."""
         message = messages.alone(message)
         line = await self._line_out(room) if leaves(room, message) else None
         if line is not None:
             rooms.check_line(room.transport, message.text)
-        stored, fresh = await self._store.append(room.org, message, msg_id=msg_id, lasting=lasting)
+        if key is not None:
+            msg_id = f"{room.org}.{key}"
+        stored, fresh = await self._store.append(
+            room.org, message, msg_id=msg_id, lasting=key is not None
+        )
         if stored is None or not messages.same(stored, message):
             raise KeyReused()
         return await self._carried(room, stored, line, first_contact=first_contact, again=not fresh)

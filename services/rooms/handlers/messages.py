@@ -166,7 +166,7 @@ class Messages(Rooms):
                     reply_to=req.reply_to,
                     question=rooms.Question(options=req.options),
                 )
-        return await self._store_message(room, message, msg_id=req.key, lasting=True)
+        return await self._store_message(room, message, key=req.key)
 
     async def undrafted(self, req: rooms.Undrafted, p: Principal) -> rooms.Message:
         """From the agents service: the person's own agent could not draft its reply to a
@@ -193,7 +193,7 @@ class Messages(Rooms):
         message = messages.authored(
             room, as_agent, req.text, self._clock(), to=req.person, question=question
         )
-        return await self._store_message(room, message, msg_id=req.key, lasting=True)
+        return await self._store_message(room, message, key=req.key)
 
     async def own_answer(self, req: rooms.FindOwnAnswer, _: Principal) -> rooms.OwnAnswer:
         """From the ladder, before a send: whether the person answered the message
@@ -244,7 +244,7 @@ class Messages(Rooms):
                 else None
             ),
         )  # fmt: skip
-        return await self._store_message(room, said, msg_id=req.key, lasting=True)
+        return await self._store_message(room, said, key=req.key)
 
     # from the agents service
 
