@@ -23,9 +23,8 @@ from tests.personal.conftest import (
     say,
     set_level,
 )
-from tests.personal.test_hip0524_09_personal_line import sms
 from tests.personal.test_instant_own_answer import _at_once, _replies_to
-from tests.personal.test_line_limits import ALICE, _talking
+from tests.personal.test_line_limits import _replied_at_once
 
 
 async def test_an_instant_send_routed_again_past_the_hour_is_the_send_made(api, operator, people):
@@ -46,15 +45,7 @@ async def test_an_instant_send_routed_again_past_the_hour_is_the_send_made(api, 
 
 
 async def test_on_a_line_it_leaves_once(api, operator, people):
-    line, room = await _talking(api, operator, people, "send")
-    instant = await api.put("/v1/ladder/window", json={"window": "instant"}, headers=people.ada)
-    assert instant.status == 200, await instant.text()
-    arrived = await (await sms(api, line, ALICE, "Saturday at ten?")).json()
-
-    async def replied() -> list[dict]:
-        return _replies_to(await history(api, room, people.ada), arrived["seq"])
-
-    [reply] = await eventually(replied)
+    room, arrived, reply = await _replied_at_once(api, operator, people, "Saturday at ten?")
     js = operator.jetstream()
     outbound = f"rooms.outbound.sms.{people.org}"  # the line's code, and the reply
     handed = (await js.stream_info(ROOMS.name, subjects_filter=outbound)).state.subjects

@@ -55,6 +55,23 @@ async def _talking(api, operator, people, level: str) -> tuple[dict, dict]:
     return line, room
 
 
+async def _replied_at_once(api, operator, people, text: str) -> tuple[dict, dict, dict]:
+    """Ada's line at send with no window, and her agent's reply to `text` from Alice: the
+    line's room, Alice's message and the reply."""
+    line, room = await _talking(api, operator, people, "send")
+    instant = await api.put("/v1/ladder/window", json={"window": "instant"}, headers=people.ada)
+    assert instant.status == 200, await instant.text()
+    arrived = await (await sms(api, line, ALICE, text)).json()
+
+    async def replied() -> list[dict]:
+        found = await history(api, room, people.ada)
+        agents = (m for m in found if m["author_kind"] == "agent")
+        return [m for m in agents if m.get("reply_to") == arrived["seq"]]
+
+    [reply] = await eventually(replied)
+    return room, arrived, reply
+
+
 async def _left(operator, org: str) -> tuple[int, dict]:
     """What last left by an SMS line of `org`, and where it is on the stream."""
     raw = await operator.jetstream().get_last_msg(ROOMS.name, f"rooms.outbound.sms.{org}")

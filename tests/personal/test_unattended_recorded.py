@@ -7,23 +7,13 @@ import re
 from datetime import datetime
 
 from libs.audit.reading import records
-from tests.personal.conftest import announce, eventually, history, route, set_level
-from tests.personal.test_hip0524_09_personal_line import sms
+from tests.personal.conftest import announce, history, route, set_level
 from tests.personal.test_hip0524_10_live_call import _known_caller, ring, voice_line
-from tests.personal.test_line_limits import ALICE, _talking
+from tests.personal.test_line_limits import _replied_at_once
 
 
 async def test_a_reply_sent_at_once_is_recorded_first_and_once(api, operator, people):
-    line, room = await _talking(api, operator, people, "send")
-    instant = await api.put("/v1/ladder/window", json={"window": "instant"}, headers=people.ada)
-    assert instant.status == 200, await instant.text()
-    arrived = await (await sms(api, line, ALICE, "Is Saturday at ten fine?")).json()
-
-    async def replied() -> list[dict]:
-        found = await history(api, room, people.ada)
-        return [m for m in found if m.get("reply_to") == arrived["seq"]]
-
-    [reply] = await eventually(replied)
+    room, arrived, reply = await _replied_at_once(api, operator, people, "Is Saturday at ten?")
     # The agents service's reader, delivered the message again, routes the reply again.
     again = {"org": people.org, "person": people.ada_id, "room": room["id"], "transport": "sms",
              "reply_to": arrived["seq"], "candidates": [reply["text"]]}  # fmt: skip
