@@ -2,8 +2,12 @@
 the person it acted for, set by the server from the credential; a request that names any
 of them is refused; every agent-sent message is stored."""
 
+import secrets
+
+import msgspec
 import pytest
 
+from libs.contracts import codec, rooms
 from tests.personal.conftest import problem, room_with, say
 from tests.support import bearer, token
 
@@ -61,6 +65,25 @@ async def test_a_bots_message_is_stored_as_a_bots(api, people):
     as_bot = bearer(token(org=people.org, user=people.ada_id, act=bot))
     sent = await say(api, room, as_bot, "daily standup reminder")
     assert (sent["author"], sent["author_kind"]) == (bot, "bot")
+
+
+async def test_what_a_chonk_tells_a_person_is_not_written_as_theirs(api, operator, people):
+    """A manager agent is a bot of its org (manager-agents §1) and speaks for it. What it
+    tells a person is its own word to them: before, it was stored `on_behalf_of` the very
+    person it told, as if it had written as them (§7: a person may disown only what says
+    so truly)."""
+    tell = rooms.Tell(org=people.org, person=people.ada_id, bot="chonk-build",
+                      title="Chief Build Officer", text="A nudge on #419.",
+                      key=f"nudge-{secrets.token_hex(4)}")  # fmt: skip
+    reply = await operator.request(rooms.TELL.published_by("chonk"), codec.encode(tell), timeout=10)
+    told = msgspec.json.decode(reply.data)
+    [stored] = await _history(api, {"id": told["room"]}, people.ada)
+    assert (stored["author"], stored["author_kind"], stored.get("on_behalf_of")) == (
+        f"bot:{people.org}:chonk-build",
+        "bot",
+        None,
+    )
+    assert stored["to"] == people.ada_id
 
 
 @pytest.mark.parametrize(

@@ -244,6 +244,8 @@ class Messages(Rooms):
                 else None
             ),
         )  # fmt: skip
+        # The bot speaks for its org, not for the person it tells (hip-0524 §7).
+        said = msgspec.structs.replace(said, on_behalf_of=None)
         return await self._store_message(room, said, key=req.key)
 
     # from the agents service
