@@ -64,12 +64,13 @@ class Carrying:
 
     async def _stage_timer(self, chase: ladder.Chase, after: datetime) -> scheduler.Schedule:
         due = ladder.due(after, ladder.STAGES[chase.stage].wait_hours, chase.hours)
-        timer = scheduler.Schedule(
-            key=f"chase.{chase.org}.{chase.run}.{chase.stage}",  # a run's id is its org's own
-            due_at=due,
-            target=CHASE,
-            payload=chase,
+        key = f"chase.{chase.org}.{chase.run}.{chase.stage}"  # a run's id is its org's own
+        return await self._timed(
+            scheduler.Schedule(key=key, due_at=due, target=CHASE, payload=chase)
         )
+
+    async def _timed(self, timer: scheduler.Schedule) -> scheduler.Schedule:
+        """`timer` on the one engine (scheduling a pending key again replaces it)."""
         await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
         return timer
 
@@ -168,13 +169,10 @@ class Carrying:
         closes_at = opened + proposals.OPEN_FOR
         asked = await self._send(msgspec.structs.replace(question, closes_at=closes_at))
         await self._store.put_proposal(asked.room, asked.seq, held)
-        lapse = scheduler.Schedule(
-            key=f"proposal.{held.org}.{held.key}",
-            due_at=closes_at,
-            target=LAPSE,
-            payload=Lapse(room=asked.room, seq=asked.seq),
-        )
-        await call(self._nc, scheduler.SCHEDULE, lapse, caller=CONTRACT.name)
+        lapse = Lapse(room=asked.room, seq=asked.seq)
+        key = f"proposal.{held.org}.{held.key}"
+        lapse_timer = scheduler.Schedule(key=key, due_at=closes_at, target=LAPSE, payload=lapse)
+        await self._timed(lapse_timer)
         return {
             "kind": action.kind,
             "to": to,

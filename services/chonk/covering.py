@@ -15,10 +15,8 @@ from typing import Any
 import msgspec
 
 from libs.contracts import chonk, rooms, scheduler
-from libs.contracts.chonk import CONTRACT
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from libs.runtime.calls import call
 from services.chonk.carrying import Carrying, bot, told
 from services.chonk.domain import cover, intents
 from services.chonk.domain.types import ProposedAction, RoleCharter
@@ -97,13 +95,11 @@ class Covering(Carrying):
         ):  # fmt: skip
             if offered:  # timed first: a call-out whose texts fail is escalated all the same
                 due = self._clock() + timedelta(minutes=scene.escalate_after_minutes)
-                timer = scheduler.Schedule(
-                    key=f"cover.{p.org}.{shift.id}",
-                    due_at=due,
-                    target=COVER,
-                    payload=CoverDue(org=p.org, shift=shift.id),
+                covered = CoverDue(org=p.org, shift=shift.id)
+                key = f"cover.{p.org}.{shift.id}"
+                await self._timed(
+                    scheduler.Schedule(key=key, due_at=due, target=COVER, payload=covered)
                 )
-                await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
             delivered = [await self._offer(out, c, scene) for c in offered]
             delivered.append(await self._confirm(out, offered))
             delivered.append(await self._check_in(out, missing))

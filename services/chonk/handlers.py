@@ -147,9 +147,7 @@ class Handlers(Covering, Remembering):
     async def _cadence_timer(
         self, org: str, name: str, cadence: cadences.Cadence, after: datetime
     ) -> scheduler.Schedule:
-        timer = _timer_of(org, name, cadences.next_at(cadence, after))
-        await call(self._nc, scheduler.SCHEDULE, timer, caller=CONTRACT.name)
-        return timer
+        return await self._timed(_timer_of(org, name, cadences.next_at(cadence, after)))
 
     async def cadence_due(self, fired: scheduler.Fired) -> None:
         """A cadence came round: the next time timed, then its run, once for this time.

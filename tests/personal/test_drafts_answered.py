@@ -5,6 +5,8 @@ drafts in their pending list for good, each offering to send a second answer aft
 """
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import pytest
 
@@ -21,6 +23,8 @@ from tests.personal.conftest import (
     say,
 )
 
+T = TypeVar("T")
+
 
 class Held(Recorder):
     """The built-in model, holding its reply to what `hold` names until `released`."""
@@ -34,6 +38,20 @@ class Held(Recorder):
             self.asked.set()
             await self.released.wait()
         return await super().reply(prompt)
+
+    async def answered_meanwhile(
+        self, operator, held: str, ask: Callable[[], Awaitable[T]], answer: Callable[[], Awaitable]
+    ) -> T:
+        """`ask` said (the message `held` names), `answer` given by its person while their
+        agent drafts the reply, then the reply let go, until the agents service has handled
+        it: what `ask` returned."""
+        self.hold = held
+        asked = await ask()
+        await asyncio.wait_for(self.asked.wait(), 10)
+        await answer()
+        self.released.set()
+        await consumed(operator, "EVENTS", "agents")
+        return asked
 
 
 @pytest.fixture
@@ -96,12 +114,11 @@ async def test_a_draft_that_comes_after_her_answer_is_let_go_at_once(api, operat
     """Her model slower than she is: she has answered before her agent's draft is held."""
     await announce(operator, people.ada_id)
     room = await room_with(api, people, people.bob_id)
-    model.hold = "Coffee at four?"
-    await say(api, room, people.bob, "Coffee at four?", to=people.ada_id)
-    await asyncio.wait_for(model.asked.wait(), 10)
-    await say(api, room, people.ada, "Can't today, sorry.")
-    model.released.set()
-    await consumed(operator, "EVENTS", "agents")
+    await model.answered_meanwhile(
+        operator, "Coffee at four?",
+        lambda: say(api, room, people.bob, "Coffee at four?", to=people.ada_id),
+        lambda: say(api, room, people.ada, "Can't today, sorry."),
+    )  # fmt: skip
 
     async def recorded() -> dict[str, dict]:
         return await _answered(operator, people.org)

@@ -5,8 +5,6 @@ sent after theirs. Before, it went out anyway, a second answer that might say th
 At confirm, they were asked to confirm a reply to what they had answered already.
 """
 
-import asyncio
-
 import msgspec
 import pytest
 
@@ -15,7 +13,6 @@ from libs.contracts.base import key_token
 from services.ladder.domain.unattended import Unattended
 from tests.personal.conftest import (
     announce,
-    consumed,
     eventually,
     history,
     room_with,
@@ -25,7 +22,7 @@ from tests.personal.conftest import (
 )
 from tests.personal.test_drafts_answered import Held
 from tests.personal.test_hip0524_09_personal_line import sms
-from tests.personal.test_line_limits import ALICE, _talking
+from tests.personal.test_line_limits import ALICE, _at_once_on_a_line
 
 
 @pytest.fixture
@@ -48,12 +45,11 @@ def _replies_to(messages: list[dict], seq: int) -> list[dict]:
 
 async def test_her_answer_while_her_agent_drafted_is_the_only_one(api, operator, people, model):
     room = await _at_once(api, operator, people)
-    model.hold = "Coffee at four?"
-    coffee = await say(api, room, people.bob, "Coffee at four?", to=people.ada_id)
-    await asyncio.wait_for(model.asked.wait(), 10)
-    await say(api, room, people.ada, "Can't today, sorry.")
-    model.released.set()
-    await consumed(operator, "EVENTS", "agents")  # her agent's reply routed, and settled
+    coffee = await model.answered_meanwhile(
+        operator, "Coffee at four?",
+        lambda: say(api, room, people.bob, "Coffee at four?", to=people.ada_id),
+        lambda: say(api, room, people.ada, "Can't today, sorry."),
+    )  # fmt: skip
 
     assert _replies_to(await history(api, room, people.bob), coffee["seq"]) == []
     trail = await records(operator.jetstream(), people.org)
@@ -91,15 +87,15 @@ async def test_on_a_line_the_reply_she_answered_first_leaves_the_hours_count(
 ):
     """Counted toward the line's ten unattended replies an hour as it was routed, a reply
     not sent because she answered first is taken off the count."""
-    line, room = await _talking(api, operator, people, "send")
-    instant = await api.put("/v1/ladder/window", json={"window": "instant"}, headers=people.ada)
-    assert instant.status == 200, await instant.text()
-    model.hold = "Saturday at ten?"
-    arrived = await (await sms(api, line, ALICE, "Saturday at ten?")).json()
-    await asyncio.wait_for(model.asked.wait(), 10)
-    await say(api, room, people.ada, "Yes, see you then.")
-    model.released.set()
-    await consumed(operator, "EVENTS", "agents")
+    line, room = await _at_once_on_a_line(api, operator, people)
+
+    async def texted() -> dict:
+        return await (await sms(api, line, ALICE, "Saturday at ten?")).json()
+
+    arrived = await model.answered_meanwhile(
+        operator, "Saturday at ten?", texted,
+        lambda: say(api, room, people.ada, "Yes, see you then."),
+    )  # fmt: skip
 
     assert _replies_to(await history(api, room, people.ada), arrived["seq"]) == []
     kv = await operator.jetstream().key_value("ladder")
@@ -111,12 +107,11 @@ async def test_at_confirm_she_is_not_asked_about_what_she_answered(api, operator
     await announce(operator, people.ada_id)
     await set_level(api, people.ada, "confirm")
     room = await room_with(api, people, people.bob_id)
-    model.hold = "Dinner on Sunday?"
-    await say(api, room, people.bob, "Dinner on Sunday?", to=people.ada_id)
-    await asyncio.wait_for(model.asked.wait(), 10)
-    await say(api, room, people.ada, "Sunday is perfect.")
-    model.released.set()
-    await consumed(operator, "EVENTS", "agents")
+    await model.answered_meanwhile(
+        operator, "Dinner on Sunday?",
+        lambda: say(api, room, people.bob, "Dinner on Sunday?", to=people.ada_id),
+        lambda: say(api, room, people.ada, "Sunday is perfect."),
+    )  # fmt: skip
 
     listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
     assert [c for c in listed["confirmations"] if c["room"] == room["id"]] == []

@@ -55,12 +55,18 @@ async def _talking(api, operator, people, level: str) -> tuple[dict, dict]:
     return line, room
 
 
-async def _replied_at_once(api, operator, people, text: str) -> tuple[dict, dict, dict]:
-    """Ada's line at send with no window, and her agent's reply to `text` from Alice: the
-    line's room, Alice's message and the reply."""
+async def _at_once_on_a_line(api, operator, people) -> tuple[dict, dict]:
+    """`_talking`, with Ada at send with no window."""
     line, room = await _talking(api, operator, people, "send")
     instant = await api.put("/v1/ladder/window", json={"window": "instant"}, headers=people.ada)
     assert instant.status == 200, await instant.text()
+    return line, room
+
+
+async def _replied_at_once(api, operator, people, text: str) -> tuple[dict, dict, dict]:
+    """Ada's line at send with no window, and her agent's reply to `text` from Alice: the
+    line's room, Alice's message and the reply."""
+    line, room = await _at_once_on_a_line(api, operator, people)
     arrived = await (await sms(api, line, ALICE, text)).json()
 
     async def replied() -> list[dict]:
