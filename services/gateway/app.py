@@ -126,7 +126,13 @@ def init_app(
     app.router.add_get("/console/console.js", console_js)
     app.router.add_post(
         "/v1/mcp",
-        mcp_endpoint(key=settings.jwt_key, limiter=limiter, timeout=settings.request_timeout),
+        mcp_endpoint(
+            key=settings.jwt_key,
+            limiter=limiter,
+            keys=keys,
+            timeout=settings.request_timeout,
+            late_timeout=settings.late_timeout,
+        ),
     )
     timeout = settings.request_timeout
     for route in routes:

@@ -28,12 +28,14 @@ from services.gateway.tokens import is_delegate, principal_from
 __all__ = [
     "IDENTITY_FIELDS",
     "NATS",
+    "answered_once",
     "ask",
     "caller",
     "forwarding",
     "on_bus",
     "refuse_unclear",
     "request_of",
+    "scoped_key",
 ]
 
 NATS = web.AppKey("nats", Client)
@@ -84,23 +86,14 @@ def forwarding(
                 return Stored("", 202, body, _JSON)
             return Stored("", route.status, body, _JSON)
 
-        async def answer_or_late() -> Stored:
-            reply = asyncio.ensure_future(answer(late_timeout))
-            try:
-                return await asyncio.wait_for(asyncio.shield(reply), timeout)
-            except TimeoutError:
-                timed_out = Refused(
-                    "service-timeout", 504, f"{route.subject.name} did not answer in time"
-                ).problem
-                raise Late(Stored("", 504, codec.encode(timed_out), _PROBLEM), reply) from None
-
         if not keyed:
             result, replayed = await answer(timeout), False
         else:
             fingerprint = keys.fingerprint(route.method, http.path_qs, await http.read())
-            result, replayed = await keys.once(
-                principal, idempotency_key, fingerprint, answer_or_late
-            )
+            result, replayed = await answered_once(
+                keys, principal, idempotency_key, fingerprint, answer,
+                subject=route.subject, timeout=timeout, late_timeout=late_timeout,
+            )  # fmt: skip
         response = web.Response(
             body=None if result.status == 204 else result.body, status=result.status
         )
@@ -113,6 +106,32 @@ def forwarding(
         return response
 
     return handler
+
+
+async def answered_once(
+    keys: IdempotencyKeys,
+    principal: Principal,
+    idempotency_key: str,
+    fingerprint: str,
+    answer: Callable[[float], Awaitable[Stored]],
+    *,
+    subject: Subject,
+    timeout: float,
+    late_timeout: float,
+) -> tuple[Stored, bool]:
+    """A keyed request's answer, and whether it replays an earlier one: `answer(wait)` asks
+    the service. One slow to answer is a 504 after `timeout`, its key held in flight for the
+    reply that comes within `late_timeout`."""
+
+    async def answer_or_late() -> Stored:
+        reply = asyncio.ensure_future(answer(late_timeout))
+        try:
+            return await asyncio.wait_for(asyncio.shield(reply), timeout)
+        except TimeoutError:
+            timed_out = Refused("service-timeout", 504, f"{subject.name} did not answer in time")
+            raise Late(Stored("", 504, codec.encode(timed_out.problem), _PROBLEM), reply) from None
+
+    return await keys.once(principal, idempotency_key, fingerprint, answer_or_late)
 
 
 async def caller(route: Route, http: web.Request, *, key: str, limiter: RateLimiter) -> Principal:

@@ -5,6 +5,11 @@ session: `initialize`, `ping`, `tools/list` and `tools/call`. Each op of the too
 subject its route forwards to, asked with the caller's own principal, so it is admitted by
 the same function as the route: an agent's patch_layer lands as a draft, its commit_draft
 is refused. The watch stream is not a tool.
+
+A call that writes (patch_layer, revert_layer, commit_draft, discard_draft) sent with an
+`Idempotency-Key` header runs once per caller and key, as a keyed POST to its route does:
+one HTTP request carries one call, so a host that lost the answer sends the call again with
+the key, in this session or another, and is answered as it was.
 """
 
 from collections.abc import Awaitable, Callable
@@ -17,8 +22,8 @@ from libs.contracts import codec, mod
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Problem, Refused
 from libs.contracts.registry import Subject
-from services.gateway.forward import NATS, ask, refuse_unclear
-from services.gateway.limits import RateLimiter
+from services.gateway.forward import NATS, answered_once, ask, refuse_unclear, scoped_key
+from services.gateway.limits import IdempotencyKeys, RateLimiter, Stored
 from services.gateway.tokens import is_delegate, principal_from
 
 __all__ = ["PROTOCOL_VERSIONS", "TOOL", "mcp_endpoint"]
@@ -35,6 +40,8 @@ _OPS: dict[str, Subject] = {
     "commit_draft": mod.KEEP,
     "discard_draft": mod.DISCARD,
 }
+# The ops whose routes are a POST or a DELETE, which a key makes run once.
+_WRITES = frozenset({mod.WRITE, mod.REVERT, mod.KEEP, mod.DISCARD})
 _OP_SCHEMA = msgspec.json.schema(mod.Op)
 TOOL = {
     "name": "mod",
@@ -67,7 +74,7 @@ _REFUSED = -32000  # JSON-RPC's first server-defined code: a request refused, it
 
 
 def mcp_endpoint(
-    *, key: str, limiter: RateLimiter, timeout: float
+    *, key: str, limiter: RateLimiter, keys: IdempotencyKeys, timeout: float, late_timeout: float
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handler(http: web.Request) -> web.Response:
         principal = principal_from(http.headers.get("Authorization"), key)
@@ -149,11 +156,35 @@ def mcp_endpoint(
                     payload = codec.encode(msgspec.convert(arguments, subject.request))
                 except msgspec.ValidationError as exc:
                     return _reply(id_, result=_tool_error(f"{op}: {exc}"))
-                problem, body = await ask(
-                    http.app[NATS], subject, payload, principal, timeout=timeout
-                )
-                return _reply(id_, result=_tool_result(body, is_error=problem is not None))
+                outcome, replayed = await call(http, principal, subject, op, payload)
+                result = _tool_result(outcome.body, is_error=outcome.status != 200)
+                response = _reply(id_, result=result)
+                if replayed:
+                    response.headers["Idempotent-Replayed"] = "true"
+                return response
         return _reply(id_, error=(-32601, f"no method {method!r}"))
+
+    async def call(
+        http: web.Request, principal: Principal, subject: Subject, op: str, payload: bytes
+    ) -> tuple[Stored, bool]:
+        """The op's answer (its status, 200 or the problem's, and its body), and whether it
+        replays an earlier one."""
+        idempotency_key = http.headers.get("Idempotency-Key")
+        keyed = subject in _WRITES and idempotency_key is not None
+
+        async def asked(wait: float) -> Stored:
+            problem, body = await ask(
+                http.app[NATS], subject, payload, principal, timeout=wait,
+                key=scoped_key(principal, idempotency_key) if keyed else None,
+            )  # fmt: skip
+            return Stored("", problem or 200, body)
+
+        if not keyed:
+            return await asked(timeout), False
+        return await answered_once(
+            keys, principal, idempotency_key, keys.fingerprint("MCP", op, payload), asked,
+            subject=subject, timeout=timeout, late_timeout=late_timeout,
+        )  # fmt: skip
 
     return handler
 

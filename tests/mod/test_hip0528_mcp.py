@@ -2,6 +2,7 @@
 one tool, `mod`, whose ops are admitted by the same rules as their routes."""
 
 import json
+from contextlib import asynccontextmanager
 
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -38,3 +39,37 @@ async def test_hip0528_09_5_the_mod_tool_is_admitted_by_the_same_rules_as_its_ro
         unknown = await session.call_tool("mod", {"op": "patch_layer", "layer": "user"})
         assert unknown.isError
     assert (await keep(api, people.ada, draft["id"])).status == 200
+
+
+@asynccontextmanager
+async def _session(url: str, headers: dict[str, str]):
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(url, http_client=http) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def test_a_write_called_again_with_its_key_is_answered_as_it_was_and_made_once(api, people):
+    """A host that lost a call's answer calls again with the same Idempotency-Key, in a new
+    session as after a dropped connection: the agent's one draft, not a second one."""
+    url = str(api.make_url("/v1/mcp"))
+    keyed = {**people.agent, "Idempotency-Key": "hide-the-board"}
+    hide = {"op": "patch_layer", "layer": "user", "base": 0, "ops": [HIDE_BOARD]}
+    made = []
+    for _ in range(2):
+        async with _session(url, keyed) as session:  # initialize is not a write: not keyed
+            patched = await session.call_tool("mod", hide)
+            assert not patched.isError, patched.content
+            made.append(patched.structuredContent["draft"]["id"])
+    assert made[0] == made[1]
+    listed = await (await api.get("/v1/mod/drafts", headers=people.ada)).json()
+    assert [d["id"] for d in listed["drafts"]] == made[:1]
+    async with _session(url, keyed) as session:
+        another = await session.call_tool("mod", {**hide, "note": "and another"})
+        assert another.isError
+        assert another.structuredContent["type"].endswith(":idempotency-key-reused")
+        read = await session.call_tool("mod", {"op": "read_layer", "layer": "user"})
+        assert not read.isError, read.content  # a read is not a write: the key is not its
