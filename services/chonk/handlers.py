@@ -160,7 +160,7 @@ class Handlers(Covering, Remembering):
         data = tenant(due.org)
         cadence = msgspec.convert(data["cadences"][due.cadence], cadences.Cadence)
         spec = data["runs"][cadence.run]
-        run_id = f"{spec['run']['id']}_{fired.due_at:%Y%m%d}"
+        run_id = cadences.run_id(cadence, spec["run"]["id"], fired.due_at)
         me = Principal(org=due.org, sub=f"service:{CONTRACT.name}")
         # From now, if this time is handled late (the service away across the next): the
         # next is never in the past, which the scheduler refuses, and the times missed

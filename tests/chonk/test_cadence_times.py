@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.chonk.domain.cadences import Cadence, next_at
+from services.chonk.domain.cadences import Cadence, next_at, run_id
 
 ZONES = ("America/Los_Angeles", "Europe/Stockholm", "Australia/Lord_Howe", "Asia/Kolkata", "UTC")
 
@@ -43,3 +43,15 @@ def test_it_comes_round_after_at_its_wall_time_on_its_weekday(after, at, zone, w
     there = datetime.combine(local.date(), at, ZoneInfo(zone)).astimezone(UTC)
     exists = there.astimezone(ZoneInfo(zone)).replace(tzinfo=None) == wall
     assert local.replace(tzinfo=None) == wall or not exists
+
+
+def test_a_daily_run_across_the_spring_forward_is_named_apart_from_the_day_before():
+    # 2026-03-29 in Berlin: summer time begins. Sunday's 01:30 is 00:30 UTC, Monday's is
+    # 23:30 UTC the same Sunday: one name would have run Monday's as Sunday's, done.
+    nightly = Cadence(run="r", at=time(1, 30), zone="Europe/Berlin")
+    sunday = next_at(nightly, datetime(2026, 3, 28, 12, tzinfo=UTC))
+    monday = next_at(nightly, sunday)
+    assert (sunday.date(), monday.date()) == (datetime(2026, 3, 29).date(),) * 2
+    assert run_id(nightly, "run_x", sunday) == "run_x_20260329"
+    assert run_id(nightly, "run_x", monday) == "run_x_20260330"
+

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import msgspec
 
-__all__ = ["Cadence", "next_at"]
+__all__ = ["Cadence", "next_at", "run_id"]
 
 
 class Cadence(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -29,3 +29,11 @@ def next_at(cadence: Cadence, after: datetime) -> datetime:
         if at > after and (cadence.weekday is None or day.weekday() == cadence.weekday):
             return at
         day += timedelta(days=1)
+
+
+def run_id(cadence: Cadence, run: str, due: datetime) -> str:
+    """The id of `run` started by the cadence's time `due`: named by its day where the
+    cadence keeps time. Each of its days comes round once there, where two in a row can
+    share a UTC date: a daily 01:30 in Berlin is 00:30 UTC the Sunday summer time begins
+    and 23:30 UTC that same Sunday for Monday's."""
+    return f"{run}_{due.astimezone(ZoneInfo(cadence.zone)):%Y%m%d}"
