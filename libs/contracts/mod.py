@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, get_args
 import msgspec
 
 from libs.contracts.base import Contract
+from libs.contracts.principal import Principal
 from libs.contracts.registry import Subject, request_subject, service_contract
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "View",
     "WriteLayer",
     "Written",
+    "may_read",
 ]
 
 # The contribution kinds are a closed set (§2): a manifest naming another is refused.
@@ -528,6 +530,14 @@ DRAFT = _subject("draft", LayerDraftRef, LayerDraft, "one draft")
 KEEP = _subject("keep", LayerDraftRef, Written, "keep a draft: commit it at its base")
 DISCARD = _subject("discard", LayerDraftRef, LayerDraft, "discard a draft")
 COMPOSED = _subject("composed", GetComposed, Composed, "what a host draws for me")
+
+
+def may_read(p: Principal) -> bool:
+    """§9.4 rule 1: an agent reads the mod plane with the scope mod:read, or mod:write,
+    whose writes are made against what it reads. A person reads their own with their own
+    token, as every route of theirs."""
+    return not p.is_agent or "mod:read" in p.roles or "mod:write" in p.roles
+
 
 # The buckets: layers keep 64 versions a key; drafts and installs are the service's own.
 LAYERS_BUCKET = "mod-layers"

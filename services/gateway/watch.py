@@ -18,7 +18,7 @@ from nats.js.client import JetStreamContext
 from nats.js.kv import KeyValue
 
 from libs.contracts.base import key_token
-from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET, HeldDrafts
+from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET, HeldDrafts, may_read
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime import bus
@@ -39,6 +39,8 @@ def mod_watch(
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(http: web.Request) -> web.StreamResponse:
         p = await caller(route, http, key=key, limiter=limiter)
+        if not may_read(p):
+            raise Refused("mod-read-needed", 403, "an agent without mod:read watches no layer")
         until = refused_after(http.headers.get("Authorization"), key)
         own = {"org": f"{p.org}.org", "user": f"{p.org}.user.{key_token(p.sub)}"}
         js = on_bus(http).jetstream()

@@ -24,7 +24,7 @@ async def api(client_for, gateway_settings, mod_service, ladder_service, schedul
 
 class People(msgspec.Struct):
     """Tokens of a fresh org: ada and bob are members, root its admin, eve another org's
-    admin; `agent` is ada's own agent with mod:write, `bare_agent` the same without it,
+    admin; `agent` is ada's own agent with mod:write, `bare_agent` the same with mod:read alone,
     `root_agent` root's own agent with mod:write."""
 
     org: str
@@ -48,7 +48,7 @@ def people(org) -> People:
         root=bearer(token(org=org, user=root, roles=("admin",))),
         eve=bearer(token(org=other, user=f"{other}/eve", roles=("admin",))),
         agent=bearer(token(org=org, user=ada, act=f"agent:{ada}", roles=("mod:write",))),
-        bare_agent=bearer(token(org=org, user=ada, act=f"agent:{ada}")),
+        bare_agent=bearer(token(org=org, user=ada, act=f"agent:{ada}", roles=("mod:read",))),
         root_agent=bearer(
             token(org=org, user=root, act=f"agent:{root}", roles=("admin", "mod:write"))
         ),

@@ -5,7 +5,7 @@ import asyncio
 
 from libs.audit.reading import records
 from tests.mod.conftest import HIDE_BOARD, install, refusal, version, weather, write
-from tests.support import answered_again_after_a_failover
+from tests.support import answered_again_after_a_failover, bearer, token
 
 
 async def test_hip0528_09_1_an_agent_is_answered_a_surface_without_what_governs_it(api, people):
@@ -175,6 +175,26 @@ async def test_hip0528_09_4_rule_1_nobody_reads_another_person_s_layer(api, peop
     assert (await write(api, people.root, "org", [HIDE_BOARD])).status == 200
     eve = await (await api.get("/v1/mod/layers/org", headers=people.eve)).json()
     assert eve["version"] == 0
+
+
+async def test_hip0528_09_4_rule_1_an_agent_reads_the_plane_only_with_mod_read(api, people):
+    """Ada's agent holding no mod scope reads nothing of her arrangement, her drafts or
+    her org's installs; with mod:read alone it reads them all, and writes nothing."""
+    assert (await write(api, people.ada, "user", [HIDE_BOARD])).status == 200
+    ada = f"{people.org}/ada"
+    unscoped = bearer(token(org=people.org, user=ada, act=f"agent:{ada}"))
+    reads = ("/v1/mod/surface", "/v1/mod/composed", "/v1/mod/installs", "/v1/mod/layers/user",
+             "/v1/mod/layers/user/versions", "/v1/mod/drafts")  # fmt: skip
+    for path in (*reads, "/v1/mod/watch"):
+        refused = await api.get(path, headers=unscoped)
+        assert await refusal(refused) == (403, "mod-read-needed"), path
+    for path in reads:
+        read = await api.get(path, headers=people.bare_agent)  # mod:read alone
+        assert read.status == 200, (path, await read.text())
+    layer = await (await api.get("/v1/mod/layers/user", headers=people.bare_agent)).json()
+    assert layer["ops"] == [HIDE_BOARD]
+    refused = await write(api, people.bare_agent, "user", [HIDE_BOARD])
+    assert await refusal(refused) == (403, "mod-write-needed")
 
 
 async def test_hip0528_09_6_every_write_is_recorded_before_and_a_lost_one_as_refused(

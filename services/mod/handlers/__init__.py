@@ -5,8 +5,13 @@ names either, so no route reaches another org's layer or another person's (§9.7
 """
 
 from collections.abc import Mapping
+from typing import Any
+
+import msgspec
 
 from libs.contracts import mod
+from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.runtime.service import Handler
 from services.mod.handlers.drafts import Drafts
@@ -18,7 +23,7 @@ __all__ = ["Handlers"]
 
 class Handlers(Installs, Layers, Drafts):
     def table(self) -> Mapping[Subject, Handler]:
-        return {
+        handlers: dict[Subject, Handler] = {
             mod.INSTALL: self.install,
             mod.INSTALLS: self.installs,
             mod.UNINSTALL: self.uninstall,
@@ -33,3 +38,15 @@ class Handlers(Installs, Layers, Drafts):
             mod.DISCARD: self.discard,
             mod.COMPOSED: self.composed,
         }
+        return {subject: _reading(handler) for subject, handler in handlers.items()}
+
+
+def _reading(handler: Handler) -> Handler:
+    """`handler`, for a caller who may read the mod plane at all."""
+
+    async def read(req: Any, p: Principal) -> msgspec.Struct:
+        if not mod.may_read(p):
+            raise Refused("mod-read-needed", 403, "an agent without mod:read reads no layer")
+        return await handler(req, p)
+
+    return read
