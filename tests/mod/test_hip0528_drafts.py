@@ -20,8 +20,10 @@ from tests.mod.conftest import (
 )
 from tests.support import (
     answered_again_after_a_failover,
+    bearer,
     forget_idempotency_key,
     forget_kept_answers,
+    token,
 )
 
 UNITS = {"op": "set", "kind": "settings", "id": "hanzo/settings/units", "value": "imperial"}
@@ -105,6 +107,21 @@ async def test_hip0528_09_4_rule_2_an_agent_without_mod_write_is_refused_at_ever
     await level(api, people.ada, level_, window="instant")
     r = await write(api, people.bare_agent, "user", [HIDE_BOARD])
     assert await refusal(r) == (403, "mod-write-needed")
+
+
+async def test_hip0528_09_4_rule_2_no_agent_but_the_person_s_own_writes_their_layer(api, people):
+    """The org's agent and a bot of the org, acting for Ada with mod:write, do not even
+    draft her layer, at send instant as at any level; each still drafts the org's."""
+    await level(api, people.ada, "send", window="instant")
+    ada = f"{people.org}/ada"
+    for act in (f"agent:{people.org}", f"bot:{people.org}:helper"):
+        other = bearer(token(org=people.org, user=ada, act=act, roles=("mod:write",)))
+        refused = await write(api, other, "user", [HIDE_BOARD])
+        assert await refusal(refused) == (403, "not-own-agent"), act
+        drafted = await write(api, other, "org", [HIDE_BOARD])
+        assert drafted.status == 202, await drafted.text()
+    assert await version(api, people.ada, "user") == 0
+    assert (await write(api, people.agent, "user", [HIDE_BOARD])).status == 200  # her own
 
 
 async def test_hip0528_09_4_rule_8_keep_commits_at_the_base_and_a_moved_layer_is_409(

@@ -56,6 +56,10 @@ class Layers(Mod):
         person_of(p)
         if p.is_agent and "mod:write" not in p.roles:
             raise Refused("mod-write-needed", 403, "an agent without mod:write writes no layer")
+        if req.layer == "user" and p.is_agent and not p.is_own_agent:
+            raise Refused(  # §9.4 rule 2: no other agent writes a person's layer
+                "not-own-agent", 403, f"only {p.sub}'s own agent drafts their layer, not {p.act}"
+            )
         if req.layer == "org" and not p.is_agent and "admin" not in p.roles:
             raise Refused("admin-only", 403, f"only an admin of {p.org} writes its layer")
         # The two reads are independent: asked together, a write waits for one round trip.
