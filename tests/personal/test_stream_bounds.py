@@ -8,7 +8,7 @@ import contextlib
 import msgspec
 
 from tests.personal.conftest import WHOLE, problem, room_with, say
-from tests.support import bearer, expiring, gateway_metrics
+from tests.support import bearer, expiring, gateway_metrics, token
 
 _TAKEN_FOR_S = 4
 
@@ -76,7 +76,10 @@ async def test_a_caller_holds_no_more_streams_than_the_gateway_allows(
         for path in paths:  # whichever token of hers asks
             response = await gateway.get(path, headers=people.ada)
             assert await problem(response) == (429, "too-many-streams"), path
-        for who in (people.ada_agent, people.root):  # her agent's and another's are their own
+        # Her agent's (it watches with mod:read) and another's are their own.
+        agent = token(org=people.org, user=people.ada_id, act=f"agent:{people.ada_id}",
+                      roles=("mod:read",))  # fmt: skip
+        for who in (bearer(agent), people.root):
             other = await held.enter_async_context(gateway.get(paths[2], headers=who))
             assert other.status == 200, await other.text()
         assert await _open(gateway) == before + 4
