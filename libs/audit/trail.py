@@ -58,7 +58,7 @@ class Trail:
         happen without saying so. One that cannot be written at once (the bus away) is
         asked again until it is, while the process runs, and once more when it stops
         (`settle`). A change asked again under one `key` (its request delivered again) is
-        recorded once.
+        recorded once, until a try of it fails: the try after that is recorded again.
         """
         record = await self.append(
             org, actor=actor, action=action, target=target, data=data, key=key
@@ -74,6 +74,7 @@ class Trail:
                 target=target,
                 data={"record": record.n, "error": type(exc).__name__},
                 key=f"failed.{key_token(org)}.{record.n}",  # recorded once, however often asked
+                forgets=key,
             )
             try:
                 await failed()
@@ -112,8 +113,12 @@ class Trail:
         data: dict[str, Any] | None = None,
         at: datetime | None = None,
         key: str | None = None,
+        forgets: str | None = None,
     ) -> AuditRecord:
-        request = Append(org=org, actor=actor, action=action, target=target, data=data or {}, at=at)
+        request = Append(
+            org=org, actor=actor, action=action, target=target, data=data or {}, at=at,
+            forgets=forgets,
+        )  # fmt: skip
         try:
             return await call(
                 self._nc, APPEND, request, caller=self._service, key=key, timeout=self._timeout

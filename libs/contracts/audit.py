@@ -5,7 +5,9 @@ append, on a subject served by caller, so the record's `service` is what the bus
 """
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
+
+import msgspec
 
 from libs.contracts.base import Contract, OrgId
 from libs.contracts.principal import Principal
@@ -16,6 +18,10 @@ __all__ = ["APPEND", "CONTRACT", "GENESIS", "Append", "AuditRecord"]
 
 # The `prev` of an org's first record.
 GENESIS = "0" * 64
+# A request's key as the kept answers hold it: KV key tokens, joined by dots.
+RequestKey = Annotated[
+    str, msgspec.Meta(max_length=256, pattern=r"^[-/_=A-Za-z0-9]+(\.[-/_=A-Za-z0-9]+)*$(?!\n)")
+]
 
 
 class AuditRecord(Contract):
@@ -42,7 +48,10 @@ class AuditRecord(Contract):
 
 class Append(Contract):
     """A record to add to `org`'s chain; the audit service sets `service`, `n`, `prev`,
-    `hash`, and `at` when it is not given."""
+    `hash`, and `at` when it is not given.
+
+    `forgets`, on the record that a change failed, is the key its record was appended
+    under: the change asked again under that key is another try, recorded again."""
 
     org: OrgId
     actor: Principal | None
@@ -50,6 +59,7 @@ class Append(Contract):
     target: str = ""
     data: dict[str, Any] = {}
     at: datetime | None = None
+    forgets: RequestKey | None = None
 
 
 APPEND = request_subject(

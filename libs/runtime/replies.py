@@ -93,3 +93,7 @@ class Replies:
             except Exception:  # the change is made: its answer goes out all the same
                 _log.warning("answer not kept", extra={"key": key}, exc_info=True)
         return made
+
+    async def forget(self, key: str) -> None:
+        """The answer kept under `key` let go: the same request sent again runs again."""
+        await self._kv.delete(f"{self._service}.{key}")

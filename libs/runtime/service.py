@@ -112,7 +112,7 @@ class Service:
             raise Stopped(f"{self.contract.name} was stopped before it reached NATS")
         self.js: JetStreamContext = self.nc.jetstream()
         await ensure_shared_streams(self.js, self.contract.shared_streams, replicas=s.js_replicas)
-        self._replies = await Replies.open(self.js, self.contract.name, replicas=s.js_replicas)
+        self.replies = await Replies.open(self.js, self.contract.name, replicas=s.js_replicas)
         metrics.IN_FLIGHT.labels(self.contract.name).set_function(lambda: len(self._tasks))
         _log.info("started", extra={"ops_port": self.ops_port})
         return self
@@ -223,7 +223,7 @@ class Service:
             reply = await answer()
         else:
             try:
-                reply = await self._replies.once(*keyed, answer)
+                reply = await self.replies.once(*keyed, answer)
             except Exception as exc:  # the kept answers could not be read: ask again
                 reply = Answer.of(_problem_of(exc, subject))
         if msg.reply:

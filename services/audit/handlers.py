@@ -2,6 +2,11 @@
 
 Appends to one org are taken one at a time in a replica (a lock per org), so they never
 race each other; the stream's expected-last-sequence check settles races between replicas.
+
+A keyed append is answered once (the runtime keeps its answer). The record that a keyed
+change failed names that key (`forgets`), and its kept answer is let go before the record
+is written: the change asked again is another try, and is recorded again, so the trail
+never reads as failed what a retry then made.
 """
 
 from collections.abc import Callable, Mapping
@@ -13,6 +18,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.registry import Subject
 from libs.runtime.kv import retried
 from libs.runtime.locks import KeyedLocks
+from libs.runtime.replies import Replies
 from libs.runtime.service import Handler
 from services.audit.store import ChainStore
 
@@ -22,8 +28,8 @@ Clock = Callable[[], datetime]
 
 
 class Handlers:
-    def __init__(self, store: ChainStore, clock: Clock) -> None:
-        self._store, self._clock = store, clock
+    def __init__(self, store: ChainStore, replies: Replies, clock: Clock) -> None:
+        self._store, self._replies, self._clock = store, replies, clock
         self._locks = KeyedLocks()
         # Each org's tail as this replica last wrote it; a stale one loses the append's
         # compare-and-set and is read again.
@@ -40,6 +46,8 @@ class Handlers:
             target=req.target,
             data=req.data,
         )
+        if req.forgets is not None:
+            await self._replies.forget(req.forgets)
         async with self._locks.hold(req.org):
             return await retried(lambda: self._append(draft), req.org)
 

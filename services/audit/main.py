@@ -11,7 +11,7 @@ from services.audit.store import open_store
 
 async def serve(svc: Service) -> None:
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
-    await svc.serve(Handlers(store, clock=lambda: datetime.now(UTC)).table())
+    await svc.serve(Handlers(store, svc.replies, clock=lambda: datetime.now(UTC)).table())
 
 
 async def main(settings: Settings) -> None:

@@ -68,6 +68,32 @@ async def test_a_failed_change_is_followed_by_a_failed_record(trail, operator, o
     ]
 
 
+async def test_a_keyed_change_asked_again_is_recorded_once_and_again_after_it_failed(
+    trail, operator, org
+):
+    """A keyed change's record is written once however often the change is asked (its
+    request delivered again). But a try that failed is followed by its failed record, so
+    the try after it is a change of its own, recorded before it happens: under the first
+    record alone, the trail would say the change failed when the retry made it."""
+    tries = iter((RuntimeError("the rooms are away"), None, None))
+
+    async def once() -> None:
+        async with trail.change(org, actor=ADA, action="reply.send", key=f"send.{org}"):
+            if (failure := next(tries)) is not None:
+                raise failure
+
+    with pytest.raises(RuntimeError):
+        await once()
+    await once()  # the retry, made
+    await once()  # and its request delivered again
+    found = await records(operator.jetstream(), org)
+    assert [(r.n, r.action, r.data) for r in found] == [
+        (1, "reply.send", {}),
+        (2, "reply.send.failed", {"record": 1, "error": "RuntimeError"}),
+        (3, "reply.send", {}),
+    ]
+
+
 async def test_a_change_whose_record_cannot_be_written_does_not_happen(connect, org, audit_service):
     async with connect("echo") as nc:
         trail = Trail(nc, service="echo")
