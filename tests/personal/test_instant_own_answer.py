@@ -2,7 +2,8 @@
 the `instant` window there is no window to write them in, but the model takes its time: a
 person who answered while their agent drafted has answered, and the agent's reply is not
 sent after theirs. Before, it went out anyway, a second answer that might say the opposite.
-At confirm, they were asked to confirm a reply to what they had answered already.
+At confirm, they were asked to confirm a reply to what they had answered already; with a
+window, told by a notice of a send their answer had already taken the place of.
 """
 
 import msgspec
@@ -63,6 +64,27 @@ async def test_her_answer_while_her_agent_drafted_is_the_only_one(api, operator,
 
     [reply] = await eventually(replied)
     assert reply["automatic"] is True
+
+
+async def test_with_a_window_she_is_not_told_of_a_send_she_answered_first(
+    api, operator, people, model
+):
+    """At send with a window, her agent's notice says what it will send when the window
+    ends. Answered while it drafted, there is nothing to send: no notice, no window."""
+    await announce(operator, people.ada_id)
+    await set_level(api, people.ada, "send")
+    minute = await api.put("/v1/ladder/window", json={"window": "1m"}, headers=people.ada)
+    assert minute.status == 200, await minute.text()
+    room = await room_with(api, people, people.bob_id)
+    await model.answered_meanwhile(
+        operator, "Drinks on Friday?",
+        lambda: say(api, room, people.bob, "Drinks on Friday?", to=people.ada_id),
+        lambda: say(api, room, people.ada, "Friday works, see you there."),
+    )  # fmt: skip
+
+    assert [m for m in await history(api, room, people.ada) if m.get("notice")] == []
+    listed = await (await api.get("/v1/windows", headers=people.ada)).json()
+    assert [w for w in listed["windows"] + listed["closed"] if w["room"] == room["id"]] == []
 
 
 async def test_a_send_routed_again_after_she_answered_her_agent_stands(api, operator, people):

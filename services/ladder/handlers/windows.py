@@ -69,10 +69,14 @@ class Windows(Ladder):
                 )
                 await self._store.ask(confirmation)
                 return ladder.Routed(decision=decided, confirmation=confirmation.id)
-        if decided.window in (None, "instant"):
+        at_once = decided.window in (None, "instant")
+        held = None if at_once else await self._store.held(req.person, f"w-{key}")
+        if held is None:
             # The person may have answered while their agent drafted: a send now would be a
-            # second answer after theirs, as at a window's end. (Routed again once sent,
-            # the rooms find the send before anything they said since.)
+            # second answer after theirs, as at a window's end, and a window's notice would
+            # tell them of a send their answer has already taken the place of. (Routed again
+            # once sent, the rooms find the send before anything they said since; once its
+            # window opened, it stands, and its end finds what they said.)
             own = await self._own_answer(req.org, req.room, req.person, req.reply_to)
             if own is not None:
                 if req.transport is not None:  # counted toward the hour above, it never left
@@ -80,6 +84,7 @@ class Windows(Ladder):
                         req.person, req.room, lambda h: unattended.released(h, key)
                     )
                 return ladder.Routed(decision=decided, answered_by=own)
+        if at_once:
             # Sent with no one asked, as a window's end is: recorded first, once however
             # often the reply is routed (its message is stored once under the same key).
             async with self._trail.change(
@@ -94,16 +99,15 @@ class Windows(Ladder):
                     _in_room(req, "message", text, f"send-{key}", unattended=True)
                 )
             return ladder.Routed(decision=decided, sent_seq=sent.seq)
-        return await self._open_window(req, decided, key, text)
+        return await self._open_window(req, decided, key, text, held)
 
     async def _open_window(
-        self, req: ladder.Reply, decided: ladder.Decided, key: str, text: str
+        self, req: ladder.Reply, decided: ladder.Decided, key: str, text: str, held: Held | None
     ) -> ladder.Routed:
         """The notice first; the window starts once it is stored and delivered."""
         window_id = f"w-{key}"
-        found = await self._store.held(req.person, window_id)
-        if found is not None:  # the same reply routed again: its window, timed as before
-            window = found.window
+        if held is not None:  # the same reply routed again: its window, timed as before
+            window = held.window
             if window.state == "open":
                 await self._schedule_end(req.person, window)
             return ladder.Routed(decision=decided, window=window_id, due_at=window.due_at)
