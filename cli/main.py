@@ -6,12 +6,13 @@ import json
 import os
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from typing import get_args
 
 from libs.contracts import EXTERNAL_EVENTS, SERVICES
 from libs.contracts.document import document
 from libs.runtime import logs
-from libs.runtime.settings import LogLevel
+from libs.runtime.settings import LogLevel, Settings
 from libs.stack.home import Home
 
 __all__ = ["main"]
@@ -186,13 +187,17 @@ def _audit_verify(args: argparse.Namespace) -> int:
 
 def _dead(args: argparse.Namespace) -> int:
     """The dead letters, or one reader's, listed; with `--send-again`, each sent again to
-    its subject once its cause is fixed, and removed from DEAD."""
+    its subject once its cause is fixed, and removed from DEAD. A letter parked longer ago
+    than the services keep what they settled (`TETHER_SETTLED_KEPT`) is held back unless
+    `--older`: what its readers did with it then may be forgotten, and done again."""
     from libs.audit.trail import Trail
     from libs.contracts.permissions import OPERATOR
     from libs.contracts.principal import Principal
     from libs.runtime.consumer import SYSTEM_ORG
     from libs.runtime.dead import parked, sent_again
     from libs.stack.up import ROLES
+
+    kept = timedelta(seconds=Settings.from_env("cli").settled_kept)
 
     async def run() -> int:
         url = _nats_url()
@@ -208,10 +213,15 @@ def _dead(args: argparse.Namespace) -> int:
                 for letter in await parked(nc, args.reader)
                 if not args.seq or letter.seq in args.seq
             ]
+            held_back = 0
             for letter in letters:
-                if args.send_again:
+                said = f"{letter.at:%Y-%m-%d %H:%M:%S}"
+                if args.send_again and (args.older or datetime.now(UTC) - letter.at <= kept):
                     await sent_again(nc, letter, trail, by)
-                said = "sent again" if args.send_again else f"{letter.at:%Y-%m-%d %H:%M:%S}"
+                    said = "sent again"
+                elif args.send_again:
+                    held_back += 1
+                    said = f"held back, parked {said}"
                 print(f"{letter.seq} {said} {letter.reader} {letter.subject}: {letter.error}")
         except Exception as exc:  # transient (DEAD electing a leader, the audit away): ask again
             print(f"cannot read or send the dead letters now: {exc!r}; ask again", file=sys.stderr)
@@ -220,7 +230,15 @@ def _dead(args: argparse.Namespace) -> int:
             await trail.settle()
             await nc.close()
         done = "sent again" if args.send_again else "parked"
-        print(f"{len(letters)} dead letter(s) {done}")
+        print(f"{len(letters) - held_back} dead letter(s) {done}")
+        if held_back:
+            print(
+                f"{held_back} held back: parked more than {_spoken(kept)} ago, longer than the "
+                "services keep what they settled, so what was done with them then may be done "
+                "again; --older sends them too",
+                file=sys.stderr,
+            )
+            return 1
         return 0
 
     if args.send_again and not (args.reader or args.seq):
@@ -229,6 +247,11 @@ def _dead(args: argparse.Namespace) -> int:
         )
         return 2
     return asyncio.run(run())
+
+
+def _spoken(span: timedelta) -> str:
+    seconds = int(span.total_seconds())
+    return f"{seconds // 86400} days" if seconds % 86400 == 0 else f"{seconds} s"
 
 
 def _poa_vectors(args: argparse.Namespace) -> int:
@@ -347,6 +370,11 @@ def _parser() -> argparse.ArgumentParser:
         "--send-again",
         action="store_true",
         help="publish each to its subject again, for its readers, and remove it from DEAD",
+    )
+    p.add_argument(
+        "--older",
+        action="store_true",
+        help="with --send-again, also letters parked longer ago than TETHER_SETTLED_KEPT",
     )
     p.set_defaults(run=_dead)
     return parser

@@ -8,6 +8,7 @@ import asyncio
 import subprocess
 import sys
 import uuid
+from datetime import UTC, datetime
 
 from libs.audit.reading import records
 from libs.runtime.consumer import Consumer, Retry
@@ -16,12 +17,12 @@ from libs.runtime.service import ensure_shared_streams
 from tests.personal.conftest import eventually
 
 
-async def _dead(stack, *args: str) -> subprocess.CompletedProcess[str]:
+async def _dead(stack, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """The command as an operator runs it; run aside, so this loop's services answer it."""
     return await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-m", "cli.main", "dead", *args],
-        env=stack.env(),
+        env={**stack.env(), **env},
         capture_output=True,
         text=True,
         timeout=60,
@@ -65,6 +66,13 @@ async def test_a_parked_message_is_sent_again_once_its_cause_is_fixed(
         assert f"{letter.seq} " in listed.stdout and "1 dead letter(s) parked" in listed.stdout
         unnamed = await _dead(stack, "--send-again")
         assert unnamed.returncode == 2 and "--reader" in unnamed.stderr
+        # Parked longer ago than the services keep what they settled (a second here), it
+        # is held back: what its readers did with it then may be forgotten, and done again.
+        await asyncio.sleep(max(0.0, 1.1 - (datetime.now(UTC) - letter.at).total_seconds()))
+        old = await _dead(stack, "--reader", reader, "--send-again", TETHER_SETTLED_KEPT="1")
+        assert old.returncode == 1, old.stderr
+        assert f"{letter.seq} held back" in old.stdout and "--older" in old.stderr
+        assert [p.seq for p in await parked(operator, reader)] == [letter.seq]
 
         down = False
         sent = await _dead(stack, "--reader", reader, "--send-again")
