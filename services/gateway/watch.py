@@ -4,12 +4,13 @@ One `layer` event `{layer, version}` for each new version of the org's layer or 
 own, and one `draft` event `{layer, id, state}` for each change to a draft over either that
 the caller may see (an org's drafts: its admins, and the agent that wrote each). The
 watchers are ordered consumers on the mod service's buckets, filtered to the caller's own
-keys, so nothing another person holds is ever read, and nothing is kept between events.
+keys, so nothing another person holds is ever read, and nothing is kept between events; a
+member who is neither admin nor agent has no watcher of the org's drafts at all.
 """
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 
 import msgspec
 import nats.errors
@@ -43,6 +44,12 @@ def mod_watch(
             raise Refused("mod-read-needed", 403, "an agent without mod:read watches no layer")
         until = refused_after(http.headers.get("Authorization"), key)
         own = {"org": f"{p.org}.org", "user": f"{p.org}.user.{key_token(p.sub)}"}
+        watched_keys = [(LAYERS_BUCKET, layer, name) for layer, name in own.items()]
+        # The org's drafts are its admins' to keep and each writing agent's own: a member
+        # who is neither never has them read.
+        for layer, name in own.items():
+            if layer == "user" or p.is_agent or "admin" in p.roles:
+                watched_keys.append((DRAFTS_BUCKET, layer, name))
         js = on_bus(http).jetstream()
         events: asyncio.Queue[bytes] = asyncio.Queue(1000)
         http.app[STREAMS].open(p, events)
@@ -51,7 +58,7 @@ def mod_watch(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
         try:
-            watched = await _watching(js, own, timeout)
+            watched = await _watching(js, watched_keys, timeout)
             tasks = [asyncio.create_task(_follow(*w, p, events)) for w in watched]
             await response.prepare(http)
             await response.write(b": watching\n\n")
@@ -73,8 +80,10 @@ def mod_watch(
     return handler
 
 
-async def _watching(js: JetStreamContext, own: Mapping[str, str], timeout: float) -> list[_Watched]:
-    """A watcher of each of the caller's keys in both buckets, each read past what was
+async def _watching(
+    js: JetStreamContext, keys: list[tuple[str, str, str]], timeout: float
+) -> list[_Watched]:
+    """A watcher of each (bucket, layer, key) of the caller's, each read past what was
     stored before it began, so that whatever is stored once the stream opens is news.
     One that cannot begin (a bucket's stream electing its leader, say) is a 503.
 
@@ -84,16 +93,15 @@ async def _watching(js: JetStreamContext, own: Mapping[str, str], timeout: float
     the mark as if it were new. Nothing at or below the floor is news."""
     watched: list[_Watched] = []
     try:
-        for bucket in (LAYERS_BUCKET, DRAFTS_BUCKET):
+        for bucket, layer, key in keys:
             kv = await js.key_value(bucket)
-            for layer, key in own.items():
-                watcher = await kv.watch(key)
-                watched.append((bucket, layer, watcher, 0))
-                while await watcher.updates(timeout) is not None:
-                    pass
-                # nats-py keeps the watcher's consumer on it, and reads its info itself
-                info = await watcher._sub.consumer_info()
-                watched[-1] = (bucket, layer, watcher, info.delivered.stream_seq)
+            watcher = await kv.watch(key)
+            watched.append((bucket, layer, watcher, 0))
+            while await watcher.updates(timeout) is not None:
+                pass
+            # nats-py keeps the watcher's consumer on it, and reads its info itself
+            info = await watcher._sub.consumer_info()
+            watched[-1] = (bucket, layer, watcher, info.delivered.stream_seq)
     except (nats.errors.Error, TimeoutError, bus.NotSent) as exc:
         for _, _, watcher, _ in watched:
             with contextlib.suppress(Exception):

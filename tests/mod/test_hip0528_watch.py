@@ -10,7 +10,7 @@ import pytest
 
 from libs.audit.reading import records
 from libs.contracts.base import key_token
-from libs.contracts.mod import LAYERS_BUCKET
+from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET
 from services.gateway.app import NATS
 from tests.mod.conftest import HIDE_BOARD, SERVED, write
 from tests.personal.conftest import eventually
@@ -100,3 +100,21 @@ async def test_hip0528_09_5_a_watch_whose_gateway_lost_the_bus_sees_what_was_wri
         link.mend()
         assert await events(watching, 1, timeout=30) == [("layer", {"layer": "user", "version": v})]
         watching.close()
+
+
+async def test_hip0528_09_4_a_member_s_watch_never_reads_the_org_s_drafts(api, people, operator):
+    """The org's drafts are its admins' to keep and the writing agent's own: a member's
+    watch holds no watcher of them on the server at all, where an admin's does."""
+    js = operator.jetstream()
+    org_drafts = f"$KV.{DRAFTS_BUCKET}.{people.org}.org"
+
+    async def watching_org_drafts() -> bool:
+        found = await js.consumers_info(f"KV_{DRAFTS_BUCKET}")
+        return any(c.config.filter_subject == org_drafts for c in found)
+
+    bobs = await watch(api, people.bob)
+    assert not await watching_org_drafts()
+    roots = await watch(api, people.root)
+    assert await watching_org_drafts()
+    bobs.close()
+    roots.close()
