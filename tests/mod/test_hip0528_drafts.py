@@ -95,6 +95,8 @@ async def test_hip0528_09_4_rule_5_no_agent_commits_the_org_s_layer_at_any_level
         404,
         "draft-not-found",
     )
+    listed = await (await api.get("/v1/mod/drafts", headers=people.ada)).json()
+    assert listed["drafts"] == []  # a member's, of the org's drafts: none
     kept = await keep(api, people.root, draft["id"])
     assert kept.status == 200, await kept.text()
     assert await version(api, people.ada, "org") == (await kept.json())["version"]

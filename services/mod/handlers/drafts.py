@@ -253,12 +253,12 @@ class Drafts(Mod):
 
     async def _visible(self, p: Principal, layer: mod.LayerName) -> list[mod.LayerDraft]:
         """The drafts over `layer` the caller may see: whoever can keep them, and the agent
-        that wrote each (§9.4 rule 7)."""
+        that wrote each (§9.4 rule 7). A member's read never touches the org's."""
+        if not p.is_agent and not may_keep(p, layer):
+            return []
         held = await self._store.drafts(self._key(p, layer))
         every = [*held.open, *held.closed]
-        if p.is_agent:
-            return [d for d in every if _wrote(p, d)]
-        return every if may_keep(p, layer) else [d for d in every if d.writer == p.sub]
+        return [d for d in every if _wrote(p, d)] if p.is_agent else every
 
     async def _find(self, p: Principal, draft_id: str) -> mod.LayerDraft:
         for layer in ("org", "user"):
