@@ -46,7 +46,7 @@ def _reading(handler: Handler) -> Handler:
 
     async def read(req: Any, p: Principal) -> msgspec.Struct:
         if not mod.may_read(p):
-            raise Refused("mod-read-needed", 403, "an agent without mod:read reads no layer")
+            raise Refused("mod-read-needed", 403, "an agent without mod:read reads nothing of mods")
         return await handler(req, p)
 
     return read
