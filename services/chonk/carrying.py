@@ -63,7 +63,7 @@ class Carrying:
         }
 
     async def _stage_timer(self, chase: ladder.Chase, after: datetime) -> scheduler.Schedule:
-        due = ladder.due(after, ladder.STAGES[chase.stage].wait_hours, chase.hours)
+        due = ladder.stage_due(after, ladder.STAGES[chase.stage], chase.hours)
         key = f"chase.{chase.org}.{chase.run}.{chase.stage}"  # a run's id is its org's own
         return await self._timed(
             scheduler.Schedule(key=key, due_at=due, target=CHASE, payload=chase)

@@ -54,4 +54,3 @@ def test_a_daily_run_across_the_spring_forward_is_named_apart_from_the_day_befor
     assert (sunday.date(), monday.date()) == (datetime(2026, 3, 29).date(),) * 2
     assert run_id(nightly, "run_x", sunday) == "run_x_20260329"
     assert run_id(nightly, "run_x", monday) == "run_x_20260330"
-

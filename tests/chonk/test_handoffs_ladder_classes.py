@@ -4,6 +4,7 @@ classification of every ProposedAction."""
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -72,8 +73,22 @@ def test_a_stage_s_wait_is_counted_in_the_tenant_s_business_hours(after, hours, 
 
 
 def test_the_ladder_is_four_stages_and_the_last_goes_to_the_mor():
-    assert [s.wait_hours for s in ladder.STAGES] == [0, 4, 8, 4]
+    assert [(s.wait, s.unit) for s in ladder.STAGES] == [
+        (0, "hours"), (4, "hours"), (1, "days"), (4, "hours")
+    ]  # fmt: skip
     assert ladder.STAGES[-1].recipient == "mor"
+
+
+def test_a_business_day_is_as_long_as_the_tenant_is_open_in_one():
+    """§3.3's stage 2 waits one business day: the same time on the next day the tenant
+    opens, whatever its hours. Counted as eight hours, a tenant open 07:00 to 19:00 was
+    told at 18:00 the same day, not at 10:00 the next."""
+    long_days = msgspec.structs.replace(STOCKHOLM, opens=time(7), closes=time(19))
+    tuesday_ten = datetime(2026, 9, 8, 8, 0, tzinfo=UTC)  # 10:00 in Stockholm
+    stage_2 = ladder.STAGES[2]
+    assert ladder.stage_due(tuesday_ten, stage_2, long_days) == tuesday_ten + timedelta(days=1)
+    assert ladder.due(tuesday_ten, 8, long_days) == tuesday_ten + timedelta(hours=8)  # was
+    assert ladder.stage_due(tuesday_ten, stage_2, STOCKHOLM) == tuesday_ten + timedelta(days=1)
 
 
 NEVER = frozenset({"COMPENSATION", "PROMOTION"})

@@ -9,12 +9,23 @@ from zoneinfo import ZoneInfo
 
 import msgspec
 
-__all__ = ["REPLIES", "STAGES", "BusinessHours", "Chase", "Said", "Stage", "due", "said"]
+__all__ = [
+    "REPLIES",
+    "STAGES",
+    "BusinessHours",
+    "Chase",
+    "Said",
+    "Stage",
+    "due",
+    "said",
+    "stage_due",
+]
 
 
 class Stage(msgspec.Struct, frozen=True):
     number: int
-    wait_hours: float  # business hours after the stage before
+    wait: float  # after the stage before, in `unit`s of the tenant's business time
+    unit: Literal["hours", "days"]
     action: str
     recipient: Literal["dependency_owner", "requester_and_owner", "mor"]
 
@@ -27,12 +38,12 @@ class BusinessHours(msgspec.Struct, frozen=True):
 
 
 STAGES = (
-    Stage(0, 0, "Ask, with context and the specific request", "dependency_owner"),
-    Stage(1, 4, "Follow up once, shorter; offer to reprioritize", "dependency_owner"),
-    Stage(2, 8, "Inform the requester; propose an alternative", "requester_and_owner"),
+    Stage(0, 0, "hours", "Ask, with context and the specific request", "dependency_owner"),
+    Stage(1, 4, "hours", "Follow up once, shorter; offer to reprioritize", "dependency_owner"),
+    Stage(2, 1, "days", "Inform the requester; propose an alternative", "requester_and_owner"),
     # §3.3 gives stage 3 no wait of its own; the requester gets stage 1's four hours to
     # choose an alternative before the MoR is told.
-    Stage(3, 4, "Escalate to the owner's MoR with receipts; no more to the owner", "mor"),
+    Stage(3, 4, "hours", "Escalate to the owner's MoR with receipts; no more to the owner", "mor"),
 )
 # What the chased person is offered at each stage; the requester, at stage 2's.
 REPLIES = ("On it", "Someone else should take it")
@@ -98,11 +109,22 @@ def said(chase: Chase) -> tuple[Said, ...]:
     raise ValueError(f"the ladder has no stage {c.stage} after the first ask")
 
 
+def stage_due(after: datetime, stage: Stage, tenant: BusinessHours) -> datetime:
+    """When `stage` comes, its wait counted from `after` in the tenant's business time. A
+    business day is as many hours as the tenant is open in one (§3.3's "1 business day":
+    the same time on the next day it opens), not a fixed eight."""
+    day = datetime.combine(datetime.min.date(), tenant.closes) - datetime.combine(
+        datetime.min.date(), tenant.opens
+    )
+    unit = day / timedelta(hours=1) if stage.unit == "days" else 1.0
+    return due(after, stage.wait * unit, tenant)
+
+
 def due(after: datetime, hours: float, tenant: BusinessHours) -> datetime:
-    """`hours` of the tenant's business hours after `after` (UTC in, UTC out). A day of
-    eight business hours is §3.3's "1 business day". Each day's hours are its opening and
-    closing instants in the tenant's zone; time is counted between instants, so a day
-    that skips or repeats an hour within them has one hour fewer or more."""
+    """`hours` of the tenant's business hours after `after` (UTC in, UTC out). Each day's
+    hours are its opening and closing instants in the tenant's zone; time is counted
+    between instants, so a day that skips or repeats an hour within them has one hour
+    fewer or more."""
     zone = ZoneInfo(tenant.zone)
     at, left = after, timedelta(hours=hours)
     day = after.astimezone(zone).date()
