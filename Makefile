@@ -39,6 +39,7 @@ $(NODE_CLIENT): tests/interop/js/package-lock.json
 
 test: $(STAMP) $(CHROMIUM) $(LIBNATS) $(NODE_CLIENT)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal
 
 lint: $(STAMP)
