@@ -72,6 +72,34 @@ def test_a_stage_s_wait_is_counted_in_the_tenant_s_business_hours(after, hours, 
     assert ladder.due(after, hours, STOCKHOLM) == expected
 
 
+def test_a_tenant_open_past_midnight_counts_its_night_as_one_day():
+    """A bar open 16:00 to 02:00: its day is ten hours, and an hour after midnight is
+    still Tuesday's. Before, its close came before its opening each day, and counting a
+    wait ran on, a day at a time, until the calendar ran out (OverflowError)."""
+    bar = ladder.BusinessHours(zone="UTC", opens=time(16), closes=time(2))
+    assert bar.day == timedelta(hours=10)
+    tuesday_late = datetime(2026, 9, 8, 23, 0, tzinfo=UTC)
+    # three hours to Wednesday's 02:00, then one from Wednesday's 16:00
+    assert ladder.due(tuesday_late, 4, bar) == datetime(2026, 9, 9, 17, 0, tzinfo=UTC)
+    after_midnight = datetime(2026, 9, 9, 1, 0, tzinfo=UTC)  # Tuesday's night, open
+    assert ladder.due(after_midnight, 0.5, bar) == datetime(2026, 9, 9, 1, 30, tzinfo=UTC)
+    assert ladder.stage_due(tuesday_late, ladder.STAGES[2], bar) == tuesday_late + timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    "hours",
+    [
+        {"zone": "UTC", "opens": "09:00:00", "closes": "09:00:00"},
+        {"zone": "UTC", "weekdays": []},
+        {"zone": "UTC", "weekdays": [7]},
+        {"zone": "Mars/Olympus_Mons"},
+    ],
+)
+def test_business_hours_that_are_never_open_are_refused_by_name(hours):
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert(hours, ladder.BusinessHours)
+
+
 def test_the_ladder_is_four_stages_and_the_last_goes_to_the_mor():
     assert [(s.wait, s.unit) for s in ladder.STAGES] == [
         (0, "hours"), (4, "hours"), (1, "days"), (4, "hours")

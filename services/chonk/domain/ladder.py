@@ -3,9 +3,9 @@ tenant's business hours, in its time zone; each stage after the first ask is a t
 scheduler, and what it says is fixed here but for stage 1's words, which the chaser
 proposed. An answer from anyone it asked ends the chase."""
 
-from datetime import datetime, time, timedelta
-from typing import Literal
-from zoneinfo import ZoneInfo
+from datetime import date, datetime, time, timedelta
+from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 
@@ -31,10 +31,30 @@ class Stage(msgspec.Struct, frozen=True):
 
 
 class BusinessHours(msgspec.Struct, frozen=True):
+    """When a tenant is open, in its zone: from `opens` to `closes` on each of `weekdays`;
+    a `closes` before `opens` is the next morning (a bar open 16:00 to 02:00)."""
+
     zone: str
     opens: time = time(9)
     closes: time = time(17)
-    weekdays: frozenset[int] = frozenset(range(5))  # Monday is 0
+    weekdays: frozenset[Annotated[int, msgspec.Meta(ge=0, le=6)]] = frozenset(range(5))  # Monday 0
+
+    def __post_init__(self) -> None:
+        try:
+            ZoneInfo(self.zone)
+        except (ValueError, ZoneInfoNotFoundError) as exc:
+            raise ValueError(f"no time zone {self.zone!r}") from exc
+        # Either would never let a wait end: no open hour to count it in.
+        if self.opens == self.closes:
+            raise ValueError("opens and closes are the same time: the tenant is never open")
+        if not self.weekdays:
+            raise ValueError("weekdays is empty: the tenant is never open")
+
+    @property
+    def day(self) -> timedelta:
+        """How long one of its days is open."""
+        start, end = (datetime.combine(date.min, t) for t in (self.opens, self.closes))
+        return (end - start) % timedelta(days=1)
 
 
 STAGES = (
@@ -113,10 +133,7 @@ def stage_due(after: datetime, stage: Stage, tenant: BusinessHours) -> datetime:
     """When `stage` comes, its wait counted from `after` in the tenant's business time. A
     business day is as many hours as the tenant is open in one (§3.3's "1 business day":
     the same time on the next day it opens), not a fixed eight."""
-    day = datetime.combine(datetime.min.date(), tenant.closes) - datetime.combine(
-        datetime.min.date(), tenant.opens
-    )
-    unit = day / timedelta(hours=1) if stage.unit == "days" else 1.0
+    unit = tenant.day / timedelta(hours=1) if stage.unit == "days" else 1.0
     return due(after, stage.wait * unit, tenant)
 
 
@@ -127,10 +144,11 @@ def due(after: datetime, hours: float, tenant: BusinessHours) -> datetime:
     fewer or more."""
     zone = ZoneInfo(tenant.zone)
     at, left = after, timedelta(hours=hours)
-    day = after.astimezone(zone).date()
+    overnight = timedelta(days=1 if tenant.closes <= tenant.opens else 0)
+    day = after.astimezone(zone).date() - overnight  # yesterday's may be open still
     while True:
         opens = datetime.combine(day, tenant.opens, zone).astimezone(after.tzinfo)
-        closes = datetime.combine(day, tenant.closes, zone).astimezone(after.tzinfo)
+        closes = datetime.combine(day + overnight, tenant.closes, zone).astimezone(after.tzinfo)
         open_today = day.weekday() in tenant.weekdays
         day += timedelta(days=1)
         if not open_today or at >= closes:
