@@ -5,6 +5,8 @@ repeats an hour included."""
 from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
+import msgspec
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -54,3 +56,14 @@ def test_a_daily_run_across_the_spring_forward_is_named_apart_from_the_day_befor
     assert (sunday.date(), monday.date()) == (datetime(2026, 3, 29).date(),) * 2
     assert run_id(nightly, "run_x", sunday) == "run_x_20260329"
     assert run_id(nightly, "run_x", monday) == "run_x_20260330"
+
+
+@pytest.mark.parametrize("cadence", [
+    {"run": "r", "at": "07:00:00", "zone": "UTC", "weekday": 7},
+    {"run": "r", "at": "07:00:00", "zone": "Mars/Olympus_Mons"},
+])  # fmt: skip
+def test_a_cadence_that_never_comes_round_is_refused_by_name(cadence):
+    """A weekday past Sunday never came round: its next time was sought a day at a time
+    until the calendar ran out."""
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert(cadence, Cadence)

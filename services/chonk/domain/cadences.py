@@ -3,7 +3,8 @@ zone, every day or on one weekday. Each time is a timer on the scheduler; when i
 run runs and the next time is timed."""
 
 from datetime import datetime, time, timedelta
-from zoneinfo import ZoneInfo
+from typing import Annotated
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 
@@ -14,7 +15,13 @@ class Cadence(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     run: str  # the tenant's run this cadence starts
     at: time
     zone: str
-    weekday: int | None = None  # Monday is 0; none: every day
+    weekday: Annotated[int, msgspec.Meta(ge=0, le=6)] | None = None  # Monday is 0; none: daily
+
+    def __post_init__(self) -> None:
+        try:
+            ZoneInfo(self.zone)
+        except (ValueError, ZoneInfoNotFoundError) as exc:
+            raise ValueError(f"no time zone {self.zone!r}") from exc
 
 
 def next_at(cadence: Cadence, after: datetime) -> datetime:
