@@ -197,6 +197,7 @@ async def test_a_server_gone_without_a_word_is_left_for_another_in_seconds(
 async def test_a_watch_whose_bus_goes_as_it_begins_is_refused_503(bus):
     """The watch checks the connection as it opens; one lost a moment later, while its
     watchers begin, is the same 503, never a 500."""
+    from libs.contracts.mod import LAYERS_BUCKET
     from libs.contracts.problem import Refused
     from libs.runtime.bus import connecting
     from services.gateway.watch import _watching
@@ -207,7 +208,7 @@ async def test_a_watch_whose_bus_goes_as_it_begins_is_refused_503(bus):
         await bus.stop()
         await eventually(lambda: asyncio.sleep(0, not nc.is_connected))
         with pytest.raises(Refused) as refused:
-            await _watching(nc.jetstream(), {"user": "acme.user.ada"}, 1.0)
+            await _watching(nc.jetstream(), [(LAYERS_BUCKET, "user", "acme.user.ada")], 1.0)
         assert refused.value.problem.rule == "watch-unavailable"
     finally:
         await nc.close()
