@@ -53,6 +53,15 @@ class Held(Recorder):
         await consumed(operator, "EVENTS", "agents")
         return asked
 
+    async def bob_asked_ada_answered(self, api, operator, people, room, ask: str, answer: str):
+        """Bob asks Ada `ask` in `room`, and she answers `answer` while her agent drafts:
+        Bob's message."""
+        return await self.answered_meanwhile(
+            operator, ask,
+            lambda: say(api, room, people.bob, ask, to=people.ada_id),
+            lambda: say(api, room, people.ada, answer),
+        )  # fmt: skip
+
 
 @pytest.fixture
 def model() -> Held:
@@ -114,11 +123,9 @@ async def test_a_draft_that_comes_after_her_answer_is_let_go_at_once(api, operat
     """Her model slower than she is: she has answered before her agent's draft is held."""
     await announce(operator, people.ada_id)
     room = await room_with(api, people, people.bob_id)
-    await model.answered_meanwhile(
-        operator, "Coffee at four?",
-        lambda: say(api, room, people.bob, "Coffee at four?", to=people.ada_id),
-        lambda: say(api, room, people.ada, "Can't today, sorry."),
-    )  # fmt: skip
+    await model.bob_asked_ada_answered(
+        api, operator, people, room, "Coffee at four?", "Can't today, sorry."
+    )
 
     async def recorded() -> dict[str, dict]:
         return await _answered(operator, people.org)

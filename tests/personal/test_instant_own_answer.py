@@ -46,11 +46,9 @@ def _replies_to(messages: list[dict], seq: int) -> list[dict]:
 
 async def test_her_answer_while_her_agent_drafted_is_the_only_one(api, operator, people, model):
     room = await _at_once(api, operator, people)
-    coffee = await model.answered_meanwhile(
-        operator, "Coffee at four?",
-        lambda: say(api, room, people.bob, "Coffee at four?", to=people.ada_id),
-        lambda: say(api, room, people.ada, "Can't today, sorry."),
-    )  # fmt: skip
+    coffee = await model.bob_asked_ada_answered(
+        api, operator, people, room, "Coffee at four?", "Can't today, sorry."
+    )
 
     assert _replies_to(await history(api, room, people.bob), coffee["seq"]) == []
     trail = await records(operator.jetstream(), people.org)
@@ -76,11 +74,9 @@ async def test_with_a_window_she_is_not_told_of_a_send_she_answered_first(
     minute = await api.put("/v1/ladder/window", json={"window": "1m"}, headers=people.ada)
     assert minute.status == 200, await minute.text()
     room = await room_with(api, people, people.bob_id)
-    await model.answered_meanwhile(
-        operator, "Drinks on Friday?",
-        lambda: say(api, room, people.bob, "Drinks on Friday?", to=people.ada_id),
-        lambda: say(api, room, people.ada, "Friday works, see you there."),
-    )  # fmt: skip
+    await model.bob_asked_ada_answered(
+        api, operator, people, room, "Drinks on Friday?", "Friday works, see you there."
+    )
 
     assert [m for m in await history(api, room, people.ada) if m.get("notice")] == []
     listed = await (await api.get("/v1/windows", headers=people.ada)).json()
@@ -129,11 +125,9 @@ async def test_at_confirm_she_is_not_asked_about_what_she_answered(api, operator
     await announce(operator, people.ada_id)
     await set_level(api, people.ada, "confirm")
     room = await room_with(api, people, people.bob_id)
-    await model.answered_meanwhile(
-        operator, "Dinner on Sunday?",
-        lambda: say(api, room, people.bob, "Dinner on Sunday?", to=people.ada_id),
-        lambda: say(api, room, people.ada, "Sunday is perfect."),
-    )  # fmt: skip
+    await model.bob_asked_ada_answered(
+        api, operator, people, room, "Dinner on Sunday?", "Sunday is perfect."
+    )
 
     listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
     assert [c for c in listed["confirmations"] if c["room"] == room["id"]] == []
