@@ -12,7 +12,7 @@ from typing import get_args
 from libs.contracts import EXTERNAL_EVENTS, SERVICES
 from libs.contracts.document import document
 from libs.runtime import logs
-from libs.runtime.settings import LogLevel, Settings
+from libs.runtime.settings import BadSetting, LogLevel, Settings
 from libs.stack.home import Home
 
 __all__ = ["main"]
@@ -197,7 +197,11 @@ def _dead(args: argparse.Namespace) -> int:
     from libs.runtime.dead import parked, sent_again
     from libs.stack.up import ROLES
 
-    kept = timedelta(seconds=Settings.from_env("cli").settled_kept)
+    try:
+        kept = timedelta(seconds=Settings.from_env("cli").settled_kept)
+    except BadSetting as exc:
+        print(f"tether dead: {exc}", file=sys.stderr)
+        return 2
 
     async def run() -> int:
         url = _nats_url()

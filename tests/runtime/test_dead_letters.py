@@ -72,6 +72,9 @@ async def test_a_parked_message_is_sent_again_once_its_cause_is_fixed(
         old = await _dead(stack, "--reader", reader, "--send-again", TETHER_SETTLED_KEPT="1")
         assert old.returncode == 1, old.stderr
         assert f"{letter.seq} held back" in old.stdout and "--older" in old.stderr
+        unread = await _dead(stack, "--reader", reader, "--send-again", TETHER_SETTLED_KEPT="a")
+        assert unread.returncode == 2 and "TETHER_SETTLED_KEPT='a'" in unread.stderr
+        assert "Traceback" not in unread.stderr
         assert [p.seq for p in await parked(operator, reader)] == [letter.seq]
 
         down = False
