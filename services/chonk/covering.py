@@ -10,7 +10,7 @@ due, the escalation contact is told, and told again when a yes comes after. Each
 recorded before it happens. Nothing the Chonk says judges anyone."""
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -34,7 +34,9 @@ class Scene(msgspec.Struct, frozen=True, rename="camel"):
     """A simulation tenant's roster as of one moment: its world for a call-out."""
 
     now: datetime
-    escalate_after_minutes: int
+    # The escalation is timed before anyone is texted; one due at once would be refused
+    # by the scheduler as past, and the call-out with it.
+    escalate_after_minutes: Annotated[int, msgspec.Meta(ge=1)]
     stations: dict[str, frozenset[str]]
     rules: cover.LaborRules
     shifts: tuple[cover.Shift, ...]

@@ -1,8 +1,13 @@
 """The shift-cover solver (EC-MGR-009), pure: certifications, other shifts, rest, the weekly
-hours cap and the call-out exception that lifts it, and the order candidates come in."""
+hours cap and the call-out exception that lifts it, and the order candidates come in; and
+the roster it reads, refused when it cannot be worked."""
 
 from datetime import UTC, datetime, timedelta
 
+import msgspec
+import pytest
+
+from services.chonk.covering import Scene
 from services.chonk.domain.cover import LaborRules, Shift, Worker, solve
 
 NOW = datetime(2026, 9, 8, 20, 55, tzinfo=UTC)
@@ -72,3 +77,14 @@ def test_covering_must_leave_the_minimum_rest_before_the_next_shift():
     assert {u.worker: u.reason for u in unfit} == {
         "hal": "would rest 8.0 h of the 10 h minimum before their prep shift at 10:55",
     }
+
+
+@pytest.mark.parametrize("minutes", [0, -5])
+def test_a_roster_whose_escalation_would_be_due_at_once_is_refused_by_name(minutes):
+    """A call-out's escalation is timed before anyone is texted, and the scheduler refuses
+    a time that has come: such a roster failed every call-out it met."""
+    scene = {"now": "2026-09-08T16:55:00-04:00", "escalateAfterMinutes": minutes,
+             "stations": {}, "rules": {"maxWeeklyHours": 40, "minRestHours": 10},
+             "shifts": [], "staff": []}  # fmt: skip
+    with pytest.raises(msgspec.ValidationError, match="escalateAfterMinutes"):
+        msgspec.convert(scene, Scene)
