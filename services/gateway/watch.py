@@ -131,8 +131,8 @@ async def _follow(
                 data = {"layer": layer, "version": entry.revision}
                 await events.put(_event("layer", data))
             elif entry.value and (last := _last(entry.value).last) is not None:
-                keeps = not p.is_agent and (layer == "user" or "admin" in p.roles)
-                if keeps or (p.act is not None and p.act == last.act):
+                # A person watches only drafts they may keep; an agent, each one's writer.
+                if not p.is_agent or p.act == last.act:
                     data = {"layer": layer, "id": last.id, "state": last.state}
                     await events.put(_event("draft", data))
     finally:
