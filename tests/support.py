@@ -255,8 +255,14 @@ def answers(http: ClientSession, path: str, status: int) -> Callable[[], Awaitab
 async def stopped(proc: asyncio.subprocess.Process) -> list[dict[str, Any]]:
     """SIGTERM to `proc`: it exits 0 within 10 s; every line it logged."""
     proc.send_signal(signal.SIGTERM)
-    async with asyncio.timeout(10):
+    try:
+        async with asyncio.timeout(10):
+            said, _ = await proc.communicate()
+    except TimeoutError:
+        # What it was doing when it did not stop is the whole story of the failure.
+        proc.kill()
         said, _ = await proc.communicate()
+        raise AssertionError(f"still running 10 s after SIGTERM:\n{said.decode()}") from None
     lines = [json.loads(line) for line in said.splitlines()]
     assert proc.returncode == 0, lines
     return lines

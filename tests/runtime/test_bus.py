@@ -85,6 +85,41 @@ async def test_a_service_whose_bus_is_gone_stops_cleanly(tmp_path):
         await bus.stop()
 
 
+async def test_a_first_connect_that_drops_a_cancel_is_cancelled_again():
+    """On Python 3.11 a cancel that comes as nats-py's dial is refused is dropped: the
+    dial's `wait_for` returns the refusal, and nats-py tries the next server. A process
+    stopped at that moment waited on its connect for ever (a gateway started in an outage,
+    SIGTERM'd, was killed after 10 s in CI). The race is a few microseconds wide, so the
+    connect here is a task that drops its first cancel as that one does; `let_go` stops it
+    all the same."""
+    nc, dialing = await bus.connecting(
+        f"nats://127.0.0.1:{free_port()}", user="", password="", name="stopped"
+    )
+    dialing.cancel()
+    cancels = 0
+
+    async def dropping_one_cancel() -> None:
+        nonlocal cancels
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancels += 1
+                if cancels > 1:
+                    raise
+
+    nc.first_connect = asyncio.create_task(dropping_one_cancel())
+    await asyncio.sleep(0)
+    stopping = asyncio.create_task(bus.let_go(nc))
+    # Waited on without a cancel of its own, which would reach the connect and end it.
+    done, _ = await asyncio.wait({stopping}, timeout=5)
+    if not done:
+        stopping.cancel()
+    assert done, "let_go still waiting on the connect 5 s on"
+    assert nc.first_connect.cancelled() and cancels == 2
+    assert nc.is_closed
+
+
 async def test_a_call_made_while_the_bus_is_gone_is_unavailable_and_never_sent(tmp_path):
     """A service's call to another, made while its server is away, is refused at once as
     transient (a reader asks again) and is not held to run when the server is back."""
