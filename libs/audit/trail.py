@@ -5,7 +5,6 @@ one credential that may publish to the AUDIT stream.
 """
 
 import asyncio
-import contextlib
 import functools
 import itertools
 import logging
@@ -22,6 +21,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused, Unavailable
 from libs.runtime.calls import call
 from libs.runtime.consumer import Retry
+from libs.runtime.tasks import ended
 
 __all__ = ["AuditUnavailable", "Trail"]
 
@@ -93,9 +93,7 @@ class Trail:
         an outage) would otherwise leave a record the bus would now take unwritten. One
         still refused is said as an error, naming the record that stands unanswered."""
         for task, (failed, name) in list(self._later.items()):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await ended(task)
             try:
                 await failed()
             except AuditUnavailable:

@@ -12,6 +12,7 @@ from nats.aio.msg import Msg
 from nats.js.errors import NoStreamResponseError, ServiceUnavailableError
 
 from libs.contracts.permissions import inbox_prefix
+from libs.runtime.tasks import ended
 
 __all__ = ["AWAY", "Connection", "NotSent", "connecting", "flushed", "let_go"]
 
@@ -20,8 +21,6 @@ _log = logging.getLogger(__name__)
 # machine died closes no connection, and at nats-py's default of 2 min it would be asked
 # for up to 6.
 PING_INTERVAL_S = 5
-# A first connect cancelled is waited on this long before it is cancelled again.
-CANCEL_AGAIN_S = 0.1
 
 
 async def connecting(
@@ -146,15 +145,9 @@ async def flushed(nc: Client) -> None:
 async def let_go(nc: Connection) -> None:
     """Drain `nc`, finishing what it has in hand, while its server is there; close it when
     the server is gone, for a drain would wait for it and then raise. A first connect still
-    trying is cancelled first: it would try on.
-
-    It is cancelled until it stops. nats-py dials under `asyncio.wait_for`, which on Python
-    3.11 drops a cancel that comes as a refused dial ends (it returns the dial's error, and
-    nats-py tries the next server): one cancel, unlucky, was waited on for ever."""
-    first = nc.first_connect
-    while first is not None and not first.done():
-        first.cancel()
-        await asyncio.wait({first}, timeout=CANCEL_AGAIN_S)
+    trying is cancelled first: it would try on."""
+    if nc.first_connect is not None:
+        await ended(nc.first_connect)
     if nc.is_connected:
         try:
             await nc.drain()

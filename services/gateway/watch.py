@@ -23,6 +23,7 @@ from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET, HeldDrafts, may_rea
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime import bus
+from libs.runtime.tasks import ended
 from services.gateway.forward import caller, on_bus
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
@@ -72,9 +73,7 @@ def mod_watch(
             pass  # the client went away
         finally:
             http.app[STREAMS].close(events)
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await ended(*tasks)
         return response
 
     return handler

@@ -10,6 +10,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.scheduler import CONTRACT, Schedule
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
+from libs.runtime.tasks import ended
 from services.scheduler.firing import Firing
 from services.scheduler.handlers import Handlers
 from services.scheduler.resolution import Lateness
@@ -49,8 +50,7 @@ async def serve(svc: Service, targets: dict[str, tuple[str, ...]] | None = None)
         await serving
     finally:
         svc.stop()
-        housekeeping.cancel()
-        await asyncio.gather(serving, housekeeping, return_exceptions=True)
+        await asyncio.gather(serving, ended(housekeeping), return_exceptions=True)
         await trail.settle()
 
 
