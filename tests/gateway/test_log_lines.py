@@ -54,5 +54,8 @@ async def test_a_request_that_is_not_http_is_logged_as_a_warning_naming_it(stack
 
 async def test_the_gateway_logs_at_its_level_under_its_replica_name(stack, tmp_path):
     lines = await _gateway_lines(stack, tmp_path, "WARNING")
-    assert [line["level"] for line in lines] == ["warning"], lines
+    # The refused request's warning, and nothing below its level. A connect slow on a busy
+    # machine may add a warning of its own (a first dial timed out and tried again).
+    assert [line["logger"] for line in lines].count("aiohttp.server") == 1, lines
+    assert {line["level"] for line in lines} == {"warning"}, lines
     assert {line["replica"] for line in lines} == {"gateway-under-test"}
