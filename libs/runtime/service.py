@@ -32,6 +32,7 @@ from libs.contracts.registry import ServiceContract, Subject
 from libs.runtime import bus, logs, metrics
 from libs.runtime.consumer import Consumer
 from libs.runtime.kv import led
+from libs.runtime.locks import KeyedLocks
 from libs.runtime.ops import start_ops_server
 from libs.runtime.replies import Answer, Replies, digest
 from libs.runtime.settings import BadSetting, Settings
@@ -88,6 +89,9 @@ class Service:
         self._started = time.monotonic()
         self._tasks: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(self.settings.max_in_flight)
+        # A keyed request's copies in this replica, one at a time: the second is answered
+        # with the first's kept answer rather than run beside it.
+        self._keyed = KeyedLocks()
         self.ops_port = 0
 
     async def __aenter__(self) -> "Service":
@@ -223,7 +227,8 @@ class Service:
             reply = await answer()
         else:
             try:
-                reply = await self.replies.once(*keyed, answer)
+                async with self._keyed.hold(keyed[0]):
+                    reply = await self.replies.once(*keyed, answer)
             except Exception as exc:  # the kept answers could not be read: ask again
                 reply = Answer.of(_problem_of(exc, subject))
         if msg.reply:

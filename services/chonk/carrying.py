@@ -15,6 +15,7 @@ from nats.aio.client import Client
 
 from libs.audit.trail import Trail
 from libs.contracts import chonk, codec, rooms, scheduler
+from libs.contracts.base import key_token
 from libs.contracts.chonk import CONTRACT
 from libs.contracts.principal import Principal
 from libs.runtime.calls import call
@@ -187,12 +188,14 @@ class Carrying:
         self, room: str, seq: int, held: Proposal, choice: rooms.Choice
     ) -> None:
         """A proposal's yes carries it out, once, by its key; anything else carries out
-        nothing; recorded either way."""
+        nothing; recorded either way, once: its answer's event and its lapse may both find
+        it held, and an event is delivered again after a failure."""
         approved = isinstance(choice, rooms.Pick) and choice.option == 0
         action = "chonk.proposal.approve" if approved else "chonk.proposal.decline"
         org = held.org
         decider = Principal(org=org, sub=held.decider)
-        async with self._trail.change(org, actor=decider, action=action, target=held.key):
+        once = f"{action}.{key_token(org)}.{key_token(held.key)}"
+        async with self._trail.change(org, actor=decider, action=action, target=held.key, key=once):
             if approved and held.tell is not None:
                 sent = await self._send(held.tell)
                 if held.offer is not None:

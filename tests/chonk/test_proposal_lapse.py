@@ -113,3 +113,36 @@ async def test_a_yes_given_in_time_whose_event_was_not_read_is_carried_out_as_it
     actions = {(r.action, r.target) for r in await records(js, ORG)}
     assert ("chonk.proposal.approve", held.key) in actions
     assert ("chonk.proposal.lapse", held.key) not in actions
+
+
+async def test_a_yes_carried_out_by_its_event_and_its_lapse_at_once_is_recorded_once(
+    api, operator, chonk_service, settings_for
+):
+    """The answer's event and the lapse's timer, read at the same moment (and the event
+    delivered again, as after a failure), each find the proposal held and carry out the
+    yes: the recipient is told once, and the trail says it was approved once."""
+    decider, recipient, held, asked = await _proposed(
+        operator, datetime.now(UTC) + timedelta(days=3)
+    )
+    js = operator.jetstream()
+    await stopped(operator, chonk_service, chonk.REPORT.name)
+    events = await published_from_now(js, rooms.ANSWER_STORED.name)
+    yes = await api.post(
+        f"/v1/rooms/{asked['room']}/questions/{asked['seq']}/answer",
+        json={"choice": {"type": "pick", "option": 0}},
+        headers=person(decider.split("/")[1]),
+    )
+    assert yes.status == 201, await yes.text()
+    event = await events.next_msg(timeout=10)
+    again = await js.publish(event.subject, event.data)
+    _, fired = await _lapse(operator, asked, datetime.now(UTC))
+    async with serving(chonk.CONTRACT, settings_for("chonk"), serve_chonk):
+        for stored in (again, fired):
+            await _done(js, stored)
+    [message] = await said_to(api, person(recipient.split("/")[1]))
+    assert message["text"] == held.tell.text
+    approved = [
+        r for r in await records(js, ORG)
+        if r.action == "chonk.proposal.approve" and r.target == held.key
+    ]  # fmt: skip
+    assert len(approved) == 1, approved

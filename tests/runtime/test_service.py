@@ -8,7 +8,7 @@ import nats
 
 from libs.contracts.health import Health
 from libs.contracts.permissions import GATEWAY
-from libs.contracts.principal import PRINCIPAL_HEADER, Principal
+from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Problem
 from libs.runtime.service import Service
 from libs.runtime.settings import Settings
@@ -53,6 +53,21 @@ async def test_two_replicas_share_the_load_and_handle_each_request_once(settings
     assert sorted(s.text for s in said) == sorted(str(i) for i in range(400))
     assert len(one.handled) + len(two.handled) == 400
     assert one.handled and two.handled
+
+
+async def test_two_copies_of_a_keyed_request_at_once_run_once(settings_for, connect):
+    """Two paths carrying out one keyed change at the same moment (a question's answer and
+    its closing timer, say) reach one replica together: the second waits for the first,
+    and is answered with its kept answer instead of running beside it."""
+    echo = Echo("one")
+    keyed = _HEADERS | {REQUEST_KEY_HEADER: "together-1"}
+    request = encode(Say(text="once", delay_ms=200))
+    async with running(ECHO, settings_for("echo"), _echo_table(echo)), connect(GATEWAY) as nc:
+        replies = await asyncio.gather(
+            *(nc.request(SAY.name, request, 5, headers=keyed) for _ in range(2))
+        )
+    assert [r.data for r in replies] == [replies[0].data] * 2
+    assert [s.text for s in echo.handled] == ["once"]
 
 
 async def test_the_handler_receives_the_principal_from_the_header(settings_for, connect):
