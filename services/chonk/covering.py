@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import msgspec
 
 from libs.contracts import chonk, rooms, scheduler
+from libs.contracts.base import key_token
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from services.chonk.carrying import Carrying, bot, told
@@ -222,9 +223,11 @@ class Covering(Carrying):
             tenant=out.org, chonk=out.chonk, run=f"run_cover_{out.shift}",
             correlation=f"run_cover_{out.shift}", action=msgspec.to_builtins(swap),
         )  # fmt: skip
+        # Recorded once however often the yes is delivered, and again after a try failed.
         async with self._trail.change(
             out.org, actor=actor, action="chonk.cover.taken", target=out.shift,
             data={"by": offer.worker},
+            key=f"chonk.cover.taken.{key_token(out.org)}.{key_token(out.shift)}",
         ):  # fmt: skip
             await self._send(told(
                 out.org, out.chonk, out.title, offer.worker,

@@ -70,3 +70,21 @@ async def test_a_yes_that_took_the_shift_is_told_once_the_rooms_are_back(
         kv = await js.key_value("chonk-runs")
         cover = msgspec.json.decode((await kv.get(f"cover.{HARBOR}.{out.shift}")).value)
         assert cover["taken_by"] == offer.worker
+
+
+async def test_a_yes_that_took_the_shift_delivered_again_is_recorded_once(api, operator):
+    """Told, and delivered again (its ack lost, a replica gone): the shift taken is
+    recorded once, as it was taken once."""
+    out, offer, room, seq = await offered(operator)
+    name = offer.worker.rsplit("/", 1)[1]
+    js, first = await answered(operator, HARBOR, room, seq)
+    await handled(js, first)
+    [thanks] = await eventually(lambda: _said(api, name, "Thank you"))
+    _, again = await answered(operator, HARBOR, room, seq)
+    await handled(js, again)
+    taken = [
+        r for r in await records(js, HARBOR)
+        if r.action == "chonk.cover.taken" and r.target == out.shift
+    ]  # fmt: skip
+    assert [r.data for r in taken] == [{"by": offer.worker}]
+    assert await _said(api, name, "Thank you") == [thanks]
