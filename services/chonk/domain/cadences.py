@@ -4,9 +4,11 @@ run runs and the next time is timed."""
 
 from datetime import datetime, time, timedelta
 from typing import Annotated
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 import msgspec
+
+from services.chonk.domain import zones
 
 __all__ = ["Cadence", "next_at", "run_id"]
 
@@ -18,10 +20,7 @@ class Cadence(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     weekday: Annotated[int, msgspec.Meta(ge=0, le=6)] | None = None  # Monday is 0; none: daily
 
     def __post_init__(self) -> None:
-        try:
-            ZoneInfo(self.zone)
-        except (ValueError, ZoneInfoNotFoundError) as exc:
-            raise ValueError(f"no time zone {self.zone!r}") from exc
+        zones.zone(self.zone)
 
 
 def next_at(cadence: Cadence, after: datetime) -> datetime:

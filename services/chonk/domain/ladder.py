@@ -5,9 +5,11 @@ proposed. An answer from anyone it asked ends the chase."""
 
 from datetime import date, datetime, time, timedelta
 from typing import Annotated, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 import msgspec
+
+from services.chonk.domain import zones
 
 __all__ = [
     "REPLIES",
@@ -40,10 +42,7 @@ class BusinessHours(msgspec.Struct, frozen=True):
     weekdays: frozenset[Annotated[int, msgspec.Meta(ge=0, le=6)]] = frozenset(range(5))  # Monday 0
 
     def __post_init__(self) -> None:
-        try:
-            ZoneInfo(self.zone)
-        except (ValueError, ZoneInfoNotFoundError) as exc:
-            raise ValueError(f"no time zone {self.zone!r}") from exc
+        zones.zone(self.zone)
         # Either would never let a wait end: no open hour to count it in.
         if self.opens == self.closes:
             raise ValueError("opens and closes are the same time: the tenant is never open")
