@@ -36,6 +36,7 @@ __all__ = [
     "catching_up",
     "current",
     "current_and_newest",
+    "delete_at",
     "is_filter",
     "open_bucket",
     "remove",
@@ -112,6 +113,12 @@ async def settle(kv: KeyValue, key: str, *, keep: timedelta, read: Read | None =
     if found:
         with contextlib.suppress(Conflict):
             await write_at(kv, key, found[0].value or b"", found[0].revision, keep=keep)
+
+
+async def delete_at(kv: KeyValue, key: str, revision: int) -> None:
+    """Delete the entry if it is still at `revision`; Conflict if it changed since."""
+    headers = {"KV-Operation": "DEL", "Nats-Expected-Last-Subject-Sequence": str(revision)}
+    await _published(kv, key, b"", headers, None)
 
 
 async def remove(kv: KeyValue, key: str, *, keep: timedelta) -> None:

@@ -68,6 +68,7 @@ from libs.runtime.kv import (
     Read,
     Record,
     current,
+    delete_at,
     open_bucket,
     remove,
     swap,
@@ -520,8 +521,15 @@ class RoomStore:
         return True
 
     async def disconnect(self, line: StoredLine) -> None:
+        """The address let go first, while it is still the person's, then the line. A
+        replica that dies between the two leaves a line its person can disconnect again;
+        the other order left a number held by no line, which no one else could connect."""
+        key = f"address.{line.transport}.{key_token(line.address)}"
+        found = await self._exact(self._lines, key)
+        if found and found[0].value == line.person.encode():
+            with contextlib.suppress(Conflict):  # connected by another since: theirs now
+                await delete_at(self._lines, key, found[0].revision)
         await self._lines.delete(f"line.{key_token(line.person)}.{line.transport}")
-        await self._lines.delete(f"address.{line.transport}.{key_token(line.address)}")
 
 
 async def open_store(nc: Client, *, replicas: int = 1, kept: timedelta = SETTLED_KEPT) -> RoomStore:

@@ -614,6 +614,36 @@ async def test_after_disconnecting_nothing_is_said_as_if_it_left(api, people, op
     assert declined.status == 200, await declined.text()
 
 
+async def test_a_disconnect_cut_short_is_finished_and_never_frees_anothers_number(
+    api, people, operator
+):
+    """A disconnect lets the number go first, then the line: a replica that dies between
+    the two leaves Ada a line she can disconnect again (the other order left the number
+    held by no line, for no one else to connect). Bob connects the number meanwhile; her
+    disconnect again removes her line and leaves his number his."""
+    line = await connect(api, operator, people)
+    number = line["address"]
+    kv = await operator.jetstream().key_value("rooms-lines")
+    await kv.delete(f"address.sms.{key_token(number)}")  # where the replica died
+    claimed = await api.post(
+        "/v1/lines", json={"transport": "sms", "address": number, "credential": TOKEN},
+        headers=people.bob,
+    )  # fmt: skip
+    assert claimed.status == 201, await claimed.text()
+    code = await code_sent(operator, "sms", people.org, number)
+    proven = await api.post("/v1/lines/sms/verify", json={"code": code}, headers=people.bob)
+    assert proven.status == 200, await proven.text()
+
+    assert (await api.delete("/v1/lines/sms", headers=people.ada)).status == 200
+    assert (await (await api.get("/v1/lines", headers=people.ada)).json()) == {"lines": []}
+    [bobs] = (await (await api.get("/v1/lines", headers=people.bob)).json())["lines"]
+    assert bobs["address"] == number
+    landed = await sms(api, line, "+14155550100", "For Bob")
+    assert landed.status == 200, await landed.text()
+    room = (await landed.json())["room"]
+    assert [m["text"] for m in await history(api, {"id": room}, people.bob)] == ["For Bob"]
+
+
 async def test_after_disconnecting_nothing_lands(api, people, operator):
     line = await connect(api, operator, people)
     response = await api.delete("/v1/lines/sms", headers=people.ada)
