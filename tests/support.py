@@ -83,6 +83,8 @@ class Echo:
             await asyncio.sleep(request.delay_ms / 1000)
         if request.text == "refuse":
             raise Refused("echo-refuses", 409, "asked to refuse")
+        if request.text == "fail":
+            raise RuntimeError("asked to fail")
         return Said(text=request.text, replica=self.replica, principal=principal)
 
 

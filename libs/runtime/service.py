@@ -10,6 +10,7 @@
 import asyncio
 import contextlib
 import logging
+import secrets
 import signal
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -303,8 +304,12 @@ def _problem_of(exc: Exception, subject: Subject) -> Problem:
             return Refused(
                 "bus-unavailable", 503, f"{subject.name}: the bus did not answer; ask again"
             ).problem
-    _log.exception("handler failed", extra={"subject": subject.name})
-    return Refused("internal", 500, f"{subject.name} failed; the service logged why").problem
+    # Named in the answer and in the log line with the traceback: what a client reports
+    # is found among every replica's lines.
+    incident = secrets.token_hex(6)
+    _log.exception("handler failed", extra={"subject": subject.name, "incident": incident})
+    detail = f"{subject.name} failed; the service logged why as incident {incident}"
+    return Refused("internal", 500, detail).problem
 
 
 async def ensure_shared_streams(

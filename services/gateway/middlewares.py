@@ -1,6 +1,7 @@
 """The one middleware: every refusal leaves as a problem document; every request is counted."""
 
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable
 
@@ -60,8 +61,10 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
         if isinstance(exc, web.HTTPMethodNotAllowed):  # RFC 9110: say what it does take
             response.headers["Allow"] = ", ".join(sorted(exc.allowed_methods))
     except Exception:
-        _log.exception("request failed", extra={"path": request.path})
-        response = problem_response(Refused("internal", 500, "the gateway logged why").problem)
+        incident = secrets.token_hex(6)  # in the answer and the log line, to find one by the other
+        _log.exception("request failed", extra={"path": request.path, "incident": incident})
+        why = f"the gateway logged why as incident {incident}"
+        response = problem_response(Refused("internal", 500, why).problem)
     if not response.prepared:
         if response.status == 503:
             # Transient (the bus, the store, a service away or electing a leader): ask

@@ -1,6 +1,7 @@
 """The gateway in front of a real service over a real bus."""
 
 import asyncio
+import re
 import time
 
 import pytest
@@ -44,6 +45,17 @@ async def test_a_services_problem_keeps_its_status(client):
     response = await client.post("/v1/echo", json={"text": "refuse"}, headers=bearer())
     problem = await response.json(content_type=None)
     assert (response.status, problem["type"]) == (409, "urn:tether:problem:echo-refuses")
+
+
+async def test_a_service_that_failed_is_a_500_naming_its_incident(client):
+    """The client can report which failure it met: the service's log line names it too."""
+    response = await client.post("/v1/echo", json={"text": "fail"}, headers=bearer())
+    problem = await response.json(content_type=None)
+    assert (response.status, problem["type"]) == (500, "urn:tether:problem:internal")
+    assert re.fullmatch(
+        r"tether\.echo\.say failed; the service logged why as incident [0-9a-f]{12}",
+        problem["detail"],
+    )
 
 
 async def test_a_service_with_no_replica_is_unavailable(client):

@@ -115,6 +115,22 @@ async def test_bad_requests_get_typed_problems_naming_what_was_wrong(settings_fo
     assert [r.text for r in echo.handled] == ["refuse"]
 
 
+async def test_a_handler_that_fails_is_a_500_naming_the_incident_its_log_line_names(
+    settings_for, connect, caplog
+):
+    """What failed is not the caller's business, but which failure it was is: the answer
+    names an incident, and the service's one line with the traceback names the same."""
+    echo = Echo("one")
+    async with running(ECHO, settings_for("echo"), _echo_table(echo)), connect(GATEWAY) as nc:
+        failed = await _problem(nc, encode(Say(text="fail")), _HEADERS)
+    assert (failed.status, failed.rule) == (500, "internal")
+    incident = failed.detail.rsplit(" ", 1)[-1]
+    assert failed.detail == f"{SAY.name} failed; the service logged why as incident {incident}"
+    [logged] = [r for r in caplog.records if r.getMessage() == "handler failed"]
+    assert (logged.incident, logged.subject) == (incident, SAY.name)
+    assert "asked to fail" in logged.exc_text
+
+
 async def test_an_answer_too_large_for_the_bus_is_a_problem_at_once(settings_for, connect):
     """Never sent, it would leave its caller waiting until its timeout, then asking again."""
 
