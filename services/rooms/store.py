@@ -80,6 +80,7 @@ from libs.runtime.settings import SETTLED_KEPT
 from services.rooms.domain.claims import Claim
 from services.rooms.domain.drafts import WAITING
 from services.rooms.domain.lines import MAX_SKEW_S
+from services.rooms.domain.threads import Thread
 
 __all__ = ["RoomStore", "StoredLine", "open_store"]
 
@@ -111,6 +112,7 @@ _delivery = codec.decoder(Delivery)
 _failed = codec.decoder(FailedDelivery)
 _line = codec.decoder(StoredLine)
 _claim = codec.decoder(Claim)
+_thread = codec.decoder(Thread)
 
 
 class RoomStore:
@@ -378,6 +380,14 @@ class RoomStore:
 
     async def hear(self, room_id: str, at: datetime) -> None:
         await self._rooms.put(f"heard.{room_id}", at.isoformat().encode())
+
+    async def thread(self, room_id: str) -> Thread | None:
+        """The last mail its correspondent wrote in an email room, as a reply names it."""
+        found = await self._exact(self._rooms, f"thread.{room_id}")
+        return _thread.decode(found[0].value) if found and found[0].value else None
+
+    async def keep_thread(self, room_id: str, thread: Thread) -> None:
+        await self._rooms.put(f"thread.{room_id}", codec.encode(thread))
 
     async def arrived_as(self, arrival_id: str) -> tuple[str, int, bool] | None:
         """(room, seq, first contact) of what a carrier sent, stored under `arrival_id`."""

@@ -9,6 +9,7 @@ import msgspec
 
 from libs.contracts import codec
 from services.rooms.domain.deliveries import carrier_id
+from services.rooms.domain.threads import Answering
 from services.rooms.store import RoomStore
 
 __all__ = ["Outbound", "Recording", "Transport"]
@@ -32,6 +33,7 @@ class Outbound(msgspec.Struct, frozen=True):
     on_behalf_of: str | None
     key: str = ""
     automatic: bool = False
+    answering: Answering | None = None  # an email's headers as a reply in its thread
 
 
 class Transport(Protocol):

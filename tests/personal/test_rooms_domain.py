@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.rooms import CreateRoom, Draft, Inbound
-from services.rooms.domain import claims, drafts, lines, members, messages
+from services.rooms.domain import claims, drafts, lines, members, messages, threads
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 ADA, BOB = "acme/ada", "acme/bob"
@@ -337,3 +337,14 @@ def test_a_persons_guesses_at_a_code_are_five_in_ten_minutes_however_often_they_
             outcome, claim = claims.attempt(claim, "000000", now)
             tried += left > 0 and outcome in ("wrong", "spent")
         assert codes <= claims.CODES and tried <= claims.TRIES
+
+
+def test_an_emails_thread_is_read_from_what_its_carrier_posts():
+    bare = threads.thread_of("Lunch?\n\tFriday", "abc@mail.example", {})
+    assert bare == threads.Thread("Lunch? Friday", "<abc@mail.example>", ())
+    replying = threads.thread_of("x", "<b@x>", {"in-reply-to": "<a@x>"})
+    assert replying is not None and replying.references == ("<a@x>",)
+    assert threads.thread_of("x", "not an id", {}) is None
+    assert threads.answering(threads.Thread("", "<a@x>")) == threads.Answering(
+        "", "<a@x>", ("<a@x>",)
+    )

@@ -27,6 +27,7 @@ import msgspec
 from libs.contracts.problem import Refused
 from libs.contracts.rooms import Inbound, Member, Message, Room, Transport
 from services.rooms.domain.members import personal_agent_id
+from services.rooms.domain.threads import Thread, thread_of
 
 __all__ = [
     "Arrival",
@@ -82,6 +83,7 @@ class Arrival(msgspec.Struct, frozen=True):
     carrier_id: str
     opt: Opt | None = None
     automatic: bool = False
+    thread: Thread | None = None  # an email's: what a reply to it carries on
 
 
 def normalize(transport: Transport, address: str) -> str:
@@ -223,18 +225,25 @@ def arrival(inbound: Inbound) -> Arrival:
     if missing:
         raise Refused("invalid-webhook", 422, f"the {inbound.transport} webhook lacks {missing}")
     sender, to, text, carrier_id = (fields.get(n, "") for n in names)
-    automatic = False
+    automatic, thread = False, None
     if inbound.transport == "email":
         headers = _headers(fields)
         sender = _replies_to(fields, headers) or sender
         automatic = _automatic(headers)
+        thread = thread_of(fields.get("subject", ""), carrier_id, headers)
         if fields.get("subject"):
             text = f"{fields['subject']}\n\n{text}"
     if inbound.transport != "voice":  # a call's "text" is its recording's URL
         text = _with(text, _media(fields))
     opt = _opt(fields) if inbound.transport == "sms" else None
     return Arrival(
-        sender=sender, to=to, text=text, carrier_id=carrier_id, opt=opt, automatic=automatic
+        sender=sender,
+        to=to,
+        text=text,
+        carrier_id=carrier_id,
+        opt=opt,
+        automatic=automatic,
+        thread=thread,
     )
 
 

@@ -14,7 +14,7 @@ from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import KeyReused, Refused
 from libs.runtime import pages
-from services.rooms.domain import calls, deliveries, drafts, lines, members, messages
+from services.rooms.domain import calls, deliveries, drafts, lines, members, messages, threads
 from services.rooms.sealing import Sealer
 from services.rooms.store import RoomStore, StoredLine
 from services.rooms.transports import Outbound, Transport
@@ -172,6 +172,7 @@ class Rooms:
         assert room.transport is not None and room.correspondent is not None
         if again and (handed := await self._store.delivery(room.id, message.seq)) is not None:
             return handed
+        thread = await self._store.thread(room.id) if room.transport == "email" else None
         carrier = await self._transport.send(
             Outbound(
                 transport=room.transport,
@@ -184,6 +185,7 @@ class Rooms:
                 author_kind=message.author_kind,
                 on_behalf_of=message.on_behalf_of,
                 automatic=message.automatic,
+                answering=None if thread is None else threads.answering(thread),
             )
         )
         delivery = deliveries.handed_over(room.transport, carrier, self._clock())

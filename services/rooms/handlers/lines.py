@@ -232,6 +232,8 @@ class Lines(Rooms):
         )
         if req.transport == "whatsapp":  # before any answer to it can be asked to leave
             await self._store.hear(room.id, message.at)
+        if arrived.thread is not None and not arrived.automatic:  # an auto-reply is no thread
+            await self._store.keep_thread(room.id, arrived.thread)
         stored = await self._store_message(room, message, msg_id=arrival_id, first_contact=first)
         await self._store.put_arrived(arrival_id, room.id, stored.seq, first)
         return rooms.Delivered(room=room.id, seq=stored.seq, first_contact=first)
