@@ -2,7 +2,7 @@
 
 from libs.contracts.base import Contract, Name, OrgId
 
-__all__ = ["PRINCIPAL_HEADER", "Principal"]
+__all__ = ["PRINCIPAL_HEADER", "REQUEST_ID_HEADER", "REQUEST_KEY_HEADER", "Principal"]
 
 # The principal travels in this header, never in a body: only the gateway and services
 # (by their NATS permissions) can publish to request subjects, so only they set it.
@@ -11,6 +11,9 @@ PRINCIPAL_HEADER = "Tether-Principal"
 # this digest of the caller and the key: a service that stores something stores it once
 # under it, however often a failover makes the request run again.
 REQUEST_KEY_HEADER = "Tether-Request-Key"
+# The id of the request a call is made for, from the gateway on: each process's log lines
+# for it name it, so one request is followed from the gateway through every service.
+REQUEST_ID_HEADER = "Tether-Request-Id"
 
 
 class Principal(Contract):

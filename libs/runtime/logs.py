@@ -2,13 +2,17 @@
 
 import logging
 import sys
+from contextvars import ContextVar
 from datetime import UTC, datetime
 
 import msgspec
 from aiohttp.http_exceptions import HttpProcessingError
 
-__all__ = ["configure"]
+__all__ = ["REQUEST", "configure"]
 
+# The request a line is logged for, while one is handled: its id comes with it (a client's
+# X-Request-Id, or one the gateway made) and goes on with every call made for it.
+REQUEST: ContextVar[str | None] = ContextVar("request", default=None)
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 _encode = msgspec.json.Encoder(enc_hook=repr).encode
 
@@ -26,6 +30,8 @@ class _JsonLines(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        if (request := REQUEST.get()) is not None:
+            line["request"] = request
         line |= {k: v for k, v in vars(record).items() if k not in _STANDARD}
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)

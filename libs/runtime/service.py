@@ -27,7 +27,12 @@ from nats.js.errors import BadRequestError
 
 from libs.contracts import codec, streams
 from libs.contracts.health import Health
-from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
+from libs.contracts.principal import (
+    PRINCIPAL_HEADER,
+    REQUEST_ID_HEADER,
+    REQUEST_KEY_HEADER,
+    Principal,
+)
 from libs.contracts.problem import Problem, Refused, Unavailable
 from libs.contracts.registry import ServiceContract, Subject
 from libs.runtime import bus, logs, metrics
@@ -209,6 +214,7 @@ class Service:
         msg: Msg,
     ) -> None:
         started = time.perf_counter()
+        logs.REQUEST.set((msg.headers or {}).get(REQUEST_ID_HEADER))
         key = (msg.headers or {}).get(REQUEST_KEY_HEADER)
         keyed = None if key is None else (key, digest(subject.name, msg.data))
         _keyed.set(keyed)
@@ -305,8 +311,8 @@ def _problem_of(exc: Exception, subject: Subject) -> Problem:
                 "bus-unavailable", 503, f"{subject.name}: the bus did not answer; ask again"
             ).problem
     # Named in the answer and in the log line with the traceback: what a client reports
-    # is found among every replica's lines.
-    incident = secrets.token_hex(6)
+    # is found among every replica's lines. The request's id where it has one.
+    incident = logs.REQUEST.get() or secrets.token_hex(6)
     _log.exception("handler failed", extra={"subject": subject.name, "incident": incident})
     detail = f"{subject.name} failed; the service logged why as incident {incident}"
     return Refused("internal", 500, detail).problem

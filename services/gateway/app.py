@@ -22,7 +22,7 @@ from services.gateway.events import room_stream
 from services.gateway.forward import NATS, forwarding
 from services.gateway.limits import IdempotencyKeys, RateLimiter
 from services.gateway.mcp import mcp_endpoint
-from services.gateway.middlewares import problems
+from services.gateway.middlewares import named, problems
 from services.gateway.openapi import openapi
 from services.gateway.pages import HARDENED, policy
 from services.gateway.pending import pending_list, pending_stream
@@ -63,6 +63,7 @@ def init_app(
     limiter = RateLimiter(redis, settings.rate_limit)
     keys = IdempotencyKeys(redis, in_flight_s=in_flight)
     app = web.Application(client_max_size=MAX_BODY, middlewares=[problems])
+    app.on_response_prepare.append(named)
     app[REDIS] = redis
     app[STREAMS] = OpenStreams(settings.streams_per_caller)
     app.on_shutdown.append(close_streams)

@@ -1,6 +1,7 @@
 """The one middleware: every refusal leaves as a problem document; every request is counted."""
 
 import logging
+import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -10,9 +11,10 @@ from aiohttp import web
 from prometheus_client import Counter, Histogram
 
 from libs.contracts.problem import Problem, Refused
+from libs.runtime import logs
 from libs.runtime.metrics import child
 
-__all__ = ["problem_response", "problems"]
+__all__ = ["named", "problem_response", "problems"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _log = logging.getLogger(__name__)
@@ -27,6 +29,8 @@ HTTP_SECONDS = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
 )
 _RETRY_AFTER_503 = "1"
+# A client's own X-Request-Id is taken when it is a plain token; otherwise one is made.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _RULES = {404: "not-found", 405: "method-not-allowed", 413: "body-too-large"}
 
 
@@ -45,6 +49,8 @@ def problem_response(problem: Problem) -> web.Response:
 async def problems(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every refusal leaves as a problem document with the status its rule names."""
     started = time.perf_counter()
+    given = request.headers.get("X-Request-Id", "")
+    logs.REQUEST.set(given if _REQUEST_ID.fullmatch(given) else secrets.token_hex(8))
     try:
         response = await handler(request)
     except Refused as exc:
@@ -61,8 +67,8 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
         if isinstance(exc, web.HTTPMethodNotAllowed):  # RFC 9110: say what it does take
             response.headers["Allow"] = ", ".join(sorted(exc.allowed_methods))
     except Exception:
-        incident = secrets.token_hex(6)  # in the answer and the log line, to find one by the other
-        _log.exception("request failed", extra={"path": request.path, "incident": incident})
+        incident = logs.REQUEST.get()  # in the answer and the log line, to find one by the other
+        _log.exception("request failed", extra={"path": request.path})
         why = f"the gateway logged why as incident {incident}"
         response = problem_response(Refused("internal", 500, why).problem)
     if not response.prepared:
@@ -92,3 +98,10 @@ def _detail(exc: web.HTTPException, request: web.Request) -> str:
     if isinstance(exc, web.HTTPRequestEntityTooLarge):
         return "the body is over 1 MiB"
     return exc.reason
+
+
+async def named(_: web.Request, response: web.StreamResponse) -> None:
+    """Every answer, a stream's too, says which request it answers: the id its log lines,
+    and every service's for it, name."""
+    if (request_id := logs.REQUEST.get()) is not None:
+        response.headers["X-Request-Id"] = request_id

@@ -47,15 +47,27 @@ async def test_a_services_problem_keeps_its_status(client):
     assert (response.status, problem["type"]) == (409, "urn:tether:problem:echo-refuses")
 
 
-async def test_a_service_that_failed_is_a_500_naming_its_incident(client):
-    """The client can report which failure it met: the service's log line names it too."""
-    response = await client.post("/v1/echo", json={"text": "fail"}, headers=bearer())
+async def test_a_service_that_failed_is_a_500_naming_its_request(client):
+    """The client can report which failure it met: the request's id, which its answer
+    carries, names the incident, and the service's log line with the traceback too."""
+    headers = {**bearer(), "X-Request-Id": "req-42.retry:1"}
+    response = await client.post("/v1/echo", json={"text": "fail"}, headers=headers)
     problem = await response.json(content_type=None)
     assert (response.status, problem["type"]) == (500, "urn:tether:problem:internal")
-    assert re.fullmatch(
-        r"tether\.echo\.say failed; the service logged why as incident [0-9a-f]{12}",
-        problem["detail"],
+    assert response.headers["X-Request-Id"] == "req-42.retry:1"
+    assert problem["detail"] == "tether.echo.say failed; the service logged why as incident " + (
+        "req-42.retry:1"
     )
+
+
+async def test_every_answer_names_its_request_one_made_where_the_client_gave_none(client):
+    made = await client.get("/v1/echo/x", headers=bearer())
+    assert made.status == 200 and re.fullmatch(r"[0-9a-f]{16}", made.headers["X-Request-Id"])
+    refused = await client.get("/nowhere", headers={"X-Request-Id": "a b\u00e9" + "x" * 70})
+    assert refused.status == 404
+    assert re.fullmatch(r"[0-9a-f]{16}", refused.headers["X-Request-Id"])  # not a token: made
+    again = await client.get("/v1/echo/x", headers=bearer())
+    assert again.headers["X-Request-Id"] != made.headers["X-Request-Id"]
 
 
 async def test_a_service_with_no_replica_is_unavailable(client):

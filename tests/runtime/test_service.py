@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import logging
 
 import msgspec
 import nats
@@ -10,6 +11,8 @@ from libs.contracts.health import Health
 from libs.contracts.permissions import GATEWAY
 from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Problem
+from libs.runtime import logs
+from libs.runtime.calls import call
 from libs.runtime.service import Service
 from libs.runtime.settings import Settings
 from libs.stack.servers import free_port
@@ -129,6 +132,33 @@ async def test_a_handler_that_fails_is_a_500_naming_the_incident_its_log_line_na
     [logged] = [r for r in caplog.records if r.getMessage() == "handler failed"]
     assert (logged.incident, logged.subject) == (incident, SAY.name)
     assert "asked to fail" in logged.exc_text
+
+
+async def test_a_request_id_goes_on_with_every_call_made_for_it(settings_for, connect):
+    """A call made while a request is handled carries its id; the service that answers it
+    handles it under that id, so its lines name it, and so do the calls it makes."""
+    seen: list[str | None] = []
+
+    async def say(request: Say, principal: Principal) -> Said:
+        seen.append(logs.REQUEST.get())
+        return Said(text=request.text, replica="one", principal=principal)
+
+    async with running(ECHO, settings_for("echo"), lambda _: {SAY: say}), connect(GATEWAY) as nc:
+        logs.REQUEST.set("req-7")
+        await call(nc, SAY, Say(text="with"), caller=GATEWAY, principal=ADA)
+        logs.REQUEST.set(None)
+        await call(nc, SAY, Say(text="without"), caller=GATEWAY, principal=ADA)
+    assert seen == ["req-7", None]
+
+
+def test_a_line_logged_while_a_request_is_handled_names_it():
+    formatter = logs._JsonLines("echo", "one")
+    record = logging.makeLogRecord({"msg": "handled", "levelname": "INFO"})
+    logs.REQUEST.set("req-9")
+    named = msgspec.json.decode(formatter.format(record))
+    logs.REQUEST.set(None)
+    assert (named["request"], named["msg"]) == ("req-9", "handled")
+    assert "request" not in msgspec.json.decode(formatter.format(record))
 
 
 async def test_an_answer_too_large_for_the_bus_is_a_problem_at_once(settings_for, connect):
