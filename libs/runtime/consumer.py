@@ -29,8 +29,10 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
 from prometheus_client import Counter
 
+from libs.contracts.principal import REQUEST_ID_HEADER
 from libs.contracts.problem import KEY_REUSED, Refused, Unavailable
 from libs.contracts.streams import dead_subject
+from libs.runtime import logs
 from libs.runtime.bus import AWAY
 from libs.runtime.metrics import child
 
@@ -207,6 +209,7 @@ class Consumer(Generic[T]):
 
     async def _one(self, msg: Msg) -> None:
         where = {"subject": msg.subject, "durable": self._durable}
+        logs.REQUEST.set((msg.headers or {}).get(REQUEST_ID_HEADER))  # what published it
         try:
             with self._at_work(msg):
                 await self._handle(self._read(msg))

@@ -8,11 +8,22 @@ from datetime import UTC, datetime
 import msgspec
 from aiohttp.http_exceptions import HttpProcessingError
 
-__all__ = ["REQUEST", "configure"]
+from libs.contracts.principal import REQUEST_ID_HEADER
+
+__all__ = ["REQUEST", "carried", "configure"]
 
 # The request a line is logged for, while one is handled: its id comes with it (a client's
 # X-Request-Id, or one the gateway made) and goes on with every call made for it.
 REQUEST: ContextVar[str | None] = ContextVar("request", default=None)
+
+
+def carried() -> dict[str, str]:
+    """The header that carries the request being handled, if one is, on to what is asked
+    or published for it: a call, an event, a timer (which fires under it)."""
+    request = REQUEST.get()
+    return {} if request is None else {REQUEST_ID_HEADER: request}
+
+
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 _encode = msgspec.json.Encoder(enc_hook=repr).encode
 

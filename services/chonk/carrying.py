@@ -18,6 +18,7 @@ from libs.contracts import chonk, codec, rooms, scheduler
 from libs.contracts.base import key_token
 from libs.contracts.chonk import CONTRACT
 from libs.contracts.principal import Principal
+from libs.runtime import logs
 from libs.runtime.calls import call
 from services.chonk.domain import ladder, proposals
 from services.chonk.domain.types import ProposedAction
@@ -287,7 +288,7 @@ class Carrying:
     async def _publish(self, org: str, subject: str, event: msgspec.Struct, msg_id: str) -> None:
         """Published once by `msg_id`, which is its org's own: two tenants may name their
         runs alike, and EVENTS drops a second message of one id as a duplicate."""
-        headers = {"Nats-Msg-Id": f"{org}.{msg_id}"}
+        headers = {"Nats-Msg-Id": f"{org}.{msg_id}", **logs.carried()}
         await self._js.publish(subject, codec.encode(event), headers=headers)
 
     async def _send(self, message: rooms.Tell) -> rooms.Message:

@@ -17,12 +17,7 @@ from nats.aio.client import Client
 from nats.errors import MaxPayloadError, NoRespondersError
 
 from libs.contracts import codec
-from libs.contracts.principal import (
-    PRINCIPAL_HEADER,
-    REQUEST_ID_HEADER,
-    REQUEST_KEY_HEADER,
-    Principal,
-)
+from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused
 from libs.contracts.registry import Subject
 from libs.runtime import bus, logs
@@ -351,8 +346,7 @@ async def ask(
     headers = {PRINCIPAL_HEADER: msgspec.json.encode(principal).decode()} if principal else {}
     if key is not None:
         headers[REQUEST_KEY_HEADER] = key
-    if (request_id := logs.REQUEST.get()) is not None:
-        headers[REQUEST_ID_HEADER] = request_id
+    headers |= logs.carried()
     try:
         reply = await nc.request(subject.name, payload, timeout=timeout, headers=headers or None)
     except bus.NotSent as exc:

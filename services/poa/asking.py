@@ -16,7 +16,7 @@ from libs.contracts import codec, pending, poa, rooms, scheduler
 from libs.contracts.base import key_token
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
-from libs.runtime import pages
+from libs.runtime import logs, pages
 from libs.runtime.calls import call
 from libs.runtime.service import request_key
 from services.poa.domain import approvals, ledger, open_asks
@@ -338,7 +338,7 @@ class Asking:
         await self._js.publish(
             poa.ASK_ANSWERED.name,
             codec.encode(ask),
-            headers={"Nats-Msg-Id": f"answered-{ask.id}"},
+            headers={"Nats-Msg-Id": f"answered-{ask.id}", **logs.carried()},
         )
         await self._nudge(ask)
 

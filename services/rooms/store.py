@@ -61,7 +61,7 @@ from libs.contracts.rooms import (
     Transport,
     delivery_subject,
 )
-from libs.runtime import pages
+from libs.runtime import logs, pages
 from libs.runtime.direct import batch_get
 from libs.runtime.kv import (
     Conflict,
@@ -213,9 +213,8 @@ class RoomStore:
         answer it (a repeat of one seq is dropped by the stream)."""
         await self._nc.publish(live, codec.encode(message))
         subject = MESSAGE_STORED if event.answers is None else ANSWER_STORED
-        await self._js.publish(
-            subject.name, codec.encode(event), headers={"Nats-Msg-Id": f"stored-{event.seq}"}
-        )
+        headers = {"Nats-Msg-Id": f"stored-{event.seq}", **logs.carried()}
+        await self._js.publish(subject.name, codec.encode(event), headers=headers)
 
     async def message(
         self, org: str, room_id: str, seq: int, *, reader: str | None = None

@@ -23,6 +23,7 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.scheduler import ENGINE, Fired, Timer
 from libs.contracts.streams import timer_subject
+from libs.runtime import logs
 from libs.runtime.kv import Read, led, open_bucket, swap, write_at
 from libs.runtime.leader import exact_reads
 from libs.runtime.service import ensure_shared_streams
@@ -106,6 +107,7 @@ class Engine:
                 "Nats-Schedule": f"@at {at.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}",
                 "Nats-Schedule-Target": f"scheduler.due.{name}",
                 _DUE_AT: timer.due_at.isoformat(),
+                **logs.carried(),  # its fire is handled under the request that timed it
             },
         )
 
@@ -123,7 +125,7 @@ class Engine:
         await self._js.publish(
             timer_subject(fired.owner, fired.target),
             codec.encode(fired),
-            headers={"Nats-Msg-Id": f"{fired.owner}.{fired.key}.{timer_id}"},
+            headers={"Nats-Msg-Id": f"{fired.owner}.{fired.key}.{timer_id}", **logs.carried()},
         )
 
     async def forget_handled(self, consumer: str) -> None:

@@ -5,6 +5,9 @@ import random
 from collections import Counter
 from datetime import timedelta
 
+import msgspec
+
+from libs.contracts.principal import REQUEST_ID_HEADER
 from libs.runtime.bus import flushed
 from tests.scheduler.conftest import now, problem
 
@@ -136,3 +139,19 @@ async def test_an_owner_can_only_ask_under_its_own_name(connect):
         await nc.publish("tether.scheduler.get.poa", b'{"key": "k"}')
         await flushed(nc)  # the server's error comes before the pong of what follows it
     assert seen == ['nats: permissions violation for publish to "tether.scheduler.get.poa"']
+
+
+async def test_a_timer_fires_under_the_request_that_timed_it(owner, org):
+    """A timer scheduled for a request (a window opened by a person's post, say) is
+    delivered with that request's id, so its owner handles the fire under it and its log
+    lines say which request set it going."""
+    body = {"key": f"{org}.traced", "due_at": (now() + timedelta(milliseconds=300)).isoformat(),
+            "target": "ping"}  # fmt: skip
+    await owner.nc.request(
+        "tether.scheduler.schedule.echo", msgspec.json.encode(body), timeout=10,
+        headers={REQUEST_ID_HEADER: "req-timed"},
+    )  # fmt: skip
+    assert [f.key for f in await owner.fired(org)] == [f"{org}.traced"]
+    last = await owner.nc.jetstream().get_last_msg("TIMERS", "tether.timer.echo.ping")
+    assert msgspec.json.decode(last.data)["key"] == f"{org}.traced"
+    assert (last.headers or {}).get(REQUEST_ID_HEADER) == "req-timed"
