@@ -226,7 +226,8 @@ def _dead(args: argparse.Namespace) -> int:
                 elif args.send_again:
                     held_back += 1
                     said = f"held back, parked {said}"
-                print(f"{letter.seq} {said} {letter.reader} {letter.subject}: {letter.error}")
+                came = "" if letter.request is None else f" (request {letter.request})"
+                print(f"{letter.seq} {said} {letter.reader} {letter.subject}{came}: {letter.error}")
         except Exception as exc:  # transient (DEAD electing a leader, the audit away): ask again
             print(f"cannot read or send the dead letters now: {exc!r}; ask again", file=sys.stderr)
             return 2

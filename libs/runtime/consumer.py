@@ -290,6 +290,7 @@ class Consumer(Generic[T]):
             "Tether-Dead-Seq": str(seq),
             "Tether-Dead-Error": error[:1000],
             "Nats-Msg-Id": f"dead-{self._stream}-{seq}-{self._durable}",
+            **logs.carried(),  # the request it came from, for the operator to follow
         }
         await self._js.publish(self._dead_subject, msg.data, headers=headers)
         # Parked again (its owner or the trail could not take it yet): in DEAD once, and

@@ -14,7 +14,7 @@ from nats.aio.client import Client
 from nats.js.errors import NotFoundError
 
 from libs.audit.trail import Trail
-from libs.contracts.principal import Principal
+from libs.contracts.principal import REQUEST_ID_HEADER, Principal
 from libs.contracts.streams import DEAD, dead_subject
 from libs.runtime.consumer import SYSTEM_ORG
 from libs.runtime.direct import DirectGetUnavailable, batch_get
@@ -26,7 +26,8 @@ _BATCH = 256
 
 class Parked(msgspec.Struct, frozen=True):
     """A dead letter: its place on DEAD, the reader that parked it
-    (`<service>.<durable>`), the subject it was published on, why, and when."""
+    (`<service>.<durable>`), the subject it was published on, why, when, and the request it
+    came from, if it came from one."""
 
     seq: int
     reader: str
@@ -34,6 +35,7 @@ class Parked(msgspec.Struct, frozen=True):
     error: str
     at: datetime
     data: bytes
+    request: str | None = None
 
 
 async def parked(nc: Client, reader: str | None = None) -> list[Parked]:
@@ -65,6 +67,7 @@ async def parked(nc: Client, reader: str | None = None) -> list[Parked]:
                     error=headers.get("Tether-Dead-Error", ""),
                     at=datetime.fromisoformat(headers["Nats-Time-Stamp"]),
                     data=msg.data,
+                    request=headers.get(REQUEST_ID_HEADER),
                 )
             )
         more = bool(msgs) and pending > 0
@@ -85,7 +88,8 @@ async def sent_again(nc: Client, letter: Parked, trail: Trail, by: Principal) ->
         target=f"{DEAD.name}:{letter.seq}",
         data={"reader": letter.reader, "subject": letter.subject},
     ):
-        await js.publish(
-            letter.subject, letter.data, headers={"Nats-Msg-Id": f"sent-again-{letter.seq}"}
-        )
+        headers = {"Nats-Msg-Id": f"sent-again-{letter.seq}"}
+        if letter.request is not None:  # handled again under the request it came from
+            headers[REQUEST_ID_HEADER] = letter.request
+        await js.publish(letter.subject, letter.data, headers=headers)
         await js.delete_msg(DEAD.name, letter.seq)

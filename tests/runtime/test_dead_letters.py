@@ -11,6 +11,8 @@ import uuid
 from datetime import UTC, datetime
 
 from libs.audit.reading import records
+from libs.contracts.principal import REQUEST_ID_HEADER
+from libs.runtime import logs
 from libs.runtime.consumer import Consumer, Retry
 from libs.runtime.dead import parked
 from libs.runtime.service import ensure_shared_streams
@@ -36,13 +38,13 @@ async def test_a_parked_message_is_sent_again_once_its_cause_is_fixed(
     stream, subject, reader = f"DL_{name}", f"dl.{name}.said", f"probe{name}.d"
     await ensure_shared_streams(js, ("DEAD",))
     await js.add_stream(name=stream, subjects=[subject])
-    handled: list[bytes] = []
+    handled: list[tuple[bytes, str | None]] = []
     down = True
 
     async def handle(data: bytes) -> None:
         if down:
             raise RuntimeError("the model's provider answered 503")
-        handled.append(data)
+        handled.append((data, logs.REQUEST.get()))
 
     consumer = Consumer(
         js,
@@ -56,14 +58,17 @@ async def test_a_parked_message_is_sent_again_once_its_cause_is_fixed(
     )
     reading = asyncio.create_task(consumer.run(wait=0.1))
     try:
-        await js.publish(subject, b"are you free on Thursday?")
+        # Published for a request: the letter names it, and is handled again under it.
+        asked = b"are you free on Thursday?"
+        await js.publish(subject, asked, headers={REQUEST_ID_HEADER: "req-thursday"})
         (letter,) = await eventually(lambda: parked(operator, reader))
-        assert (letter.subject, letter.data) == (subject, b"are you free on Thursday?")
+        assert (letter.subject, letter.data, letter.request) == (subject, asked, "req-thursday")
         assert "the model's provider answered 503" in letter.error
 
         listed = await _dead(stack, "--reader", reader)
         assert listed.returncode == 0, listed.stderr
         assert f"{letter.seq} " in listed.stdout and "1 dead letter(s) parked" in listed.stdout
+        assert f"{subject} (request req-thursday): " in listed.stdout
         unnamed = await _dead(stack, "--send-again")
         assert unnamed.returncode == 2 and "--reader" in unnamed.stderr
         # Parked longer ago than the services keep what they settled (a second here), it
@@ -83,7 +88,7 @@ async def test_a_parked_message_is_sent_again_once_its_cause_is_fixed(
         assert "1 dead letter(s) sent again" in sent.stdout
 
         async def answered() -> bool:
-            return handled == [b"are you free on Thursday?"]
+            return handled == [(asked, "req-thursday")]
 
         assert await eventually(answered)
         assert await parked(operator, reader) == []
