@@ -1,4 +1,5 @@
-"""The one middleware: every refusal leaves as a problem document; every request is counted."""
+"""The one middleware: every request is named (X-Request-Id) and counted, and every refusal
+leaves as a problem document."""
 
 import logging
 import re
