@@ -254,6 +254,18 @@ def answers(http: ClientSession, path: str, status: int) -> Callable[[], Awaitab
     return check
 
 
+async def deaf_once(heard: list[asyncio.CancelledError]) -> None:
+    """Sleeps until cancelled twice: the first cancel is dropped, as nats-py's `wait_for`
+    drops one on Python 3.11 (libs/runtime/tasks). `heard` gets each cancel."""
+    while True:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError as exc:
+            heard.append(exc)
+            if len(heard) > 1:
+                raise
+
+
 async def stopped(proc: asyncio.subprocess.Process) -> list[dict[str, Any]]:
     """SIGTERM to `proc`: it exits 0 within 10 s; every line it logged."""
     proc.send_signal(signal.SIGTERM)

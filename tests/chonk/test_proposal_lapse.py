@@ -56,6 +56,21 @@ async def _lapse(operator, asked: dict, due: datetime) -> tuple:
     return await fire(operator, f"proposal.lapse-{asked['seq']}", LAPSE, due, payload)
 
 
+async def _yes_unread(api, operator, chonk_service, decider: str, asked: dict) -> tuple:
+    """The decider's yes, given in time, with the chonk service stopped: the JetStream
+    context and the answer's event, which no Chonk has read."""
+    js = operator.jetstream()
+    await stopped(operator, chonk_service, chonk.REPORT.name)
+    events = await published_from_now(js, rooms.ANSWER_STORED.name)
+    yes = await api.post(
+        f"/v1/rooms/{asked['room']}/questions/{asked['seq']}/answer",
+        json={"choice": {"type": "pick", "option": 0}},
+        headers=person(decider.split("/")[1]),
+    )
+    assert yes.status == 201, await yes.text()
+    return js, await events.next_msg(timeout=10)
+
+
 async def test_an_unanswered_proposal_lapses_and_a_late_yes_carries_out_nothing(api, operator):
     closed = datetime.now(UTC) - timedelta(seconds=1)
     decider, recipient, held, asked = await _proposed(operator, closed)
@@ -90,16 +105,7 @@ async def test_a_yes_given_in_time_whose_event_was_not_read_is_carried_out_as_it
     decider, recipient, held, asked = await _proposed(
         operator, datetime.now(UTC) + timedelta(days=3)
     )
-    js = operator.jetstream()
-    await stopped(operator, chonk_service, chonk.REPORT.name)
-    events = await published_from_now(js, rooms.ANSWER_STORED.name)
-    yes = await api.post(
-        f"/v1/rooms/{asked['room']}/questions/{asked['seq']}/answer",
-        json={"choice": {"type": "pick", "option": 0}},
-        headers=person(decider.split("/")[1]),
-    )
-    assert yes.status == 201, await yes.text()
-    event = await events.next_msg(timeout=10)
+    js, event = await _yes_unread(api, operator, chonk_service, decider, asked)
     await js.delete_msg(event.metadata.stream, event.metadata.sequence.stream)
     async with serving(chonk.CONTRACT, settings_for("chonk"), serve_chonk):
         _, fired = await _lapse(operator, asked, datetime.now(UTC))
@@ -124,16 +130,7 @@ async def test_a_yes_carried_out_by_its_event_and_its_lapse_at_once_is_recorded_
     decider, recipient, held, asked = await _proposed(
         operator, datetime.now(UTC) + timedelta(days=3)
     )
-    js = operator.jetstream()
-    await stopped(operator, chonk_service, chonk.REPORT.name)
-    events = await published_from_now(js, rooms.ANSWER_STORED.name)
-    yes = await api.post(
-        f"/v1/rooms/{asked['room']}/questions/{asked['seq']}/answer",
-        json={"choice": {"type": "pick", "option": 0}},
-        headers=person(decider.split("/")[1]),
-    )
-    assert yes.status == 201, await yes.text()
-    event = await events.next_msg(timeout=10)
+    js, event = await _yes_unread(api, operator, chonk_service, decider, asked)
     again = await js.publish(event.subject, event.data)
     _, fired = await _lapse(operator, asked, datetime.now(UTC))
     async with serving(chonk.CONTRACT, settings_for("chonk"), serve_chonk):

@@ -15,6 +15,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from nats.aio.msg import Msg
+from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from libs.contracts import agents, ladder, mod, poa, rooms, scheduler
 from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
@@ -290,3 +292,22 @@ def rooms_up(settings_for):
         settings_for("rooms"),
         lambda svc: serve_rooms(svc, Sealer.from_hex(LINES_KEY)),
     )
+
+
+async def raised(operator, since: int, room: str, seq: int) -> Msg:
+    """The event the rooms service raised for message `seq` of `room` (on EVENTS from
+    sequence `since`), with its headers: what the agents service reads to answer it, a
+    definite record of whether anyone will."""
+    sub = await operator.jetstream().subscribe(
+        rooms.MESSAGE_STORED.name,
+        ordered_consumer=True,
+        config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=since),
+    )
+    try:
+        while True:
+            event = await sub.next_msg(timeout=10)
+            stored = msgspec.json.decode(event.data, type=rooms.MessageStored)
+            if (stored.room, stored.seq) == (room, seq):
+                return event
+    finally:
+        await sub.unsubscribe()

@@ -9,12 +9,19 @@ from urllib.parse import urlencode
 
 import msgspec
 import pytest
-from nats.js.api import ConsumerConfig, DeliverPolicy
 
-from libs.contracts.rooms import MESSAGE_STORED, ROOMS, Inbound, MessageStored
+from libs.contracts.rooms import ROOMS, Inbound, MessageStored
 from libs.contracts.streams import EVENTS
 from services.rooms.domain.lines import arrival
-from tests.personal.conftest import announce, drafts, eventually, history, problem, set_level
+from tests.personal.conftest import (
+    announce,
+    drafts,
+    eventually,
+    history,
+    problem,
+    raised,
+    set_level,
+)
 from tests.personal.test_signature_replay import (
     FORM,
     a_reply_by_email,
@@ -46,21 +53,7 @@ async def _arrives(api, body: dict[str, str]) -> dict:
 
 
 async def _raised(operator, since: int, room: str, seq: int) -> MessageStored:
-    """The event the rooms service raised for message `seq` of `room`: what the agents
-    service reads to answer it, a definite record of whether anyone will."""
-    js = operator.jetstream()
-    sub = await js.subscribe(
-        MESSAGE_STORED.name,
-        ordered_consumer=True,
-        config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=since),
-    )
-    try:
-        while True:
-            event = msgspec.json.decode((await sub.next_msg(timeout=10)).data, type=MessageStored)
-            if (event.room, event.seq) == (room, seq):
-                return event
-    finally:
-        await sub.unsubscribe()
+    return msgspec.json.decode((await raised(operator, since, room, seq)).data, type=MessageStored)
 
 
 async def test_an_out_of_office_is_kept_and_answered_by_no_agent(api, people, operator):

@@ -5,15 +5,11 @@ the same id, so every log line it causes, in any service, names the post."""
 import asyncio
 import uuid
 
-import msgspec
-from nats.js.api import ConsumerConfig, DeliverPolicy
-
 from libs.contracts.principal import REQUEST_ID_HEADER
-from libs.contracts.rooms import MESSAGE_STORED
 from libs.contracts.streams import EVENTS
 from libs.runtime import logs
 from libs.runtime.consumer import Consumer
-from tests.personal.conftest import eventually, room_with
+from tests.personal.conftest import eventually, raised, room_with
 
 
 async def test_a_posts_id_goes_with_the_event_its_message_raises(api, people, operator):
@@ -27,19 +23,7 @@ async def test_a_posts_id_goes_with_the_event_its_message_raises(api, people, op
     assert posted.status == 201, await posted.text()
     assert posted.headers["X-Request-Id"] == "req-lunch"
     seq = (await posted.json())["seq"]
-    sub = await js.subscribe(
-        MESSAGE_STORED.name,
-        ordered_consumer=True,
-        config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=since),
-    )
-    try:
-        while True:
-            event = await sub.next_msg(timeout=10)
-            stored = msgspec.json.decode(event.data)
-            if (stored["room"], stored["seq"]) == (room["id"], seq):
-                break
-    finally:
-        await sub.unsubscribe()
+    event = await raised(operator, since, room["id"], seq)
     assert (event.headers or {}).get(REQUEST_ID_HEADER) == "req-lunch"
 
 

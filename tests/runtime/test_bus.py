@@ -20,7 +20,7 @@ from libs.runtime.settings import Settings
 from libs.stack.processes import stop_all
 from libs.stack.servers import free_port, start_nats
 from tests.personal.conftest import eventually
-from tests.support import ECHO, SAY, Bus, Echo, Say, running
+from tests.support import ECHO, SAY, Bus, Echo, Say, deaf_once, running
 
 
 async def test_the_first_connect_is_retried_until_a_server_is_there(tmp_path, caplog):
@@ -96,19 +96,8 @@ async def test_a_first_connect_that_drops_a_cancel_is_cancelled_again():
         f"nats://127.0.0.1:{free_port()}", user="", password="", name="stopped"
     )
     dialing.cancel()
-    cancels = 0
-
-    async def dropping_one_cancel() -> None:
-        nonlocal cancels
-        while True:
-            try:
-                await asyncio.sleep(3600)
-            except asyncio.CancelledError:
-                cancels += 1
-                if cancels > 1:
-                    raise
-
-    nc.first_connect = asyncio.create_task(dropping_one_cancel())
+    heard: list[asyncio.CancelledError] = []
+    nc.first_connect = asyncio.create_task(deaf_once(heard))
     await asyncio.sleep(0)
     stopping = asyncio.create_task(bus.let_go(nc))
     # Waited on without a cancel of its own, which would reach the connect and end it.
@@ -116,7 +105,7 @@ async def test_a_first_connect_that_drops_a_cancel_is_cancelled_again():
     if not done:
         stopping.cancel()
     assert done, "let_go still waiting on the connect 5 s on"
-    assert nc.first_connect.cancelled() and cancels == 2
+    assert nc.first_connect.cancelled() and len(heard) == 2
     assert nc.is_closed
 
 

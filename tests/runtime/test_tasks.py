@@ -4,25 +4,16 @@
 import asyncio
 
 from libs.runtime.tasks import ended
+from tests.support import deaf_once
 
 
 async def test_every_task_is_ended_though_one_drops_a_cancel_and_one_raised():
-    cancels = 0
-
-    async def dropping_one_cancel() -> None:
-        nonlocal cancels
-        while True:
-            try:
-                await asyncio.sleep(3600)
-            except asyncio.CancelledError:
-                cancels += 1
-                if cancels > 1:
-                    raise
+    heard: list[asyncio.CancelledError] = []
 
     async def failing() -> None:
         raise RuntimeError("failed before it was stopped")
 
-    deaf = asyncio.create_task(dropping_one_cancel())
+    deaf = asyncio.create_task(deaf_once(heard))
     sleeping = asyncio.create_task(asyncio.sleep(3600))
     failed = asyncio.create_task(failing())
     await asyncio.sleep(0)
@@ -33,6 +24,6 @@ async def test_every_task_is_ended_though_one_drops_a_cancel_and_one_raised():
         stopping.cancel()
     assert done, "still waiting 5 s on"
     assert stopping.exception() is None
-    assert deaf.cancelled() and cancels == 2
+    assert deaf.cancelled() and len(heard) == 2
     assert sleeping.cancelled()
     assert isinstance(failed.exception(), RuntimeError)
