@@ -124,6 +124,16 @@ _RETRY_AFTER = {
         "schema": {"type": "integer", "minimum": 1},
     }
 }
+_REQUEST_ID_SAID = "the request's id: the client's own, if it is a plain token of at most 64 "
+_REQUEST_ID_SAID += "characters ([A-Za-z0-9._:-]), else one the gateway made"
+_REQUEST_ID = {
+    "name": "X-Request-Id",
+    "in": "header",
+    "required": False,
+    "description": "names the request in every log line for it, in every service; any "
+    "other than a plain token of at most 64 characters is replaced by one the gateway makes",
+    "schema": {"type": "string"},
+}
 
 
 def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
@@ -201,6 +211,12 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
             {"name": f"hub.{name}", "in": "query", "required": True, "schema": {"type": "string"}}
             for name in ("mode", "verify_token", "challenge")
         ]
+    op["parameters"].append(_REQUEST_ID)
+    for response in op["responses"].values():
+        response["headers"] = {
+            **response.get("headers", {}),
+            "X-Request-Id": {"description": _REQUEST_ID_SAID, "schema": {"type": "string"}},
+        }
     if route.kind == "webhook" and not route.has_body:
         op["security"] = []
     elif route.kind == "webhook":

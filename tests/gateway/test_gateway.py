@@ -183,6 +183,9 @@ async def test_the_openapi_document_is_valid_and_generated_from_the_routes(clien
         "$ref": "#/components/schemas/Say"
     }
     assert {"Say", "Said", "Problem", "Principal"} <= document["components"]["schemas"].keys()
+    # Every operation takes a request's id and names it in every answer.
+    assert "X-Request-Id" in [p["name"] for p in post["parameters"] if p["in"] == "header"]
+    assert all("X-Request-Id" in r["headers"] for r in post["responses"].values())
 
 
 async def test_metrics_count_requests_by_route_on_a_port_of_their_own(client):
