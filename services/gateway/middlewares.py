@@ -15,7 +15,7 @@ from libs.contracts.problem import Problem, Refused
 from libs.runtime import logs
 from libs.runtime.metrics import child
 
-__all__ = ["named", "problem_response", "problems"]
+__all__ = ["REQUEST_ID", "named", "problem_response", "problems"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ HTTP_SECONDS = Histogram(
 )
 _RETRY_AFTER_503 = "1"
 # A client's own X-Request-Id is taken when it is a plain token; otherwise one is made.
-_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _RULES = {404: "not-found", 405: "method-not-allowed", 413: "body-too-large"}
 
 
@@ -51,7 +51,7 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
     """Every refusal leaves as a problem document with the status its rule names."""
     started = time.perf_counter()
     given = request.headers.get("X-Request-Id", "")
-    logs.REQUEST.set(given if _REQUEST_ID.fullmatch(given) else secrets.token_hex(8))
+    logs.REQUEST.set(given if REQUEST_ID.fullmatch(given) else secrets.token_hex(8))
     try:
         response = await handler(request)
     except Refused as exc:

@@ -7,6 +7,7 @@ from typing import Any
 import msgspec
 
 from libs.contracts.problem import Problem
+from services.gateway.middlewares import REQUEST_ID
 from services.gateway.routes import Route
 
 __all__ = ["openapi"]
@@ -124,14 +125,17 @@ _RETRY_AFTER = {
         "schema": {"type": "integer", "minimum": 1},
     }
 }
-_REQUEST_ID_SAID = "the request's id: the client's own, if it is a plain token of at most 64 "
-_REQUEST_ID_SAID += "characters ([A-Za-z0-9._:-]), else one the gateway made"
-_REQUEST_ID = {
+_TOKEN = f"a token matching {REQUEST_ID.pattern}"
+_REQUEST_ID_PARAMETER = {
     "name": "X-Request-Id",
     "in": "header",
     "required": False,
-    "description": "names the request in every log line for it, in every service; any "
-    "other than a plain token of at most 64 characters is replaced by one the gateway makes",
+    "description": f"names the request in every log line for it, in every service; one not "
+    f"{_TOKEN} is replaced by one the gateway makes",
+    "schema": {"type": "string"},
+}
+_REQUEST_ID_HEADER = {
+    "description": f"the request's id: the client's own, if {_TOKEN}, else one the gateway made",
     "schema": {"type": "string"},
 }
 
@@ -211,12 +215,9 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
             {"name": f"hub.{name}", "in": "query", "required": True, "schema": {"type": "string"}}
             for name in ("mode", "verify_token", "challenge")
         ]
-    op["parameters"].append(_REQUEST_ID)
+    op["parameters"].append(_REQUEST_ID_PARAMETER)
     for response in op["responses"].values():
-        response["headers"] = {
-            **response.get("headers", {}),
-            "X-Request-Id": {"description": _REQUEST_ID_SAID, "schema": {"type": "string"}},
-        }
+        response["headers"] = {**response.get("headers", {}), "X-Request-Id": _REQUEST_ID_HEADER}
     if route.kind == "webhook" and not route.has_body:
         op["security"] = []
     elif route.kind == "webhook":
