@@ -4,23 +4,33 @@ answer lost with a gateway or a NATS node that died) is answered as it was, neve
     replies   <service>.<request key>   Kept; 25 h
 
 The key is the gateway's `Tether-Request-Key`, already scoped to the caller; each service's
-credential reaches only its own `<service>.` keys. What is left is a replica that dies
-between its change and keeping the answer. A subject whose handler makes its change once
-under the key itself, in the same write (`Subject.keyed_itself`), keeps nothing here.
+credential reaches only its own `<service>.` keys.
+
+A request is claimed here before it runs (a create-only write), so two copies of it at two
+replicas at once (an event and a timer carrying out one change, an event delivered again
+while its first delivery still runs) run it once: the second waits for the first's answer.
+A claim is held for `lease` seconds; a replica that dies holding one delays the request's
+retries until it lapses, then the next copy takes it over. What is left is a replica that
+dies between its change and keeping the answer, or a handler still running when its claim
+lapses: the request runs again, so its handler makes its change once under the key. A
+subject whose handler does so in the same write (`Subject.keyed_itself`) keeps nothing here.
 """
 
+import asyncio
+import contextlib
 import hashlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 import msgspec
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
-from nats.js.errors import KeyNotFoundError
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
-from libs.contracts.problem import PROBLEM_HEADER, KeyReused, Problem
+from libs.contracts.problem import PROBLEM_HEADER, KeyReused, Problem, Refused
 from libs.contracts.registry import REPLIES_BUCKET
 from libs.runtime.kv import open_bucket
 
@@ -30,6 +40,12 @@ _log = logging.getLogger(__name__)
 # A day, as the gateway keeps a key's answer, and an hour more: a retry that comes once a
 # killed gateway's key has left its time in flight still finds the answer here.
 _KEPT_S = 25 * 3600
+# Longer than a request runs (its callers give up after 10 s), and short enough that a
+# replica killed holding a claim keeps its request waiting no longer than a failover.
+_LEASE_S = 30.0
+# How long a copy waits for the answer of one running elsewhere before it is told to ask
+# again: under the 10 s its caller waits.
+_WAIT_S = 5.0
 
 
 def digest(subject: str, request: bytes) -> bytes:
@@ -56,15 +72,19 @@ class Answer(msgspec.Struct, array_like=True, frozen=True):
 
 class Kept(msgspec.Struct, array_like=True, frozen=True):
     request: bytes  # its digest, to tell a key used again
-    answer: Answer
+    answer: Answer | None = None  # None while a replica runs it
+    until: float = 0.0  # when a claim lapses (epoch seconds)
 
 
 _kept = msgspec.msgpack.Decoder(Kept)
 
 
 class Replies:
-    def __init__(self, kv: KeyValue, service: str) -> None:
+    def __init__(
+        self, kv: KeyValue, service: str, *, lease: float = _LEASE_S, wait: float = _WAIT_S
+    ) -> None:
         self._kv, self._service = kv, service
+        self._lease, self._wait = lease, wait
 
     @classmethod
     async def open(cls, js: JetStreamContext, service: str, *, replicas: int) -> "Replies":
@@ -75,24 +95,51 @@ class Replies:
         self, key: str, request: bytes, answer: Callable[[], Awaitable[Answer]]
     ) -> Answer:
         """The answer kept under `key` for the same `request` (its `digest`), or
-        `answer()`'s, kept unless it is a transient failure (5xx), which a retry should meet
-        by running again."""
+        `answer()`'s, run under a claim and kept unless it is a transient failure (5xx),
+        which a retry should meet by running again."""
         name = f"{self._service}.{key}"
-        try:
-            kept = _kept.decode((await self._kv.get(name)).value or b"")
-        except KeyNotFoundError:
-            kept = None
-        if kept is not None:
-            if kept.request != request:
-                return Answer.of(KeyReused().problem)
-            return msgspec.structs.replace(kept.answer, outcome="replayed")
+        found = await self._claimed(name, request)
+        if isinstance(found, Answer):
+            return found
         made = await answer()
-        if made.status < 500:
-            try:
-                await self._kv.put(name, msgspec.msgpack.encode(Kept(request, made)))
-            except Exception:  # the change is made: its answer goes out all the same
-                _log.warning("answer not kept", extra={"key": key}, exc_info=True)
+        try:
+            if made.status < 500:
+                await self._kv.update(name, msgspec.msgpack.encode(Kept(request, made)), last=found)
+            else:
+                await self._kv.delete(name, last=found)
+        except Exception:  # the change is made: its answer goes out all the same
+            _log.warning("answer not kept", extra={"key": key}, exc_info=True)
         return made
+
+    async def _claimed(self, name: str, request: bytes) -> int | Answer:
+        """The revision of this replica's claim on `name`, or the answer to give instead:
+        the one kept, a key used again, or, when another replica's claim outlasts the wait,
+        a transient failure to ask again on."""
+        deadline, pause = time.monotonic() + self._wait, 0.01
+        while True:
+            claim = msgspec.msgpack.encode(Kept(request, until=time.time() + self._lease))
+            try:
+                return await self._kv.create(name, claim)
+            except KeyWrongLastSequenceError:
+                pass
+            try:
+                entry = await self._kv.get(name)
+            except KeyNotFoundError:
+                pass  # let go meanwhile (a 5xx): claimed on the next round
+            else:
+                kept = _kept.decode(entry.value or b"")
+                if kept.request != request:
+                    return Answer.of(KeyReused().problem)
+                if kept.answer is not None:
+                    return msgspec.structs.replace(kept.answer, outcome="replayed")
+                if kept.until <= time.time():  # its replica died, or ran past its lease
+                    with contextlib.suppress(KeyWrongLastSequenceError):
+                        return await self._kv.update(name, claim, last=entry.revision)
+            if time.monotonic() >= deadline:
+                busy = f"request {name} is being answered by another replica; ask again"
+                return Answer.of(Refused("request-in-flight", 503, busy).problem)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.2)
 
     async def forget(self, key: str) -> None:
         """The answer kept under `key` let go: the same request sent again runs again."""

@@ -73,6 +73,24 @@ async def test_two_copies_of_a_keyed_request_at_once_run_once(settings_for, conn
     assert [s.text for s in echo.handled] == ["once"]
 
 
+async def test_copies_of_a_keyed_request_at_two_replicas_run_once(settings_for, connect):
+    """Copies spread over two replicas by their queue group: whichever claims the key runs
+    it, and every other copy, at either replica, is answered with its answer."""
+    one, two = Echo("one"), Echo("two")
+    keyed = _HEADERS | {REQUEST_KEY_HEADER: "together-2"}
+    request = encode(Say(text="once", delay_ms=300))
+    async with (
+        running(ECHO, settings_for("echo", "one"), _echo_table(one)),
+        running(ECHO, settings_for("echo", "two"), _echo_table(two)),
+        connect(GATEWAY) as nc,
+    ):
+        replies = await asyncio.gather(
+            *(nc.request(SAY.name, request, 8, headers=keyed) for _ in range(8))
+        )
+    assert [r.data for r in replies] == [replies[0].data] * 8
+    assert [s.text for s in one.handled + two.handled] == ["once"]
+
+
 async def test_the_handler_receives_the_principal_from_the_header(settings_for, connect):
     echo = Echo("one")
     async with running(ECHO, settings_for("echo"), _echo_table(echo)), connect(GATEWAY) as nc:
