@@ -9,11 +9,12 @@ credential reaches only its own `<service>.` keys.
 A request is claimed here before it runs (a create-only write), so two copies of it at two
 replicas at once (an event and a timer carrying out one change, an event delivered again
 while its first delivery still runs) run it once: the second waits for the first's answer.
-A claim is held for `lease` seconds; a replica that dies holding one delays the request's
-retries until it lapses, then the next copy takes it over. What is left is a replica that
-dies between its change and keeping the answer, or a handler still running when its claim
-lapses: the request runs again, so its handler makes its change once under the key. A
-subject whose handler does so in the same write (`Subject.keyed_itself`) keeps nothing here.
+A claim lasts `lease` seconds and is renewed while its request runs, so a replica that dies
+holding one delays the request's retries no longer than a lease; the next copy then takes
+it over. What is left is a replica that dies between its change and keeping the answer, or
+one cut off from the bucket for a lease while it runs: the request runs again, so its
+handler makes its change once under the key. A subject whose handler does so in the same
+write (`Subject.keyed_itself`) keeps nothing here.
 """
 
 import asyncio
@@ -40,9 +41,10 @@ _log = logging.getLogger(__name__)
 # A day, as the gateway keeps a key's answer, and an hour more: a retry that comes once a
 # killed gateway's key has left its time in flight still finds the answer here.
 _KEPT_S = 25 * 3600
-# Longer than a request runs (its callers give up after 10 s), and short enough that a
-# replica killed holding a claim keeps its request waiting no longer than a failover.
-_LEASE_S = 30.0
+# A claim is renewed a third of this apart while its request runs: long enough to ride out
+# a slow round trip, short enough that a replica killed holding one keeps its request
+# waiting no longer than a failover does.
+_LEASE_S = 6.0
 # How long a copy waits for the answer of one running elsewhere before it is told to ask
 # again: under the 10 s its caller waits.
 _WAIT_S = 5.0
@@ -101,15 +103,43 @@ class Replies:
         found = await self._claimed(name, request)
         if isinstance(found, Answer):
             return found
-        made = await answer()
+        held, done = [found], asyncio.Event()
+        renewing = asyncio.create_task(self._renewed(name, request, held, done))
         try:
+            made = await answer()
+        finally:
+            done.set()
+            await renewing
+        try:
+            kept = msgspec.msgpack.encode(Kept(request, made))
             if made.status < 500:
-                await self._kv.update(name, msgspec.msgpack.encode(Kept(request, made)), last=found)
+                await self._kv.update(name, kept, last=held[0])
             else:
-                await self._kv.delete(name, last=found)
+                await self._kv.delete(name, last=held[0])
         except Exception:  # the change is made: its answer goes out all the same
             _log.warning("answer not kept", extra={"key": key}, exc_info=True)
         return made
+
+    async def _renewed(
+        self, name: str, request: bytes, held: list[int], done: asyncio.Event
+    ) -> None:
+        """The claim at revision `held[0]` renewed a third of a lease apart until `done`,
+        `held[0]` following it. A renewal that fails is tried at the next; one that finds
+        the claim taken over (this replica was cut off for a lease) ends the renewals."""
+        while True:
+            try:
+                await asyncio.wait_for(done.wait(), self._lease / 3)
+                return
+            except TimeoutError:
+                pass
+            claim = msgspec.msgpack.encode(Kept(request, until=time.time() + self._lease))
+            try:
+                held[0] = await self._kv.update(name, claim, last=held[0])
+            except KeyWrongLastSequenceError:
+                _log.warning("claim taken over while it ran", extra={"key": name})
+                return
+            except Exception:
+                _log.warning("claim not renewed", extra={"key": name}, exc_info=True)
 
     async def _claimed(self, name: str, request: bytes) -> int | Answer:
         """The revision of this replica's claim on `name`, or the answer to give instead:

@@ -125,3 +125,29 @@ async def test_a_key_used_again_for_another_request_while_it_runs_is_refused(con
         release.set()
         await first
     assert (other.status, other.outcome) == (422, "idempotency-key-reused")
+
+
+async def test_a_claim_is_renewed_while_its_request_runs_past_its_lease(connect):
+    """A request that runs longer than a lease is not taken over while its replica lives:
+    its claim is renewed, and a copy that comes after the first lease waits for its answer."""
+    ran, running, release = [], asyncio.Event(), asyncio.Event()
+
+    async def long() -> Answer:
+        ran.append(1)
+        running.set()
+        await release.wait()
+        return Answer(b'{"made": 4}')
+
+    async with connect("echo") as nc:
+        await Replies.open(nc.jetstream(), "echo", replicas=1)
+        kv = await nc.jetstream().key_value(REPLIES_BUCKET)
+        one, two = (Replies(kv, "echo", lease=0.3, wait=5.0) for _ in range(2))
+        first = asyncio.create_task(one.once("replies-long", REQUEST, long))
+        await running.wait()
+        await asyncio.sleep(0.6)  # two leases: the first claim, unrenewed, has lapsed
+        second = asyncio.create_task(two.once("replies-long", REQUEST, long))
+        await asyncio.sleep(0.3)
+        release.set()
+        answers = await asyncio.gather(first, second)
+    assert ran == [1]
+    assert [a.outcome for a in answers] == ["ok", "replayed"]
