@@ -95,8 +95,8 @@ class Service:
         self._started = time.monotonic()
         self._tasks: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(self.settings.max_in_flight)
-        # A keyed request's copies in this replica, one at a time: the second is answered
-        # with the first's kept answer rather than run beside it.
+        # A keyed request's copies in this replica, one at a time, so the second finds the
+        # first's kept answer at once; a claim in `replies` holds them apart across replicas.
         self._keyed = KeyedLocks()
         self.ops_port = 0
 
