@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
-from libs.contracts.base import Contract
+from libs.contracts.base import Contract, key_token
 from libs.contracts.principal import Principal
 from libs.contracts.registry import Subject, request_subject, service_contract
 
@@ -71,6 +71,8 @@ __all__ = [
     "View",
     "WriteLayer",
     "Written",
+    "drafts_key",
+    "layer_key",
     "may_read",
 ]
 
@@ -543,6 +545,20 @@ def may_read(p: Principal) -> bool:
 LAYERS_BUCKET = "mod-layers"
 DRAFTS_BUCKET = "mod-drafts"
 INSTALLS_BUCKET = "mod-installs"
+
+
+def layer_key(org: str, layer: LayerName, person: str) -> str:
+    """A layer's key in `mod-layers`: the org's, or the person's in it."""
+    return f"{org}.org" if layer == "org" else f"{org}.user.{key_token(person)}"
+
+
+def drafts_key(layer: str, writer: str, act: str | None) -> str:
+    """Where one writer's drafts over the layer keyed `layer` are held in `mod-drafts`: the
+    person and the agent acting for them (`=`, which `key_token` never yields, for the
+    person's own), so an agent reads and watches its own drafts and nothing else, and whoever
+    keeps a layer's drafts reads them all under `<layer>.*.*`."""
+    return f"{layer}.{key_token(writer)}.{key_token(act) if act else '='}"
+
 
 CONTRACT = service_contract(
     "mod",

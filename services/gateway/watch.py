@@ -4,8 +4,9 @@ One `layer` event `{layer, version}` for each new version of the org's layer or 
 own, and one `draft` event `{layer, id, state}` for each change to a draft over either that
 the caller may see (an org's drafts: its admins, and the agent that wrote each). The
 watchers are ordered consumers on the mod service's buckets, filtered to the caller's own
-keys, so nothing another person holds is ever read, and nothing is kept between events; a
-member who is neither admin nor agent has no watcher of the org's drafts at all.
+keys, so nothing another person holds is ever read, and nothing is kept between events: an
+agent's watch of drafts is filtered to the drafts it wrote, and a member who is neither
+admin nor agent has no watcher of the org's drafts at all.
 """
 
 import asyncio
@@ -18,9 +19,14 @@ from aiohttp import web
 from nats.js.client import JetStreamContext
 from nats.js.kv import KeyValue
 
-from libs.contracts.base import key_token
-from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET, HeldDrafts, may_read
-from libs.contracts.principal import Principal
+from libs.contracts.mod import (
+    DRAFTS_BUCKET,
+    LAYERS_BUCKET,
+    HeldDrafts,
+    drafts_key,
+    layer_key,
+    may_read,
+)
 from libs.contracts.problem import Refused
 from libs.runtime import bus
 from libs.runtime.tasks import ended
@@ -44,13 +50,15 @@ def mod_watch(
         if not may_read(p):
             raise Refused("mod-read-needed", 403, "an agent without mod:read watches no layer")
         until = refused_after(http.headers.get("Authorization"), key)
-        own = {"org": f"{p.org}.org", "user": f"{p.org}.user.{key_token(p.sub)}"}
+        own = {layer: layer_key(p.org, layer, p.sub) for layer in ("org", "user")}
         watched_keys = [(LAYERS_BUCKET, layer, name) for layer, name in own.items()]
-        # The org's drafts are its admins' to keep and each writing agent's own: a member
-        # who is neither never has them read.
+        # A layer's drafts are whoever keeps them's, and each writing agent's own: a member
+        # who is neither never has the org's read.
         for layer, name in own.items():
-            if layer == "user" or p.is_agent or "admin" in p.roles:
-                watched_keys.append((DRAFTS_BUCKET, layer, name))
+            if p.is_agent:
+                watched_keys.append((DRAFTS_BUCKET, layer, drafts_key(name, p.sub, p.act)))
+            elif layer == "user" or "admin" in p.roles:
+                watched_keys.append((DRAFTS_BUCKET, layer, f"{name}.*.*"))
         js = on_bus(http).jetstream()
         events: asyncio.Queue[bytes] = asyncio.Queue(1000)
         http.app[STREAMS].open(p, events)
@@ -60,7 +68,7 @@ def mod_watch(
         )
         try:
             watched = await _watching(js, watched_keys, timeout)
-            tasks = [asyncio.create_task(_follow(*w, p, events)) for w in watched]
+            tasks = [asyncio.create_task(_follow(*w, events)) for w in watched]
             await response.prepare(http)
             await response.write(b": watching\n\n")
             while True:
@@ -116,7 +124,6 @@ async def _follow(
     layer: str,
     watcher: KeyValue.KeyWatcher,
     floor: int,
-    p: Principal,
     events: asyncio.Queue[bytes],
 ) -> None:
     """Each change to the watched key past `floor`, as an event. The stream ends with its
@@ -130,10 +137,8 @@ async def _follow(
                 data = {"layer": layer, "version": entry.revision}
                 await events.put(_event("layer", data))
             elif entry.value and (last := _last(entry.value).last) is not None:
-                # A person watches only drafts they may keep; an agent, each one's writer.
-                if not p.is_agent or p.act == last.act:
-                    data = {"layer": layer, "id": last.id, "state": last.state}
-                    await events.put(_event("draft", data))
+                data = {"layer": layer, "id": last.id, "state": last.state}
+                await events.put(_event("draft", data))
     finally:
         with contextlib.suppress(asyncio.QueueFull):
             events.put_nowait(END)

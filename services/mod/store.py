@@ -1,11 +1,13 @@
 """The mod service's buckets (hip-0528 §9.3, §9.7):
 
     mod-layers    <org>.org, <org>.user.<person>   a layer; 64 revisions, no expiry
-    mod-drafts    <org>.org, <org>.user.<person>   a layer's drafts; a TTL past their expiry
+    mod-drafts    <layer>.<writer>.<act>           one writer's drafts over a layer; a TTL
+                                                   past their expiry
     mod-installs  <org>.org.<publisher>.<id>, <org>.user.<person>.<publisher>.<id>
 
-Every key names the org, and a person's the person: a lookup that omits them cannot be
-written. A layer's version is its revision.
+Every key names the org, and a person's the person; a draft's names the person and the
+agent that wrote it: a lookup that omits them cannot be written. A layer's version is its
+revision.
 
 A layer, its drafts and the installs are read with every acknowledged write in them
 (through the stream's leader on a replicated bucket, `libs.runtime.leader`): a person
@@ -24,7 +26,6 @@ from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec, pending
-from libs.contracts.base import key_token
 from libs.contracts.mod import (
     DRAFTS_BUCKET,
     INSTALLS_BUCKET,
@@ -32,7 +33,6 @@ from libs.contracts.mod import (
     Change,
     HeldDrafts,
     Installed,
-    LayerName,
     Manifest,
     Op,
 )
@@ -43,13 +43,15 @@ from libs.runtime.kv import (
     Record,
     current,
     open_bucket,
+    retried,
     swap,
     write_at,
     write_under,
 )
 from libs.runtime.leader import caught_up, exact_reads, newest_seq
+from libs.runtime.locks import KeyedLocks
 
-__all__ = ["InstallRecord", "ModStore", "Stored", "install_of", "layer_key", "open_store"]
+__all__ = ["InstallRecord", "ModStore", "Stored", "install_of", "open_store"]
 
 
 class Stored(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -73,16 +75,13 @@ def install_of(value: bytes) -> InstallRecord:
     return _install.decode(value)
 
 
-def layer_key(org: str, layer: LayerName, person: str) -> str:
-    return f"{org}.org" if layer == "org" else f"{org}.user.{key_token(person)}"
-
-
 class ModStore:
     def __init__(
         self, nc: Client, layers: KeyValue, drafts: KeyValue, installs: KeyValue, exact: Read
     ) -> None:
         self._nc, self._exact = nc, exact
         self._layers, self._drafts, self._installs = layers, drafts, installs
+        self._opening = KeyedLocks()
 
     async def layers(self, *keys: str) -> list[tuple[Stored, int]]:
         """Several layers in one read, each as `layer` answers it."""
@@ -138,14 +137,48 @@ class ModStore:
         ]
 
     async def drafts(self, key: str) -> HeldDrafts:
+        """One writer's drafts over a layer (`drafts_key`)."""
         found = await self._exact(self._drafts, key)
         return _drafts.decode(found[0].value or b"{}") if found else HeldDrafts()
+
+    async def layer_drafts(self, layer: str) -> list[HeldDrafts]:
+        """Every writer's drafts over the layer keyed `layer`: whoever keeps them reads
+        them all."""
+        found = await self._exact(self._drafts, f"{layer}.*.*")
+        return [_drafts.decode(e.value or b"{}") for e in found]
+
+    async def open_draft(
+        self,
+        layer: str,
+        key: str,
+        change: Callable[[HeldDrafts, int], HeldDrafts],
+        *,
+        record: Record,
+    ) -> HeldDrafts:
+        """The writer's drafts at `key` after `change`, which is given them and how many
+        are open over the layer under its other writers. Written only if no draft over the
+        layer moved since they were counted, so the layer's bound holds across writers."""
+        kv, under = self._drafts, f"{layer}.*.*"
+
+        async def attempt() -> HeldDrafts:
+            # The revision first, so any write after it is in what is counted.
+            newest = await newest_seq(kv._js, kv._stream, f"{kv._pre}{under}")
+            every = {e.key: _drafts.decode(e.value or b"{}") for e in await self._exact(kv, under)}
+            before = every.pop(key, HeldDrafts())
+            after = change(before, sum(len(held.open) for held in every.values()))
+            if after != before:
+                async with record(before, after):
+                    await write_under(kv, key, codec.encode(after), under, newest)
+                await self._nudge(key)
+            return after
+
+        async with self._opening.hold(layer):
+            return await retried(attempt, key)
 
     async def change_drafts(
         self, key: str, change: Callable[[HeldDrafts], HeldDrafts], *, record: Record | None
     ) -> tuple[HeldDrafts, HeldDrafts]:
-        """The layer's drafts before and after `change`; a change nudges whoever they wait
-        on: the person for their own layer, every admin for the org's."""
+        """The writer's drafts at `key` before and after `change`."""
         before, after = await swap(
             self._drafts,
             key,
@@ -156,10 +189,15 @@ class ModStore:
             read=self._exact,
         )
         if before != after:
-            org, layer = key.split(".", 1)
-            token = pending.ADMINS if layer == "org" else layer.removeprefix("user.")
-            await self._nc.publish(pending.changed("mod", org, token), b"")
+            await self._nudge(key)
         return before, after
+
+    async def _nudge(self, key: str) -> None:
+        """Whoever the drafts at `key` wait on is told they changed: the person for their
+        own layer, every admin for the org's."""
+        org, layer, person, _ = key.split(".", 3)
+        token = pending.ADMINS if layer == "org" else person
+        await self._nc.publish(pending.changed("mod", org, token), b"")
 
     async def installed_at(self, prefix: str) -> tuple[list[tuple[int, bytes]], int]:
         """`installed`, and a revision no newer than what it read: the one an install into

@@ -10,8 +10,15 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 
 from libs.contracts import codec
-from libs.contracts.mod import DraftEvent, HeldDrafts, Installed, Manifest
-from services.mod.store import InstallRecord, Stored, layer_key, open_store
+from libs.contracts.mod import (
+    DraftEvent,
+    HeldDrafts,
+    Installed,
+    Manifest,
+    drafts_key,
+    layer_key,
+)
+from services.mod.store import InstallRecord, Stored, open_store
 from tests.support import asked_again
 
 WRITES = 2000  # a direct get missed 16 to 117 of 3,000 such reads (bench/exact_reads.py)
@@ -43,7 +50,7 @@ async def test_drafts_read_as_soon_as_they_change_are_that_change(two_nodes):
     writer, other = two_nodes
     store = await open_store(writer, draft_ttl=timedelta(hours=1), replicas=3)
     elsewhere = await open_store(other, draft_ttl=timedelta(hours=1), replicas=3)
-    key = layer_key("acme", "user", "acme/bob")
+    key = drafts_key(layer_key("acme", "user", "acme/bob"), "acme/bob", None)
     missed = []
     for i in range(WRITES):
         change = partial(store.change_drafts, key, _writer_is(f"w{i}"), record=None)

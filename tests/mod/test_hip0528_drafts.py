@@ -221,6 +221,29 @@ async def test_hip0528_09_4_rule_8_a_seventeenth_open_draft_is_refused(api, peop
     assert (await write(api, people.agent, "user", [HIDE_BOARD])).status == 202
 
 
+async def test_hip0528_09_4_rule_8_the_org_s_sixteen_are_counted_over_every_writer(api, people):
+    """Each writer's drafts are held apart, so an agent reads only its own; the layer's
+    bound is still one, over them all, however their writes meet."""
+    op = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": "Chat"}
+    writes = [
+        write(api, agent, "org", [op | {"title": f"{n}{i}"}])
+        for i in range(10)
+        for n, agent in (("a", people.agent), ("r", people.root_agent))
+    ]
+    statuses = sorted(r.status for r in await asyncio.gather(*writes))
+    assert statuses == [202] * 16 + [409] * 4
+    by_admin = (await (await api.get("/v1/mod/drafts", headers=people.root)).json())["drafts"]
+    assert len(by_admin) == 16
+    for agent, act in ((people.agent, "ada"), (people.root_agent, "root")):
+        own = (await (await api.get("/v1/mod/drafts", headers=agent)).json())["drafts"]
+        assert own and {d["act"] for d in own} == {f"agent:{people.org}/{act}"}
+        assert {d["id"] for d in own} < {d["id"] for d in by_admin}
+    ada_s = (await (await api.get("/v1/mod/drafts", headers=people.agent)).json())["drafts"]
+    other = next(d for d in by_admin if d["act"] != ada_s[0]["act"])
+    found = await api.get(f"/v1/mod/drafts/{other['id']}", headers=people.agent)
+    assert await refusal(found) == (404, "draft-not-found")
+
+
 async def pending_timers(nc) -> set[str]:
     """The keys of mod's timers still to fire, as the scheduler answers mod."""
     reply = await nc.request("tether.scheduler.list.mod", b'{"prefix": "mod."}', timeout=10)

@@ -10,7 +10,7 @@ import pytest
 
 from libs.audit.reading import records
 from libs.contracts.base import key_token
-from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET
+from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET, drafts_key, layer_key
 from services.gateway.app import NATS
 from tests.mod.conftest import HIDE_BOARD, SERVED, write
 from tests.personal.conftest import eventually
@@ -106,7 +106,7 @@ async def test_hip0528_09_4_a_member_s_watch_never_reads_the_org_s_drafts(api, p
     """The org's drafts are its admins' to keep and the writing agent's own: a member's
     watch holds no watcher of them on the server at all, where an admin's does."""
     js = operator.jetstream()
-    org_drafts = f"$KV.{DRAFTS_BUCKET}.{people.org}.org"
+    org_drafts = f"$KV.{DRAFTS_BUCKET}.{people.org}.org.*.*"
 
     async def watching_org_drafts() -> bool:
         found = await js.consumers_info(f"KV_{DRAFTS_BUCKET}")
@@ -118,3 +118,30 @@ async def test_hip0528_09_4_a_member_s_watch_never_reads_the_org_s_drafts(api, p
     assert await watching_org_drafts()
     bobs.close()
     roots.close()
+
+
+async def test_hip0528_09_4_an_agent_s_watch_reads_only_the_drafts_it_wrote(api, people, operator):
+    """An agent's watcher of a layer's drafts is filtered on the server to its own writer's
+    key: another agent's drafts over the org's layer never reach the gateway for it."""
+    js = operator.jetstream()
+    ada = f"{people.org}/ada"
+    own = {
+        f"$KV.{DRAFTS_BUCKET}.{drafts_key(layer_key(people.org, layer, ada), ada, f'agent:{ada}')}"
+        for layer in ("org", "user")
+    }
+
+    async def drafts_watched() -> set[str]:
+        found = await js.consumers_info(f"KV_{DRAFTS_BUCKET}")
+        return {c.config.filter_subject for c in found}
+
+    before = await drafts_watched()
+    agents = await watch(api, people.agent)
+    assert await drafts_watched() - before == own
+    r = await write(api, people.root_agent, "org", [HIDE_BOARD])
+    assert r.status == 202, await r.text()
+    mine = await write(api, people.agent, "org", [HIDE_BOARD])
+    draft = (await mine.json())["draft"]
+    assert await events(agents, 1) == [
+        ("draft", {"layer": "org", "id": draft["id"], "state": "open"})
+    ]
+    agents.close()

@@ -339,6 +339,15 @@ def test_a_claimed_draft_is_only_kept_and_a_claim_let_go_leaves_it_as_it_was():
         drafts.claimed(kept, draft.id)
 
 
+def test_a_layer_s_open_drafts_are_counted_over_every_writer():
+    """Sixteen open over the layer: a writer with none of them still opens no seventeenth."""
+    draft = _draft()
+    assert drafts.opened(HeldDrafts(), draft, elsewhere=15).open == [draft]
+    with pytest.raises(Refused) as refused:
+        drafts.opened(HeldDrafts(), draft, elsewhere=16)
+    assert refused.value.problem.rule == "drafts-full"
+
+
 _HELD_MOVES = {
     "claim": lambda h: drafts.claimed(h, "md-0123456789abcdef"),
     "release": lambda h: drafts.released(h, "md-0123456789abcdef"),

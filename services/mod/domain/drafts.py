@@ -1,7 +1,7 @@
-"""Drafts (§9.4): who writes what as a draft, when one commits itself, and a layer's open
-drafts (at most 16). A Keep or a self-commit claims its draft before it applies the ops,
-so a discard or an expiry at the same moment is refused rather than told it won while the
-layer changed."""
+"""Drafts (§9.4): who writes what as a draft, when one commits itself, and a writer's open
+drafts over a layer (at most 16 over the layer, whoever wrote them). A Keep or a
+self-commit claims its draft before it applies the ops, so a discard or an expiry at the
+same moment is refused rather than told it won while the layer changed."""
 
 from datetime import datetime
 from typing import Literal
@@ -15,6 +15,7 @@ from libs.contracts.problem import Refused
 __all__ = [
     "MAX_OPEN",
     "Commit",
+    "among",
     "claimed",
     "commits",
     "find",
@@ -48,10 +49,12 @@ def commits(
     return "window", ""
 
 
-def opened(held: HeldDrafts, draft: LayerDraft) -> HeldDrafts:
+def opened(held: HeldDrafts, draft: LayerDraft, *, elsewhere: int = 0) -> HeldDrafts:
+    """`draft` among its writer's open drafts (`held`), unless the layer's are full: its
+    writer's and the `elsewhere` open under its other writers."""
     if any(d.id == draft.id for d in held.open):
         return held
-    if len(held.open) >= MAX_OPEN:
+    if len(held.open) + elsewhere >= MAX_OPEN:
         raise Refused(
             "drafts-full",
             409,
@@ -125,6 +128,16 @@ def lapsed(draft: LayerDraft, now: datetime) -> bool:
 
 def find(held: HeldDrafts, draft_id: str) -> LayerDraft | None:
     return next((d for d in (*held.open, *held.closed) if d.id == draft_id), None)
+
+
+def among(
+    writers: list[HeldDrafts], draft_id: str
+) -> tuple[HeldDrafts, LayerDraft] | tuple[None, None]:
+    """The draft `draft_id` among a layer's writers' drafts, with its writer's."""
+    for held in writers:
+        if (draft := find(held, draft_id)) is not None:
+            return held, draft
+    return None, None
 
 
 def _event(draft: LayerDraft) -> DraftEvent:

@@ -14,7 +14,7 @@ from nats.aio.client import Client
 from libs.audit.trail import Trail
 from libs.contracts import ladder, scheduler
 from libs.contracts.base import home_org
-from libs.contracts.mod import Entry, LayerName, Manifest, Missing
+from libs.contracts.mod import Entry, LayerName, Manifest, Missing, layer_key
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.calls import call
@@ -23,7 +23,7 @@ from services.mod.domain import surface
 from services.mod.domain.activation import activated
 from services.mod.domain.manifests import mod_id
 from services.mod.domain.review import Reviewer
-from services.mod.store import ModStore, Stored, install_of, layer_key
+from services.mod.store import ModStore, Stored, install_of
 
 __all__ = ["ME", "DraftTimer", "Mod", "may_keep", "ops_data", "person_of"]
 

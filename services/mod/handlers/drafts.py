@@ -15,7 +15,7 @@ from libs.runtime.kv import Record
 from libs.runtime.service import request_key
 from services.mod.domain import drafts, patches
 from services.mod.handlers.common import DraftTimer, Mod, may_keep, ops_data
-from services.mod.store import Stored, layer_key
+from services.mod.store import Stored
 
 __all__ = ["Drafts"]
 
@@ -45,7 +45,8 @@ class Drafts(Mod):
             waits="" if window is not None else why,
         )
         layer = self._key(p, req.layer)
-        if key and (made := drafts.find(await self._store.drafts(layer), draft.id)) is not None:
+        mine = mod.drafts_key(layer, p.sub, p.act)
+        if key and (made := drafts.find(await self._store.drafts(mine), draft.id)) is not None:
             return mod.Written(draft=_made_by(made, draft))
         # Timed before it is held, so a draft held always expires (and its window ends): a
         # timer whose draft never was finds none and does nothing.
@@ -54,7 +55,7 @@ class Drafts(Mod):
         if draft.commits_at is not None:
             await self._timer(f"mod.{draft.id}.end", draft.commits_at, _END, timer)
         try:
-            held = await self._opened(p, layer, draft)
+            held = await self._opened(p, layer, mine, draft)
         except Refused:
             await self._cancel_timers(draft.id)
             raise
@@ -62,17 +63,20 @@ class Drafts(Mod):
         assert made is not None
         return mod.Written(draft=_made_by(made, draft))
 
-    async def _opened(self, p: Principal, layer: str, draft: mod.LayerDraft) -> mod.HeldDrafts:
-        """Held among the layer's open drafts. When they are full, any past its expiry (its
-        timer late or lost) is expired first: otherwise it would hold its place for good."""
+    async def _opened(
+        self, p: Principal, layer: str, mine: str, draft: mod.LayerDraft
+    ) -> mod.HeldDrafts:
+        """Held among its writer's open drafts at `mine`, counted with every other writer's
+        over the layer. When they are full, any past its expiry (its timer late or lost) is
+        expired first: otherwise it would hold its place for good."""
 
         async def held() -> mod.HeldDrafts:
-            _, after = await self._store.change_drafts(
+            return await self._store.open_draft(
                 layer,
-                lambda held: drafts.opened(held, draft),
+                mine,
+                lambda held, elsewhere: drafts.opened(held, draft, elsewhere=elsewhere),
                 record=self._recorded(p.org, p, "mod.draft.create", draft, ops=ops_data(draft.ops)),
             )
-            return after
 
         try:
             return await held()
@@ -80,9 +84,10 @@ class Drafts(Mod):
             if exc.problem.rule != "drafts-full":
                 raise
         now = self._clock()
-        for found in (await self._store.drafts(layer)).open:
-            if drafts.lapsed(found, now):
-                await self._expire(p, found)
+        for writer in await self._store.layer_drafts(layer):
+            for found in writer.open:
+                if drafts.lapsed(found, now):
+                    await self._expire(p, found)
         return await held()
 
     async def drafts(self, _: mod.ListLayerDrafts, p: Principal) -> mod.LayerDraftList:
@@ -90,7 +95,7 @@ class Drafts(Mod):
         # One past its expiry, its timer late or lost, cannot be kept: none to list.
         now = self._clock()
         open_ = [d for d in found if d.state == "open" and not drafts.lapsed(d, now)]
-        return mod.LayerDraftList(drafts=open_)
+        return mod.LayerDraftList(drafts=sorted(open_, key=lambda d: (d.created_at, d.id)))
 
     async def draft(self, req: mod.LayerDraftRef, p: Principal) -> mod.LayerDraft:
         return await self._find(p, req.id)
@@ -132,8 +137,8 @@ class Drafts(Mod):
         and the layer has not moved; otherwise it waits for Keep (§9.4 rule 2)."""
         t = msgspec.convert(fired.payload, DraftTimer)
         p = Principal(org=t.org, sub=t.person)
-        key = layer_key(t.org, t.layer, t.person)
-        draft = drafts.find(await self._store.drafts(key), t.id)
+        key = mod.layer_key(t.org, t.layer, t.person)
+        _, draft = drafts.among(await self._store.layer_drafts(key), t.id)
         if draft is None or draft.state != "open" or draft.commits_at is None:
             return
         if drafts.lapsed(draft, self._clock()):  # the end handled a day late: it expired
@@ -157,7 +162,7 @@ class Drafts(Mod):
             else:
                 return
         await self._store.change_drafts(
-            key,
+            _held_at(t.org, draft),
             lambda held: drafts.waiting(held, draft.id, why),
             record=self._recorded(t.org, None, "mod.draft.wait", draft, why=why),
         )
@@ -166,9 +171,8 @@ class Drafts(Mod):
         """Expired, unless it is kept first; one a Keep holds now is asked again shortly
         (a transient failure, redelivered), to expire if that Keep let it go."""
         t = msgspec.convert(fired.payload, DraftTimer)
-        key = layer_key(t.org, t.layer, t.person)
-        held = await self._store.drafts(key)
-        draft = drafts.find(held, t.id)
+        key = mod.layer_key(t.org, t.layer, t.person)
+        held, draft = drafts.among(await self._store.layer_drafts(key), t.id)
         if draft is None or draft.state != "open":
             return
         if draft.id in held.keeping:
@@ -191,18 +195,20 @@ class Drafts(Mod):
         """Claimed, its ops applied at its base, then kept: a discard or an expiry meanwhile
         is refused. If the layer refused the ops (it moved since), the claim is let go and
         the draft is open as it was; unless another Keep of it applied them first."""
-        key = layer_key(p.org, draft.layer, draft.writer)
+        at = _held_at(p.org, draft)
         await self._store.change_drafts(
-            key, lambda held: drafts.claimed(held, draft.id), record=None
+            at, lambda held: drafts.claimed(held, draft.id), record=None
         )
         try:
             version = await self._apply(p, draft, action)
         except Refused as exc:
-            stored, version = await self._store.layer(key)
+            stored, version = await self._store.layer(
+                mod.layer_key(p.org, draft.layer, draft.writer)
+            )
             if stored.change is None or stored.change.draft != draft.id:
                 if exc.problem.status < 500:
                     await self._store.change_drafts(
-                        key, lambda held: drafts.released(held, draft.id), record=None
+                        at, lambda held: drafts.released(held, draft.id), record=None
                     )
                 raise
         await self._settle(p, draft, "kept", version=version)
@@ -210,7 +216,7 @@ class Drafts(Mod):
 
     async def _apply(self, p: Principal, draft: mod.LayerDraft, action: str) -> int:
         """The draft's ops over the layer, written at the draft's base, once."""
-        key = layer_key(p.org, draft.layer, draft.writer)
+        key = mod.layer_key(p.org, draft.layer, draft.writer)
         stored, version = await self._store.layer(key)
         if stored.change is not None and stored.change.draft == draft.id:
             return version  # applied before a crash or a lost answer: applied once
@@ -235,13 +241,12 @@ class Drafts(Mod):
         version: int | None = None,
         cancel: bool = True,
     ) -> mod.LayerDraft:
-        key = layer_key(p.org, draft.layer, draft.writer)
         action = {"kept": "mod.draft.kept", "discarded": "mod.draft.discard"}.get(
             state, "mod.draft.expire"
         )
         actor = None if state == "expired" else p  # an expiry is no one's act
         _, held = await self._store.change_drafts(
-            key,
+            _held_at(p.org, draft),
             lambda held: drafts.settled(held, draft.id, state, version=version),
             record=self._recorded(p.org, actor, action, draft, state=state),
         )
@@ -253,12 +258,16 @@ class Drafts(Mod):
 
     async def _visible(self, p: Principal, layer: mod.LayerName) -> list[mod.LayerDraft]:
         """The drafts over `layer` the caller may see: whoever can keep them, and the agent
-        that wrote each (§9.4 rule 7). A member's read never touches the org's."""
-        if not p.is_agent and not may_keep(p, layer):
+        that wrote each (§9.4 rule 7), which reads only its own writer's key. A member's
+        read never touches the org's."""
+        key = self._key(p, layer)
+        if p.is_agent:
+            every = [await self._store.drafts(mod.drafts_key(key, p.sub, p.act))]
+        elif may_keep(p, layer):
+            every = await self._store.layer_drafts(key)
+        else:
             return []
-        held = await self._store.drafts(self._key(p, layer))
-        every = [*held.open, *held.closed]
-        return [d for d in every if _wrote(p, d)] if p.is_agent else every
+        return [d for held in every for d in (*held.open, *held.closed)]
 
     async def _find(self, p: Principal, draft_id: str) -> mod.LayerDraft:
         for layer in ("org", "user"):
@@ -287,6 +296,11 @@ def _made_by(made: mod.LayerDraft, asked: mod.LayerDraft) -> mod.LayerDraft:
     if not drafts.same_write(made, asked):
         raise KeyReused()
     return made
+
+
+def _held_at(org: str, draft: mod.LayerDraft) -> str:
+    """The key of `draft`'s writer's drafts, where it is held."""
+    return mod.drafts_key(mod.layer_key(org, draft.layer, draft.writer), draft.writer, draft.act)
 
 
 def _wrote(p: Principal, draft: mod.LayerDraft) -> bool:

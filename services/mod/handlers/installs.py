@@ -10,7 +10,7 @@ from libs.runtime.kv import retried
 from services.mod.domain import bounds, manifests
 from services.mod.domain.activation import leaving
 from services.mod.handlers.common import Mod
-from services.mod.store import InstallRecord, install_of, layer_key
+from services.mod.store import InstallRecord, install_of
 
 __all__ = ["Installs"]
 
@@ -57,7 +57,7 @@ class Installs(Mod):
             review=review,
             reviewed="unreviewed" if review is None else "reviewed",
         )
-        prefix = layer_key(p.org, layer, p.sub)
+        prefix = mod.layer_key(p.org, layer, p.sub)
         key = f"{prefix}.{manifest.publisher}.{manifest.id}"
         record = InstallRecord(manifest=manifest, installed=installed)
 
@@ -82,7 +82,7 @@ class Installs(Mod):
     async def installs(self, _: mod.ListInstalls, p: Principal) -> mod.InstallList:
         prefixes = [f"{p.org}.org"]
         if home_org(p.sub) == p.org:
-            prefixes.append(layer_key(p.org, "user", p.sub))
+            prefixes.append(mod.layer_key(p.org, "user", p.sub))
         found = [
             install_of(value).installed
             for prefix in prefixes
@@ -95,7 +95,7 @@ class Installs(Mod):
         mod_id = f"{req.publisher}/{req.id}"
         loaded, _ = await self._loaded(p)
         left = tuple(leaving([m for m, _ in loaded], mod_id))
-        key = f"{layer_key(p.org, layer, p.sub)}.{req.publisher}.{req.id}"
+        key = f"{mod.layer_key(p.org, layer, p.sub)}.{req.publisher}.{req.id}"
         uninstalled = await self._store.uninstall(
             key,
             record=lambda *_: self._trail.change(
