@@ -27,6 +27,7 @@ from services.gateway.tokens import is_delegate, principal_from
 
 __all__ = [
     "IDENTITY_FIELDS",
+    "KEYED",
     "NATS",
     "answered_once",
     "ask",
@@ -48,7 +49,7 @@ MAX_DEPTH = 64
 _JSON = "application/json"
 _PROBLEM = "application/problem+json"
 # The methods an Idempotency-Key makes run once: what is answered otherwise when sent again.
-_KEYED = ("POST", "DELETE")
+KEYED = ("POST", "DELETE")
 # An integer in a path or a query: ASCII digits, a sign at most, and no more than 2^53 has.
 _INTEGER = re.compile(r"-?[0-9]{1,16}")
 _decode = codec.decoder().decode
@@ -72,7 +73,7 @@ def forwarding(
         principal = await caller(route, http, key=key, limiter=limiter)
 
         idempotency_key = http.headers.get("Idempotency-Key")
-        keyed = route.method in _KEYED and idempotency_key is not None
+        keyed = route.method in KEYED and idempotency_key is not None
 
         async def answer(wait: float) -> Stored:
             payload = await request_of(route, http)

@@ -5,6 +5,7 @@ import contextlib
 import hashlib
 import logging
 import math
+import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 
@@ -19,16 +20,20 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import KeyReused, Refused
 
 __all__ = [
+    "IDEMPOTENCY_KEY",
     "IdempotencyKeys",
     "Late",
     "RateLimited",
     "RateLimiter",
     "StoreUnavailable",
     "Stored",
+    "checked_key",
     "who",
 ]
 
 _log = logging.getLogger(__name__)
+# What an Idempotency-Key may be: printable ASCII, as a header carries it everywhere.
+IDEMPOTENCY_KEY = re.compile(r"[ -~]{1,200}")
 _WINDOW_S = 60
 # The most of an answer's body kept under its key. Redis holds every key a day, so it is
 # sized by keys (deploy/k8s: some 800,000 of ~400 bytes): an answer of a MiB (a grant may
@@ -131,6 +136,14 @@ class Stored(msgspec.Struct, array_like=True):
     kept: bool = True
 
 
+def checked_key(key: str) -> str:
+    """`key`, if it may be an Idempotency-Key; refused otherwise, before anything runs."""
+    if not IDEMPOTENCY_KEY.fullmatch(key):
+        why = "Idempotency-Key: 1-200 printable ASCII characters"
+        raise Refused("idempotency-key-invalid", 400, why)
+    return key
+
+
 class IdempotencyKeys:
     """The first POST with a key runs; a retry with the same key and request gets its answer."""
 
@@ -149,9 +162,7 @@ class IdempotencyKeys:
 
     async def claim(self, principal: Principal, key: str, fingerprint: str) -> Stored | None:
         """None: this request runs now. Otherwise the earlier answer to replay."""
-        if not 1 <= len(key) <= 200 or not key.isprintable():
-            raise Refused("idempotency-key-invalid", 400, "Idempotency-Key: 1-200 printable chars")
-        name = self._name(principal, key)
+        name = self._name(principal, checked_key(key))
         pending = msgspec.msgpack.encode(Stored(fingerprint))
         with _asking_store():
             if await self._redis.set(name, pending, nx=True, ex=self._in_flight):

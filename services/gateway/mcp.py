@@ -23,7 +23,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Problem, Refused
 from libs.contracts.registry import Subject
 from services.gateway.forward import NATS, answered_once, ask, refuse_unclear, scoped_key
-from services.gateway.limits import IdempotencyKeys, RateLimiter, Stored
+from services.gateway.limits import IdempotencyKeys, RateLimiter, Stored, checked_key
 from services.gateway.tokens import is_delegate, principal_from
 
 __all__ = ["PROTOCOL_VERSIONS", "TOOL", "mcp_endpoint"]
@@ -80,6 +80,8 @@ def mcp_endpoint(
         principal = principal_from(http.headers.get("Authorization"), key)
         if is_delegate(principal):
             raise Refused("delegate-not-admitted", 403, "only the person's own agent arranges it")
+        if (idempotency_key := http.headers.get("Idempotency-Key")) is not None:
+            checked_key(idempotency_key)  # refused as a keyed route refuses it
         raw = await http.read()
         try:
             refuse_unclear(raw)

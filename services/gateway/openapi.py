@@ -7,6 +7,8 @@ from typing import Any
 import msgspec
 
 from libs.contracts.problem import Problem
+from services.gateway.forward import KEYED
+from services.gateway.limits import IDEMPOTENCY_KEY
 from services.gateway.middlewares import REQUEST_ID
 from services.gateway.routes import Route
 
@@ -68,6 +70,7 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
                     "whose ops are admitted by the same rules as their routes."
                 ),
                 "security": [{"bearer": []}],
+                "parameters": [_IDEMPOTENCY_KEY_PARAMETER],
                 "responses": {
                     "200": {"description": "a JSON-RPC 2.0 response", "content": {_JSON: {}}},
                     "202": {"description": "a notification, taken"},
@@ -133,6 +136,20 @@ _REQUEST_ID_PARAMETER = {
     "description": f"names the request in every log line for it, in every service; one not "
     f"{_TOKEN} is replaced by one the gateway makes",
     "schema": {"type": "string"},
+}
+_IDEMPOTENCY_KEY_PARAMETER = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "runs the request once for the caller and this key, for a day: the same "
+    "request sent again is answered as it was first, with `Idempotent-Replayed: true`; sent "
+    "again while the first still runs, it is 409 `idempotency-key-in-use`; another request "
+    "with the key is 422 `idempotency-key-reused`; a 5xx is not kept, so a retry runs again",
+    "schema": {"type": "string", "pattern": f"^{IDEMPOTENCY_KEY.pattern}$"},
+}
+_REPLAYED_HEADER = {
+    "description": "`true` when the answer is the one kept for the request's Idempotency-Key",
+    "schema": {"type": "string", "enum": ["true"]},
 }
 _REQUEST_ID_HEADER = {
     "description": f"the request's id: the client's own, if {_TOKEN}, else one the gateway made",
@@ -216,6 +233,12 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
             for name in ("mode", "verify_token", "challenge")
         ]
     op["parameters"].append(_REQUEST_ID_PARAMETER)
+    if route.kind == "json" and route.method in KEYED:
+        op["parameters"].append(_IDEMPOTENCY_KEY_PARAMETER)
+        for status in (str(route.status), "202"):
+            if status in op["responses"]:
+                replayed = {"Idempotent-Replayed": _REPLAYED_HEADER}
+                op["responses"][status]["headers"] = replayed
     for response in op["responses"].values():
         response["headers"] = {**response.get("headers", {}), "X-Request-Id": _REQUEST_ID_HEADER}
     if route.kind == "webhook" and not route.has_body:

@@ -118,6 +118,35 @@ async def test_an_idempotency_key_reused_for_another_request_is_refused(client, 
     assert [r.text for r in echo.handled] == ["one"]
 
 
+async def test_an_idempotency_key_is_printable_ascii_as_the_openapi_document_says(client, echo):
+    """One the document's pattern refuses is refused, before anything runs; one it admits
+    runs. A key of non-ASCII letters was taken before, though the document named none."""
+    document = await (await client.get("/v1/openapi.json")).json()
+    [declared] = [
+        p for p in document["paths"]["/v1/echo"]["post"]["parameters"]
+        if p["name"] == "Idempotency-Key"
+    ]  # fmt: skip
+    pattern = re.compile(declared["schema"]["pattern"])
+    for key in ("clé-1", "x" * 201, "tab\there"):
+        assert not pattern.match(key)
+        refused = await client.post(
+            "/v1/echo", json={"text": key}, headers=bearer() | {"Idempotency-Key": key}
+        )
+        problem = await refused.json(content_type=None)
+        assert (refused.status, problem["type"]) == (
+            400,
+            "urn:tether:problem:idempotency-key-invalid",
+        )
+    assert pattern.match("order 42/retry:1")
+    ran = await client.post(
+        "/v1/echo", json={"text": "ok"}, headers=bearer() | {"Idempotency-Key": "order 42/retry:1"}
+    )
+    assert ran.status == 201
+    assert [r.text for r in echo.handled] == ["ok"]
+    replayed = document["paths"]["/v1/echo"]["post"]["responses"]["201"]["headers"]
+    assert "Idempotent-Replayed" in replayed and "X-Request-Id" in replayed
+
+
 async def test_idempotency_keys_belong_to_their_principal(client, echo, org):
     key = {"Idempotency-Key": org}
     await client.post("/v1/echo", json={"text": "x"}, headers=bearer() | key)

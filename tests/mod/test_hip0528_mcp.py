@@ -73,3 +73,15 @@ async def test_a_write_called_again_with_its_key_is_answered_as_it_was_and_made_
         assert another.structuredContent["type"].endswith(":idempotency-key-reused")
         read = await session.call_tool("mod", {"op": "read_layer", "layer": "user"})
         assert not read.isError, read.content  # a read is not a write: the key is not its
+
+
+async def test_a_key_the_document_refuses_is_refused_before_the_message_is_read(api, people):
+    """As a keyed route refuses it: 400, naming what a key may be, whatever the body."""
+    for body in (b"not json", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})):
+        refused = await api.post(
+            "/v1/mcp", data=body, headers={**people.agent, "Idempotency-Key": "clé"}
+        )
+        assert refused.status == 400
+        problem = await refused.json(content_type=None)
+        assert problem["type"].endswith(":idempotency-key-invalid")
+        assert "printable ASCII" in problem["detail"]
