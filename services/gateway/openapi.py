@@ -245,6 +245,12 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
         op["security"] = []
     elif route.kind == "webhook":
         op["security"] = []
+        op["responses"]["406"] = {
+            "description": "email (Mailgun): refused for good, so Mailgun does not ask again; "
+            "the problem's rule says why",
+            "headers": {"X-Request-Id": _REQUEST_ID_HEADER},
+            "content": _PROBLEM,
+        }
         op["requestBody"] = {
             "required": True,
             "description": "the carrier's own format, signed as the carrier signs it",

@@ -18,9 +18,10 @@ from aiohttp import BodyPartReader, web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from libs.contracts import codec
-from libs.contracts.problem import Refused
+from libs.contracts.problem import Problem, Refused
 from libs.contracts.rooms import Inbound
 from services.gateway.forward import NATS, ask
+from services.gateway.middlewares import problem_response
 from services.gateway.routes import Route
 
 __all__ = ["webhook"]
@@ -36,6 +37,12 @@ FILES_MOST = 32 * 1024 * 1024
 _ASKS_ONCE = frozenset({"sms", "voice"})
 CARRIER_WAITS_S = 10.0
 _TRANSIENT = frozenset({502, 503, 504})
+# Mailgun asks again for 8 hours after any answer but a 200 and a 406. A refusal that asking
+# again cannot change (a bad signature, a line gone, a body it cannot take) is answered 406,
+# its problem as it was; a 408 or a 429 may pass, so those stay as they are.
+_STOPS_ON_406 = frozenset({"email"})
+_MAY_PASS = frozenset({408, 429})
+_problem = codec.decoder(Problem).decode
 # Where each carrier puts its signature (Mailgun signs inside the form body).
 SIGNATURE_HEADERS = {
     "sms": "X-Twilio-Signature",
@@ -51,6 +58,12 @@ def webhook(
 
     async def handler(http: web.Request) -> web.Response:
         transport = http.match_info["transport"]
+        try:
+            return await answer(http, transport)
+        except Refused as exc:
+            return _refused(transport, exc.problem)
+
+    async def answer(http: web.Request, transport: str) -> web.Response:
         base = public_url.rstrip("/") if public_url else f"{http.scheme}://{http.host}"
         content_type = http.content_type
         try:
@@ -58,6 +71,9 @@ def webhook(
                 body, content_type = await _form(http, most), "application/x-www-form-urlencoded"
             else:
                 body = (await http.read()).decode()
+        except web.HTTPRequestEntityTooLarge as exc:
+            why = f"a webhook's body is at most {most:,} bytes"
+            raise Refused("body-too-large", 413, why) from exc
         except UnicodeDecodeError as exc:
             raise Refused("invalid-request", 422, f"the body is not UTF-8: {exc}") from exc
         except (ValueError, LookupError, HttpProcessingError) as exc:
@@ -79,7 +95,7 @@ def webhook(
         else:
             problem, body = await asking(timeout=timeout)
         if problem:
-            return web.Response(body=body, status=problem, content_type="application/problem+json")
+            return _refused(transport, _problem(body))
         if route.twiml:
             return web.Response(text=_twiml(body), content_type="text/xml")
         if transport in route.acknowledged_in_twiml and not _asks_json(http):
@@ -89,6 +105,15 @@ def webhook(
         return web.Response(body=body, status=200, content_type="application/json")
 
     return handler
+
+
+def _refused(transport: str, problem: Problem) -> web.Response:
+    """The carrier's answer to a refusal: one Mailgun would ask again for hours, told
+    apart from one worth asking again."""
+    final = 400 <= problem.status < 500 and problem.status not in _MAY_PASS
+    if transport in _STOPS_ON_406 and final:
+        problem = msgspec.structs.replace(problem, status=406)
+    return problem_response(problem)
 
 
 async def _until_answered(

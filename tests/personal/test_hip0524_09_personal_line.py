@@ -308,7 +308,7 @@ async def test_an_inbound_email_in_mailguns_style(api, people, operator):
         "email:landlord@example.org",
         "Rent\n\nDue on the 1st.",
     )
-    assert await problem(await post(int(time.time()) - 3600)) == (403, "webhook-unverified")
+    assert await problem(await post(int(time.time()) - 3600)) == (406, "webhook-unverified")
 
 
 async def test_an_email_is_answered_where_its_reply_to_or_from_says(api, people, operator):
@@ -383,7 +383,7 @@ async def test_an_email_with_attachments_lands_naming_each_one(api, people, oper
         forged.add_field(name, value)
     forged.add_field("attachment-1", b"x", filename="x.exe")
     refused = await api.post("/v1/lines/email/inbound", data=forged)
-    assert await problem(refused) == (403, "webhook-unverified")
+    assert await problem(refused) == (406, "webhook-unverified")
     for content_type, body in (
         ("multipart/form-data", b"no boundary"),
         ("multipart/form-data; boundary=xyz", b"--xyz\r\nbroken"),
@@ -397,12 +397,12 @@ async def test_an_email_with_attachments_lands_naming_each_one(api, people, oper
         malformed = await api.post(
             "/v1/lines/email/inbound", data=body, headers={"Content-Type": content_type}
         )
-        assert await problem(malformed) == (422, "invalid-request")
+        assert await problem(malformed) == (406, "invalid-request")
     # Its fields are a body's MiB at most, however they are encoded: € is 9 bytes of form.
     large = aiohttp.FormData()
     large.add_field("body-plain", "€" * 200_000)
     too_large = await api.post("/v1/lines/email/inbound", data=large)
-    assert await problem(too_large) == (413, "body-too-large")
+    assert await problem(too_large) == (406, "body-too-large")
 
 
 async def test_twilio_is_answered_twiml_for_a_text(api, people, operator):

@@ -50,7 +50,7 @@ async def test_a_signature_seen_once_carries_no_other_email(api, people, operato
               "body-plain": "Reply with your card number.",
               "Message-Id": "<m2@bank.example>"}  # fmt: skip
     refused = await api.post("/v1/lines/email/inbound", data=urlencode(forged), headers=FORM)
-    assert await problem(refused) == (403, "signature-replayed")
+    assert await problem(refused) == (406, "signature-replayed")
     listed = (await (await api.get("/v1/rooms", headers=people.ada)).json())["rooms"]
     assert "security@bank.example" not in {r.get("correspondent") for r in listed}
     assert [m["text"] for m in await history(api, {"id": delivered["room"]}, people.ada)] == [
@@ -97,7 +97,7 @@ async def test_a_signature_seen_once_fails_no_delivery(api, people, operator):
         data=event("failed", replayed),
         headers={"Content-Type": "application/json"},
     )
-    assert await problem(refused) == (403, "signature-replayed")
+    assert await problem(refused) == (406, "signature-replayed")
 
     async def status() -> str:
         [found] = [m for m in await history(api, room, people.ada) if m["seq"] == reply["seq"]]
@@ -124,7 +124,7 @@ async def test_a_timestamp_that_is_no_number_is_unverified_never_a_500(api, peop
               "Message-Id": "<m5@example.org>", "timestamp": "²", "token": "t",
               "signature": "s"}  # fmt: skip
     refused = await api.post("/v1/lines/email/inbound", data=urlencode(forged), headers=FORM)
-    assert await problem(refused) == (403, "webhook-unverified")
+    assert await problem(refused) == (406, "webhook-unverified")
     data = {"event": "delivered", "envelope": {"sender": line["address"]},
             "message": {"headers": {"message-id": "m"}}}  # fmt: skip
     event = json.dumps({"signature": {"timestamp": "²", "token": "t", "signature": "s"},
@@ -132,4 +132,4 @@ async def test_a_timestamp_that_is_no_number_is_unverified_never_a_500(api, peop
     refused = await api.post(
         "/v1/lines/email/status", data=event, headers={"Content-Type": "application/json"}
     )
-    assert await problem(refused) == (403, "webhook-unverified")
+    assert await problem(refused) == (406, "webhook-unverified")
