@@ -51,7 +51,8 @@ class Append(Contract):
     `hash`, and `at` when it is not given.
 
     `forgets`, on the record that a change failed, is the key its record was appended
-    under: the change asked again under that key is another try, recorded again."""
+    under: the change asked again under that key is another try, recorded again. A key is
+    the calling service's own: another's under the same words is another key."""
 
     org: OrgId
     actor: Principal | None

@@ -35,7 +35,7 @@ from libs.contracts.problem import PROBLEM_HEADER, KeyReused, Problem, Refused
 from libs.contracts.registry import REPLIES_BUCKET
 from libs.runtime.kv import open_bucket
 
-__all__ = ["Answer", "Replies", "digest"]
+__all__ = ["Answer", "Replies", "digest", "of_caller"]
 
 _log = logging.getLogger(__name__)
 # A day, as the gateway keeps a key's answer, and an hour more: a retry that comes once a
@@ -53,6 +53,12 @@ _WAIT_S = 5.0
 def digest(subject: str, request: bytes) -> bytes:
     """What tells the request a key was first sent with from another sent with it."""
     return hashlib.sha256(b"\n".join((subject.encode(), request))).digest()[:16]
+
+
+def of_caller(caller: str, key: str) -> str:
+    """The key a by-caller subject keeps `caller`'s answer under: each caller's keys are its
+    own, so two services' keys never meet, and neither can forget the other's."""
+    return f"{caller}.{key}"
 
 
 class Answer(msgspec.Struct, array_like=True, frozen=True):

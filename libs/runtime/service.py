@@ -40,7 +40,7 @@ from libs.runtime.consumer import Consumer
 from libs.runtime.kv import led
 from libs.runtime.locks import KeyedLocks
 from libs.runtime.ops import start_ops_server
-from libs.runtime.replies import Answer, Replies, digest
+from libs.runtime.replies import Answer, Replies, digest, of_caller
 from libs.runtime.settings import BadSetting, Settings
 
 __all__ = [
@@ -233,9 +233,10 @@ class Service:
         if keyed is None or subject.keyed_itself:
             reply = await answer()
         else:
+            kept = of_caller(_caller(msg), keyed[0]) if subject.by_caller else keyed[0]
             try:
-                async with self._keyed.hold(keyed[0]):
-                    reply = await self.replies.once(*keyed, answer)
+                async with self._keyed.hold(kept):
+                    reply = await self.replies.once(kept, keyed[1], answer)
             except Exception as exc:  # the kept answers could not be read: ask again
                 reply = Answer.of(_problem_of(exc, subject))
         if msg.reply:
@@ -271,8 +272,8 @@ def run(main: Callable[[Settings], Awaitable[None]], service: str) -> None:
 
 
 def _principal_of(msg: Msg, subject: Subject) -> Principal:
-    if subject.by_caller:  # the caller is the subject's last token, as its credential allows
-        return Principal(org="tether", sub=f"service:{msg.subject.rsplit('.', 1)[-1]}")
+    if subject.by_caller:
+        return Principal(org="tether", sub=f"service:{_caller(msg)}")
     raw = (msg.headers or {}).get(PRINCIPAL_HEADER)
     if raw is None:
         raise Refused("principal-missing", 401, f"request has no {PRINCIPAL_HEADER} header")
@@ -280,6 +281,11 @@ def _principal_of(msg: Msg, subject: Subject) -> Principal:
         return _decode_principal(raw)
     except msgspec.DecodeError as exc:
         raise Refused("principal-invalid", 401, f"{PRINCIPAL_HEADER}: {exc}") from exc
+
+
+def _caller(msg: Msg) -> str:
+    """A by-caller subject's caller: its last token, as the caller's credential allows."""
+    return msg.subject.rsplit(".", 1)[-1]
 
 
 def _too_large(subject: Subject, size: int, most: int) -> Problem:

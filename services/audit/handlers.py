@@ -3,9 +3,9 @@
 Appends to one org are taken one at a time in a replica (a lock per org), so they never
 race each other; the stream's expected-last-sequence check settles races between replicas.
 
-A keyed append is answered once (the runtime keeps its answer). The record that a keyed
-change failed names that key (`forgets`), and its kept answer is let go before the record
-is written: the change asked again is another try, and is recorded again, so the trail
+A keyed append is answered once (the runtime keeps its answer, under the calling service's
+own keys). The record that a keyed change failed names that key (`forgets`), and its
+caller's kept answer is let go before the record is written: the change asked again is another try, and is recorded again, so the trail
 never reads as failed what a retry then made.
 """
 
@@ -18,7 +18,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.registry import Subject
 from libs.runtime.kv import retried
 from libs.runtime.locks import KeyedLocks
-from libs.runtime.replies import Replies
+from libs.runtime.replies import Replies, of_caller
 from libs.runtime.service import Handler
 from services.audit.store import ChainStore
 
@@ -36,18 +36,19 @@ class Handlers:
         self._tails: dict[str, tuple[int, Link]] = {}
 
     async def append(self, req: audit.Append, p: Principal) -> audit.AuditRecord:
+        caller = p.sub.removeprefix("service:")  # the bus proved who asks
         draft = audit.AuditRecord(
             org=req.org,
             n=0,
             at=req.at or self._clock(),
-            service=p.sub.removeprefix("service:"),  # the bus proved who asks
+            service=caller,
             actor=req.actor,
             action=req.action,
             target=req.target,
             data=req.data,
         )
         if req.forgets is not None:
-            await self._replies.forget(req.forgets)
+            await self._replies.forget(of_caller(caller, req.forgets))
         async with self._locks.hold(req.org):
             return await retried(lambda: self._append(draft), req.org)
 

@@ -94,6 +94,28 @@ async def test_a_keyed_change_asked_again_is_recorded_once_and_again_after_it_fa
     ]
 
 
+async def test_two_services_keys_never_meet(trail, connect, operator, org):
+    """Each caller's keys are its own: another service's record under the same key is
+    recorded, not refused as a key used again, and its failure forgets only its own."""
+    key = f"shared.{org}"
+    async with connect("rooms") as nc:
+        rooms = Trail(nc, service="rooms")
+        mine = await trail.append(org, actor=ADA, action="echo.say", key=key)
+        theirs = await rooms.append(org, actor=ADA, action="rooms.post", key=key)
+        with pytest.raises(RuntimeError):
+            async with rooms.change(org, actor=ADA, action="rooms.post", key=key):
+                raise RuntimeError("the bus is away")
+    again = await trail.append(org, actor=ADA, action="echo.say", key=key)
+    assert again == mine  # answered as it was: the rooms' failure forgot nothing of echo's
+    found = await records(operator.jetstream(), org)
+    assert [(r.service, r.action) for r in found] == [
+        ("echo", "echo.say"),
+        ("rooms", "rooms.post"),
+        ("rooms", "rooms.post.failed"),
+    ]
+    assert theirs.n == 2
+
+
 async def test_a_change_whose_record_cannot_be_written_does_not_happen(connect, org, audit_service):
     async with connect("echo") as nc:
         trail = Trail(nc, service="echo")
