@@ -16,6 +16,7 @@ import msgspec
 
 from libs.contracts.base import Contract, key_token
 from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject, request_subject, service_contract
 
 __all__ = [
@@ -73,7 +74,7 @@ __all__ = [
     "Written",
     "drafts_key",
     "layer_key",
-    "may_read",
+    "require_read",
 ]
 
 # The contribution kinds are a closed set (§2): a manifest naming another is refused.
@@ -534,11 +535,12 @@ DISCARD = _subject("discard", LayerDraftRef, LayerDraft, "discard a draft")
 COMPOSED = _subject("composed", GetComposed, Composed, "what a host draws for me")
 
 
-def may_read(p: Principal) -> bool:
+def require_read(p: Principal) -> None:
     """§9.4 rule 1: an agent reads the mod plane with the scope mod:read, or mod:write,
-    whose writes are made against what it reads. A person reads their own with their own
-    token, as every route of theirs."""
-    return not p.is_agent or "mod:read" in p.roles or "mod:write" in p.roles
+    whose writes are made against what it reads; refused otherwise. A person reads their
+    own with their own token, as every route of theirs."""
+    if p.is_agent and "mod:read" not in p.roles and "mod:write" not in p.roles:
+        raise Refused("mod-read-needed", 403, "an agent without mod:read reads nothing of mods")
 
 
 # The buckets: layers keep 64 versions a key; drafts and installs are the service's own.

@@ -16,7 +16,7 @@ from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused, Unavailable
 from libs.contracts.registry import Subject
 from libs.runtime import bus, logs
 
-__all__ = ["call"]
+__all__ = ["call", "headers_of"]
 
 T = TypeVar("T")
 _problem = codec.decoder(Problem)
@@ -35,16 +35,12 @@ async def call(
     """`subject`'s reply to `request`. A by-caller subject is asked as `caller`; any other
     carries `principal`, which only services and the gateway may set. With `key` (the keyed
     request this call is made for), the callee runs it once under that key too."""
-    headers = {PRINCIPAL_HEADER: codec.encode(principal).decode()} if principal else {}
-    if key is not None:
-        headers[REQUEST_KEY_HEADER] = key
-    headers |= logs.carried()
     try:
         reply = await nc.request(
             subject.published_by(caller),
             codec.encode(request),
             timeout=timeout,
-            headers=headers or None,
+            headers=headers_of(principal, key),
         )
     except bus.NotSent as exc:
         raise Unavailable(_transient("bus-unavailable", str(exc))) from exc
@@ -59,6 +55,15 @@ async def call(
             raise Unavailable(problem)
         raise Refused(problem.rule, problem.status, problem.detail, errors=problem.errors)
     return _decoder(subject.reply).decode(reply.data)
+
+
+def headers_of(principal: Principal | None, key: str | None) -> dict[str, str] | None:
+    """What a request carries besides its body: who it is for, the key it runs once under,
+    and the id of the request it is made for."""
+    headers = {PRINCIPAL_HEADER: codec.encode(principal).decode()} if principal else {}
+    if key is not None:
+        headers[REQUEST_KEY_HEADER] = key
+    return (headers | logs.carried()) or None
 
 
 @cache

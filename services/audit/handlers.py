@@ -5,8 +5,9 @@ race each other; the stream's expected-last-sequence check settles races between
 
 A keyed append is answered once (the runtime keeps its answer, under the calling service's
 own keys). The record that a keyed change failed names that key (`forgets`), and its
-caller's kept answer is let go before the record is written: the change asked again is another try, and is recorded again, so the trail
-never reads as failed what a retry then made.
+caller's kept answer is let go before the record is written: the change asked again is
+another try, and is recorded again, so the trail never reads as failed what a retry then
+made.
 """
 
 from collections.abc import Callable, Mapping

@@ -17,10 +17,11 @@ from nats.aio.client import Client
 from nats.errors import MaxPayloadError, NoRespondersError
 
 from libs.contracts import codec
-from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
+from libs.contracts.principal import Principal
 from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused
 from libs.contracts.registry import Subject
-from libs.runtime import bus, logs
+from libs.runtime import bus
+from libs.runtime.calls import headers_of
 from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored
 from services.gateway.routes import Route
 from services.gateway.tokens import is_delegate, principal_from
@@ -344,12 +345,10 @@ async def ask(
 ) -> tuple[int | None, bytes]:
     """Request `subject`; (problem status or None, reply body). One not sent, the gateway
     being off the bus, is a 503 that asking again runs once."""
-    headers = {PRINCIPAL_HEADER: msgspec.json.encode(principal).decode()} if principal else {}
-    if key is not None:
-        headers[REQUEST_KEY_HEADER] = key
-    headers |= logs.carried()
     try:
-        reply = await nc.request(subject.name, payload, timeout=timeout, headers=headers or None)
+        reply = await nc.request(
+            subject.name, payload, timeout=timeout, headers=headers_of(principal, key)
+        )
     except bus.NotSent as exc:
         raise _off_bus() from exc
     except NoRespondersError as exc:

@@ -25,7 +25,7 @@ from libs.contracts.mod import (
     HeldDrafts,
     drafts_key,
     layer_key,
-    may_read,
+    require_read,
 )
 from libs.contracts.problem import Refused
 from libs.runtime import bus
@@ -47,8 +47,7 @@ def mod_watch(
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(http: web.Request) -> web.StreamResponse:
         p = await caller(route, http, key=key, limiter=limiter)
-        if not may_read(p):
-            raise Refused("mod-read-needed", 403, "an agent without mod:read watches no layer")
+        require_read(p)
         until = refused_after(http.headers.get("Authorization"), key)
         own = {layer: layer_key(p.org, layer, p.sub) for layer in ("org", "user")}
         watched_keys = [(LAYERS_BUCKET, layer, name) for layer, name in own.items()]

@@ -11,7 +11,6 @@ import msgspec
 
 from libs.contracts import mod
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.runtime.service import Handler
 from services.mod.handlers.drafts import Drafts
@@ -45,8 +44,7 @@ def _reading(handler: Handler) -> Handler:
     """`handler`, for a caller who may read the mod plane at all."""
 
     async def read(req: Any, p: Principal) -> msgspec.Struct:
-        if not mod.may_read(p):
-            raise Refused("mod-read-needed", 403, "an agent without mod:read reads nothing of mods")
+        mod.require_read(p)
         return await handler(req, p)
 
     return read
