@@ -127,11 +127,39 @@ class Handlers:
 
     async def _admit(self, agent: agents.Agent) -> None:
         """Onto the org's roster by compare-and-set, so concurrent creates never pass the
-        plan's capacity together."""
+        plan's capacity together. When it is full, the ids that creates cut short left on
+        it (their agents never stored) are let go first, recorded: otherwise each would
+        hold its place for good."""
         plan_name, plan = await self._plan(agent.org)
-        await self._store.change_roster(
-            agent.org, lambda current: roster.admit(current, agent, plan, plan_name)
-        )
+
+        async def admitted() -> None:
+            now = self._clock()
+            await self._store.change_roster(
+                agent.org, lambda current: roster.admit(current, agent, plan, plan_name, now)
+            )
+
+        try:
+            return await admitted()
+        except Refused as exc:
+            if exc.problem.rule != "over-capacity":
+                raise
+            now = self._clock()
+            left = await self._left_behind(agent.org, now)
+            if not left:
+                raise
+        async with self._trail.change(
+            agent.org, actor=None, action="agents.roster.release", data={"ids": list(left)}
+        ):
+            await self._store.change_roster(
+                agent.org, lambda current: roster.released(current, left, now)
+            )
+        await admitted()
+
+    async def _left_behind(self, org: str, now: datetime) -> tuple[str, ...]:
+        """The ids on the org's roster, admitted longer ago than a create takes, whose
+        agents were never stored."""
+        unsettled = roster.unsettled(await self._store.roster(org), now)
+        return tuple([i for i in unsettled if await self._store.org_agent(org, i) is None])
 
     async def preferences(self, _: agents.GetPreferences, p: Principal) -> agents.Preferences:
         _refuse_agents(p, "read preferences; the agent reads them only when it drafts")

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from libs.audit.reading import records
 from libs.contracts import codec
-from libs.contracts.agents import RunEnded
+from libs.contracts.agents import CreateAgent, RunEnded
 from libs.runtime.kv import current
-from services.agents.domain import meter
+from services.agents.domain import meter, roster
 from services.agents.domain.catalog import load_catalog
 from tests.personal.conftest import announce, eventually, problem
 from tests.personal.test_answering import set_plan
@@ -44,6 +45,21 @@ def test_the_catalog_refuses_what_it_cannot_mean():
     ):
         with pytest.raises(Exception, match=why):
             load_catalog(json.dumps(broken).encode())
+
+
+def test_an_id_admitted_anew_while_it_is_let_go_stays():
+    """A create sent again admits its id anew before it stores the agent: a release decided
+    on the roster as it was read before then lets that id stay."""
+    pro = load_catalog(CATALOG.read_bytes()).plans["pro"]
+    at = datetime(2026, 12, 5, tzinfo=UTC)
+    cto = roster.org_agent("acme", CreateAgent(persona="cto"), at)
+    held = roster.admit(roster.Roster(), cto, pro, "pro", at)
+    later = at + roster.SETTLES_WITHIN + timedelta(seconds=1)
+    assert roster.unsettled(held, later) == (cto.id,)
+    assert roster.released(held, (cto.id,), later).agents == ()
+    again = roster.admit(held, cto, pro, "pro", later)
+    assert again.agents == (cto.id,) and roster.unsettled(again, later) == ()
+    assert roster.released(again, (cto.id,), later) == again
 
 
 def test_a_run_bills_each_started_second_at_the_one_rate():
@@ -111,6 +127,33 @@ async def test_a_create_cut_short_before_its_agent_was_stored_is_finished_by_the
     assert await problem(again) == (409, "agent-exists")
     bill = await (await api.get("/v1/billing", headers=people.root)).json()
     assert bill["capacity"]["agents"] == {"allowed": 3, "in_use": 1}
+
+
+async def test_the_ids_creates_cut_short_left_on_a_full_roster_are_let_go(api, operator, people):
+    """Creates cut short after admitting their agents (a replica killed, the store away at
+    the write), never sent again, left three ids on the roster: the org's capacity was
+    used up for good. A create that finds the roster full lets go of each one admitted
+    longer ago than a create takes whose agent was never stored, recorded, and is made;
+    one admitted a moment ago (its create still storing it) is not let go."""
+    await set_plan(operator, people.org, "pro")  # 3 agents
+    kv = await operator.jetstream().key_value("agents")
+    left = [f"agent:{people.org}:{p}" for p in ("cto", "dev", "des")]
+    await kv.put(f"roster.{people.org}", json.dumps({"agents": left}).encode())
+    made = await api.post("/v1/agents", json={"persona": "researcher"}, headers=people.root)
+    assert made.status == 201, await made.text()
+    bill = await (await api.get("/v1/billing", headers=people.root)).json()
+    assert bill["capacity"]["agents"] == {"allowed": 3, "in_use": 1}
+    released = [r for r in await records(operator.jetstream(), people.org)
+                if r.action == "agents.roster.release"]  # fmt: skip
+    assert [r.data["ids"] for r in released] == [left] and released[0].actor is None
+
+    just_now = datetime.now(UTC).isoformat()
+    storing = [f"agent:{people.org}:{p}" for p in ("cto", "dev")]
+    roster = {"agents": [f"agent:{people.org}:researcher", *storing],
+              "admitted": dict.fromkeys(storing, just_now)}  # fmt: skip
+    await kv.put(f"roster.{people.org}", json.dumps(roster).encode())
+    refused = await api.post("/v1/agents", json={"persona": "des"}, headers=people.root)
+    assert await problem(refused) == (409, "over-capacity")
 
 
 async def test_concurrent_creates_never_exceed_capacity(api, operator, people):

@@ -1,7 +1,7 @@
 """Who exists in an org: the personal agent's key, the ids rooms know agents by, and the
 org's own agents and bots, admitted against the plan's capacity."""
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import msgspec
 
@@ -10,14 +10,29 @@ from libs.contracts.base import home_org
 from libs.contracts.problem import Refused
 from services.agents.domain.catalog import UNLIMITED, Plan, allowed
 
-__all__ = ["Roster", "admit", "org_agent", "personal_agent", "personal_id"]
+__all__ = [
+    "SETTLES_WITHIN",
+    "Roster",
+    "admit",
+    "org_agent",
+    "personal_agent",
+    "personal_id",
+    "released",
+    "unsettled",
+]
+
+# Longer than any create takes between admitting its agent and storing it: an id admitted
+# longer ago whose agent is not stored was left by a create cut short.
+SETTLES_WITHIN = timedelta(minutes=1)
 
 
-class Roster(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The org's own agents and bots by id (a person's agent is not on it)."""
+class Roster(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """The org's own agents and bots by id (a person's agent is not on it), and when each
+    was last admitted (none for one admitted before that was kept)."""
 
     agents: tuple[str, ...] = ()
     bots: tuple[str, ...] = ()
+    admitted: dict[str, datetime] = {}
 
 
 def personal_id(user: str) -> str:
@@ -52,14 +67,16 @@ def org_agent(org: str, request: CreateAgent, now: datetime) -> Agent:
     )
 
 
-def admit(roster: Roster, agent: Agent, plan: Plan, plan_name: str) -> Roster:
-    """The roster with `agent` on it, or a refusal when the plan's capacity is used up. One
-    on it already was admitted by a create cut short before its agent was stored, or by
-    the create being run again: it stays, counted once."""
+def admit(roster: Roster, agent: Agent, plan: Plan, plan_name: str, now: datetime) -> Roster:
+    """The roster with `agent` on it, admitted `now`, or a refusal when the plan's capacity
+    is used up. One on it already was admitted by a create cut short before its agent was
+    stored, or by the create being run again: it stays, counted once, admitted anew so that
+    it is not taken for one left behind while this create stores it."""
     kind = "bot" if agent.kind == "bot" else "agent"
     held = roster.bots if kind == "bot" else roster.agents
+    admitted = {**roster.admitted, agent.id: now}
     if agent.id in held:
-        return roster
+        return msgspec.structs.replace(roster, admitted=admitted)
     limit = allowed(plan, kind)
     if limit != UNLIMITED and len(held) >= limit:
         raise Refused(
@@ -69,5 +86,26 @@ def admit(roster: Roster, agent: Agent, plan: Plan, plan_name: str) -> Roster:
             "more capacity is a plan change",
         )
     if kind == "bot":
-        return msgspec.structs.replace(roster, bots=(*roster.bots, agent.id))
-    return msgspec.structs.replace(roster, agents=(*roster.agents, agent.id))
+        return msgspec.structs.replace(roster, bots=(*roster.bots, agent.id), admitted=admitted)
+    return msgspec.structs.replace(roster, agents=(*roster.agents, agent.id), admitted=admitted)
+
+
+def unsettled(roster: Roster, now: datetime) -> tuple[str, ...]:
+    """The ids admitted longer ago than a create takes (or before admissions were kept):
+    each one is either stored, or left by a create cut short."""
+    return tuple(
+        id_
+        for id_ in (*roster.agents, *roster.bots)
+        if (at := roster.admitted.get(id_)) is None or now - at > SETTLES_WITHIN
+    )
+
+
+def released(roster: Roster, left: tuple[str, ...], now: datetime) -> Roster:
+    """The roster without the ids in `left` (their agents never stored) that are still
+    unsettled: one a create admitted anew meanwhile stays."""
+    gone = set(left) & set(unsettled(roster, now))
+    return Roster(
+        agents=tuple(a for a in roster.agents if a not in gone),
+        bots=tuple(b for b in roster.bots if b not in gone),
+        admitted={k: v for k, v in roster.admitted.items() if k not in gone},
+    )
