@@ -51,8 +51,8 @@ def mod_watch(
         until = refused_after(http.headers.get("Authorization"), key)
         own = {layer: layer_key(p.org, layer, p.sub) for layer in ("org", "user")}
         watched_keys = [(LAYERS_BUCKET, layer, name) for layer, name in own.items()]
-        # A layer's drafts are whoever keeps them's, and each writing agent's own: a member
-        # who is neither never has the org's read.
+        # A layer's drafts are read by whoever keeps them, and an agent reads the ones it
+        # wrote: a member who is neither never has the org's read.
         for layer, name in own.items():
             if p.is_agent:
                 watched_keys.append((DRAFTS_BUCKET, layer, drafts_key(name, p.sub, p.act)))
