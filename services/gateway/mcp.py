@@ -6,10 +6,12 @@ subject its route forwards to, asked with the caller's own principal, so it is a
 the same function as the route: an agent's patch_layer lands as a draft, its commit_draft
 is refused. The watch stream is not a tool.
 
-A call that writes (patch_layer, revert_layer, commit_draft, discard_draft) sent with an
-`Idempotency-Key` header runs once per caller and key, as a keyed POST to its route does:
-one HTTP request carries one call, so a host that lost the answer sends the call again with
-the key, in this session or another, and is answered as it was.
+A call that writes (patch_layer, revert_layer, commit_draft, discard_draft) sent with a key
+runs once per caller and key, as a keyed POST to its route does: a host that lost the answer
+sends the call again with the key, in this session or another, and is answered as it was.
+The key is the call's own `_meta["tether/idempotency-key"]`, which a host sets per call (the
+SDK's `call_tool(..., meta=...)`), else the request's `Idempotency-Key` header, which most
+hosts set per session. A replayed answer says so in its `_meta` and in a header.
 """
 
 from collections.abc import Awaitable, Callable
@@ -71,6 +73,7 @@ TOOL = {
 }
 _decode = msgspec.json.Decoder().decode
 _REFUSED = -32000  # JSON-RPC's first server-defined code: a request refused, its problem the data
+KEY_META, REPLAYED_META = "tether/idempotency-key", "tether/idempotent-replayed"
 
 
 def mcp_endpoint(
@@ -158,8 +161,14 @@ def mcp_endpoint(
                     payload = codec.encode(msgspec.convert(arguments, subject.request))
                 except msgspec.ValidationError as exc:
                     return _reply(id_, result=_tool_error(f"{op}: {exc}"))
-                outcome, replayed = await call(http, principal, subject, op, payload)
+                meta = params.get("_meta")
+                key = meta.get(KEY_META) if isinstance(meta, dict) else None
+                if key is not None and not isinstance(key, str):
+                    return _reply(id_, result=_tool_error(f"_meta {KEY_META} must be a string"))
+                outcome, replayed = await call(http, principal, subject, op, payload, key)
                 result = _tool_result(outcome.body, is_error=outcome.status != 200)
+                if replayed:
+                    result["_meta"] = {REPLAYED_META: True}
                 response = _reply(id_, result=result)
                 if replayed:
                     response.headers["Idempotent-Replayed"] = "true"
@@ -167,11 +176,16 @@ def mcp_endpoint(
         return _reply(id_, error=(-32601, f"no method {method!r}"))
 
     async def call(
-        http: web.Request, principal: Principal, subject: Subject, op: str, payload: bytes
+        http: web.Request,
+        principal: Principal,
+        subject: Subject,
+        op: str,
+        payload: bytes,
+        key: str | None,
     ) -> tuple[Stored, bool]:
         """The op's answer (its status, 200 or the problem's, and its body), and whether it
-        replays an earlier one."""
-        idempotency_key = http.headers.get("Idempotency-Key")
+        replays an earlier one. `key`: the call's own, over the request's header."""
+        idempotency_key = key if key is not None else http.headers.get("Idempotency-Key")
         keyed = subject in _WRITES and idempotency_key is not None
 
         async def asked(wait: float) -> Stored:

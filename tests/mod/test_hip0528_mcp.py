@@ -85,3 +85,29 @@ async def test_a_key_the_document_refuses_is_refused_before_the_message_is_read(
         problem = await refused.json(content_type=None)
         assert problem["type"].endswith(":idempotency-key-invalid")
         assert "printable ASCII" in problem["detail"]
+
+
+async def test_each_call_of_one_session_runs_once_under_its_own_key(api, people):
+    """A host sets headers once for its session, so one header key would make its second
+    write that session's key used again. Each call names its own key in its `_meta` (the
+    SDK's `meta=`): called again in the session, it is answered as it was, saying so; the
+    next call, under its own key, is made; the same key with another call is refused."""
+    url = str(api.make_url("/v1/mcp"))
+    hide = {"op": "patch_layer", "layer": "user", "base": 0, "ops": [HIDE_BOARD]}
+    rename = {**hide, "ops": [{"op": "rename", "kind": "apps", "id": "hanzo/chat/chat",
+                               "title": "Talk"}]}  # fmt: skip
+    async with _session(url, people.agent) as session:
+        first = await session.call_tool("mod", hide, meta={"tether/idempotency-key": "call-1"})
+        again = await session.call_tool("mod", hide, meta={"tether/idempotency-key": "call-1"})
+        other = await session.call_tool("mod", rename, meta={"tether/idempotency-key": "call-2"})
+        reused = await session.call_tool("mod", rename, meta={"tether/idempotency-key": "call-1"})
+        bad = await session.call_tool("mod", rename, meta={"tether/idempotency-key": "clé"})
+    assert not first.isError and not again.isError and not other.isError, first.content
+    assert again.structuredContent == first.structuredContent
+    assert (again.meta or {}).get("tether/idempotent-replayed") is True
+    assert (first.meta or {}).get("tether/idempotent-replayed") is None
+    assert other.structuredContent["draft"]["id"] != first.structuredContent["draft"]["id"]
+    assert reused.isError and reused.structuredContent["type"].endswith(":idempotency-key-reused")
+    assert bad.isError and bad.structuredContent["type"].endswith(":idempotency-key-invalid")
+    listed = await (await api.get("/v1/mod/drafts", headers=people.ada)).json()
+    assert len(listed["drafts"]) == 2
