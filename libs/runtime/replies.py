@@ -117,11 +117,11 @@ class Replies:
             done.set()
             await renewing
         try:
-            kept = msgspec.msgpack.encode(Kept(request, made))
-            if made.status < 500:
-                await self._kv.update(name, kept, last=held[0])
-            else:
+            if made.status >= 500:
                 await self._kv.delete(name, last=held[0])
+            else:
+                kept = msgspec.msgpack.encode(Kept(request, made))
+                await self._kv.update(name, kept, last=held[0])
         except Exception:  # the change is made: its answer goes out all the same
             _log.warning("answer not kept", extra={"key": key}, exc_info=True)
         return made

@@ -104,7 +104,8 @@ def released(roster: Roster, left: tuple[str, ...], now: datetime) -> Roster:
     """The roster without the ids in `left` (their agents never stored) that are still
     unsettled: one a create admitted anew meanwhile stays."""
     gone = set(left) & set(unsettled(roster, now))
-    return Roster(
+    return msgspec.structs.replace(
+        roster,
         agents=tuple(a for a in roster.agents if a not in gone),
         bots=tuple(b for b in roster.bots if b not in gone),
         admitted={k: v for k, v in roster.admitted.items() if k not in gone},
