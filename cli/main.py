@@ -12,7 +12,7 @@ from typing import get_args
 from libs.contracts import EXTERNAL_EVENTS, SERVICES
 from libs.contracts.document import document
 from libs.runtime import logs
-from libs.runtime.settings import BadSetting, LogLevel, Settings
+from libs.runtime.settings import BadSetting, LogLevel, Settings, checked_nats_url
 from libs.stack.home import Home
 
 __all__ = ["main"]
@@ -36,6 +36,11 @@ def _up(args: argparse.Namespace) -> int:
     if level not in get_args(LogLevel):
         levels = ", ".join(get_args(LogLevel))
         print(f"tether up: TETHER_LOG_LEVEL={level!r}: one of {levels}", file=sys.stderr)
+        return 1
+    try:  # else every process it starts would stop on it, over and over
+        checked_nats_url(os.environ.get("NATS_URL") or "nats://127.0.0.1")
+    except BadSetting as exc:
+        print(f"tether up: {exc}", file=sys.stderr)
         return 1
     logs.configure("tether-up", f"up-{os.getpid()}", level)
     home = Home()

@@ -3,11 +3,14 @@ manager agents' sub-agents): a deterministic scripted model for development, tes
 simulation tenants, and an OpenAI-compatible chat-completions client for real use."""
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Literal, Protocol
 
 import aiohttp
 import msgspec
+
+from libs.runtime.settings import BadSetting
 
 __all__ = [
     "ChatCompletions",
@@ -102,6 +105,9 @@ class ChatCompletions:
         await self._session.close()
 
 
+_BASE_URL = re.compile(r"https?://[^/?#\s]+(/[^?#\s]*)?\Z")
+
+
 def model_from_env(scripted: Model, env: Mapping[str, str] | None = None) -> Model:
     """
     | variable           | default   | meaning                                          |
@@ -115,6 +121,10 @@ def model_from_env(scripted: Model, env: Mapping[str, str] | None = None) -> Mod
     url = env.get("TETHER_MODEL_URL", "")
     if not url:
         return scripted
+    if not _BASE_URL.match(url):
+        # Found out only at the first message otherwise, as a reply every person's agent
+        # could not draft.
+        raise BadSetting(f"TETHER_MODEL_URL={url!r}: a base URL, http:// or https:// and a host")
     return ChatCompletions(
         url, env.get("TETHER_MODEL_NAME", "gpt-4o-mini"), env.get("TETHER_MODEL_KEY", "")
     )

@@ -7,6 +7,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from libs.runtime.metrics import count_tasks
+from libs.runtime.settings import BadSetting
 
 __all__ = ["start_ops_server"]
 
@@ -29,5 +30,12 @@ async def start_ops_server(host: str, port: int, *, ready: Callable[[], bool]) -
     app.router.add_get("/readyz", readyz)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, host, port).start()
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except OSError as exc:  # a port in use, an address not this machine's
+        await runner.cleanup()
+        raise BadSetting(
+            f"TETHER_METRICS_HOST={host!r}, TETHER_METRICS_PORT={port}: cannot listen there: "
+            f"{exc.strerror or exc}"
+        ) from None
     return runner

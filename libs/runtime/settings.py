@@ -5,6 +5,7 @@ import socket
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Annotated, Literal, TypeVar
+from urllib.parse import urlsplit
 
 import msgspec
 from msgspec import Meta
@@ -17,6 +18,7 @@ __all__ = [
     "Port",
     "Positive",
     "Settings",
+    "checked_nats_url",
     "converted",
     "default_replica",
     "key_from_env",
@@ -109,7 +111,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         env = os.environ if env is None else env
         given = {field: env[var] for var, field in _ENV.items() if env.get(var)}
         defaults = {"service": service, "nats_user": service, "replica": default_replica()}
-        return converted(cls, defaults | given, _ENV)
+        settings = converted(cls, defaults | given, _ENV)
+        checked_nats_url(settings.nats_url)
+        return settings
 
 
 _ENV = {
@@ -125,6 +129,32 @@ _ENV = {
     "TETHER_PULL_WAIT": "pull_wait",
     "TETHER_SETTLED_KEPT": "settled_kept",
 }
+
+
+_NATS_SCHEMES = ("nats", "tls", "ws", "wss")
+
+
+def checked_nats_url(url: str) -> str:
+    """`url`, if it is servers nats-py can connect to: comma-separated, each
+    `[scheme://][user:password@]host[:port]` with the scheme nats, tls, ws or wss, websockets
+    not mixed with the others. nats-py finds out only as it connects, with a traceback."""
+    websockets = set()
+    for server in url.split(","):
+        server = server.strip()
+        named = f"NATS_URL={url!r}: " + ("" if server == url else f"{server!r}: ")
+        try:
+            parts = urlsplit(server if "://" in server else f"nats://{server}")
+            parts.port  # noqa: B018 (raises on a port that is no port)
+        except ValueError as exc:
+            raise BadSetting(f"{named}{exc}") from None
+        if parts.scheme not in _NATS_SCHEMES:
+            raise BadSetting(f"{named}the scheme is one of {', '.join(_NATS_SCHEMES)}")
+        if not parts.hostname or any(c.isspace() for c in server):
+            raise BadSetting(f"{named}no host")
+        websockets.add(parts.scheme in ("ws", "wss"))
+    if len(websockets) > 1:
+        raise BadSetting(f"NATS_URL={url!r}: websocket servers mixed with others")
+    return url
 
 
 def default_replica() -> str:

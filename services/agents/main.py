@@ -79,9 +79,11 @@ async def serve(
 async def main(settings: Settings) -> None:
     catalog_and_presets()  # shipped data that does not load stops the service before it connects
     model = model_from_env(Scripted(acknowledged))
-    async with Service(CONTRACT, settings) as svc:
-        await serve(svc, model)
-    await model.close()
+    try:
+        async with Service(CONTRACT, settings) as svc:
+            await serve(svc, model)
+    finally:  # a stop before the bus was reached too: an unclosed session logs an error
+        await model.close()
 
 
 if __name__ == "__main__":

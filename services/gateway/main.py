@@ -1,6 +1,8 @@
 """`python -m services.gateway.main`: the HTTP API, until SIGTERM."""
 
+import errno
 import logging
+import socket
 
 import uvloop
 from aiohttp import web
@@ -18,17 +20,31 @@ def main() -> None:
         raise SystemExit(f"gateway: {exc}") from None
     logs.configure("gateway", settings.replica, settings.log_level)
     # aiohttp's run_app stops on SIGTERM and SIGINT, runs the cleanup contexts (NATS drain).
-    web.run_app(
-        init_app(settings),
-        loop=uvloop.new_event_loop(),
-        host=settings.host,
-        port=settings.port,
-        reuse_port=settings.reuse_port,
-        access_log=None,
-        print=lambda msg: logging.getLogger("gateway").info(msg),
-        shutdown_timeout=10,
-    )
+    try:
+        web.run_app(
+            init_app(settings),
+            loop=uvloop.new_event_loop(),
+            host=settings.host,
+            port=settings.port,
+            reuse_port=settings.reuse_port,
+            access_log=None,
+            print=lambda msg: logging.getLogger("gateway").info(msg),
+            shutdown_timeout=10,
+        )
+    except BadSetting as exc:  # its metrics' address, found as it starts
+        raise SystemExit(f"gateway: {exc}") from None
+    except OSError as exc:
+        if not isinstance(exc, socket.gaierror) and exc.errno not in _CANNOT_LISTEN:
+            raise
+        raise SystemExit(
+            f"gateway: TETHER_HOST={settings.host!r}, TETHER_PORT={settings.port}: "
+            f"cannot listen there: {exc.strerror or exc}"
+        ) from None
     logging.getLogger("gateway").info("stopped")
+
+
+# What binding the API's address fails with: a port in use, an address not this machine's.
+_CANNOT_LISTEN = {errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES}
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import msgspec
 from msgspec import Meta
+from redis.asyncio.connection import parse_url
 
 from libs.runtime.settings import (
     YEAR_S,
@@ -14,6 +15,7 @@ from libs.runtime.settings import (
     LogLevel,
     Port,
     Positive,
+    checked_nats_url,
     converted,
     default_replica,
     key_from_env,
@@ -85,6 +87,11 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
                 f"TETHER_PUBLIC_URL={settings.public_url!r}: a URL, http:// or https:// "
                 "and a host (and a path, if the gateway is served under one)"
             )
+        checked_nats_url(settings.nats_url)
+        try:  # as the client it makes will read it, which it does only as it connects
+            parse_url(settings.redis_url)
+        except ValueError as exc:
+            raise BadSetting(f"REDIS_URL={settings.redis_url!r}: {exc}") from None
         return settings
 
 

@@ -6,6 +6,7 @@ import logging
 
 import msgspec
 import nats
+import pytest
 
 from libs.contracts.health import Health
 from libs.contracts.permissions import GATEWAY
@@ -277,7 +278,15 @@ async def test_a_service_is_alive_before_its_bus_and_ready_only_while_serving_on
             await bus.stop()
 
 
-async def test_a_service_stopped_while_it_waits_for_its_bus_ends_at_once_with_status_0():
+@pytest.mark.parametrize(
+    "module, own",
+    [
+        ("services.ladder.main", {}),
+        # Its model's client was left open by such a stop, an error after "stopped".
+        ("services.agents.main", {"TETHER_MODEL_URL": "http://127.0.0.1:1/v1"}),
+    ],
+)
+async def test_a_service_stopped_while_it_waits_for_its_bus_ends_at_once_with_status_0(module, own):
     """SIGTERM while a replica waits for its first server (an outage, a rollout): before,
     its handlers were set only once it had connected, so the signal killed it (143) with
     nothing said; now it stops as any stop does."""
@@ -286,11 +295,11 @@ async def test_a_service_stopped_while_it_waits_for_its_bus_ends_at_once_with_st
     metrics_port = free_port()
     env = {"NATS_URL": f"nats://127.0.0.1:{free_port()}", "TETHER_METRICS_PORT": str(metrics_port)}
     async with (
-        module_process("services.ladder.main", env) as ladder,
+        module_process(module, env | own) as service,
         ClientSession(f"http://127.0.0.1:{metrics_port}") as http,
     ):
         await eventually(answers(http, "/readyz", 503), timeout=20)  # alive, no server yet
-        await stopped_cleanly(ladder)
+        await stopped_cleanly(service)
 
 
 async def test_a_service_stopped_while_on_its_bus_says_nothing_is_wrong(stack):

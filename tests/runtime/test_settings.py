@@ -1,11 +1,13 @@
 """A service's settings come from its environment, each unset one at its documented default."""
 
 import os
+import socket
 import subprocess
 import sys
 
 import pytest
 
+from libs.model import Scripted, model_from_env
 from libs.runtime.settings import BadSetting, Settings
 from services.gateway.settings import GatewaySettings
 
@@ -55,6 +57,25 @@ def _gateway(env: dict[str, str]) -> GatewaySettings:
         ),
         (_gateway, "TETHER_PORT", "http", "Expected `int`, got `str`"),
         (_gateway, "TETHER_LOG_LEVEL", "loud", "Invalid enum value 'loud'"),
+        (_service, "NATS_URL", "nats://127.0.0.1:99999", "Port out of range 0-65535"),
+        (_service, "NATS_URL", "nats://[::1", "Invalid IPv6 URL"),
+        (_service, "NATS_URL", "http://nats:4222", "the scheme is one of nats, tls, ws, wss"),
+        (_service, "NATS_URL", "nats://a:4222,", "'': no host"),
+        (_service, "NATS_URL", "nats://a:4222,ws://b:80", "websocket servers mixed with others"),
+        (_gateway, "NATS_URL", "nats host", "no host"),
+        (
+            _gateway,
+            "REDIS_URL",
+            "127.0.0.1:6379",
+            "Redis URL must specify one of the following schemes (redis://, rediss://, unix://)",
+        ),
+        (_gateway, "REDIS_URL", "redis://127.0.0.1:99999/0", "Port out of range 0-65535"),
+        (
+            lambda env: model_from_env(Scripted(str), env),
+            "TETHER_MODEL_URL",
+            "api.openai.com/v1",
+            "a base URL, http:// or https:// and a host",
+        ),
     ],
 )
 def test_a_value_a_setting_cannot_take_is_refused_by_its_variable(read, variable, value, reason):
@@ -93,6 +114,22 @@ def test_a_value_a_setting_cannot_take_is_refused_by_its_variable(read, variable
             "rooms: the lines key in TETHER_LINES_KEY: the lines key must be 32 bytes "
             "(64 hex digits)",
         ),
+        (
+            "services.audit.main",
+            {"NATS_URL": "nats://127.0.0.1:99999"},
+            "audit: NATS_URL='nats://127.0.0.1:99999': Port out of range 0-65535",
+        ),
+        (
+            "services.gateway.main",
+            {"TETHER_JWT_KEY": "k", "REDIS_URL": "redis://127.0.0.1:99999/0"},
+            "gateway: REDIS_URL='redis://127.0.0.1:99999/0': Port out of range 0-65535",
+        ),
+        (
+            "services.agents.main",
+            {"TETHER_MODEL_URL": "api.openai.com/v1"},
+            "agents: TETHER_MODEL_URL='api.openai.com/v1': a base URL, http:// or https:// "
+            "and a host",
+        ),
     ],
 )
 def test_a_process_with_a_bad_setting_stops_with_one_line_naming_it(module, env, line):
@@ -108,14 +145,58 @@ def test_a_process_with_a_bad_setting_stops_with_one_line_naming_it(module, env,
     assert (done.returncode, done.stderr) == (1, line + "\n")
 
 
-def test_tether_up_with_a_log_level_it_cannot_take_stops_before_it_starts_anything(tmp_path):
+@pytest.mark.parametrize(
+    "env, line",
+    [
+        (
+            {"TETHER_LOG_LEVEL": "loud"},
+            "TETHER_LOG_LEVEL='loud': one of DEBUG, INFO, WARNING, ERROR",
+        ),
+        (
+            {"NATS_URL": "nats://n:1,redis://n:2"},
+            "NATS_URL='nats://n:1,redis://n:2': 'redis://n:2': "
+            "the scheme is one of nats, tls, ws, wss",
+        ),
+    ],
+)
+def test_tether_up_with_a_value_it_cannot_take_stops_before_it_starts_anything(tmp_path, env, line):
+    """Else each process it starts would stop on it, again and again."""
     done = subprocess.run(
         [sys.executable, "-m", "cli.main", "up"],
-        env={"PATH": os.environ["PATH"], "TETHER_HOME": str(tmp_path), "TETHER_LOG_LEVEL": "loud"},
+        env={"PATH": os.environ["PATH"], "TETHER_HOME": str(tmp_path), **env},
         capture_output=True,
         text=True,
         timeout=60,
     )
-    line = "tether up: TETHER_LOG_LEVEL='loud': one of DEBUG, INFO, WARNING, ERROR\n"
-    assert (done.returncode, done.stderr) == (1, line)
+    assert (done.returncode, done.stderr) == (1, f"tether up: {line}\n")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "module, env, port_variable",
+    [
+        ("services.ladder.main", {}, "TETHER_METRICS_PORT"),
+        ("services.gateway.main", {"TETHER_JWT_KEY": "k"}, "TETHER_METRICS_PORT"),
+        ("services.gateway.main", {"TETHER_JWT_KEY": "k"}, "TETHER_PORT"),
+    ],
+)
+def test_a_process_whose_port_is_taken_stops_with_one_line_naming_it(module, env, port_variable):
+    """A port in use is known only as the process listens (after the gateway has met its
+    bus): before, a traceback of some thirty lines."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ports = {"TETHER_PORT": "0", "TETHER_METRICS_PORT": "0", port_variable: str(port)}
+        done = subprocess.run(
+            [sys.executable, "-m", module],
+            env={"PATH": os.environ["PATH"], "NATS_URL": "nats://127.0.0.1:1", **env, **ports},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    host_variable = port_variable.replace("PORT", "HOST")
+    named = f"{host_variable}='127.0.0.1', {port_variable}={port}: cannot listen there: "
+    last = done.stderr.splitlines()[-1]
+    assert (done.returncode, "Traceback" in done.stderr) == (1, False)
+    assert last.startswith(f"{module.split('.')[1]}: {named}") and "in use" in last
