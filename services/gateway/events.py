@@ -25,7 +25,7 @@ from libs.contracts.problem import Refused
 from services.gateway.forward import NATS, ask, caller, request_of
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
-from services.gateway.streams import BUS_BACK, END, STREAMS, next_of
+from services.gateway.streams import BUS_BACK, END, EVENT_STREAM, STREAMS, head, next_of
 from services.gateway.tokens import refused_after
 
 __all__ = ["room_stream"]
@@ -50,6 +50,8 @@ def room_stream(
             return web.Response(body=body, status=problem, content_type="application/problem+json")
         room_id = http.match_info["id"]
         after = _cursor(http)
+        if http.method == "HEAD":
+            return head(http, principal)
         live: asyncio.Queue[bytes] = asyncio.Queue(_BACKLOG)
         overflowed = asyncio.Event()
 
@@ -67,9 +69,7 @@ def room_stream(
 
         http.app[STREAMS].open(principal, live)
         subs: list[Subscription] = []
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-        )
+        response = web.StreamResponse(headers=EVENT_STREAM)
 
         async def stored_since(last: int) -> int | None:
             """The room's messages after `last` sent, page by page: the new last, or None

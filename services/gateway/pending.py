@@ -30,7 +30,7 @@ from libs.contracts.registry import live_subject
 from services.gateway.forward import NATS, ask, caller, on_bus
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
-from services.gateway.streams import END, STREAMS, next_of
+from services.gateway.streams import END, EVENT_STREAM, STREAMS, head, next_of
 from services.gateway.tokens import refused_after
 
 __all__ = ["pending_list", "pending_stream"]
@@ -61,6 +61,8 @@ def pending_stream(
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(http: web.Request) -> web.StreamResponse:
         p = _person(await caller(route, http, key=key, limiter=limiter))
+        if http.method == "HEAD":
+            return head(http, p)
         until = refused_after(http.headers.get("Authorization"), key)
         nc = on_bus(http)
         nudges: asyncio.Queue[bytes] = asyncio.Queue(1000)
@@ -70,9 +72,7 @@ def pending_stream(
 
         http.app[STREAMS].open(p, nudges)
         subs: list[Subscription] = []
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-        )
+        response = web.StreamResponse(headers=EVENT_STREAM)
         try:
             for token in (key_token(p.sub), *((ADMINS,) if "admin" in p.roles else ())):
                 subject = live_subject("*", "pending", p.org, token)

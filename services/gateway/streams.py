@@ -21,12 +21,23 @@ from libs.contracts.problem import Refused
 from services.gateway.limits import who
 from services.gateway.tokens import token_expired
 
-__all__ = ["BUS_BACK", "END", "STREAMS", "OpenStreams", "bus_back", "close_streams", "next_of"]
+__all__ = [
+    "BUS_BACK",
+    "END",
+    "EVENT_STREAM",
+    "STREAMS",
+    "OpenStreams",
+    "bus_back",
+    "close_streams",
+    "head",
+    "next_of",
+]
 
 END = b""
 BUS_BACK = b"\x00bus-back"
 KEEPALIVE_S = 15.0
 OPEN = Gauge("tether_http_streams_open", "Server-sent event streams open in this gateway process.")
+EVENT_STREAM = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 
 
 class OpenStreams:
@@ -39,6 +50,13 @@ class OpenStreams:
 
     def open(self, p: Principal, queue: asyncio.Queue[bytes]) -> None:
         """`queue`'s stream kept, or 429 if its caller holds as many as they may already."""
+        caller = self.may_open(p)
+        self._whose[queue] = caller
+        self._held[caller] += 1
+        OPEN.inc()
+
+    def may_open(self, p: Principal) -> str:
+        """Whom `p`'s streams count as, if they may open one more; else 429."""
         caller = who(p)
         if self._held[caller] >= self._per_caller:
             raise Refused(
@@ -46,9 +64,7 @@ class OpenStreams:
                 429,
                 f"you hold {self._per_caller} streams open on this gateway already; close one",
             )
-        self._whose[queue] = caller
-        self._held[caller] += 1
-        OPEN.inc()
+        return caller
 
     def close(self, queue: asyncio.Queue[bytes]) -> None:
         if (caller := self._whose.pop(queue, None)) is not None:
@@ -62,6 +78,13 @@ class OpenStreams:
 
 
 STREAMS = web.AppKey("streams", OpenStreams)
+
+
+def head(http: web.Request, p: Principal) -> web.StreamResponse:
+    """A stream's HEAD: what its GET would be answered, checked as far as the GET is before
+    it opens, and no stream opened."""
+    http.app[STREAMS].may_open(p)
+    return web.StreamResponse(headers=EVENT_STREAM)
 
 
 async def next_of(queue: asyncio.Queue[bytes], response: web.StreamResponse, until: float) -> bytes:

@@ -33,7 +33,7 @@ from libs.runtime.tasks import ended
 from services.gateway.forward import caller, on_bus
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
-from services.gateway.streams import BUS_BACK, END, STREAMS, next_of
+from services.gateway.streams import BUS_BACK, END, EVENT_STREAM, STREAMS, head, next_of
 from services.gateway.tokens import refused_after
 
 __all__ = ["mod_watch"]
@@ -48,6 +48,8 @@ def mod_watch(
     async def handler(http: web.Request) -> web.StreamResponse:
         p = await caller(route, http, key=key, limiter=limiter)
         require_read(p)
+        if http.method == "HEAD":
+            return head(http, p)
         until = refused_after(http.headers.get("Authorization"), key)
         own = {layer: layer_key(p.org, layer, p.sub) for layer in ("org", "user")}
         watched_keys = [(LAYERS_BUCKET, layer, name) for layer, name in own.items()]
@@ -62,9 +64,7 @@ def mod_watch(
         events: asyncio.Queue[bytes] = asyncio.Queue(1000)
         http.app[STREAMS].open(p, events)
         tasks: list[asyncio.Task[None]] = []
-        response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
-        )
+        response = web.StreamResponse(headers=EVENT_STREAM)
         try:
             watched = await _watching(js, watched_keys, timeout)
             tasks = [asyncio.create_task(_follow(*w, events)) for w in watched]

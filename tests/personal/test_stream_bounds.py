@@ -76,6 +76,7 @@ async def test_a_caller_holds_no_more_streams_than_the_gateway_allows(
         for path in paths:  # whichever token of hers asks
             response = await gateway.get(path, headers=people.ada)
             assert await problem(response) == (429, "too-many-streams"), path
+            assert (await gateway.head(path, headers=people.ada)).status == 429, path
         # Her agent's (it watches with mod:read) and another's are their own.
         agent = token(org=people.org, user=people.ada_id, act=f"agent:{people.ada_id}",
                       roles=("mod:read",))  # fmt: skip
