@@ -157,7 +157,7 @@ def init_app(
                 late_timeout=settings.late_timeout,
             )
         app.router.add_route(route.method, route.path, handler)
-        if route.method == "GET" and route.kind != "webhook":
+        if route.method == "GET":
             # Every GET answers HEAD too (RFC 9110 §9.3.2): its headers, with no body.
             app.router.add_route("HEAD", route.path, handler)
     return app

@@ -527,6 +527,9 @@ async def test_metas_handshake_is_answered_for_a_lines_own_verify_token(api, peo
     assert (said.status, said.content_type, await said.text()) == (
         200, "text/plain", "1158201444"
     )  # fmt: skip
+    challenge = {"hub.mode": "subscribe", "hub.verify_token": token, "hub.challenge": "1158201444"}
+    head = await api.head("/v1/lines/whatsapp/inbound", params=challenge)
+    assert (head.status, head.headers["Content-Length"], await head.read()) == (200, "10", b"")
     stranger = f"{fresh_number().lstrip('+')}.{token.partition('.')[2]}"
     for wrong in (token[:-1] + ("0" if token[-1] != "0" else "1"), stranger):
         refused = await handshake(**{"hub.mode": "subscribe", "hub.verify_token": wrong,
