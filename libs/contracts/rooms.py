@@ -97,6 +97,8 @@ __all__ = [
     "check_line",
     "delivery_subject",
     "fitted",
+    "fitted_to_line",
+    "line_length",
     "line_most",
     "live_subjects",
 ]
@@ -613,15 +615,61 @@ def line_most(transport: str | None) -> int:
     return LINE_MOST.get(transport or "", TEXT_MOST)
 
 
+# GSM 03.38's default alphabet, and its extension table, whose characters take two septets.
+_GSM7 = frozenset(
+    "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?"
+    "¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà"
+)
+_GSM7_EXTENDED = frozenset("^{}\\[~]|€")
+
+
+def line_length(transport: str | None, text: str) -> int:
+    """`text`'s characters as the carrier of `transport` counts them against `line_most`.
+    Twilio counts an SMS as it is sent: in GSM-7, where `€`, `[` and the like take two; or,
+    once one character is not GSM-7, in UCS-2's 16-bit units, where an emoji takes two."""
+    if transport != "sms":
+        return len(text)
+    if all(c in _GSM7 or c in _GSM7_EXTENDED for c in text):
+        return len(text) + sum(c in _GSM7_EXTENDED for c in text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+def fitted_to_line(text: str, transport: str | None) -> str:
+    """`text` as `fitted` makes it, and cut to what leaves whole by `transport`, the last
+    character an ellipsis where it was cut."""
+    text = fitted(text)
+    if transport != "sms":
+        return fitted(text, line_most(transport))
+    if line_length(transport, text) <= (most := line_most(transport)):
+        return text
+    # The ellipsis is no GSM-7 character: the text cut is sent, and counted, in UCS-2, where
+    # a GSM-7 text too long for its `€`s may fit whole; its last character then gives way.
+    kept, used = [], 1
+    for c in text:
+        used += 2 if ord(c) > 0xFFFF else 1
+        if used > most:
+            break
+        kept.append(c)
+    else:
+        kept.pop()
+    return "".join(kept) + "…"
+
+
 def check_line(transport: str | None, text: str) -> None:
     """Refused, before anything is stored, where `text` would leave by a line that cannot
     carry it whole: the carrier would refuse it after the room said it was sent."""
-    if len(text) > (most := line_most(transport)):
+    if (length := line_length(transport, text)) > (most := line_most(transport)):
+        counted = (
+            " as the carrier counts them (in GSM-7, `€`, `[` and the like are two; with one "
+            "character that is not, each emoji is two)"
+            if transport == "sms"
+            else ""
+        )
         raise Refused(
             "too-long-for-line",
             422,
-            f"a message that leaves by {transport} holds at most {most:,} characters; "
-            f"this one has {len(text):,}",
+            f"a message that leaves by {transport} holds at most {most:,} characters{counted}; "
+            f"this one has {length:,}",
         )
 
 

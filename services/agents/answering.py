@@ -189,7 +189,7 @@ class Answering:
             said = await self._model.reply(prompt)
         except ModelUnavailable as exc:  # the provider's outage passes: asked again, it may answer
             raise Unavailable(Refused("model-unavailable", 503, str(exc)).problem) from exc
-        return candidates(said, rooms.line_most(line))
+        return candidates(said, line)
 
     async def _agent(self, member: str, org: str) -> Agent | None:
         """The agent rooms know as `member`: a person's own (kept in their home org, answering

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import msgspec
 
 from libs.contracts.agents import Persona, Preferences
-from libs.contracts.rooms import LINE_MOST, TEXT_MOST, Message, fitted
+from libs.contracts.rooms import LINE_MOST, Message, fitted_to_line
 from libs.model import Prompt, Turn
 
 __all__ = ["CANDIDATES", "acknowledged", "candidates", "compose"]
@@ -58,17 +58,17 @@ def compose(
     return Prompt(system="\n".join(system), turns=turns)
 
 
-def candidates(answer: str, most: int = TEXT_MOST) -> tuple[str, ...]:
+def candidates(answer: str, line: str | None = None) -> tuple[str, ...]:
     """The model's candidates, best first, at most three, each once; an answer that is not
-    the candidates' JSON is the one reply. A candidate longer than `most` (what a message
-    holds, or what the line it leaves by carries) is cut to it, ending in an ellipsis: the
-    person sees it and decides, where one the rooms refused would be lost."""
+    the candidates' JSON is the one reply. A candidate longer than a message holds, or than
+    the `line` it leaves by carries, is cut to it, ending in an ellipsis: the person sees
+    it and decides, where one the rooms refused would be lost."""
     try:
         found = msgspec.json.decode(answer.strip(), type=_Candidates).candidates
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return (fitted(answer, most),)
-    kept = tuple(dict.fromkeys(fitted(c.strip(), most) for c in found if c.strip()))
-    return kept[:MAX_CANDIDATES] or (fitted(answer, most),)
+        return (fitted_to_line(answer, line),)
+    kept = tuple(dict.fromkeys(fitted_to_line(c.strip(), line) for c in found if c.strip()))
+    return kept[:MAX_CANDIDATES] or (fitted_to_line(answer, line),)
 
 
 def acknowledged(prompt: Prompt) -> str:
