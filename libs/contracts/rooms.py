@@ -637,9 +637,9 @@ def line_length(transport: str | None, text: str) -> int:
 def fitted_to_line(text: str, transport: str | None) -> str:
     """`text` as `fitted` makes it, and cut to what leaves whole by `transport`, the last
     character an ellipsis where it was cut."""
-    text = fitted(text)
     if transport != "sms":
         return fitted(text, line_most(transport))
+    text = fitted(text)
     if line_length(transport, text) <= (most := line_most(transport)):
         return text
     # The ellipsis is no GSM-7 character: the text cut is sent, and counted, in UCS-2, where
