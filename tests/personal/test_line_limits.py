@@ -84,10 +84,10 @@ async def _left(operator, org: str) -> tuple[int, dict]:
     return raw.seq, msgspec.json.decode(raw.data)
 
 
-async def test_the_agents_reply_by_sms_is_drafted_for_the_line_and_cut_to_it(
-    api, people, operator, model
-):
-    line, _ = await _talking(api, operator, people, "send")
+async def agents_sms(api, operator, people) -> tuple[dict, dict]:
+    """Ada at send with no window on her line, and what left by it as her agent's reply to
+    Alice: the line's room, and the message the carrier was handed."""
+    line, room = await _talking(api, operator, people, "send")
     await api.put("/v1/ladder/window", json={"window": "instant"}, headers=people.ada)
     await sms(api, line, ALICE, "Can I see it on Saturday?")
 
@@ -95,7 +95,13 @@ async def test_the_agents_reply_by_sms_is_drafted_for_the_line_and_cut_to_it(
         _, out = await _left(operator, people.org)
         return out if out["text"].startswith("Thanks") else None
 
-    out = await eventually(sent)
+    return room, await eventually(sent)
+
+
+async def test_the_agents_reply_by_sms_is_drafted_for_the_line_and_cut_to_it(
+    api, people, operator, model
+):
+    _, out = await agents_sms(api, operator, people)
     assert len(out["text"]) == SMS_MOST and out["text"].endswith("…")
     told = [p.system for p in model.prompts if "leaves by sms" in p.system]
     assert told and "at most 1,600 characters" in told[-1]

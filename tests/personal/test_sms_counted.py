@@ -7,9 +7,8 @@ them: 801 emoji, or 1,600 characters one of them a `€`, were taken, and Twilio
 import pytest
 
 from libs.contracts.rooms import LINE_MOST, fitted_to_line, line_length
-from tests.personal.conftest import Recorder, eventually, history, problem
-from tests.personal.test_hip0524_09_personal_line import sms
-from tests.personal.test_line_limits import ALICE, _left, _talking
+from tests.personal.conftest import Recorder, history, problem
+from tests.personal.test_line_limits import _left, _talking, agents_sms
 
 SMS_MOST = LINE_MOST["sms"]
 
@@ -77,15 +76,7 @@ async def test_a_persons_text_is_refused_past_what_twilio_counts(api, people, op
 
 
 async def test_the_agents_reply_in_emoji_is_cut_to_what_twilio_counts(api, people, operator):
-    line, room = await _talking(api, operator, people, "send")
-    await api.put("/v1/ladder/window", json={"window": "instant"}, headers=people.ada)
-    await sms(api, line, ALICE, "Can I see it on Saturday?")
-
-    async def sent() -> dict | None:
-        _, out = await _left(operator, people.org)
-        return out if out["text"].startswith("Thanks") else None
-
-    out = await eventually(sent)
+    room, out = await agents_sms(api, operator, people)
     assert out["text"].endswith("…") and line_length("sms", out["text"]) in (SMS_MOST - 1, SMS_MOST)
     assert len(out["text"]) < SMS_MOST  # as Python counts it, far under
     stored = [m for m in await history(api, room, people.ada) if m["author_kind"] == "agent"]
