@@ -2,6 +2,7 @@
 request checked against its type, the subject asked, the reply or problem returned."""
 
 import asyncio
+import codecs
 import hashlib
 import json
 import re
@@ -255,7 +256,10 @@ def _named_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def _why(raw: bytes, exc: msgspec.DecodeError) -> str:
     """What is wrong with a body msgspec refused. A `\\u` escape of half a surrogate pair
     (`"\\ud800"`), which Python's reader takes, is said as what it is, where msgspec says
-    "Input data was truncated" of a body that is whole. Read only once refused."""
+    "Input data was truncated" of a body that is whole; so is a byte-order mark, where
+    msgspec says "invalid character (byte 0)". Read only once refused."""
+    if raw.startswith(codecs.BOM_UTF8):
+        return "it starts with a byte-order mark; send UTF-8 without one (RFC 8259 §8.1)"
     try:
         json.dumps(json.loads(raw), ensure_ascii=False).encode()
     except UnicodeEncodeError:

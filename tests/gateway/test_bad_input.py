@@ -1,5 +1,6 @@
 """Every kind of bad input gets its own clear 4xx problem, and none reaches a service."""
 
+import codecs
 import time
 
 import jwt
@@ -161,3 +162,13 @@ async def test_half_a_surrogate_pair_is_refused_naming_it(client, echo):
             "/v1/echo", data=b'{"text": ' + text + b"}", headers=bearer() | JSON
         )
         assert response.status == 201, await response.text()
+
+
+async def test_a_byte_order_mark_is_refused_naming_it(client, echo):
+    """RFC 8259 §8.1 lets a reader refuse one; msgspec said "invalid character (byte 0)"."""
+    response = await client.post(
+        "/v1/echo", data=codecs.BOM_UTF8 + b'{"text": "hi"}', headers=bearer() | JSON
+    )
+    problem = await response.json(content_type=None)
+    assert (response.status, problem["type"]) == (400, "urn:tether:problem:malformed-json")
+    assert "byte-order mark" in problem["detail"], problem
