@@ -105,8 +105,12 @@ def _k8s(args: argparse.Namespace) -> int:
         for name, text in files.items():
             print(f"--- {name}\n{text}")
         return 0
-    for name, text in files.items():
-        (Path(args.write) / name).write_text(text)
+    try:
+        for name, text in files.items():
+            (Path(args.write) / name).write_text(text)
+    except OSError as exc:
+        print(f"tether k8s: cannot write to {args.write}: {exc.strerror}", file=sys.stderr)
+        return 2
     print(f"wrote {len(files)} files to {args.write}")
     return 0
 

