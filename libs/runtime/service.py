@@ -23,7 +23,7 @@ import uvloop
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import StreamConfig
-from nats.js.errors import BadRequestError
+from nats.js.errors import APIError, BadRequestError
 
 from libs.contracts import codec, streams
 from libs.contracts.health import Health
@@ -267,8 +267,22 @@ def run(main: Callable[[Settings], Awaitable[None]], service: str) -> None:
         uvloop.run(main(settings))
     except BadSetting as exc:
         raise SystemExit(f"{service}: {exc}") from None
+    except APIError as exc:
+        # The one setting the bus judges: its streams and buckets at more replicas than it
+        # has servers, refused as it starts.
+        if exc.err_code not in _REPLICAS_REFUSED:
+            raise
+        raise SystemExit(
+            f"{service}: TETHER_JS_REPLICAS={settings.js_replicas}: NATS would not make a "
+            f"stream or bucket at that many replicas: {exc.description}"
+        ) from None
     except Stopped:
         pass  # its "stopped" is logged
+
+
+# JetStream's refusals of a stream's replicas: more than one on a server alone, and more
+# than its cluster has servers (or room) for.
+_REPLICAS_REFUSED = {10074, 10023}
 
 
 def _principal_of(msg: Msg, subject: Subject) -> Principal:

@@ -3,6 +3,9 @@
 import asyncio
 import contextlib
 import logging
+import os
+import subprocess
+import sys
 
 import msgspec
 import nats
@@ -300,6 +303,32 @@ async def test_a_service_stopped_while_it_waits_for_its_bus_ends_at_once_with_st
     ):
         await eventually(answers(http, "/readyz", 503), timeout=20)  # alive, no server yet
         await stopped_cleanly(service)
+
+
+def test_a_service_asking_more_replicas_than_its_bus_has_stops_with_one_line(stack):
+    """Its streams and buckets at three replicas on a server alone: NATS refuses them as
+    the service starts. Before, a traceback of some thirty lines."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "NATS_URL": stack.nats_url,
+        "NATS_USER": "ladder",
+        "NATS_PASSWORD": stack.passwords["ladder"],
+        "TETHER_METRICS_PORT": "0",
+        "TETHER_JS_REPLICAS": "3",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "services.ladder.main"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    line = (
+        "ladder: TETHER_JS_REPLICAS=3: NATS would not make a stream or bucket at that many "
+        "replicas: replicas > 1 not supported in non-clustered mode"
+    )
+    assert (done.returncode, done.stderr.splitlines()[-1]) == (1, line)
+    assert "Traceback" not in done.stderr
 
 
 async def test_a_service_stopped_while_on_its_bus_says_nothing_is_wrong(stack):
