@@ -273,16 +273,17 @@ def run(main: Callable[[Settings], Awaitable[None]], service: str) -> None:
         if exc.err_code not in _REPLICAS_REFUSED:
             raise
         raise SystemExit(
-            f"{service}: TETHER_JS_REPLICAS={settings.js_replicas}: NATS would not make a "
+            f"{service}: TETHER_JS_REPLICAS={settings.js_replicas}: NATS cannot place a "
             f"stream or bucket at that many replicas: {exc.description}"
         ) from None
     except Stopped:
         pass  # its "stopped" is logged
 
 
-# JetStream's refusals of a stream's replicas: more than one on a server alone, and more
-# than its cluster has servers (or room) for.
-_REPLICAS_REFUSED = {10074, 10023}
+# JetStream's refusals of a stream's replicas: more than one on a server alone, and not
+# servers enough in its cluster to place them on (too few, or some offline: its words say
+# which, and the supervisor starts the service again).
+_REPLICAS_REFUSED = {10074, 10005}
 
 
 def _principal_of(msg: Msg, subject: Subject) -> Principal:

@@ -324,7 +324,7 @@ def test_a_service_asking_more_replicas_than_its_bus_has_stops_with_one_line(sta
         timeout=60,
     )
     line = (
-        "ladder: TETHER_JS_REPLICAS=3: NATS would not make a stream or bucket at that many "
+        "ladder: TETHER_JS_REPLICAS=3: NATS cannot place a stream or bucket at that many "
         "replicas: replicas > 1 not supported in non-clustered mode"
     )
     assert (done.returncode, done.stderr.splitlines()[-1]) == (1, line)
