@@ -38,7 +38,8 @@ def _up(args: argparse.Namespace) -> int:
         print(f"tether up: TETHER_LOG_LEVEL={level!r}: one of {levels}", file=sys.stderr)
         return 1
     try:  # else every process it starts would stop on it, over and over
-        checked_nats_url(os.environ.get("NATS_URL") or "nats://127.0.0.1")
+        if nats_url := os.environ.get("NATS_URL"):
+            checked_nats_url(nats_url)
     except BadSetting as exc:
         print(f"tether up: {exc}", file=sys.stderr)
         return 1
