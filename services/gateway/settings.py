@@ -4,6 +4,7 @@ import os
 import re
 from collections.abc import Mapping
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import msgspec
 from msgspec import Meta
@@ -92,9 +93,16 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
             parse_url(settings.redis_url)
         except ValueError as exc:
             raise BadSetting(f"REDIS_URL={settings.redis_url!r}: {exc}") from None
+        redis = urlsplit(settings.redis_url)
+        if redis.scheme != "unix" and not _REDIS_DB.match(redis.path):
+            # redis-py reads `/x` as no database (0) and `/1/2` as 12, without a word.
+            raise BadSetting(
+                f"REDIS_URL={settings.redis_url!r}: the path names a database by its number"
+            )
         return settings
 
 
+_REDIS_DB = re.compile(r"(/[0-9]*)?\Z")
 _PUBLIC_URL = re.compile(r"https?://[^/?#\s]+(/[^?#\s]*)?\Z")
 
 

@@ -71,6 +71,18 @@ def _gateway(env: dict[str, str]) -> GatewaySettings:
         ),
         (_gateway, "REDIS_URL", "redis://127.0.0.1:99999/0", "Port out of range 0-65535"),
         (
+            _gateway,
+            "REDIS_URL",
+            "redis://127.0.0.1:6379/x",
+            "the path names a database by its number",
+        ),
+        (
+            _gateway,
+            "REDIS_URL",
+            "redis://127.0.0.1:6379/1/2",
+            "the path names a database by its number",
+        ),
+        (
             lambda env: model_from_env(Scripted(str), env),
             "TETHER_MODEL_URL",
             "api.openai.com/v1",
