@@ -13,7 +13,7 @@ from libs.contracts import EXTERNAL_EVENTS, SERVICES
 from libs.contracts.document import document
 from libs.runtime import logs
 from libs.runtime.settings import BadSetting, LogLevel, Settings, checked_nats_url
-from libs.stack.home import Home
+from libs.stack.home import Home, NotMade
 
 __all__ = ["main"]
 
@@ -25,12 +25,17 @@ DEV_ACCOUNTS = (DEV_USER, "acme/bob")
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except NotMade as exc:
+        print(f"tether: {exc}", file=sys.stderr)
+        return 2
 
 
 def _up(args: argparse.Namespace) -> int:
+    from libs.contracts.permissions import OPERATOR
     from libs.stack.servers import port_from_env
-    from libs.stack.up import ROLES, up
+    from libs.stack.up import up
 
     level = os.environ.get("TETHER_LOG_LEVEL") or "INFO"
     if level not in get_args(LogLevel):
@@ -47,8 +52,8 @@ def _up(args: argparse.Namespace) -> int:
     home = Home()
 
     def ready(url: str, nats_url: str) -> None:
-        asyncio.run(_announce(home, DEV_ACCOUNTS, nats_url))
-        token = _mint(home, ROLES, org=DEV_ORG, user=DEV_USER, roles=("admin",), act=None)
+        asyncio.run(_announce(home.password(OPERATOR), DEV_ACCOUNTS, nats_url))
+        token = _mint(home, org=DEV_ORG, user=DEV_USER, roles=("admin",), act=None)
         print(f"\ntether is up at {url}  (state in {home.root})", flush=True)
         print(f"development token for {DEV_USER}, admin of {DEV_ORG}:\n{token}", flush=True)
         print(f"console: {url}/console (paste the token)", flush=True)
@@ -66,9 +71,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _token(args: argparse.Namespace) -> int:
-    from libs.stack.up import ROLES
-
-    print(_mint(Home(), ROLES, org=args.org, user=args.user, roles=tuple(args.role), act=args.act))
+    print(_mint(Home(), org=args.org, user=args.user, roles=tuple(args.role), act=args.act))
     return 0
 
 
@@ -117,8 +120,11 @@ def _k8s(args: argparse.Namespace) -> int:
 
 
 def _account_created(args: argparse.Namespace) -> int:
+    from libs.contracts.permissions import OPERATOR
+
+    password = Home().password(OPERATOR)
     try:
-        asyncio.run(_announce(Home(), args.user, _nats_url()))
+        asyncio.run(_announce(password, args.user, _nats_url()))
     except Exception as exc:
         print(f"cannot announce the accounts: {exc!r}", file=sys.stderr)
         return 2
@@ -126,15 +132,13 @@ def _account_created(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _announce(home: Home, users: "tuple[str, ...] | list[str]", nats_url: str) -> None:
+async def _announce(password: str, users: "tuple[str, ...] | list[str]", nats_url: str) -> None:
     """Publish `account.created` for each user, as an identity provider's hook would."""
     import msgspec
 
     from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
-    from libs.contracts.permissions import OPERATOR
-    from libs.stack.up import ROLES
 
-    nc = await _operator(home.ensure(ROLES)[OPERATOR], nats_url)
+    nc = await _operator(password, nats_url)
     try:
         js = nc.jetstream()
         for user in users:
@@ -169,10 +173,9 @@ def _audit_verify(args: argparse.Namespace) -> int:
     from libs.audit.chain import breaks
     from libs.audit.reading import stored
     from libs.contracts.permissions import OPERATOR
-    from libs.stack.up import ROLES
 
     async def verify() -> int:
-        password = Home().ensure(ROLES)[OPERATOR]
+        password = Home().password(OPERATOR)
         url = _nats_url()
         try:  # a command answers now: no waiting for a server that is not there
             nc = await _operator(password, url)
@@ -205,7 +208,6 @@ def _dead(args: argparse.Namespace) -> int:
     from libs.contracts.principal import Principal
     from libs.runtime.consumer import SYSTEM_ORG
     from libs.runtime.dead import parked, sent_again
-    from libs.stack.up import ROLES
 
     try:
         kept = timedelta(seconds=Settings.from_env("cli").settled_kept)
@@ -214,9 +216,9 @@ def _dead(args: argparse.Namespace) -> int:
         return 2
 
     async def run() -> int:
-        url = _nats_url()
+        password, url = Home().password(OPERATOR), _nats_url()
         try:  # a command answers now: no waiting for a server that is not there
-            nc = await _operator(Home().ensure(ROLES)[OPERATOR], url)
+            nc = await _operator(password, url)
         except Exception as exc:
             print(f"cannot reach NATS at {url}: {exc!r}", file=sys.stderr)
             return 2
@@ -296,10 +298,9 @@ async def _quiet(_: Exception) -> None:
     """The command reports its own failure to connect, once."""
 
 
-def _mint(home: Home, known_roles: tuple[str, ...], **claims: object) -> str:
+def _mint(home: Home, **claims: object) -> str:
     from services.gateway.tokens import mint
 
-    home.ensure(known_roles)
     return mint(home.jwt_key(), now=int(time.time()), **claims)  # type: ignore[arg-type]
 
 

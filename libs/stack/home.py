@@ -6,7 +6,12 @@ import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["Home"]
+__all__ = ["Home", "NotMade"]
+
+
+class NotMade(Exception):
+    """What a command reads from the state directory is not there. Made afresh, it would
+    match nothing running: a token no gateway takes, a password the bus refuses."""
 
 
 class Home:
@@ -36,8 +41,25 @@ class Home:
             _write_secret(self.credentials_file, json.dumps(known | wanted, indent=2))
         return wanted
 
+    def password(self, role: str) -> str:
+        """The NATS password `ensure` made for `role`."""
+        known = json.loads(self._read(self.credentials_file))
+        if role not in known:
+            raise NotMade(f"{self.credentials_file} holds no password for {role}{self._made}")
+        return known[role]
+
     def jwt_key(self) -> str:
-        return self.jwt_key_file.read_text().strip()
+        return self._read(self.jwt_key_file).strip()
+
+    def _read(self, path: Path) -> str:
+        try:
+            return path.read_text()
+        except OSError as exc:
+            raise NotMade(f"cannot read {path}: {exc.strerror}{self._made}") from None
+
+    @property
+    def _made(self) -> str:
+        return f" (TETHER_HOME={self.root}, which `tether up` makes)"
 
 
 def _write_secret(path: Path, text: str) -> None:

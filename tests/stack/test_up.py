@@ -189,3 +189,32 @@ def test_a_port_that_is_none_is_named_with_its_variable(tmp_path, variable, valu
     assert done.returncode == 1
     assert f"tether up: {variable}={value!r} is not a port (0-65535)" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "command, missing",
+    [
+        (["token", "--org", "acme", "--user", "acme/ada"], "jwt.key"),
+        (["account", "created", "acme/ada"], "credentials.json"),
+        (["audit", "verify", "--org", "acme"], "credentials.json"),
+        (["dead"], "credentials.json"),
+    ],
+)
+def test_a_command_with_no_state_where_it_looks_makes_none(
+    tmp_path, monkeypatch, capsys, command, missing
+):
+    """Made afresh, the state would match nothing running: a token no gateway takes, an
+    operator's password the bus refuses, named as the wrong password rather than the wrong
+    TETHER_HOME."""
+    from cli.main import main
+
+    home = tmp_path / "not-made"
+    monkeypatch.setenv("TETHER_HOME", str(home))
+    monkeypatch.setenv("NATS_URL", "nats://127.0.0.1:1")
+    assert main(command) == 2
+    said = capsys.readouterr()
+    assert said.err == (
+        f"tether: cannot read {home / missing}: No such file or directory "
+        f"(TETHER_HOME={home}, which `tether up` makes)\n"
+    )
+    assert (said.out, home.exists()) == ("", False)
