@@ -248,6 +248,10 @@ def _dead(args: argparse.Namespace) -> int:
             await nc.close()
         done = "sent again" if args.send_again else "parked"
         print(f"{len(letters) - held_back} dead letter(s) {done}")
+        if unfound := sorted(set(args.seq) - {letter.seq for letter in letters}):
+            whose = f" by {args.reader}" if args.reader else ""
+            print(f"none parked{whose} at {', '.join(map(str, unfound))}", file=sys.stderr)
+            return 1
         if held_back:
             print(
                 f"{held_back} held back: parked more than {_spoken(kept)} ago, longer than the "
@@ -380,7 +384,9 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "dead", help="what readers parked after every retry failed; --send-again once fixed"
     )
-    p.add_argument("--reader", help="SERVICE.DURABLE, e.g. agents.agents; every reader's if none")
+    p.add_argument(
+        "--reader", help="SERVICE.DURABLE (e.g. agents.meter), or SERVICE for its every reader"
+    )
     p.add_argument("--seq", type=int, action="append", default=[], help="a letter; repeatable")
     p.add_argument(
         "--send-again",

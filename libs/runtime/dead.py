@@ -39,10 +39,14 @@ class Parked(msgspec.Struct, frozen=True):
 
 
 async def parked(nc: Client, reader: str | None = None) -> list[Parked]:
-    """Every dead letter, or `reader`'s, oldest first: batched direct gets, no consumer.
-    Nothing where no service has made DEAD yet; a DEAD that does not answer for a moment
-    raises, so it is never read as holding nothing."""
-    subjects = dead_subject(reader or ">")
+    """Every dead letter, or `reader`'s (`SERVICE.DURABLE`, or a service's every reader),
+    oldest first: batched direct gets, no consumer. Nothing where no service has made DEAD
+    yet; a DEAD that does not answer for a moment raises, so it is never read as holding
+    nothing."""
+    if reader is None:
+        subjects = dead_subject(">")
+    else:
+        subjects = dead_subject(reader if "." in reader else f"{reader}.>")
     found: list[Parked] = []
     after, more = 0, True
     while more:

@@ -69,6 +69,11 @@ async def test_a_parked_message_is_sent_again_once_its_cause_is_fixed(
         assert listed.returncode == 0, listed.stderr
         assert f"{letter.seq} " in listed.stdout and "1 dead letter(s) parked" in listed.stdout
         assert f"{subject} (request req-thursday): " in listed.stdout
+        by_service = await _dead(stack, "--reader", f"probe{name}")
+        assert f"{letter.seq} " in by_service.stdout, by_service.stderr
+        bogus = letter.seq + 1000
+        unfound = await _dead(stack, "--reader", reader, "--seq", str(bogus), "--send-again")
+        assert (unfound.returncode, unfound.stderr) == (1, f"none parked by {reader} at {bogus}\n")
         unnamed = await _dead(stack, "--send-again")
         assert unnamed.returncode == 2 and "--reader" in unnamed.stderr
         # Parked longer ago than the services keep what they settled (a second here), it
