@@ -1,13 +1,16 @@
 """`python -m services.scheduler.main`: the timer engine, until SIGTERM."""
 
 import asyncio
+import logging
 import re
 from datetime import UTC, datetime, timedelta
 
 from libs.audit.trail import Trail
 from libs.contracts import SERVICES
 from libs.contracts.principal import Principal
+from libs.contracts.problem import Unavailable
 from libs.contracts.scheduler import CONTRACT, Schedule
+from libs.runtime.bus import AWAY
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from libs.runtime.tasks import ended
@@ -15,6 +18,8 @@ from services.scheduler.firing import Firing
 from services.scheduler.handlers import Handlers
 from services.scheduler.resolution import Lateness
 from services.scheduler.store import open_store
+
+_log = logging.getLogger(__name__)
 
 
 def clock() -> datetime:
@@ -46,7 +51,11 @@ async def serve(svc: Service, targets: dict[str, tuple[str, ...]] | None = None)
     )
     housekeeping = asyncio.create_task(firing.forget_handled())
     try:
-        await probe(handlers, svc.settings.replica)
+        try:
+            await probe(handlers, svc.settings.replica)
+        except (Unavailable, *AWAY) as exc:  # a measure: the bus away as it starts stops nothing
+            error = str(exc) or type(exc).__name__
+            _log.warning("resolution probe not scheduled", extra={"error": error})
         await serving
     finally:
         svc.stop()

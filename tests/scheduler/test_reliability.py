@@ -1,21 +1,27 @@
 """Kill -9 the server, or a replica, with timers pending: every timer fires exactly once."""
 
 import asyncio
+import logging
 import os
 import signal
 import sys
 from collections import Counter
 from datetime import timedelta
 
+import msgspec
 import nats
 from nats.js.errors import NotFoundError
 
+from libs.contracts import scheduler
 from libs.contracts.permissions import inbox_prefix
 from libs.contracts.scheduler import ENGINE
 from libs.runtime.settings import Settings
 from libs.stack.processes import spawn, stop_all
 from libs.stack.servers import free_port, start_nats
+from services.scheduler.main import serve
+from tests.personal.conftest import eventually
 from tests.scheduler.conftest import Owner, now, replica
+from tests.support import Link, serving
 
 
 async def _connect(url: str, passwords: dict[str, str], name: str) -> nats.NATS:
@@ -103,3 +109,21 @@ async def test_kill_9_of_one_of_two_replicas_loses_no_timer_and_fires_none_twice
     counts = Counter(f.key for f in fired)
     assert dict(counts) == {k: 1 for k in due}
     assert replicas[0].returncode == -signal.SIGKILL
+
+
+async def test_a_scheduler_that_loses_the_bus_as_it_starts_keeps_on(settings_for, caplog):
+    """Its probe of its own resolution finding the bus away stopped the whole process.
+    Housekeeping that finds it away says so with no traceback: the next round does it, as
+    a reader's message is handled again."""
+    settings = settings_for("scheduler")
+    link = Link(settings.nats_url)
+    async with link as url:
+        linked = msgspec.structs.replace(settings, nats_url=url)
+        async with serving(scheduler.CONTRACT, linked, serve):
+            link.cut()
+
+            async def said() -> list[logging.LogRecord]:
+                return [r for r in caplog.records if r.getMessage().startswith("purge of")]
+
+            (record, *_) = await eventually(said, timeout=15)
+    assert record.exc_info is None and "not connected to NATS" in record.error
