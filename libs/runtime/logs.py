@@ -10,7 +10,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from libs.contracts.principal import REQUEST_ID_HEADER
 
-__all__ = ["REQUEST", "carried", "configure"]
+__all__ = ["REQUEST", "carried", "configure", "error"]
 
 # The request a line is logged for, while one is handled: its id comes with it (a client's
 # X-Request-Id, or one the gateway made) and goes on with every call made for it.
@@ -74,3 +74,9 @@ def configure(service: str, replica: str, level: str = "INFO") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     logging.getLogger("aiohttp.server").addFilter(_client_faults)
+
+
+def error(exc: BaseException) -> str:
+    """An exception as a line's `error`: its words, or its type where it has none (a
+    timeout says nothing)."""
+    return str(exc) or type(exc).__name__

@@ -33,6 +33,8 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.problem import PROBLEM_HEADER, KeyReused, Problem, Refused
 from libs.contracts.registry import REPLIES_BUCKET
+from libs.runtime import logs
+from libs.runtime.bus import AWAY
 from libs.runtime.kv import open_bucket
 
 __all__ = ["Answer", "Replies", "digest", "of_caller"]
@@ -122,7 +124,9 @@ class Replies:
             else:
                 kept = msgspec.msgpack.encode(Kept(request, made))
                 await self._kv.update(name, kept, last=held[0])
-        except Exception:  # the change is made: its answer goes out all the same
+        except AWAY as exc:  # the change is made: its answer goes out all the same
+            _log.warning("answer not kept", extra={"key": key, "error": logs.error(exc)})
+        except Exception:
             _log.warning("answer not kept", extra={"key": key}, exc_info=True)
         return made
 
@@ -144,6 +148,8 @@ class Replies:
             except KeyWrongLastSequenceError:
                 _log.warning("claim taken over while it ran", extra={"key": name})
                 return
+            except AWAY as exc:  # the bus away: tried again at the next
+                _log.warning("claim not renewed", extra={"key": name, "error": logs.error(exc)})
             except Exception:
                 _log.warning("claim not renewed", extra={"key": name}, exc_info=True)
 

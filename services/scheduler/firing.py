@@ -17,6 +17,7 @@ from nats.js import JetStreamContext
 from libs.audit.trail import Trail
 from libs.contracts.problem import Unavailable
 from libs.contracts.scheduler import ENGINE
+from libs.runtime import logs
 from libs.runtime.bus import AWAY
 from libs.runtime.consumer import Consumer
 from services.scheduler import domain
@@ -67,7 +68,7 @@ class Firing:
             try:
                 await self._engine.forget_handled(_DURABLE)
             except (Unavailable, *AWAY) as exc:  # the bus away: nothing to trace
-                error = str(exc) or type(exc).__name__
+                error = logs.error(exc)
                 _log.warning("purge of handled due messages failed", extra={"error": error})
             except Exception:  # housekeeping; the next round will do it
                 _log.warning("purge of handled due messages failed", exc_info=True)

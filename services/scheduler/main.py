@@ -10,6 +10,7 @@ from libs.contracts import SERVICES
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Unavailable
 from libs.contracts.scheduler import CONTRACT, Schedule
+from libs.runtime import logs
 from libs.runtime.bus import AWAY
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
@@ -54,8 +55,7 @@ async def serve(svc: Service, targets: dict[str, tuple[str, ...]] | None = None)
         try:
             await probe(handlers, svc.settings.replica)
         except (Unavailable, *AWAY) as exc:  # a measure: the bus away as it starts stops nothing
-            error = str(exc) or type(exc).__name__
-            _log.warning("resolution probe not scheduled", extra={"error": error})
+            _log.warning("resolution probe not scheduled", extra={"error": logs.error(exc)})
         await serving
     finally:
         svc.stop()

@@ -2,12 +2,16 @@
 with nothing shared but the bucket."""
 
 import asyncio
+import logging
 import time
 
 import msgspec
 
 from libs.contracts.registry import REPLIES_BUCKET
+from libs.runtime.bus import connecting
 from libs.runtime.replies import Answer, Kept, Replies
+from tests.personal.conftest import eventually
+from tests.support import Link
 
 REQUEST = b"digest-1"
 
@@ -129,3 +133,32 @@ async def test_a_claim_is_renewed_while_its_request_runs_past_its_lease(connect)
         answers = await asyncio.gather(first, second)
     assert held.runs == 1
     assert [a.outcome for a in answers] == ["ok", "replayed"]
+
+
+async def test_the_bus_away_while_a_keyed_request_runs_is_said_in_one_line(stack, caplog):
+    """A renewal, or the answer's keeping, that finds the bus away is tried at the next or
+    let go, as a reader's transient failure is: a line saying so, with no traceback."""
+    link = Link(stack.nats_url)
+    async with link as url:
+        nc, connected = await connecting(
+            url, user="echo", password=stack.passwords["echo"], name="replies-away"
+        )
+        await connected
+        try:
+            one, _ = await _replicas(nc, lease=0.6)
+            held = Held(Answer(b'{"made": 5}'))
+            running = asyncio.create_task(one.once("replies-away", REQUEST, held))
+            await held.running.wait()
+            link.cut()
+
+            async def said() -> list[logging.LogRecord]:
+                return [r for r in caplog.records if r.getMessage() == "claim not renewed"]
+
+            (renewal, *_) = await eventually(said)
+            held.release.set()
+            assert (await running).body == b'{"made": 5}'
+        finally:
+            await nc.close()
+    (kept,) = [r for r in caplog.records if r.getMessage() == "answer not kept"]
+    assert (renewal.exc_info, kept.exc_info) == (None, None)
+    assert "not connected to NATS" in renewal.error and "not connected to NATS" in kept.error
