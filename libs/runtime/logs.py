@@ -51,7 +51,8 @@ class _JsonLines(logging.Formatter):
 
 class _ClientFaults(logging.Filter):
     """aiohttp logs a request it cannot parse as an error of its own, with a traceback. It
-    is the client's fault, already answered 4xx: a warning that names what was wrong."""
+    is the client's fault, already answered 4xx: a warning that names what was wrong, and
+    not the bytes aiohttp quotes beneath it, which may be a header's value (a token)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         fault = record.exc_info[1] if record.exc_info else None
@@ -59,7 +60,7 @@ class _ClientFaults(logging.Filter):
             record.levelno, record.levelname = logging.WARNING, "WARNING"
             remote = record.args[0] if isinstance(record.args, tuple) and record.args else None
             record.msg = "a malformed request from %s refused %d: %s"
-            record.args = (remote, fault.code, fault.message)
+            record.args = (remote, fault.code, fault.message.partition("\n")[0].rstrip(": "))
             record.exc_info = record.exc_text = None
         return True
 
