@@ -308,7 +308,9 @@ def _scalar(route: Route, name: str, raw: str, where: str) -> Any:
     if name not in _integers(route.subject.request):
         return raw
     if not _INTEGER.fullmatch(raw):
-        raise Refused("invalid-request", 422, f"{where} {name!r} must be an integer")
+        raise Refused(
+            "invalid-request", 422, f"{where} {name!r} must be an integer of 1 to 16 digits"
+        )
     return int(raw)
 
 

@@ -37,7 +37,7 @@ async def test_an_integer_in_a_query_is_written_in_ascii_digits(client, echo, wr
     response = await client.get(f"/v1/echo/hello?delay_ms={written}", headers=bearer())
     problem = await response.json(content_type=None)
     assert (response.status, problem["type"]) == (422, "urn:tether:problem:invalid-request")
-    assert problem["detail"] == "query 'delay_ms' must be an integer"
+    assert problem["detail"] == "query 'delay_ms' must be an integer of 1 to 16 digits"
     assert echo.handled == []
 
 
