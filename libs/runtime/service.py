@@ -320,7 +320,8 @@ def _problem_of(exc: Exception, subject: Subject) -> Problem:
         case Refused() | Unavailable():
             return exc.problem
         case msgspec.ValidationError():
-            return Refused("invalid-request", 422, f"{subject.request.__name__}: {exc}").problem
+            said = codec.explained(exc)
+            return Refused("invalid-request", 422, f"{subject.request.__name__}: {said}").problem
         case msgspec.DecodeError():
             return Refused("malformed-json", 400, f"request body is not JSON: {exc}").problem
         case RecursionError():

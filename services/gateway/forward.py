@@ -219,7 +219,7 @@ async def request_of(route: Route, http: web.Request) -> bytes:
     try:
         request = msgspec.convert(fields, route.subject.request)
     except msgspec.ValidationError as exc:
-        raise Refused("invalid-request", 422, str(exc)) from exc
+        raise Refused("invalid-request", 422, codec.explained(exc)) from exc
     return codec.encode(request)
 
 

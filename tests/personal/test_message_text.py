@@ -14,7 +14,9 @@ async def test_a_persons_text_with_a_control_character_is_refused_by_name(api, p
     for text in ("nul \u0000", "bell \u0007", "colour \u001b[31m", "del \u007f"):
         refused = await api.post(path, json={"text": text}, headers=people.ada)
         assert await problem(refused) == (422, "invalid-request")
-        assert "$.text" in (await refused.json())["detail"]
+        assert (await refused.json())["detail"] == (
+            "Expected text with no control character but a tab and line breaks - at `$.text`"
+        )
     posted = await api.post(path, json={"text": "two\nlines\tand a tab"}, headers=people.ada)
     assert posted.status == 201, await posted.text()
     assert [m["text"] for m in await history(api, room, people.ada)] == ["two\nlines\tand a tab"]
@@ -30,3 +32,14 @@ async def test_an_agents_draft_quoting_a_control_character_holds_none(api, opera
     assert not any((ord(c) < 32 and c not in "\t\n\r") or c == "\u007f" for c in draft["text"])
     [kept] = await history(api, room, people.ada)
     assert kept["text"] == "Hi\u0007 there\u001b"  # what arrived is kept as it came
+
+
+async def test_a_title_that_is_not_printable_is_refused_in_words(api, people):
+    """A title is one printable line: a bidi override would show it reversed in a list."""
+    body = {"title": "rent \u202eevil", "members": [people.bob_id]}
+    refused = await api.post("/v1/rooms", json=body, headers=people.ada)
+    assert await problem(refused) == (422, "invalid-request")
+    assert (await refused.json())["detail"] == (
+        "Expected printable text (no control character, zero-width space, line or paragraph "
+        "separator, bidi control or byte order mark) - at `$.title`"
+    )
