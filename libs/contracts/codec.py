@@ -48,9 +48,11 @@ _MATCHING = re.compile(r"`str` matching regex '((?:[^'\\]|\\.)*)'")
 
 
 def explained(exc: msgspec.ValidationError) -> str:
-    """msgspec's words for a value its type refuses, a text's pattern said in words."""
+    """msgspec's words for a value its type refuses, a text's pattern said in words and
+    any other's as it is written, without the `(?!\\n)` every pattern ends with (base.py)."""
 
     def words(found: re.Match[str]) -> str:
-        return next((w for c, w in _TEXTS if c in found[1]), found[0])
+        pattern = found[1].replace("\\\\", "\\").removesuffix("(?!\\n)")
+        return next((w for c, w in _TEXTS if c in found[1]), f"`str` matching `{pattern}`")
 
     return _MATCHING.sub(words, str(exc))

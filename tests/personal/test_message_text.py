@@ -2,7 +2,8 @@
 carrier takes one, and what an agent says on a call is TwiML's <Say>, an XML document,
 which may not hold one (the carrier answers an application error to the caller). A
 person's text holding one is refused naming it; an agent's reply quoting one (the built-in
-model quotes what it answers) is drafted without it; what arrived keeps it as it came."""
+model quotes what it answers) is drafted without it; what arrived keeps it as it came. A
+text, a title or an id refused says in its detail what it must be."""
 
 from tests.personal.conftest import announce, drafts, eventually, history, problem, room_with
 from tests.personal.test_hip0524_09_personal_line import connect, sms
@@ -42,4 +43,13 @@ async def test_a_title_that_is_not_printable_is_refused_in_words(api, people):
     assert (await refused.json())["detail"] == (
         "Expected printable text (no control character, zero-width space, line or paragraph "
         "separator, bidi control or byte order mark) - at `$.title`"
+    )
+
+
+async def test_an_id_not_of_its_form_is_refused_with_its_form(api, people):
+    """The form as written, without the `(?!\\n)` that keeps a trailing newline out."""
+    refused = await api.get("/v1/rooms/r1/messages", headers=people.ada)
+    assert await problem(refused) == (422, "invalid-request")
+    assert (await refused.json())["detail"] == (
+        "Expected `str` matching `^[a-z]+-[0-9a-f]{16}$` - at `$.id`"
     )
