@@ -1,6 +1,7 @@
 """Structured logs: one JSON object per line on stderr."""
 
 import logging
+import re
 import sys
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -60,11 +61,13 @@ class _ClientFaults(logging.Filter):
             record.levelno, record.levelname = logging.WARNING, "WARNING"
             remote = record.args[0] if isinstance(record.args, tuple) and record.args else None
             record.msg = "a malformed request from %s refused %d: %s"
-            record.args = (remote, fault.code, fault.message.partition("\n")[0].rstrip(": "))
+            record.args = (remote, fault.code, _REASON.sub("", fault.message.partition("\n")[0]))
             record.exc_info = record.exc_text = None
         return True
 
 
+# From the first bytes aiohttp quotes in a reason ("… when reading: b'…'") to its end.
+_REASON = re.compile(r":?\s*((bytearray\()?b?['\"].*)?:?$")
 _client_faults = _ClientFaults()
 
 

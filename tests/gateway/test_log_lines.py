@@ -10,10 +10,13 @@ from libs.stack.servers import free_port
 from tests.personal.conftest import eventually
 from tests.support import KEY, answers, module_process, stopped
 
+# A token with a NUL after it: not HTTP, and a secret aiohttp would quote.
+NUL_IN_A_TOKEN = b"Authorization: Bearer s3cr3t\x00"
 
-async def _gateway_lines(stack, tmp_path, level: str) -> list[dict]:
-    """Every line a gateway process at `level` logged, sent one request with a NUL in a
-    header, its token's (answered 400), then SIGTERM (exit status 0)."""
+
+async def _gateway_lines(stack, tmp_path, level: str, header: bytes = NUL_IN_A_TOKEN) -> list[dict]:
+    """Every line a gateway process at `level` logged, sent one request with `header`
+    (answered 400), then SIGTERM (exit status 0)."""
     port = free_port()
     env = {
         "TETHER_PORT": str(port),
@@ -32,8 +35,7 @@ async def _gateway_lines(stack, tmp_path, level: str) -> list[dict]:
     ):
         await eventually(answers(http, "/readyz/gateway", 200), timeout=20)
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        token = b"Authorization: Bearer s3cr3t\x00"
-        writer.write(b"GET /healthz HTTP/1.1\r\nHost: tether\r\n" + token + b"\r\n\r\n")
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: tether\r\n" + header + b"\r\n\r\n")
         await writer.drain()
         answer = await reader.read()  # the server closes the connection it could not parse
         writer.close()
@@ -61,3 +63,11 @@ async def test_the_gateway_logs_at_its_level_under_its_replica_name(stack, tmp_p
     assert [line["logger"] for line in lines].count("aiohttp.server") == 1, lines
     assert {line["level"] for line in lines} == {"warning"}, lines
     assert {line["replica"] for line in lines} == {"gateway-under-test"}
+
+
+async def test_a_header_too_long_to_read_is_logged_without_its_bytes(stack, tmp_path):
+    header = b"Cookie: session=s3cr3t" + b"a" * 9000
+    lines = await _gateway_lines(stack, tmp_path, "INFO", header)
+    (fault,) = [line for line in lines if line["logger"] == "aiohttp.server"]
+    assert fault["msg"].endswith("refused 400: Got more than 8190 bytes when reading"), fault
+    assert "s3cr3t" not in str(lines)
