@@ -10,8 +10,9 @@ __all__ = ["Home", "NotMade"]
 
 
 class NotMade(Exception):
-    """What a command reads from the state directory is not there. Made afresh, it would
-    match nothing running: a token no gateway takes, a password the bus refuses."""
+    """The state directory cannot be made, or what a command reads from it is not there
+    (made afresh, it would match nothing running: a token no gateway takes, a password the
+    bus refuses)."""
 
 
 class Home:
@@ -28,6 +29,13 @@ class Home:
 
     def ensure(self, roles: Iterable[str]) -> dict[str, str]:
         """Create what is missing; return the NATS password of every role."""
+        try:
+            return self._ensure(roles)
+        except OSError as exc:
+            why = f"cannot make {exc.filename or self.root}: {exc.strerror}"
+            raise NotMade(f"{why} (TETHER_HOME={self.root})") from None
+
+    def _ensure(self, roles: Iterable[str]) -> dict[str, str]:
         for d in (self.root, self.nats_dir, self.redis_dir):
             d.mkdir(parents=True, exist_ok=True)
         for key_file in (self.jwt_key_file, self.lines_key_file):

@@ -218,3 +218,16 @@ def test_a_command_with_no_state_where_it_looks_makes_none(
         f"(TETHER_HOME={home}, which `tether up` makes)\n"
     )
     assert (said.out, home.exists()) == ("", False)
+
+
+def test_a_state_directory_that_cannot_be_made_is_named(tmp_path):
+    (tmp_path / "a-file").touch()
+    home = tmp_path / "a-file" / "home"
+    env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")}
+    for command in ("up", "nats-config"):
+        done = subprocess.run(
+            [sys.executable, "-m", "cli.main", command],
+            env=env | {"TETHER_HOME": str(home)}, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 2
+        assert done.stderr == f"tether: cannot make {home}: Not a directory (TETHER_HOME={home})\n"
