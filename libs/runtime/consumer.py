@@ -225,7 +225,7 @@ class Consumer(Generic[T]):
         except (Unavailable, *AWAY) as exc:  # a peer or the bus is away: nothing to trace
             _log.warning(
                 "handling failed; it will be tried again",
-                extra={**where, "error": logs.error(exc)},
+                extra={**where, "error": logs.error_text(exc)},
             )
             rule = exc.problem.rule if isinstance(exc, Unavailable) else "bus-unavailable"
             await self._again(msg, f"{rule}: {exc}")
@@ -274,7 +274,7 @@ class Consumer(Generic[T]):
             if _transient(exc):  # its owner's hook, or the trail, away: expected while it lasts
                 _log.warning(
                     "a dead letter could not be parked yet; it comes back to be parked",
-                    extra={**where, "error": logs.error(exc)},
+                    extra={**where, "error": logs.error_text(exc)},
                 )
             else:
                 _log.exception("could not park a dead letter", extra=where)

@@ -11,7 +11,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from libs.contracts.principal import REQUEST_ID_HEADER
 
-__all__ = ["REQUEST", "carried", "configure", "error"]
+__all__ = ["REQUEST", "carried", "configure", "error_text"]
 
 # The request a line is logged for, while one is handled: its id comes with it (a client's
 # X-Request-Id, or one the gateway made) and goes on with every call made for it.
@@ -80,7 +80,7 @@ def configure(service: str, replica: str, level: str = "INFO") -> None:
     logging.getLogger("aiohttp.server").addFilter(_client_faults)
 
 
-def error(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
     """An exception as a line's `error`: its words, or its type where it has none (a
     timeout says nothing)."""
     return str(exc) or type(exc).__name__

@@ -125,7 +125,7 @@ class Replies:
                 kept = msgspec.msgpack.encode(Kept(request, made))
                 await self._kv.update(name, kept, last=held[0])
         except AWAY as exc:  # the change is made: its answer goes out all the same
-            _log.warning("answer not kept", extra={"key": key, "error": logs.error(exc)})
+            _log.warning("answer not kept", extra={"key": key, "error": logs.error_text(exc)})
         except Exception:
             _log.warning("answer not kept", extra={"key": key}, exc_info=True)
         return made
@@ -149,7 +149,8 @@ class Replies:
                 _log.warning("claim taken over while it ran", extra={"key": name})
                 return
             except AWAY as exc:  # the bus away: tried again at the next
-                _log.warning("claim not renewed", extra={"key": name, "error": logs.error(exc)})
+                error = logs.error_text(exc)
+                _log.warning("claim not renewed", extra={"key": name, "error": error})
             except Exception:
                 _log.warning("claim not renewed", extra={"key": name}, exc_info=True)
 

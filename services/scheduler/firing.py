@@ -68,7 +68,7 @@ class Firing:
             try:
                 await self._engine.forget_handled(_DURABLE)
             except (Unavailable, *AWAY) as exc:  # the bus away: nothing to trace
-                error = logs.error(exc)
+                error = logs.error_text(exc)
                 _log.warning("purge of handled due messages failed", extra={"error": error})
             except Exception:  # housekeeping; the next round will do it
                 _log.warning("purge of handled due messages failed", exc_info=True)

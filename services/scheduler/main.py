@@ -55,7 +55,7 @@ async def serve(svc: Service, targets: dict[str, tuple[str, ...]] | None = None)
         try:
             await probe(handlers, svc.settings.replica)
         except (Unavailable, *AWAY) as exc:  # a measure: the bus away as it starts stops nothing
-            _log.warning("resolution probe not scheduled", extra={"error": logs.error(exc)})
+            _log.warning("resolution probe not scheduled", extra={"error": logs.error_text(exc)})
         await serving
     finally:
         svc.stop()
