@@ -308,6 +308,19 @@ def _mint(home: Home, **claims: object) -> str:
     return mint(home.jwt_key(), now=int(time.time()), **claims)  # type: ignore[arg-type]
 
 
+def _port(value: str) -> int:
+    """A port nats-server would listen on: printed beyond 65535, its config is refused
+    only when the server reads it."""
+    import msgspec
+
+    from libs.runtime.settings import Port
+
+    try:
+        return msgspec.convert(value, Port, strict=False)
+    except msgspec.ValidationError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port (0-65535)") from None
+
+
 def _as(kind: str, what: str):
     """An argument checked as the contracts take it (`OrgId`, `UserId`): one the system
     would refuse (a token no gateway takes, an org `>` that reads every org's records) is
@@ -352,8 +365,8 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_contracts)
 
     p = sub.add_parser("nats-config", help="print the nats-server config with tether's users")
-    p.add_argument("--port", type=int, default=4222)
-    p.add_argument("--monitor-port", type=int, default=8222)
+    p.add_argument("--port", type=_port, default=4222)
+    p.add_argument("--monitor-port", type=_port, default=8222)
     p.add_argument(
         "--auth-only", action="store_true", help="only the authorization block, to include"
     )

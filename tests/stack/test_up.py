@@ -231,3 +231,16 @@ def test_a_state_directory_that_cannot_be_made_is_named(tmp_path):
         )  # fmt: skip
         assert done.returncode == 2
         assert done.stderr == f"tether: cannot make {home}: Not a directory (TETHER_HOME={home})\n"
+
+
+@pytest.mark.parametrize("flag", ["--port", "--monitor-port"])
+def test_nats_config_takes_only_a_port(tmp_path, monkeypatch, capsys, flag):
+    """Printed, a port past 65535 is refused only when nats-server reads the config."""
+    from cli.main import main
+
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path / "home"))
+    with pytest.raises(SystemExit) as stopped:
+        main(["nats-config", flag, "99999"])
+    assert stopped.value.code == 2
+    assert f"argument {flag}: '99999' is not a port (0-65535)" in capsys.readouterr().err
+    assert not (tmp_path / "home").exists()
