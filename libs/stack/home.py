@@ -41,9 +41,7 @@ class Home:
         for key_file in (self.jwt_key_file, self.lines_key_file):
             if not key_file.exists():
                 _write_secret(key_file, secrets.token_hex(32))
-        known = (
-            json.loads(self.credentials_file.read_text()) if self.credentials_file.exists() else {}
-        )
+        known = self._known() if self.credentials_file.exists() else {}
         wanted = {role: known.get(role) or secrets.token_urlsafe(24) for role in roles}
         if wanted != known:
             _write_secret(self.credentials_file, json.dumps(known | wanted, indent=2))
@@ -51,13 +49,19 @@ class Home:
 
     def password(self, role: str) -> str:
         """The NATS password `ensure` made for `role`."""
-        known = json.loads(self._read(self.credentials_file))
+        known = self._known()
         if role not in known:
             raise NotMade(f"{self.credentials_file} holds no password for {role}{self._made}")
         return known[role]
 
     def jwt_key(self) -> str:
         return self._read(self.jwt_key_file).strip()
+
+    def _known(self) -> dict[str, str]:
+        try:
+            return json.loads(self._read(self.credentials_file))
+        except ValueError as exc:
+            raise NotMade(f"{self.credentials_file} is not JSON ({exc}){self._made}") from None
 
     def _read(self, path: Path) -> str:
         try:
@@ -71,6 +75,12 @@ class Home:
 
 
 def _write_secret(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """Whole or not at all: a `tether up` stopped as it wrote left an empty key or
+    credentials file, which every later start stumbled on."""
+    part = path.with_name(f"{path.name}.part")
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(part, path)

@@ -244,3 +244,18 @@ def test_nats_config_takes_only_a_port(tmp_path, monkeypatch, capsys, flag):
     assert stopped.value.code == 2
     assert f"argument {flag}: '99999' is not a port (0-65535)" in capsys.readouterr().err
     assert not (tmp_path / "home").exists()
+
+
+def test_credentials_that_are_not_json_are_named(tmp_path, monkeypatch, capsys):
+    """What a start stopped as it wrote left: each file is now written whole or not at all,
+    and one from before that is not JSON is named rather than a traceback."""
+    from cli.main import main
+
+    (tmp_path / "credentials.json").write_text("")
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path))
+    monkeypatch.setenv("NATS_URL", "nats://127.0.0.1:1")
+    assert main(["dead"]) == 2
+    assert capsys.readouterr().err == (
+        f"tether: {tmp_path}/credentials.json is not JSON (Expecting value: line 1 column 1 "
+        f"(char 0)) (TETHER_HOME={tmp_path}, which `tether up` makes)\n"
+    )
