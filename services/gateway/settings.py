@@ -34,7 +34,8 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     | TETHER_METRICS_HOST      | 127.0.0.1               | where /metrics and the probes listen,  |
     |                          |                         | apart from the API                     |
     | TETHER_METRICS_PORT      | 9100                    | their port; 0 picks a free one         |
-    | TETHER_JWT_KEY           | (read from the file)    | the HS256 key tokens are verified with |
+    | TETHER_JWT_KEY           | (read from the file)    | the HS256 key tokens are verified with,|
+    |                          |                         | at least 32 bytes                      |
     | TETHER_JWT_KEY_FILE      | $TETHER_HOME/jwt.key    | where the key is when not given        |
     | REDIS_URL                | redis://127.0.0.1:6379/0| rate limits and idempotency keys       |
     | TETHER_REDIS_TIMEOUT     | 2                       | seconds to connect to Redis or wait for|
@@ -79,7 +80,16 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     def from_env(cls, env: Mapping[str, str] | None = None) -> "GatewaySettings":
         env = os.environ if env is None else env
         given = {field: env[var] for var, field in _ENV.items() if env.get(var)}
-        _, given["jwt_key"] = key_from_env(env, "TETHER_JWT_KEY", "jwt.key")
+        where, given["jwt_key"] = key_from_env(env, "TETHER_JWT_KEY", "jwt.key")
+        if (size := len(given["jwt_key"].encode())) < JWT_KEY_LEAST:
+            # An empty key verifies no token (PyJWT takes none), every caller refused 401
+            # as if their token were bad; a short one can be guessed, and any token forged
+            # (RFC 7518 §3.2: at least the hash's size, 256 bits for HS256).
+            read = "" if where == "TETHER_JWT_KEY" else f" (read from {where})"
+            raise BadSetting(
+                f"TETHER_JWT_KEY{read} is {size} byte{'' if size == 1 else 's'}; HS256 takes "
+                f"at least {JWT_KEY_LEAST} (`tether up` makes 64 hex characters)"
+            )
         settings = converted(cls, {"replica": default_replica()} | given, _ENV)
         if settings.public_url and not _PUBLIC_URL.match(settings.public_url):
             # Every carrier signs the URL it called: one without a scheme, or with a query,
@@ -102,6 +112,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
         return settings
 
 
+JWT_KEY_LEAST = 32
 _REDIS_DB = re.compile(r"(/[0-9]*)?\Z")
 _PUBLIC_URL = re.compile(r"https?://[^/?#\s]+(/[^?#\s]*)?\Z")
 

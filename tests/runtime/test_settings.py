@@ -10,10 +10,11 @@ import pytest
 from libs.model import Scripted, model_from_env
 from libs.runtime.settings import BadSetting, Settings
 from services.gateway.settings import GatewaySettings
+from tests.support import KEY
 
 
 def test_the_environment_sets_what_it_names_and_the_rest_keep_their_defaults():
-    gateway = GatewaySettings.from_env({"TETHER_JWT_KEY": "k", "TETHER_LOG_LEVEL": "DEBUG"})
+    gateway = GatewaySettings.from_env({"TETHER_JWT_KEY": KEY, "TETHER_LOG_LEVEL": "DEBUG"})
     assert (gateway.log_level, gateway.replica) == ("DEBUG", f"{os.uname().nodename}-{os.getpid()}")
     settings = Settings.from_env("rooms", {"TETHER_PULL_WAIT": "0.2", "TETHER_JS_REPLICAS": "3"})
     assert (settings.pull_wait, settings.js_replicas) == (0.2, 3)
@@ -29,7 +30,7 @@ def _service(env: dict[str, str]) -> Settings:
 
 
 def _gateway(env: dict[str, str]) -> GatewaySettings:
-    return GatewaySettings.from_env({"TETHER_JWT_KEY": "k", **env})
+    return GatewaySettings.from_env({"TETHER_JWT_KEY": KEY, **env})
 
 
 @pytest.mark.parametrize(
@@ -101,7 +102,7 @@ def test_a_value_a_setting_cannot_take_is_refused_by_its_variable(read, variable
     [
         (
             "services.gateway.main",
-            {"TETHER_JWT_KEY": "k", "TETHER_REDIS_TIMEOUT": "0"},
+            {"TETHER_JWT_KEY": KEY, "TETHER_REDIS_TIMEOUT": "0"},
             "gateway: TETHER_REDIS_TIMEOUT='0': Expected `float` > 0.0",
         ),
         (
@@ -133,7 +134,7 @@ def test_a_value_a_setting_cannot_take_is_refused_by_its_variable(read, variable
         ),
         (
             "services.gateway.main",
-            {"TETHER_JWT_KEY": "k", "REDIS_URL": "redis://127.0.0.1:99999/0"},
+            {"TETHER_JWT_KEY": KEY, "REDIS_URL": "redis://127.0.0.1:99999/0"},
             "gateway: REDIS_URL='redis://127.0.0.1:99999/0': Port out of range 0-65535",
         ),
         (
@@ -188,8 +189,8 @@ def test_tether_up_with_a_value_it_cannot_take_stops_before_it_starts_anything(t
     "module, env, port_variable",
     [
         ("services.ladder.main", {}, "TETHER_METRICS_PORT"),
-        ("services.gateway.main", {"TETHER_JWT_KEY": "k"}, "TETHER_METRICS_PORT"),
-        ("services.gateway.main", {"TETHER_JWT_KEY": "k"}, "TETHER_PORT"),
+        ("services.gateway.main", {"TETHER_JWT_KEY": KEY}, "TETHER_METRICS_PORT"),
+        ("services.gateway.main", {"TETHER_JWT_KEY": KEY}, "TETHER_PORT"),
     ],
 )
 def test_a_process_whose_port_is_taken_stops_with_one_line_naming_it(module, env, port_variable):
@@ -212,3 +213,21 @@ def test_a_process_whose_port_is_taken_stops_with_one_line_naming_it(module, env
     last = done.stderr.splitlines()[-1]
     assert (done.returncode, "Traceback" in done.stderr) == (1, False)
     assert last.startswith(f"{module.split('.')[1]}: {named}") and "in use" in last
+
+
+@pytest.mark.parametrize(
+    "key, read, size",
+    [("", " (read from {home}/jwt.key)", "0 bytes"), ("short", "", "5 bytes")],
+)
+def test_a_token_key_too_short_for_hs256_is_refused(tmp_path, key, read, size):
+    """An empty key (an empty Secret, a key file cut short) verified no token, every
+    caller refused 401 as if theirs were bad; a short one can be guessed (RFC 7518 §3.2:
+    HS256 takes 256 bits or more). Each is refused as the gateway starts."""
+    (tmp_path / "jwt.key").write_text(key)
+    env = {"TETHER_HOME": str(tmp_path)} | ({"TETHER_JWT_KEY": key} if key else {})
+    with pytest.raises(BadSetting) as refused:
+        GatewaySettings.from_env(env)
+    assert str(refused.value) == (
+        f"TETHER_JWT_KEY{read.format(home=tmp_path)} is {size}; HS256 takes at least 32 "
+        "(`tether up` makes 64 hex characters)"
+    )

@@ -20,6 +20,7 @@ from libs.contracts.permissions import GATEWAY, OPERATOR, permissions
 from libs.runtime.settings import Settings
 from libs.stack.k8s import base, consumers
 from services.gateway.settings import GatewaySettings
+from tests.support import KEY
 
 K8S = Path(__file__).parents[2] / "deploy" / "k8s"
 SCHEMAS = {
@@ -212,7 +213,7 @@ def test_every_process_the_service_monitor_scrapes_serves_metrics_where_it_looks
         (target,) = [p for p in container["ports"] if p["name"] == port["targetPort"]]
         env = config["data"] | {e["name"]: e["value"] for e in container["env"] if "value" in e}
         if name == GATEWAY:
-            served = GatewaySettings.from_env(env | {"TETHER_JWT_KEY": "k"}).metrics_port
+            served = GatewaySettings.from_env(env | {"TETHER_JWT_KEY": KEY}).metrics_port
         else:
             served = Settings.from_env(name, env).metrics_port
         assert target["containerPort"] == served, name
