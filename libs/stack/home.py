@@ -39,7 +39,9 @@ class Home:
         for d in (self.root, self.nats_dir, self.redis_dir):
             d.mkdir(parents=True, exist_ok=True)
         for key_file in (self.jwt_key_file, self.lines_key_file):
-            if not key_file.exists():
+            # One left empty (a write cut short, before they were whole) signed and sealed
+            # nothing: a new one replaces it.
+            if not key_file.exists() or not key_file.read_text().strip():
                 _write_secret(key_file, secrets.token_hex(32))
         known = self._known() if self.credentials_file.exists() else {}
         wanted = {role: known.get(role) or secrets.token_urlsafe(24) for role in roles}
@@ -55,7 +57,9 @@ class Home:
         return known[role]
 
     def jwt_key(self) -> str:
-        return self._read(self.jwt_key_file).strip()
+        if not (key := self._read(self.jwt_key_file).strip()):
+            raise NotMade(f"{self.jwt_key_file} is empty{self._made}")
+        return key
 
     def _known(self) -> dict[str, str]:
         try:

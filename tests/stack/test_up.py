@@ -259,3 +259,18 @@ def test_credentials_that_are_not_json_are_named(tmp_path, monkeypatch, capsys):
         f"tether: {tmp_path}/credentials.json is not JSON (Expecting value: line 1 column 1 "
         f"(char 0)) (TETHER_HOME={tmp_path}, which `tether up` makes)\n"
     )
+
+
+def test_a_token_key_left_empty_is_named_and_made_again(tmp_path, monkeypatch, capsys):
+    """An empty key (a write cut short, before they were whole) signed nothing: `token`
+    names it, and the next start writes a new one."""
+    from cli.main import main
+
+    (tmp_path / "jwt.key").write_text("")
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path))
+    assert main(["token", "--org", "acme", "--user", "acme/ada"]) == 2
+    assert capsys.readouterr().err == (
+        f"tether: {tmp_path}/jwt.key is empty (TETHER_HOME={tmp_path}, which `tether up` makes)\n"
+    )
+    assert main(["nats-config"]) == 0
+    assert len((tmp_path / "jwt.key").read_text()) == 64
