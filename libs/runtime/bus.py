@@ -12,9 +12,10 @@ from nats.aio.msg import Msg
 from nats.js.errors import NoStreamResponseError, ServiceUnavailableError
 
 from libs.contracts.permissions import inbox_prefix
+from libs.contracts.problem import Unavailable
 from libs.runtime.tasks import ended
 
-__all__ = ["AWAY", "Connection", "NotSent", "connecting", "flushed", "let_go"]
+__all__ = ["AWAY", "PEER_OR_BUS_AWAY", "Connection", "NotSent", "connecting", "flushed", "let_go"]
 
 _log = logging.getLogger(__name__)
 # A server is pinged this often, and left for another when three go unanswered: one whose
@@ -131,6 +132,8 @@ AWAY: tuple[type[Exception], ...] = (
     nats.errors.NoRespondersError,
     nats.errors.ConnectionClosedError,
 )
+# As AWAY, or a service called answered that it is (503): a line saying so, not a traceback.
+PEER_OR_BUS_AWAY: tuple[type[Exception], ...] = (Unavailable, *AWAY)
 
 
 async def flushed(nc: Client) -> None:

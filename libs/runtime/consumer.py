@@ -33,7 +33,7 @@ from libs.contracts.principal import REQUEST_ID_HEADER
 from libs.contracts.problem import KEY_REUSED, Refused, Unavailable
 from libs.contracts.streams import dead_subject
 from libs.runtime import logs
-from libs.runtime.bus import AWAY
+from libs.runtime.bus import AWAY, PEER_OR_BUS_AWAY
 from libs.runtime.metrics import child
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ class Consumer(Generic[T]):
                 await self._again(msg, f"{exc.problem.rule}: {exc}")
                 return
             error = f"{exc.problem.rule}: {exc}"
-        except (Unavailable, *AWAY) as exc:  # a peer or the bus is away: nothing to trace
+        except PEER_OR_BUS_AWAY as exc:  # a peer or the bus is away: nothing to trace
             _log.warning(
                 "handling failed; it will be tried again",
                 extra={**where, "error": logs.error_text(exc)},
@@ -340,4 +340,4 @@ def _transient(exc: Exception) -> bool:
     """A failure that asking again may mend: a peer or the bus away, a 5xx."""
     if isinstance(exc, Refused):
         return exc.problem.status >= 500
-    return isinstance(exc, (Unavailable, *AWAY))
+    return isinstance(exc, PEER_OR_BUS_AWAY)

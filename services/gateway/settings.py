@@ -81,14 +81,14 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
         env = os.environ if env is None else env
         given = {field: env[var] for var, field in _ENV.items() if env.get(var)}
         where, given["jwt_key"] = key_from_env(env, "TETHER_JWT_KEY", "jwt.key")
-        if (size := len(given["jwt_key"].encode())) < JWT_KEY_LEAST:
+        if (size := len(given["jwt_key"].encode())) < _JWT_KEY_LEAST:
             # An empty key verifies no token (PyJWT takes none), every caller refused 401
             # as if their token were bad; a short one can be guessed, and any token forged
             # (RFC 7518 §3.2: at least the hash's size, 256 bits for HS256).
             read = "" if where == "TETHER_JWT_KEY" else f" (read from {where})"
             raise BadSetting(
                 f"TETHER_JWT_KEY{read} is {size} byte{'' if size == 1 else 's'}; HS256 takes "
-                f"at least {JWT_KEY_LEAST} (`tether up` makes 64 hex characters)"
+                f"at least {_JWT_KEY_LEAST} (`tether up` makes 64 hex characters)"
             )
         settings = converted(cls, {"replica": default_replica()} | given, _ENV)
         if settings.public_url and not _PUBLIC_URL.match(settings.public_url):
@@ -112,7 +112,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
         return settings
 
 
-JWT_KEY_LEAST = 32
+_JWT_KEY_LEAST = 32
 _REDIS_DB = re.compile(r"(/[0-9]*)?\Z")
 _PUBLIC_URL = re.compile(r"https?://[^/?#\s]+(/[^?#\s]*)?\Z")
 

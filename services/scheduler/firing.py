@@ -15,10 +15,9 @@ from datetime import datetime
 from nats.js import JetStreamContext
 
 from libs.audit.trail import Trail
-from libs.contracts.problem import Unavailable
 from libs.contracts.scheduler import ENGINE
 from libs.runtime import logs
-from libs.runtime.bus import AWAY
+from libs.runtime.bus import PEER_OR_BUS_AWAY
 from libs.runtime.consumer import Consumer
 from services.scheduler import domain
 from services.scheduler.resolution import Lateness
@@ -67,7 +66,7 @@ class Firing:
             await asyncio.sleep(_PURGE_EVERY_S)
             try:
                 await self._engine.forget_handled(_DURABLE)
-            except (Unavailable, *AWAY) as exc:  # the bus away: nothing to trace
+            except PEER_OR_BUS_AWAY as exc:  # the bus away: nothing to trace
                 error = logs.error_text(exc)
                 _log.warning("purge of handled due messages failed", extra={"error": error})
             except Exception:  # housekeeping; the next round will do it

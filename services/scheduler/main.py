@@ -8,10 +8,9 @@ from datetime import UTC, datetime, timedelta
 from libs.audit.trail import Trail
 from libs.contracts import SERVICES
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Unavailable
 from libs.contracts.scheduler import CONTRACT, Schedule
 from libs.runtime import logs
-from libs.runtime.bus import AWAY
+from libs.runtime.bus import PEER_OR_BUS_AWAY
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from libs.runtime.tasks import ended
@@ -54,7 +53,7 @@ async def serve(svc: Service, targets: dict[str, tuple[str, ...]] | None = None)
     try:
         try:
             await probe(handlers, svc.settings.replica)
-        except (Unavailable, *AWAY) as exc:  # a measure: the bus away as it starts stops nothing
+        except PEER_OR_BUS_AWAY as exc:  # a measure: the bus away as it starts stops nothing
             _log.warning("resolution probe not scheduled", extra={"error": logs.error_text(exc)})
         await serving
     finally:
