@@ -153,9 +153,11 @@ class Asking:
             except Refused as exc:
                 if exc.problem.status != 409:
                     raise
-                if exc.problem.rule == "question-closed":  # it lapsed since it was read
-                    found = await self._run_out(found)
-                ours = False  # answered there first, or lapsed: that decides
+                # Answered there first, or lapsed since it was read: that decides, carried
+                # out now, as its event may not have been read yet. This answer, if another,
+                # would otherwise settle the ask against the one the room shows.
+                found = await self._run_out(found)
+                ours = False
         try:
             return await self.answered(found, req.answer)
         except Refused as exc:

@@ -3,6 +3,7 @@
 timer that denies it unanswered. Through the gateway, on the running poa, rooms and
 scheduler services."""
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -147,6 +148,33 @@ async def test_a_keyed_answer_lost_in_a_failover_is_answered_as_it_stands(
     assert after["spent_month_usd"] == "180"  # the 140 charged once, then 40
     again = await api.post(path, json={"answer": "approve"}, headers=ada["me"])
     assert again.status == 409  # unkeyed, it is not a retry
+
+
+@pytest.mark.parametrize("first", ["approve", "decline"])
+async def test_answers_at_once_settle_the_ask_as_the_room_shows_it(api, ada, first):
+    """The room stores one answer; a different one there first was lost to it, yet went on
+    to settle the ask its own way: an Approve in the room, and the act denied (or a Decline
+    there, and the act allowed and charged)."""
+    ask = await _asked(api, ada)
+    other = "decline" if first == "approve" else "approve"
+    path = f"/v1/poa/asks/{ask['id']}/answer"
+    responses = await asyncio.gather(
+        *(api.post(path, json={"answer": a}, headers=ada["me"]) for a in [first, other] * 3)
+    )
+    settled = await _read(api, ada, ask["id"])
+    page = await (await api.get(f"/v1/rooms/{ask['room']}/messages", headers=ada["me"])).json()
+    [shown] = [m["text"] for m in page["messages"] if m.get("answers") == ask["question_seq"]]
+    assert (settled["state"], settled["decision"]["rule_id"]) == {
+        "Approve": ("allowed", "principal_approved"),
+        "Declined.": ("denied", "principal_declined"),
+    }[shown]
+    for response in responses:  # each told the ask as it stands, or that it stood already
+        if response.status == 200:
+            assert (await response.json())["state"] == settled["state"]
+        else:
+            assert await problem(response) == (409, "ask-answered")
+    _, after = await _act(api, ada, 40)
+    assert after["spent_month_usd"] == ("180" if shown == "Approve" else "40")
 
 
 async def test_an_ask_takes_no_edit_in_the_room_and_stays_open(api, ada):
