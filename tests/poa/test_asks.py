@@ -5,12 +5,13 @@ scheduler services."""
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import msgspec
 import pytest
 
 from libs.audit.reading import records as audit_records
-from libs.contracts import poa, rooms
+from libs.contracts import codec, poa, rooms
 from services.poa.domain.approvals import QUOTED
 from tests.personal.conftest import eventually, problem
 from tests.poa.conftest import purchase, root_grant, valid_now
@@ -50,9 +51,11 @@ async def _issue(api, ada, *, ask_expires_s: int | None = None) -> None:
     assert response.status == 201, await response.text()
 
 
-async def _act(api, ada, amount: int) -> tuple[int, dict]:
+async def _act(api, ada, amount: int | Decimal) -> tuple[int, dict]:
     response = await api.post(
-        "/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase(amount)}, headers=ada["agent"]
+        "/v1/poa/grants/poa_8c21/acts",
+        data=codec.encode({"envelope": purchase(amount)}),  # a Decimal as the number it is
+        headers=ada["agent"] | {"Content-Type": "application/json"},
     )
     return response.status, await response.json()
 
@@ -175,6 +178,40 @@ async def test_answers_at_once_settle_the_ask_as_the_room_shows_it(api, ada, fir
             assert await problem(response) == (409, "ask-answered")
     _, after = await _act(api, ada, 40)
     assert after["spent_month_usd"] == ("180" if shown == "Approve" else "40")
+
+
+async def test_the_months_total_is_summed_exactly_on_the_ledger(api, ada):
+    """Python's decimals round a sum to 28 digits: with 760 spent of 800, an act of
+    40.0000000000000000000000000001 came to 800 and was allowed, over the limit."""
+    ask = await _asked(api, ada, amount=720)
+    path = f"/v1/poa/asks/{ask['id']}/answer"
+    assert (await api.post(path, json={"answer": "approve"}, headers=ada["me"])).status == 200
+    _, charged = await _act(api, ada, 40)
+    assert charged["spent_month_usd"] == "760"
+    status, over = await _act(api, ada, Decimal("40.0000000000000000000000000001"))
+    assert (status, over["decision"]["rule_id"]) == (202, "over_monthly_limit")
+    _, within = await _act(api, ada, Decimal("39.9999999999999999999999999999"))
+    assert within["spent_month_usd"] == "799.9999999999999999999999999999"
+
+
+@pytest.mark.parametrize(
+    ("amount", "shown"),
+    [("1000", '"1000"'), (Decimal("1e999999999"), "1E+999999999"), (Decimal("1e-41"), "1E-41")],
+    ids=["text", "past-its-digits", "below-its-digits"],
+)
+async def test_an_amount_the_limits_cannot_read_is_shown_to_the_person_as_written(
+    api, ada, amount, shown
+):
+    """Unreadable, it asks (V31); the question left the money out, and the person was asked
+    to approve an act without being told it."""
+    await _issue(api, ada)
+    status, outcome = await _act(api, ada, amount)
+    assert (status, outcome["decision"]["rule_id"]) == (202, "over_per_act_limit")
+    ask = await _read(api, ada, outcome["ask"])
+    assert ask["amount"] == shown
+    page = await (await api.get(f"/v1/rooms/{ask['room']}/messages", headers=ada["me"])).json()
+    (question,) = page["messages"]
+    assert f"for {shown} USD (not an amount its limits can count)" in question["text"]
 
 
 async def test_an_ask_takes_no_edit_in_the_room_and_stays_open(api, ada):

@@ -172,6 +172,18 @@ def test_a_proposal_ceiling_denies_the_act():
         ([("state.spent_month_usd", Decimal("700.01")), (AMOUNT, 100)],
          ("ASK_USER", "over_monthly_limit")),
         ([("state.spent_month_usd", None)], ("ASK_USER", "over_monthly_limit")),
+        # ... added exactly, where the default context rounds to 28 digits (to 800 here)
+        ([("state.spent_month_usd", 760), (AMOUNT, Decimal("40.0000000000000000000000000001"))],
+         ("ASK_USER", "over_monthly_limit")),
+        ([("state.spent_month_usd", Decimal("759.9999999999999999999999999999")), (AMOUNT, 40)],
+         ALLOWED),
+        # money past 40 digits each side of the point is unreadable, as a non-number is
+        ([(AMOUNT, Decimal("1e-41"))], ("ASK_USER", "over_per_act_limit")),
+        ([(AMOUNT, Decimal("1e-40"))], ALLOWED),
+        ([(AMOUNT, Decimal("40.00000000000000000000000000000000000000000000"))], ALLOWED),
+        ([("grant.authorities.2.limits.transaction_amount_lte", 10**40)],
+         ("ASK_USER", "over_per_act_limit")),
+        ([("state.spent_month_usd", Decimal("-1e999999999"))], ("ASK_USER", "over_monthly_limit")),
         ([("grant.authorities.2.limits.monthly_total_lte", 5000), ("state.spent_month_usd", 750),
           (AMOUNT, 60)], ("ASK_USER", "over_monthly_limit")),
         # V34 official acts a day: equal is within

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from libs.contracts import codec
 from libs.contracts.poa import AskRecord, Decision, GrantRecord
 from libs.contracts.problem import Refused
 from libs.contracts.rooms import fitted
@@ -58,7 +59,7 @@ def opened(
     """What the agent wants to do, in the envelope's own words, and which rule asked."""
     invocation = obj(envelope.get("invocation"))
     arguments = obj(invocation.get("arguments"))
-    amount = money(arguments.get("amount"))
+    amount = arguments.get("amount")
     counterparty = obj(arguments.get("counterparty")) or obj(invocation.get("target"))
     purpose = arguments.get("purpose") or obj(envelope.get("context")).get("purpose")
     act = decision.act_id or text(invocation.get("act_id")) or text(invocation.get("effect"))
@@ -71,7 +72,7 @@ def opened(
         act_id=decision.act_id,
         rule_id=decision.rule_id,
         act=act or "an act",
-        amount=None if amount is None else str(amount),
+        amount=None if amount is None else _written(amount),
         currency=text(arguments.get("currency")),
         counterparty=_named(counterparty),
         purpose=purpose if isinstance(purpose, str) else None,
@@ -91,6 +92,8 @@ def question(ask: AskRecord) -> str:
         parts.append(
             f"for {fitted(ask.amount, QUOTED)} {fitted(ask.currency or '', QUOTED)}".rstrip()
         )
+        if money(_amount_of(ask.envelope)) is None:
+            parts[-1] += " (not an amount its limits can count)"
     if ask.counterparty:
         parts.append(f"with {fitted(ask.counterparty, QUOTED)}")
     if ask.purpose:
@@ -101,6 +104,18 @@ def question(ask: AskRecord) -> str:
         + f". Grant {ask.grant_id} asks you first (rule {ask.rule_id})."
         + f" Unanswered, it is declined at {expires}."
     )
+
+
+def _amount_of(envelope: dict[str, Any]) -> Any:
+    return obj(obj(envelope.get("invocation")).get("arguments")).get("amount")
+
+
+def _written(amount: Any) -> str:
+    """The amount as the person is shown it: the exact number, or, where it is no amount
+    the limits read (text, or past their digits), the JSON the agent wrote. Left out, the
+    person was asked to approve an act without being told its money."""
+    readable = money(amount)
+    return str(readable) if readable is not None else codec.encode(amount).decode()
 
 
 def placed(ask: AskRecord, room: str, seq: int) -> AskRecord:

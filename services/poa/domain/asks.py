@@ -5,7 +5,7 @@ from typing import Any
 
 from services.poa.domain import hours
 from services.poa.domain.decisions import Decision, ask
-from services.poa.domain.reading import ASK, count, covers, instant, items, money, obj
+from services.poa.domain.reading import ASK, count, covers, instant, items, money, obj, sum_of
 from services.poa.domain.resolve import Act
 from services.poa.domain.settlement import needs_settlement, settled
 from services.poa.domain.targets import admits, effective_targets
@@ -106,7 +106,7 @@ def money_rule(
         spent = money(state.get("spent_month_usd"))
         if amount is None or spent is None or currency != "USD":
             return "over_monthly_limit"
-        if any(limit is None or spent + amount > limit for limit in per_month):
+        if any(limit is None or sum_of(spent, amount) > limit for limit in per_month):
             return "over_monthly_limit"
     cap = obj(grant.get("defaults")).get("max_binding_per_day")
     if act.official and cap is not None:  # V34: the cap already reached asks

@@ -14,7 +14,7 @@ import msgspec
 from libs.contracts.problem import KeyReused
 from services.poa.domain.asks import money_rule
 from services.poa.domain.decisions import ALLOW, Decision, ask
-from services.poa.domain.reading import is_official, items, money, obj
+from services.poa.domain.reading import is_official, items, money, obj, sum_of
 from services.poa.domain.resolve import Act
 from services.poa.domain.verify import verify
 
@@ -118,7 +118,7 @@ def charge(
             binding[day] = binding.get(day, 0) + 1
         grants[grant_id] = Ledger(
             month=books.month,
-            spent_usd=before.spent_usd + paid,
+            spent_usd=sum_of(before.spent_usd, paid),
             acts=before.acts + 1,
             binding_by_day=binding,
         )

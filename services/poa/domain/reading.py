@@ -5,7 +5,15 @@ null or a value of the wrong type reads as "absent", and each rule says what abs
 """
 
 from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import (
+    Context,
+    Decimal,
+    DivisionByZero,
+    Inexact,
+    InvalidOperation,
+    Overflow,
+    Underflow,
+)
 from typing import Any
 
 __all__ = [
@@ -21,6 +29,7 @@ __all__ = [
     "obj",
     "session_mode",
     "subset",
+    "sum_of",
     "text",
 ]
 
@@ -53,8 +62,20 @@ def identity(value: Any) -> str | None:
     return text(obj(value).get("sub"))
 
 
+# Money is compared exactly (§1: "100.01 is one cent over 100"), sums included, which
+# Python's default context rounds to 28 digits: 760 + 40.0000000000000000000000000001 came
+# to 800, within a limit of 800. Amounts are summed in a context that never rounds, and so
+# read only within `PLACES` digits each side of the point, which keeps every sum short: an
+# amount of 1e999999999 otherwise took as many digits to add, or overflowed the default.
+PLACES = 40
+_EXACT = Context(
+    prec=4 * PLACES, traps=[Inexact, Overflow, Underflow, InvalidOperation, DivisionByZero]
+)
+
+
 def money(value: Any) -> Decimal | None:
-    """A JSON number as an exact decimal; anything else is unreadable (None).
+    """A JSON number as an exact decimal; anything else is unreadable (None), as is a
+    number with more than `PLACES` digits before or after its point.
 
     Decoders should hand non-integers over as Decimal (msgspec's float_hook); a float that
     arrives anyway is read from its shortest repr, which is the literal that was written.
@@ -67,7 +88,25 @@ def money(value: Any) -> Decimal | None:
         number = Decimal(repr(value))
     else:
         return None
-    return number if number.is_finite() else None
+    if not number.is_finite():
+        return None
+    return number if not number or _within(number) else None
+
+
+def _within(number: Decimal) -> bool:
+    _, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)  # finite
+    least = exponent + len(digits) - len("".join(map(str, digits)).rstrip("0"))
+    return number.adjusted() < PLACES and least >= -PLACES
+
+
+def sum_of(*amounts: Decimal) -> Decimal:
+    """Read amounts added exactly. A ledger's total, their sum, needs a few digits more than
+    2 * PLACES however many acts it counts, well within the context's."""
+    total = Decimal(0)
+    for amount in amounts:
+        total = _EXACT.add(total, amount)
+    return total
 
 
 def count(value: Any) -> int | None:
