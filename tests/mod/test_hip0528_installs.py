@@ -94,6 +94,27 @@ async def test_hip0528_02_a_setting_schema_is_checked_whole_at_install(api, peop
     assert await refusal(written) == (422, "patch-invalid")  # no such setting: not installed
 
 
+async def test_hip0528_02_a_number_setting_takes_a_fraction(api, people):
+    """Numbers cross the bus as exact decimals, which the schema did not count as numbers:
+    the install was refused ("minimum must be a number, not Decimal('0.5')"), and a value
+    of 2.5 could never be set."""
+    m = weather()
+    schema = {"type": "number", "minimum": 0.5, "maximum": 10, "default": 1.5}
+    m["contributes"]["settings"][0]["schema"] = schema
+    r = await install(api, people.root, m)
+    assert r.status == 201, await r.text()
+    layer = await (await api.get("/v1/mod/layers/user", headers=people.ada)).json()
+    for value, status in ((0.25, 422), (2.5, 200)):
+        op = {"op": "set", "kind": "settings", "id": "acme/weather/units", "value": value}
+        written = await api.post(
+            "/v1/mod/layers/user", json={"base": layer["version"], "ops": [op]}, headers=people.ada
+        )
+        assert written.status == status, await written.text()
+    assert (await written.json())["version"] == layer["version"] + 1
+    composed = await (await api.get("/v1/mod/composed", headers=people.ada)).json()
+    assert composed["settings"]["acme/weather/units"] == 2.5
+
+
 async def test_hip0528_03_4_a_mod_whose_need_is_never_met_is_left_out_and_named(api, people):
     needy = weather(id_="needy", uses=["acme/nowhere#data"])
     assert (await install(api, people.root, needy)).status == 201

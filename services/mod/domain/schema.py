@@ -2,6 +2,7 @@
 would silently skip (ours: type, enum, minimum, maximum, minLength, maxLength, default)."""
 
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import msgspec
@@ -15,7 +16,8 @@ VALUE_MOST = 512
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "integer": (int,),
-    "number": (int, float),
+    # What crossed the bus is read as Decimal (exact), what was shipped in a file as float.
+    "number": (int, float, Decimal),
     "boolean": (bool,),
 }
 _A = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean"}
@@ -23,7 +25,7 @@ _KEYWORDS = {"type", "enum", "minimum", "maximum", "minLength", "maxLength", "de
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, _TYPES["number"]) and not isinstance(value, bool)
 
 
 def _is_count(value: Any) -> bool:
