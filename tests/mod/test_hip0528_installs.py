@@ -110,7 +110,6 @@ async def test_hip0528_02_a_number_setting_takes_a_fraction(api, people):
             "/v1/mod/layers/user", json={"base": layer["version"], "ops": [op]}, headers=people.ada
         )
         assert written.status == status, await written.text()
-    assert (await written.json())["version"] == layer["version"] + 1
     composed = await (await api.get("/v1/mod/composed", headers=people.ada)).json()
     assert composed["settings"]["acme/weather/units"] == 2.5
 
