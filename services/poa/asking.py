@@ -136,8 +136,6 @@ class Asking:
         if request_key() and approvals.answered_as(found, req.answer):
             # Its answer lost in a failover: answered as it stands, and charged if its
             # replica died before the charge (charged already, nothing is written).
-            if found.state == "allowed":
-                await self._charge(found, await self._chain(found))
             await self._settled(found)
             return found
         if approvals.lapsed(found, self._clock()):
@@ -163,12 +161,16 @@ class Asking:
         except Refused as exc:
             if not ours or exc.problem.status != 409:
                 raise
-            # Ours, carried out first by the room's own event of it.
-            return await self.ask(poa.AskRef(id=req.id), p)
+            # Ours, carried out first by the room's own event of it, which may not have
+            # charged it yet: an allowed act is on its books before the person is told.
+            settled = await self.ask(poa.AskRef(id=req.id), p)
+            await self._settled(settled)
+            return settled
 
     async def answered(self, ask: poa.AskRecord, answer: str) -> poa.AskRecord:
         """The person's answer, however it came: the first stands. A yes is decided again
-        on the ledger as it is now, stored, then charged (once, by the ask's id)."""
+        on the ledger as it is now, stored, then charged (once, by the ask's id) before it
+        is told."""
         now = self._clock()
         if answer == "decline":
             return await self._settle(ask, lambda a: approvals.declined(a, now))
@@ -179,9 +181,7 @@ class Asking:
         decision = approvals.outcome(
             ledger.decided(pairs, ask.envelope, books, now, revoked=revoked), ask.act_id
         )
-        after = await self._settle(ask, lambda a: approvals.approved(a, decision, now))
-        await self._charge(after, chain)
-        return after
+        return await self._settle(ask, lambda a: approvals.approved(a, decision, now))
 
     async def expired(self, fired: scheduler.Fired) -> None:
         """Denied if still open; an approval whose charge a crash cut short is charged. A
@@ -331,11 +331,16 @@ class Asking:
         return after
 
     async def _settled(self, ask: poa.AskRecord) -> None:
-        """What follows an ask's settling: its place let go, the event for its agent, the
-        nudge for its person. Done again when what settled it is asked again (a keyed
+        """What follows an ask's settling: an allowed act charged, then its place let go,
+        the event for its agent, the nudge for its person. Charged first, since an agent
+        told its act is allowed may act again at once, and that act must be decided on
+        books that count this one. Done again when what settled it is asked again (a keyed
         answer, the room's answer or the expiry delivered again), since a failure after the
-        settling (the bus in a failover) would otherwise lose them for good; the event is
-        taken once by its id within the stream's duplicate window."""
+        settling (the bus in a failover) would otherwise lose them for good; the charge is
+        made once by the ask's id, and the event taken once by its id within the stream's
+        duplicate window."""
+        if ask.state == "allowed":
+            await self._charge(ask, await self._chain(ask))
         await self._let_go(ask)
         await self._js.publish(
             poa.ASK_ANSWERED.name,

@@ -180,6 +180,27 @@ async def test_answers_at_once_settle_the_ask_as_the_room_shows_it(api, ada, fir
     assert after["spent_month_usd"] == ("180" if shown == "Approve" else "40")
 
 
+@pytest.mark.parametrize("round_", range(30))
+async def test_an_act_allowed_is_on_its_books_before_anyone_is_told(api, ada, round_):
+    """Several approvals at once: the first settles the ask, the others are told it stands.
+    One of them answered 200 `allowed` while the first was still to charge it, and an act
+    sent at once was decided on books without it: 90 allowed with 720 approved of 800. The
+    window is a few milliseconds, so each round is a new person and their ask; on the old
+    code about one round in sixteen was allowed."""
+    ask = await _asked(api, ada, amount=720)
+    path = f"/v1/poa/asks/{ask['id']}/answer"
+    approvals = [
+        asyncio.create_task(api.post(path, json={"answer": "approve"}, headers=ada["me"]))
+        for _ in range(4)
+    ]
+    for answered in asyncio.as_completed(approvals):
+        if (await answered).status == 200:
+            break
+    status, after = await _act(api, ada, 90)
+    await asyncio.gather(*approvals)
+    assert (status, after["decision"]["rule_id"]) == (202, "over_monthly_limit"), after
+
+
 async def test_the_months_total_is_summed_exactly_on_the_ledger(api, ada):
     """Python's decimals round a sum to 28 digits: with 760 spent of 800, an act of
     40.0000000000000000000000000001 came to 800 and was allowed, over the limit."""

@@ -57,6 +57,10 @@ def test_the_base_case_is_allowed():
         ([("grant.validity.expires", "2026-10-01T14:00:00+02:00")], ("DENY", "expired")),
         ([("grant.validity.expires", "2026-10-01T14:00:01+02:00")], ALLOWED),
         ([("state.now", None)], ("DENY", "not_yet_valid")),
+        # an instant whose UTC is past the year 9999, or before the year 1, is still read
+        ([("grant.validity.expires", "9999-12-31T23:59:59-01:00")], ALLOWED),
+        ([("grant.validity.not_before", "0001-01-01T00:00:00+01:00")], ALLOWED),
+        ([("state.now", "9999-12-31T23:59:59-01:00")], ("DENY", "expired")),
     ],
     ids=lambda v: str(v),
 )

@@ -4,7 +4,7 @@ The verifier judges JSON that anyone may send, so every read is total: a missing
 null or a value of the wrong type reads as "absent", and each rule says what absent means.
 """
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import (
     Context,
     Decimal,
@@ -129,7 +129,11 @@ def instant(value: Any) -> datetime | None:
     except ValueError:
         return None
     if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+        try:
+            parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError:  # in UTC, past the year 9999 or before the year 1
+            behind = (parsed.utcoffset() or timedelta(0)) < timedelta(0)
+            parsed = datetime.max if behind else datetime.min
     return parsed
 
 
