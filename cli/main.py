@@ -71,7 +71,19 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _token(args: argparse.Namespace) -> int:
-    print(_mint(Home(), org=args.org, user=args.user, roles=tuple(args.role), act=args.act))
+    """A token the gateway takes, or none: one it would refuse (an `--act` that is another
+    person's agent, a role or act with a control character) is named, exit 2."""
+    from libs.contracts.problem import Refused
+    from services.gateway.tokens import principal_from
+
+    home = Home()
+    token = _mint(home, org=args.org, user=args.user, roles=tuple(args.role), act=args.act)
+    try:
+        principal_from(f"Bearer {token}", home.jwt_key())
+    except Refused as exc:
+        print(f"tether token: the gateway would refuse it: {exc.problem.detail}", file=sys.stderr)
+        return 2
+    print(token)
     return 0
 
 

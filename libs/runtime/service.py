@@ -328,7 +328,9 @@ def _problem_of(exc: Exception, subject: Subject) -> Problem:
             return Refused("nesting-too-deep", 422, f"{subject.request.__name__}: {exc}").problem
         case _ if isinstance(exc, bus.AWAY):
             # Answered 503, so its caller knows to ask again.
-            _log.warning("bus unavailable", extra={"subject": subject.name, "error": repr(exc)})
+            _log.warning(
+                "bus unavailable", extra={"subject": subject.name, "error": logs.error_text(exc)}
+            )
             return Refused(
                 "bus-unavailable", 503, f"{subject.name}: the bus did not answer; ask again"
             ).problem

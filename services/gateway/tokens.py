@@ -7,6 +7,7 @@ import time
 import jwt
 import msgspec
 
+from libs.contracts import codec
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 
@@ -102,7 +103,8 @@ def _verified(token: str, key: str) -> tuple[Principal, float]:
             Principal,
         )
     except msgspec.ValidationError as exc:
-        raise Refused("token-invalid", 401, f"the token's claims are not valid: {exc}") from exc
+        why = codec.explained(exc)
+        raise Refused("token-invalid", 401, f"the token's claims are not valid: {why}") from exc
     act = principal.act or ""
     if (own := _PERSONAL_AGENT.match(act)) and own[1] != principal.sub:
         raise Refused(

@@ -14,6 +14,7 @@ import jwt
 import pytest
 
 from libs.contracts import SERVICES
+from libs.stack.home import Home
 from libs.stack.servers import free_port
 
 
@@ -274,3 +275,28 @@ def test_a_token_key_left_empty_is_named_and_made_again(tmp_path, monkeypatch, c
     )
     assert main(["nats-config"]) == 0
     assert len((tmp_path / "jwt.key").read_text()) == 64
+
+
+@pytest.mark.parametrize(
+    ("act", "named"),
+    [
+        ("agent:acme/bob", "agent:acme/bob is acme/bob's own agent; it cannot act for acme/ada"),
+        ("agent:globex", "agent:globex acts in globex, not acme"),
+        ("", 'the token\'s act claim must be {"sub": <agent>}'),
+        ("a\tb", "the token's claims are not valid: Expected printable text"),
+    ],
+    ids=["another-persons-agent", "another-orgs-agent", "empty", "control-character"],
+)
+def test_a_token_the_gateway_would_refuse_is_not_minted(tmp_path, monkeypatch, capsys, act, named):
+    """`--act` was taken as it came: the token printed was refused 401 or 403 by every
+    gateway, far from the command that made it."""
+    from cli.main import main
+    from libs.stack.up import ROLES
+
+    monkeypatch.setenv("TETHER_HOME", str(tmp_path))
+    Home().ensure(ROLES)
+    assert main(["token", "--org", "acme", "--user", "acme/ada", "--act", act]) == 2
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.startswith("tether token: the gateway would refuse it: ")
+    assert named in said.err
+    assert main(["token", "--org", "acme", "--user", "acme/ada", "--act", "agent:acme/ada"]) == 0
