@@ -2,10 +2,11 @@
 (its first answer lost in a failover) is answered with, instead of a refusal."""
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 
-from libs.contracts.poa import AskRecord
+from libs.contracts.poa import AskRecord, GrantRecord
 from services.poa.domain import approvals, open_asks
 from services.poa.domain.decisions import allow, deny
 
@@ -60,3 +61,18 @@ def test_an_open_ask_past_its_expiry_has_lapsed_and_holds_no_place():
     assert not approvals.lapsed(approvals.declined(OPEN, NOW), at_expiry)
     assert not open_asks.spent(place, OPEN, at_expiry - timedelta(microseconds=1))
     assert open_asks.spent(place, OPEN, at_expiry)
+
+
+@pytest.mark.parametrize(
+    ("amount", "shown"),
+    [(140, "140"), (Decimal("1.4E+2"), "140"), (Decimal("1E-7"), "0.0000001"), ("140", '"140"')],
+)
+def test_an_asks_amount_is_written_out_for_the_person(amount, shown):
+    record = GrantRecord(
+        id="poa_1", org="acme", owner="acme/ada", delegate="urn:example:agent:a",
+        parent_id=None, revoked=False, issued_at=NOW,
+    )  # fmt: skip
+    envelope = {"invocation": {"arguments": {"amount": amount, "currency": "USD"}}}
+    ask = approvals.opened(record, YES, envelope, "urn:example:agent:a", NOW)
+    assert ask.amount == shown
+    assert f"for {shown} USD" in approvals.question(ask)

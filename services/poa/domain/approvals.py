@@ -111,11 +111,11 @@ def _amount_of(envelope: dict[str, Any]) -> Any:
 
 
 def _written(amount: Any) -> str:
-    """The amount as the person is shown it: the exact number, or, where it is no amount
-    the limits read (text, or past their digits), the JSON the agent wrote. Left out, the
-    person was asked to approve an act without being told its money."""
+    """The amount as the person is shown it: the exact number written out (1e2 is 100), or,
+    where it is no amount the limits read (text, or past their digits), the JSON the agent
+    wrote. Left out, the person was asked to approve an act without being told its money."""
     readable = money(amount)
-    return str(readable) if readable is not None else codec.encode(amount).decode()
+    return f"{readable:f}" if readable is not None else codec.encode(amount).decode()
 
 
 def placed(ask: AskRecord, room: str, seq: int) -> AskRecord:
