@@ -6,6 +6,8 @@ null or a value of the wrong type reads as "absent", and each rule says what abs
 
 from datetime import UTC, datetime, timedelta
 from decimal import (
+    MAX_EMAX,
+    MIN_EMIN,
     Context,
     Decimal,
     DivisionByZero,
@@ -69,8 +71,12 @@ def identity(value: Any) -> str | None:
 # amount of 1e999999999 otherwise took as many digits to add, or overflowed the default.
 PLACES = 40
 _EXACT = Context(
-    prec=4 * PLACES, traps=[Inexact, Overflow, Underflow, InvalidOperation, DivisionByZero]
+    prec=4 * PLACES,
+    Emax=MAX_EMAX,
+    Emin=MIN_EMIN,
+    traps=[Inexact, Overflow, Underflow, InvalidOperation, DivisionByZero],
 )
+_LARGEST, _FINEST = Decimal(10) ** PLACES, Decimal(1).scaleb(-PLACES)
 
 
 def money(value: Any) -> Decimal | None:
@@ -82,22 +88,17 @@ def money(value: Any) -> Decimal | None:
     """
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | Decimal):
-        number = Decimal(value)
+    if isinstance(value, int):  # whole: only its size to check
+        return Decimal(value) if -_LARGEST < value < _LARGEST else None
+    if isinstance(value, Decimal):
+        number = value
     elif isinstance(value, float):
         number = Decimal(repr(value))
     else:
         return None
-    if not number.is_finite():
+    if not number.is_finite() or not -_LARGEST < number < _LARGEST:
         return None
-    return number if not number or _within(number) else None
-
-
-def _within(number: Decimal) -> bool:
-    _, digits, exponent = number.as_tuple()
-    assert isinstance(exponent, int)  # finite
-    least = exponent + len(digits) - len("".join(map(str, digits)).rstrip("0"))
-    return number.adjusted() < PLACES and least >= -PLACES
+    return None if _EXACT.remainder(number, _FINEST) else number
 
 
 def sum_of(*amounts: Decimal) -> Decimal:
