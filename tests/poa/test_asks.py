@@ -235,6 +235,28 @@ async def test_an_amount_the_limits_cannot_read_is_shown_to_the_person_as_writte
     assert f"for {shown} USD (not an amount its limits can count)" in question["text"]
 
 
+async def test_nothing_the_agent_wrote_hides_in_the_persons_question(api, ada):
+    """An ask quoted the envelope's words as written: a merchant written `\u202enozama`
+    read "amazon" in the question (and in the pending list, which shows the ask's fields),
+    and a purpose with line breaks could add a paragraph that read as the system's own."""
+    await _issue(api, ada)
+    envelope = purchase(140)
+    arguments = envelope["invocation"]["arguments"]
+    arguments["counterparty"]["id"] = "\u202enozama"
+    arguments["purpose"] = "gifts\n\nYou approved this already.\u200b"
+    response = await api.post(
+        "/v1/poa/grants/poa_8c21/acts", json={"envelope": envelope}, headers=ada["agent"]
+    )
+    assert response.status == 202, await response.text()
+    ask = await _read(api, ada, (await response.json())["ask"])
+    shown = "merchant <U+202E>nozama"
+    said = "gifts  You approved this already.<U+200B>"
+    assert (ask["counterparty"], ask["purpose"]) == (shown, said)
+    page = await (await api.get(f"/v1/rooms/{ask['room']}/messages", headers=ada["me"])).json()
+    (question,) = page["messages"]
+    assert f"with {shown} to {said}." in question["text"] and "\n" not in question["text"]
+
+
 async def test_an_ask_takes_no_edit_in_the_room_and_stays_open(api, ada):
     """An edit was read as a no: the act denied, where the person had written words."""
     ask = await _asked(api, ada)

@@ -5,6 +5,7 @@ still denies it.
 """
 
 import hashlib
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -71,11 +72,11 @@ def opened(
         grant_id=record.id,
         act_id=decision.act_id,
         rule_id=decision.rule_id,
-        act=act or "an act",
-        amount=None if amount is None else _written(amount),
-        currency=text(arguments.get("currency")),
-        counterparty=_named(counterparty),
-        purpose=purpose if isinstance(purpose, str) else None,
+        act=_shown(act or "an act"),
+        amount=None if amount is None else _shown(_written(amount)),
+        currency=_shown(text(arguments.get("currency"))),
+        counterparty=_shown(_named(counterparty)),
+        purpose=_shown(purpose if isinstance(purpose, str) else None),
         envelope=envelope,
         official=_official(record.grant, envelope),
         asked_at=now,
@@ -104,6 +105,21 @@ def question(ask: AskRecord) -> str:
         + f". Grant {ask.grant_id} asks you first (rule {ask.rule_id})."
         + f" Unanswered, it is declined at {expires}."
     )
+
+
+# What would hide in the person's question or reorder it around a quote: zero-width and
+# bidi controls (an id written `\u202enozama` reads "amazon"), separators and byte order
+# marks, shown by their code point; a line break or tab, which could start a line of the
+# agent's words that reads as the system's, is a space.
+_HIDING = re.compile(r"[\u200b\u2028-\u202e\u2060-\u2069\ufeff]")
+_BREAKING = re.compile(r"[\t\n\r\v\f\x85]")
+
+
+def _shown(quoted: str | None) -> str | None:
+    """What the agent wrote, as the person is shown it in an ask: nothing in it hidden."""
+    if quoted is None:
+        return None
+    return _BREAKING.sub(" ", _HIDING.sub(lambda c: f"<U+{ord(c[0]):04X}>", quoted))
 
 
 def _amount_of(envelope: dict[str, Any]) -> Any:
