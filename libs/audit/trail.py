@@ -10,7 +10,7 @@ import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nats.aio.client import Client
@@ -27,6 +27,9 @@ __all__ = ["AuditUnavailable", "Trail"]
 
 _log = logging.getLogger(__name__)
 _AGAIN = Retry(first_s=1.0, most_s=30.0)  # its attempts unused: asked until recorded
+# Of the wait for a record that goes before a change, the part the audit may take to store
+# it; the rest is for its answer to come back.
+_STORED_WITHIN = 0.8
 
 
 class AuditUnavailable(Unavailable):
@@ -53,15 +56,19 @@ class Trail:
     ) -> AsyncIterator[AuditRecord]:
         """Record first, then let the body make the change.
 
-        If the record cannot be written the body never runs. If the body fails, a
-        `<action>.failed` record follows, so the trail never claims a change that did not
-        happen without saying so. One that cannot be written at once (the bus away) is
+        If the record cannot be written the body never runs, and one the audit stores
+        too late to say so in time is followed by `<action>.abandoned`. If the body fails,
+        a `<action>.failed` record follows, so the trail never claims a change that did
+        not happen without saying so. One that cannot be written at once (the bus away) is
         asked again until it is, while the process runs, and once more when it stops
         (`settle`). A change asked again under one `key` (its request delivered again) is
         recorded once, until a try of it fails: the try after that is recorded again.
         """
+        # Past this the audit stores nothing for it, or marks what it stored abandoned: a
+        # record stored once this call gave up would name a change never made.
+        before = datetime.now(UTC) + timedelta(seconds=self._timeout * _STORED_WITHIN)
         record = await self.append(
-            org, actor=actor, action=action, target=target, data=data, key=key
+            org, actor=actor, action=action, target=target, data=data, key=key, before=before
         )
         try:
             yield record
@@ -112,6 +119,7 @@ class Trail:
         at: datetime | None = None,
         key: str | None = None,
         forgets: str | None = None,
+        before: datetime | None = None,
     ) -> AuditRecord:
         request = Append(
             org=org, actor=actor, action=action, target=target, data=data or {}, at=at,
@@ -119,8 +127,9 @@ class Trail:
         )  # fmt: skip
         try:
             return await call(
-                self._nc, APPEND, request, caller=self._service, key=key, timeout=self._timeout
-            )
+                self._nc, APPEND, request, caller=self._service, key=key, timeout=self._timeout,
+                before=before,
+            )  # fmt: skip
         except Exception as exc:
             if isinstance(exc, Refused) and exc.problem.status < 500:
                 raise  # the audit's own answer (`key` first asked with another record): final

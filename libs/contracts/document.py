@@ -6,7 +6,7 @@ import msgspec
 
 from libs.contracts import streams
 from libs.contracts.permissions import GATEWAY, OPERATOR
-from libs.contracts.principal import PRINCIPAL_HEADER, Principal
+from libs.contracts.principal import BEFORE_HEADER, PRINCIPAL_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER, Problem
 from libs.contracts.registry import Event, ServiceContract
 
@@ -33,6 +33,8 @@ def document(
             PRINCIPAL_HEADER: "the Principal of a request, as JSON; set only by the gateway "
             "or a service, which the NATS permissions enforce",
             PROBLEM_HEADER: "present on a reply that is a Problem; its value is the HTTP status",
+            BEFORE_HEADER: "optional: when the caller stops waiting, less the time the answer "
+            "takes back (ISO 8601); the audit stores no record that comes past it",
         },
         "roles": [GATEWAY, OPERATOR, *(svc.name for svc in services)],
         "subjects": [

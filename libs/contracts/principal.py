@@ -2,7 +2,13 @@
 
 from libs.contracts.base import Contract, Name, OrgId
 
-__all__ = ["PRINCIPAL_HEADER", "REQUEST_ID_HEADER", "REQUEST_KEY_HEADER", "Principal"]
+__all__ = [
+    "BEFORE_HEADER",
+    "PRINCIPAL_HEADER",
+    "REQUEST_ID_HEADER",
+    "REQUEST_KEY_HEADER",
+    "Principal",
+]
 
 # The principal travels in this header, never in a body: only the gateway and services
 # (by their NATS permissions) can publish to request subjects, so only they set it.
@@ -14,6 +20,10 @@ REQUEST_KEY_HEADER = "Tether-Request-Key"
 # The id of the request a call is made for, from the gateway on: each process's log lines
 # for it name it, so one request is followed from the gateway through every service.
 REQUEST_ID_HEADER = "Tether-Request-Id"
+# When the caller stops waiting, less the time its answer takes back (ISO 8601, UTC): a
+# service may refuse work it would finish past it, which no one would then be told of. A
+# header, so that a keyed request asked again is still the same request.
+BEFORE_HEADER = "Tether-Before"
 
 
 class Principal(Contract):

@@ -3,6 +3,7 @@ raised as the same Refused, so it reaches the original caller with its own rule 
 and a transient failure (a 5xx problem, a timeout, no responders, not connected) raised as
 Unavailable, so a reader retries it instead of dropping it."""
 
+from datetime import datetime
 from functools import cache
 from typing import TypeVar
 
@@ -11,7 +12,12 @@ from nats.aio.client import Client
 from nats.errors import NoRespondersError
 
 from libs.contracts import codec
-from libs.contracts.principal import PRINCIPAL_HEADER, REQUEST_KEY_HEADER, Principal
+from libs.contracts.principal import (
+    BEFORE_HEADER,
+    PRINCIPAL_HEADER,
+    REQUEST_KEY_HEADER,
+    Principal,
+)
 from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused, Unavailable
 from libs.contracts.registry import Subject
 from libs.runtime import bus, logs
@@ -31,16 +37,18 @@ async def call(
     principal: Principal | None = None,
     key: str | None = None,
     timeout: float = 10.0,
+    before: datetime | None = None,
 ) -> T:  # type: ignore[type-var]
     """`subject`'s reply to `request`. A by-caller subject is asked as `caller`; any other
     carries `principal`, which only services and the gateway may set. With `key` (the keyed
-    request this call is made for), the callee runs it once under that key too."""
+    request this call is made for), the callee runs it once under that key too; `before`
+    tells it when this call stops waiting, less the time the answer takes back."""
     try:
         reply = await nc.request(
             subject.published_by(caller),
             codec.encode(request),
             timeout=timeout,
-            headers=headers_of(principal, key),
+            headers=headers_of(principal, key, before),
         )
     except bus.NotSent as exc:
         raise Unavailable(_transient("bus-unavailable", str(exc))) from exc
@@ -57,12 +65,16 @@ async def call(
     return _decoder(subject.reply).decode(reply.data)
 
 
-def headers_of(principal: Principal | None, key: str | None) -> dict[str, str] | None:
+def headers_of(
+    principal: Principal | None, key: str | None, before: datetime | None = None
+) -> dict[str, str] | None:
     """What a request carries besides its body: who it is for, the key it runs once under,
-    and the id of the request it is made for."""
+    when its caller stops waiting, and the id of the request it is made for."""
     headers = {PRINCIPAL_HEADER: codec.encode(principal).decode()} if principal else {}
     if key is not None:
         headers[REQUEST_KEY_HEADER] = key
+    if before is not None:
+        headers[BEFORE_HEADER] = before.isoformat()
     return (headers | logs.carried()) or None
 
 

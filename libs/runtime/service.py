@@ -15,6 +15,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -28,6 +29,7 @@ from nats.js.errors import APIError, BadRequestError
 from libs.contracts import codec, streams
 from libs.contracts.health import Health
 from libs.contracts.principal import (
+    BEFORE_HEADER,
     PRINCIPAL_HEADER,
     REQUEST_ID_HEADER,
     REQUEST_KEY_HEADER,
@@ -49,6 +51,7 @@ __all__ = [
     "Stopped",
     "ensure_shared_streams",
     "ensure_stream",
+    "request_before",
     "request_digest",
     "request_key",
     "run",
@@ -61,6 +64,14 @@ _HEADERS_ROOM = 4096  # of the bus's max payload, kept for a reply's headers
 _decode_principal = msgspec.json.Decoder(Principal).decode
 # The key of the request being handled and its digest, if its client keyed it.
 _keyed: ContextVar[tuple[str, bytes] | None] = ContextVar("keyed", default=None)
+# When the caller of the request being handled stops waiting, if it said.
+_before: ContextVar[datetime | None] = ContextVar("before", default=None)
+
+
+def request_before() -> datetime | None:
+    """When the caller of the request being handled stops waiting, less the time the answer
+    takes back, if it said (`Tether-Before`): work done past it no one is told of."""
+    return _before.get()
 
 
 def request_key() -> str | None:
@@ -218,6 +229,7 @@ class Service:
         key = (msg.headers or {}).get(REQUEST_KEY_HEADER)
         keyed = None if key is None else (key, digest(subject.name, msg.data))
         _keyed.set(keyed)
+        _before.set(_instant((msg.headers or {}).get(BEFORE_HEADER)))
 
         async def answer() -> Answer:
             try:
@@ -296,6 +308,15 @@ def _principal_of(msg: Msg, subject: Subject) -> Principal:
         return _decode_principal(raw)
     except msgspec.DecodeError as exc:
         raise Refused("principal-invalid", 401, f"{PRINCIPAL_HEADER}: {exc}") from exc
+
+
+def _instant(raw: str | None) -> datetime | None:
+    """A `Tether-Before` header's instant; one that is not, as none (the caller is only
+    waiting, and its request is done as any other)."""
+    try:
+        return None if raw is None else datetime.fromisoformat(raw)
+    except ValueError:
+        return None
 
 
 def _caller(msg: Msg) -> str:

@@ -3,6 +3,11 @@
 Appends to one org are taken one at a time in a replica (a lock per org), so they never
 race each other; the stream's expected-last-sequence check settles races between replicas.
 
+A record whose caller says when it stops waiting (`Tether-Before`, as a record that goes
+before a change does) and that comes past it is not stored, or, if the wait ran out as it
+was stored, is followed by `<action>.abandoned`; either is answered 503, so its caller
+makes no change, and the trail names none as made.
+
 A keyed append is answered once (the runtime keeps its answer, under the calling service's
 own keys). The record that a keyed change failed names that key (`forgets`), and its
 caller's kept answer is let go before the record is written: the change asked again is
@@ -10,22 +15,27 @@ another try, and is recorded again, so the trail never reads as failed what a re
 made.
 """
 
+import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime
+
+import msgspec
 
 from libs.audit.chain import Link, seal
 from libs.contracts import audit
 from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused, Unavailable
 from libs.contracts.registry import Subject
 from libs.runtime.kv import retried
 from libs.runtime.locks import KeyedLocks
 from libs.runtime.replies import Replies, of_caller
-from libs.runtime.service import Handler
+from libs.runtime.service import Handler, request_before
 from services.audit.store import ChainStore
 
 __all__ = ["Handlers"]
 
 Clock = Callable[[], datetime]
+_log = logging.getLogger(__name__)
 
 
 class Handlers:
@@ -51,7 +61,18 @@ class Handlers:
         if req.forgets is not None:
             await self._replies.forget(of_caller(caller, req.forgets))
         async with self._locks.hold(req.org):
-            return await retried(lambda: self._append(draft), req.org)
+            before = request_before()
+            if before is not None and self._clock() >= before:
+                raise _late(req, before, "not stored")
+            record = await retried(lambda: self._append(draft), req.org)
+            if before is not None and self._clock() >= before:
+                # Stored as its caller stopped waiting: the change it names is not made.
+                abandoned = msgspec.structs.replace(
+                    draft, action=f"{req.action}.abandoned", data={"record": record.n}
+                )
+                await retried(lambda: self._append(abandoned), req.org)
+                raise _late(req, before, f"stored as record {record.n}, marked abandoned")
+            return record
 
     async def _append(self, draft: audit.AuditRecord) -> audit.AuditRecord:
         """Sealed after the tail this replica last wrote; one that loses to another replica
@@ -64,3 +85,12 @@ class Handlers:
 
     def table(self) -> Mapping[Subject, Handler]:
         return {audit.APPEND: self.append}
+
+
+def _late(req: audit.Append, before: datetime, what: str) -> Unavailable:
+    """A record its caller stopped waiting for (the audit was stalled, or its stream slow):
+    told 503, so the change it would go before is not made."""
+    detail = f"{req.action} for {req.org} came past its caller's wait ({before}): {what}"
+    # Said, since every one of them means a clock apart from the caller's, if not a stall.
+    _log.warning("a record came past its caller's wait", extra={"detail": detail})
+    return Unavailable(Refused("audit-late", 503, detail).problem)

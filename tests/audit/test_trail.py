@@ -4,6 +4,8 @@ the verify command."""
 import asyncio
 import contextlib
 import logging
+import os
+import signal
 import subprocess
 import sys
 
@@ -14,6 +16,7 @@ from libs.audit.reading import records, stored
 from libs.audit.trail import AuditUnavailable, Trail
 from libs.contracts.principal import Principal
 from libs.contracts.streams import audit_subject
+from tests.support import module_process
 
 ADA = Principal(org="acme", sub="acme/ada")
 
@@ -124,6 +127,41 @@ async def test_a_change_whose_record_cannot_be_written_does_not_happen(connect, 
         async with trail.change(org, actor=ADA, action="grant.issue"):
             happened.append(True)
     assert happened == []
+
+
+async def test_a_record_stored_after_its_caller_gave_up_never_names_the_change_as_made(
+    connect, stack, operator, org
+):
+    """The audit stalled (stopped here, as a long pause or a slow stream leaves it) while a
+    change waited for its record: the caller gave up and made no change, and the record
+    was stored when the audit went on. The trail named a room created that never was."""
+    env = stack.env(
+        NATS_USER="audit", NATS_PASSWORD=stack.passwords["audit"], TETHER_METRICS_PORT="0"
+    )
+    async with module_process("services.audit.main", env) as audit, connect("echo") as nc:
+        trail = Trail(nc, service="echo", timeout=2.0)
+        async with asyncio.timeout(30):  # the audit replica up and answering
+            while True:
+                with contextlib.suppress(AuditUnavailable):
+                    await trail.append(org, actor=ADA, action="test.before")
+                    break
+                await asyncio.sleep(0.1)
+        os.kill(audit.pid, signal.SIGSTOP)
+        try:
+            happened = []
+            with pytest.raises(AuditUnavailable):
+                async with trail.change(org, actor=ADA, action="rooms.room.create", target="r-1"):
+                    happened.append(True)
+        finally:
+            os.kill(audit.pid, signal.SIGCONT)
+        # Taken after the stalled one, under the org's lock: once it is stored, so is that.
+        await trail.append(org, actor=ADA, action="test.after")
+    actions = [r.action for r in await records(operator.jetstream(), org)]
+    assert happened == []
+    assert actions in (
+        ["test.before", "test.after"],
+        ["test.before", "rooms.room.create", "rooms.room.create.abandoned", "test.after"],
+    ), actions
 
 
 async def test_no_service_credential_can_publish_onto_an_orgs_chain(connect, trail, operator, org):
