@@ -311,12 +311,13 @@ def _principal_of(msg: Msg, subject: Subject) -> Principal:
 
 
 def _instant(raw: str | None) -> datetime | None:
-    """A `Tether-Before` header's instant; one that is not, as none (the caller is only
-    waiting, and its request is done as any other)."""
+    """A `Tether-Before` header's instant; one that is not (or names no offset, so no
+    instant), as none: the caller is only waiting, and its request is done as any other."""
     try:
-        return None if raw is None else datetime.fromisoformat(raw)
+        before = None if raw is None else datetime.fromisoformat(raw)
     except ValueError:
         return None
+    return before if before is not None and before.tzinfo is not None else None
 
 
 def _caller(msg: Msg) -> str:

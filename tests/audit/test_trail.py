@@ -9,12 +9,15 @@ import signal
 import subprocess
 import sys
 
+import msgspec
 import pytest
 
 from libs.audit.chain import breaks
 from libs.audit.reading import records, stored
 from libs.audit.trail import AuditUnavailable, Trail
-from libs.contracts.principal import Principal
+from libs.contracts.audit import APPEND, Append
+from libs.contracts.principal import BEFORE_HEADER, Principal
+from libs.contracts.problem import PROBLEM_HEADER
 from libs.contracts.streams import audit_subject
 from tests.support import module_process
 
@@ -162,6 +165,29 @@ async def test_a_record_stored_after_its_caller_gave_up_never_names_the_change_a
         ["test.before", "test.after"],
         ["test.before", "rooms.room.create", "rooms.room.create.abandoned", "test.after"],
     ), actions
+
+
+@pytest.mark.parametrize(
+    ("before", "stored"),
+    [("2020-01-01T00:00:00+00:00", False), ("2020-01-01T00:00:00", True), ("soon", True)],
+    ids=["past", "no-offset", "no-instant"],
+)
+async def test_a_record_asked_past_its_callers_wait_is_not_stored(
+    connect, audit_service, operator, org, before, stored
+):
+    """Only an instant with its offset is a wait; anything else is a request as any other."""
+    request = msgspec.json.encode(Append(org=org, actor=ADA, action="test.late"))
+    async with connect("echo") as nc:
+        answer = await nc.request(
+            APPEND.published_by("echo"), request, timeout=10, headers={BEFORE_HEADER: before}
+        )
+    status = int((answer.headers or {}).get(PROBLEM_HEADER, 0))
+    assert (status == 0) is stored, answer.data
+    if not stored:
+        assert (status, msgspec.json.decode(answer.data)["type"]) == (
+            503, "urn:tether:problem:audit-late"
+        )  # fmt: skip
+    assert len(await records(operator.jetstream(), org)) == (1 if stored else 0)
 
 
 async def test_no_service_credential_can_publish_onto_an_orgs_chain(connect, trail, operator, org):
