@@ -53,7 +53,7 @@ def _up(args: argparse.Namespace) -> int:
 
     def ready(url: str, nats_url: str) -> None:
         asyncio.run(_announce(home.password(OPERATOR), DEV_ACCOUNTS, nats_url))
-        token = _mint(home, org=DEV_ORG, user=DEV_USER, roles=("admin",), act=None)
+        token = _mint(home.jwt_key(), org=DEV_ORG, user=DEV_USER, roles=("admin",), act=None)
         print(f"\ntether is up at {url}  (state in {home.root})", flush=True)
         print(f"development token for {DEV_USER}, admin of {DEV_ORG}:\n{token}", flush=True)
         print(f"console: {url}/console (paste the token)", flush=True)
@@ -76,10 +76,10 @@ def _token(args: argparse.Namespace) -> int:
     from libs.contracts.problem import Refused
     from services.gateway.tokens import principal_from
 
-    home = Home()
-    token = _mint(home, org=args.org, user=args.user, roles=tuple(args.role), act=args.act)
+    key = Home().jwt_key()
+    token = _mint(key, org=args.org, user=args.user, roles=tuple(args.role), act=args.act)
     try:
-        principal_from(f"Bearer {token}", home.jwt_key())
+        principal_from(f"Bearer {token}", key)
     except Refused as exc:
         print(f"tether token: the gateway would refuse it: {exc.problem.detail}", file=sys.stderr)
         return 2
@@ -314,10 +314,10 @@ async def _quiet(_: Exception) -> None:
     """The command reports its own failure to connect, once."""
 
 
-def _mint(home: Home, **claims: object) -> str:
+def _mint(key: str, **claims: object) -> str:
     from services.gateway.tokens import mint
 
-    return mint(home.jwt_key(), now=int(time.time()), **claims)  # type: ignore[arg-type]
+    return mint(key, now=int(time.time()), **claims)  # type: ignore[arg-type]
 
 
 def _port(value: str) -> int:
