@@ -10,7 +10,7 @@ import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from nats.aio.client import Client
@@ -27,9 +27,6 @@ __all__ = ["AuditUnavailable", "Trail"]
 
 _log = logging.getLogger(__name__)
 _AGAIN = Retry(first_s=1.0, most_s=30.0)  # its attempts unused: asked until recorded
-# Of the wait for a record that goes before a change, the part the audit may take to store
-# it; the rest is for its answer to come back.
-_STORED_WITHIN = 0.8
 
 
 class AuditUnavailable(Unavailable):
@@ -64,11 +61,8 @@ class Trail:
         (`settle`). A change asked again under one `key` (its request delivered again) is
         recorded once, until a try of it fails: the try after that is recorded again.
         """
-        # Past this the audit stores nothing for it, or marks what it stored abandoned: a
-        # record stored once this call gave up would name a change never made.
-        before = datetime.now(UTC) + timedelta(seconds=self._timeout * _STORED_WITHIN)
         record = await self.append(
-            org, actor=actor, action=action, target=target, data=data, key=key, before=before
+            org, actor=actor, action=action, target=target, data=data, key=key
         )
         try:
             yield record
@@ -119,7 +113,6 @@ class Trail:
         at: datetime | None = None,
         key: str | None = None,
         forgets: str | None = None,
-        before: datetime | None = None,
     ) -> AuditRecord:
         request = Append(
             org=org, actor=actor, action=action, target=target, data=data or {}, at=at,
@@ -127,9 +120,8 @@ class Trail:
         )  # fmt: skip
         try:
             return await call(
-                self._nc, APPEND, request, caller=self._service, key=key, timeout=self._timeout,
-                before=before,
-            )  # fmt: skip
+                self._nc, APPEND, request, caller=self._service, key=key, timeout=self._timeout
+            )
         except Exception as exc:
             if isinstance(exc, Refused) and exc.problem.status < 500:
                 raise  # the audit's own answer (`key` first asked with another record): final

@@ -34,7 +34,8 @@ def document(
             "or a service, which the NATS permissions enforce",
             PROBLEM_HEADER: "present on a reply that is a Problem; its value is the HTTP status",
             BEFORE_HEADER: "optional: when the caller stops waiting, less the time the answer "
-            "takes back (ISO 8601); the audit stores no record that comes past it",
+            "takes back (ISO 8601, with its offset); a request that comes past it is answered "
+            "503 request-late and not carried out",
         },
         "roles": [GATEWAY, OPERATOR, *(svc.name for svc in services)],
         "subjects": [

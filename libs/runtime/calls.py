@@ -3,7 +3,7 @@ raised as the same Refused, so it reaches the original caller with its own rule 
 and a transient failure (a 5xx problem, a timeout, no responders, not connected) raised as
 Unavailable, so a reader retries it instead of dropping it."""
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import TypeVar
 
@@ -22,10 +22,13 @@ from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused, Unavailable
 from libs.contracts.registry import Subject
 from libs.runtime import bus, logs
 
-__all__ = ["call", "headers_of"]
+__all__ = ["acted_by", "call", "headers_of"]
 
 T = TypeVar("T")
 _problem = codec.decoder(Problem)
+# Of a call's wait, the part its callee has to act in; the rest is for the answer to come
+# back. Past it the callee does nothing (`Tether-Before`): no one would be told it did.
+_ACT_WITHIN = 0.8
 
 
 async def call(
@@ -37,18 +40,17 @@ async def call(
     principal: Principal | None = None,
     key: str | None = None,
     timeout: float = 10.0,
-    before: datetime | None = None,
 ) -> T:  # type: ignore[type-var]
     """`subject`'s reply to `request`. A by-caller subject is asked as `caller`; any other
     carries `principal`, which only services and the gateway may set. With `key` (the keyed
-    request this call is made for), the callee runs it once under that key too; `before`
-    tells it when this call stops waiting, less the time the answer takes back."""
+    request this call is made for), the callee runs it once under that key too. The callee
+    is told when this call stops waiting, less the time the answer takes back."""
     try:
         reply = await nc.request(
             subject.published_by(caller),
             codec.encode(request),
             timeout=timeout,
-            headers=headers_of(principal, key, before),
+            headers=headers_of(principal, key, acted_by(timeout)),
         )
     except bus.NotSent as exc:
         raise Unavailable(_transient("bus-unavailable", str(exc))) from exc
@@ -65,17 +67,20 @@ async def call(
     return _decoder(subject.reply).decode(reply.data)
 
 
-def headers_of(
-    principal: Principal | None, key: str | None, before: datetime | None = None
-) -> dict[str, str] | None:
+def acted_by(timeout: float) -> datetime:
+    """When a request waited on for `timeout` seconds from now must be acted on."""
+    return datetime.now(UTC) + timedelta(seconds=timeout * _ACT_WITHIN)
+
+
+def headers_of(principal: Principal | None, key: str | None, before: datetime) -> dict[str, str]:
     """What a request carries besides its body: who it is for, the key it runs once under,
     when its caller stops waiting, and the id of the request it is made for."""
-    headers = {PRINCIPAL_HEADER: codec.encode(principal).decode()} if principal else {}
+    headers = {BEFORE_HEADER: before.isoformat()}
+    if principal is not None:
+        headers[PRINCIPAL_HEADER] = codec.encode(principal).decode()
     if key is not None:
         headers[REQUEST_KEY_HEADER] = key
-    if before is not None:
-        headers[BEFORE_HEADER] = before.isoformat()
-    return (headers | logs.carried()) or None
+    return headers | logs.carried()
 
 
 @cache

@@ -15,7 +15,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -229,7 +229,8 @@ class Service:
         key = (msg.headers or {}).get(REQUEST_KEY_HEADER)
         keyed = None if key is None else (key, digest(subject.name, msg.data))
         _keyed.set(keyed)
-        _before.set(_instant((msg.headers or {}).get(BEFORE_HEADER)))
+        before = _instant((msg.headers or {}).get(BEFORE_HEADER))
+        _before.set(before)
 
         async def answer() -> Answer:
             try:
@@ -242,7 +243,9 @@ class Service:
                 return Answer.of(_too_large(subject, len(body), self.nc.max_payload))
             return Answer(body)
 
-        if keyed is None or subject.keyed_itself:
+        if before is not None and datetime.now(UTC) >= before:
+            reply = Answer.of(_late(subject, before))
+        elif keyed is None or subject.keyed_itself:
             reply = await answer()
         else:
             kept = of_caller(_caller(msg), keyed[0]) if subject.by_caller else keyed[0]
@@ -323,6 +326,16 @@ def _instant(raw: str | None) -> datetime | None:
 def _caller(msg: Msg) -> str:
     """A by-caller subject's caller: its last token, as the caller's credential allows."""
     return msg.subject.rsplit(".", 1)[-1]
+
+
+def _late(subject: Subject, before: datetime) -> Problem:
+    """A request its caller stopped waiting for (this replica was stalled, or so busy it
+    queued): done now, it would be a change no one is told of, or work for no one."""
+    waited = before.isoformat()
+    detail = f"{subject.name} came past its caller's wait ({waited}): nothing was done"
+    # Said, since many at once mean a replica overloaded, or a clock apart from its callers'.
+    _log.warning("a request came past its caller's wait", extra={"detail": detail})
+    return Refused("request-late", 503, detail).problem
 
 
 def _too_large(subject: Subject, size: int, most: int) -> Problem:

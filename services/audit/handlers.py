@@ -61,7 +61,7 @@ class Handlers:
         if req.forgets is not None:
             await self._replies.forget(of_caller(caller, req.forgets))
         async with self._locks.hold(req.org):
-            before = request_before()
+            before = request_before()  # past it now if the org's appends before it were slow
             if before is not None and self._clock() >= before:
                 raise _late(req, before, "not stored")
             record = await retried(lambda: self._append(draft), req.org)
@@ -90,7 +90,9 @@ class Handlers:
 def _late(req: audit.Append, before: datetime, what: str) -> Unavailable:
     """A record its caller stopped waiting for (the audit was stalled, or its stream slow):
     told 503, so the change it would go before is not made."""
-    detail = f"{req.action} for {req.org} came past its caller's wait ({before}): {what}"
+    detail = (
+        f"{req.action} for {req.org} came past its caller's wait ({before.isoformat()}): {what}"
+    )
     # Said, since every one of them means a clock apart from the caller's, if not a stall.
     _log.warning("a record came past its caller's wait", extra={"detail": detail})
     return Unavailable(Refused("audit-late", 503, detail).problem)

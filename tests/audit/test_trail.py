@@ -175,7 +175,8 @@ async def test_a_record_stored_after_its_caller_gave_up_never_names_the_change_a
 async def test_a_record_asked_past_its_callers_wait_is_not_stored(
     connect, audit_service, operator, org, before, stored
 ):
-    """Only an instant with its offset is a wait; anything else is a request as any other."""
+    """Only an instant with its offset is a wait; anything else is a request as any other.
+    One past is refused as every service refuses a request its caller stopped waiting for."""
     request = msgspec.json.encode(Append(org=org, actor=ADA, action="test.late"))
     async with connect("echo") as nc:
         answer = await nc.request(
@@ -185,7 +186,7 @@ async def test_a_record_asked_past_its_callers_wait_is_not_stored(
     assert (status == 0) is stored, answer.data
     if not stored:
         assert (status, msgspec.json.decode(answer.data)["type"]) == (
-            503, "urn:tether:problem:audit-late"
+            503, "urn:tether:problem:request-late"
         )  # fmt: skip
     assert len(await records(operator.jetstream(), org)) == (1 if stored else 0)
 
