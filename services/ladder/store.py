@@ -58,8 +58,8 @@ _MARKER_KEPT = timedelta(hours=1)
 
 class Held(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A window as held: the person and transport it was opened under, and what it shows.
-    `taken_over_by` names the keyed request that edited, replaced or stopped it (its key and
-    digest), to answer that request again as made."""
+    `taken_over_by` names the request that edited, replaced or stopped it (a keyed one's key
+    and digest, any other's act and text digest), to answer that request again as made."""
 
     person: str
     transport: str | None

@@ -1,6 +1,7 @@
 """One reply carried out (a draft, a confirmation, a send now or after a window), the
 window's end, and the person's acts during a window (hip-0524 §5, §6, §9)."""
 
+import hashlib
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -256,15 +257,18 @@ class Windows(Ladder):
         self, p: Principal, window_id: str, act: Act, text: str | None
     ) -> ladder.PendingWindow:
         """Each of edit, replace and stop cancels the agent's send; edit and replace send
-        the person's own text instead, as their own message. A keyed request that took the
-        window over before its answer was lost (its replica died) is answered as made, and
-        what that replica left undone is done: the timer canceled, the own text sent."""
+        the person's own text instead, as their own message. The request that took the
+        window over, asked again, is answered as made, and what it left undone is done: the
+        timer canceled, the own text sent. A keyed one is known by its key and digest (its
+        answer lost with its replica); any other by what it asks, so an edit answered 503
+        after it took the window (the rooms away) sends its text when asked again, as a 503
+        says to. Before, it found the window closed, and neither text ever went."""
         person = await self._person(p, "change a pending send")
         key = request_key()
-        by = f"{key} {request_digest().hex()}" if key else None
+        by = f"{key} {request_digest().hex()}" if key else _asked(act, text)
 
         def take_over(held: Held | None) -> Held:
-            if held is not None and by is not None and held.taken_over_by == by:
+            if held is not None and held.taken_over_by == by:
                 return held
             window = windows.taken_over(held and held.window, act, window_id)
             assert held is not None
@@ -301,6 +305,11 @@ class Windows(Ladder):
         _, held = await self._store.change_window(person, window_id, sent)
         assert held is not None
         return held.window
+
+
+def _asked(act: Act, text: str | None) -> str:
+    """What an unkeyed take-over asks: its act and a digest of its text."""
+    return f"{act} {hashlib.sha256((text or '').encode()).hexdigest()}"
 
 
 def _in_room(
