@@ -1,13 +1,17 @@
 """Server-sent events: a room's new messages, streamed to a member.
 
 The rooms service says whether the caller is a member (the route's subject); the live
-subject is subscribed before the history is read, so nothing stored in between is missed,
-and each message is sent once, in seq order. What is published while the gateway is off
-the bus never reaches it, so once back each stream reads what was stored since its last
-message. `Last-Event-ID` (or `?after=`) resumes. How a message that left by a line fares
-comes as `delivery` events `{seq, delivery}` (no id: the history read on resuming carries
-each message's delivery as it is then; one that changed while the gateway was off the bus
-is seen on resuming).
+subject is subscribed before the history is read, so nothing stored in between is missed.
+A live message says the history has grown: what was stored since the stream's last message
+is read (exactly, as the stream's leader holds it) and sent, so each message is sent once,
+in seq order, even when two rooms replicas publish what they stored out of that order, or
+one dies between storing a message and publishing it. Live messages queued meanwhile that
+the read covered are dropped. What is published while the gateway is off the bus never
+reaches it, so once back each stream reads what was stored since its last message.
+`Last-Event-ID` (or `?after=`) resumes. How a message that left by a line fares comes as
+`delivery` events `{seq, delivery}` (no id: the history read on resuming carries each
+message's delivery as it is then; one that changed while the gateway was off the bus is
+seen on resuming).
 """
 
 import asyncio
@@ -32,7 +36,13 @@ __all__ = ["room_stream"]
 
 _DELIVERY = b"\x00delivery"  # marks a delivery update among the live messages
 _BACKLOG = 1000  # messages a slow client may fall behind before it is closed (and resumes)
-_seq = msgspec.json.Decoder(type=dict).decode
+
+
+class _Seq(msgspec.Struct):
+    seq: int  # of a live message, all that is read of it
+
+
+_seq = msgspec.json.Decoder(_Seq).decode
 _page = codec.decoder(rooms.MessagePage).decode
 
 
@@ -108,10 +118,12 @@ def room_stream(
                 if data.startswith(_DELIVERY):
                     await response.write(b"event: delivery\ndata: %s\n\n" % data[len(_DELIVERY) :])
                     continue
-                seq = int(_seq(data)["seq"])
-                if seq > last:
-                    await _send(response, seq, data)
-                    last = seq
+                # A live message is a doorbell: the history from `last` is read and sent.
+                # Sent as it came, one could pass another stored just before it (two rooms
+                # replicas each publishing what they stored), which was then never sent;
+                # and one whose replica died before publishing it never came at all.
+                if _seq(data).seq > last:
+                    last = await stored_since(last)
         except ConnectionResetError:
             pass  # the client went away
         finally:
