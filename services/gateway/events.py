@@ -9,9 +9,10 @@ one dies between storing a message and publishing it. Live messages queued meanw
 the read covered are dropped. What is published while the gateway is off the bus never
 reaches it, so once back each stream reads what was stored since its last message.
 `Last-Event-ID` (or `?after=`) resumes. How a message that left by a line fares comes as
-`delivery` events `{seq, delivery}` (no id: the history read on resuming carries each
-message's delivery as it is then; one that changed while the gateway was off the bus is
-seen on resuming).
+`delivery` events `{seq, delivery}`, each read as it stands when its live word comes, so a
+move published late by another replica never sets it back (no id: the history read on
+resuming carries each message's delivery as it is then; one that changed while the gateway
+was off the bus is seen on resuming).
 """
 
 import asyncio
@@ -81,25 +82,39 @@ def room_stream(
         subs: list[Subscription] = []
         response = web.StreamResponse(headers=EVENT_STREAM)
 
+        async def page_after(after: int, limit: int) -> rooms.MessagePage | None:
+            """The room's messages after `after`, as the caller reads them; None if they
+            could not be read (the stream then ends, for the client to resume)."""
+            page = rooms.ListMessages(id=room_id, after=after, limit=limit)
+            try:
+                problem, body = await ask(
+                    nc, rooms.MESSAGES, codec.encode(page), principal, timeout=timeout
+                )
+            except Refused:
+                return None
+            return None if problem is not None else _page(body)
+
         async def stored_since(last: int) -> int | None:
             """The room's messages after `last` sent, page by page: the new last, or None
-            if they could not be read (the stream then ends, for the client to resume)."""
-            while True:
-                page = rooms.ListMessages(id=room_id, after=last, limit=200)
-                try:
-                    problem, body = await ask(
-                        nc, rooms.MESSAGES, codec.encode(page), principal, timeout=timeout
-                    )
-                except Refused:
-                    return None
-                if problem is not None:
-                    return None
-                found = _page(body)
+            if they could not be read."""
+            while (found := await page_after(last, 200)) is not None:
                 for message in found.messages:
                     await _send(response, message.seq, codec.encode(message))
                     last = message.seq
                 if found.next is None:
                     return last
+            return None
+
+        async def delivery_now(seq: int) -> bool:
+            """Message `seq`'s delivery as it stands, sent; False if it could not be read."""
+            found = await page_after(seq - 1, 1)
+            if found is None:
+                return False
+            for message in found.messages:
+                if message.seq == seq and message.delivery is not None:
+                    update = codec.encode({"seq": seq, "delivery": message.delivery})
+                    await response.write(b"event: delivery\ndata: %s\n\n" % update)
+            return True
 
         try:
             # The members' messages, and the caller's own (their agent's notices and questions).
@@ -115,15 +130,16 @@ def room_stream(
                 if data == BUS_BACK:  # what was published while off the bus never came
                     last = await stored_since(last)
                     continue
-                if data.startswith(_DELIVERY):
-                    await response.write(b"event: delivery\ndata: %s\n\n" % data[len(_DELIVERY) :])
-                    continue
-                # A live message is a doorbell: the history from `last` is read and sent.
-                # Sent as it came, one could pass another stored just before it (two rooms
-                # replicas each publishing what they stored), which was then never sent;
-                # and one whose replica died before publishing it never came at all.
-                if _seq(data).seq > last:
+                # Each live word is a doorbell, read from the room as it stands. Sent as it
+                # came, a message could pass one stored just before it (two rooms replicas
+                # each publishing what they stored), which was then never sent, and one
+                # whose replica died before publishing it never came at all; a delivery's
+                # older move, published last by another replica, would stand at the client.
+                seq = _seq(data.removeprefix(_DELIVERY)).seq
+                if seq > last:  # the history read sends each message with its delivery
                     last = await stored_since(last)
+                elif data.startswith(_DELIVERY) and not await delivery_now(seq):
+                    break
         except ConnectionResetError:
             pass  # the client went away
         finally:

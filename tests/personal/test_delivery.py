@@ -6,11 +6,13 @@ Through the gateway, on the running services."""
 import asyncio
 import contextlib
 import json
+from collections.abc import AsyncIterator
 from urllib.parse import urlencode
 
 import pytest
 from playwright.async_api import expect
 
+from libs.contracts.rooms import delivery_subject
 from services.rooms.domain.lines import sign_meta, sign_twilio
 from tests.personal.conftest import announce, drafts, eventually, history, problem
 from tests.personal.test_hip0524_09_personal_line import TOKEN, connect, sms
@@ -66,6 +68,45 @@ async def test_a_message_that_left_carries_its_carrier_id_and_status_moved_by_th
         True, False
     ]  # fmt: skip
 
+    async with _stream(api, people, room) as events:
+        # The history comes after the stream subscribed: once it is read, nothing is missed.
+        for _ in range(2):
+            assert (await asyncio.wait_for(events.get(), 10))[0] == "message"
+        for state in ("sent", "delivered"):
+            answered = await status(api, line, delivery["carrier_id"], state)
+            assert answered.status == 200, await answered.text()
+            event, heard = await asyncio.wait_for(events.get(), 10)
+            assert event == "delivery"
+            assert (heard["seq"], heard["delivery"]["status"]) == (sent["seq"], state)
+    # A late "sent" after "delivered" changes nothing: statuses only move forward.
+    late = await status(api, line, delivery["carrier_id"], "sent")
+    assert (await late.json())["status"] == "delivered"
+    assert (await _delivery(api, people, room, sent["seq"]))["status"] == "delivered"
+
+
+async def test_a_move_heard_after_a_later_one_never_sets_the_streams_delivery_back(
+    api, operator, people
+):
+    """Two rooms replicas, each handling one of a message's status callbacks, may publish
+    the moves out of their order: "sent" heard after "delivered" was sent on as it came,
+    and the client was left showing the message sent, not delivered."""
+    line, room, sent = await _sent_by_line(api, operator, people)
+    delivery = sent["delivery"]
+    async with _stream(api, people, room) as events:
+        for _ in range(2):
+            assert (await asyncio.wait_for(events.get(), 10))[0] == "message"
+        for state in ("sent", "delivered"):
+            assert (await status(api, line, delivery["carrier_id"], state)).status == 200
+        late = {"seq": sent["seq"], "delivery": delivery | {"status": "sent"}}
+        await operator.publish(delivery_subject(room["id"]), json.dumps(late).encode())
+        heard = [await asyncio.wait_for(events.get(), 10) for _ in range(3)]
+    assert {event for event, _ in heard} == {"delivery"}
+    assert heard[-1][1]["delivery"]["status"] == "delivered"
+
+
+@contextlib.asynccontextmanager
+async def _stream(api, people, room: dict) -> AsyncIterator[asyncio.Queue[tuple[str, dict]]]:
+    """Ada's stream of the room, its events as (event, data) in a queue."""
     events: asyncio.Queue[tuple[str, dict]] = asyncio.Queue()
 
     async def listen() -> None:
@@ -80,23 +121,11 @@ async def test_a_message_that_left_carries_its_carrier_id_and_status_moved_by_th
 
     task = asyncio.create_task(listen())
     try:
-        # The history comes after the stream subscribed: once it is read, nothing is missed.
-        for _ in range(2):
-            assert (await asyncio.wait_for(events.get(), 10))[0] == "message"
-        for state in ("sent", "delivered"):
-            answered = await status(api, line, delivery["carrier_id"], state)
-            assert answered.status == 200, await answered.text()
-            event, heard = await asyncio.wait_for(events.get(), 10)
-            assert event == "delivery"
-            assert (heard["seq"], heard["delivery"]["status"]) == (sent["seq"], state)
+        yield events
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-    # A late "sent" after "delivered" changes nothing: statuses only move forward.
-    late = await status(api, line, delivery["carrier_id"], "sent")
-    assert (await late.json())["status"] == "delivered"
-    assert (await _delivery(api, people, room, sent["seq"]))["status"] == "delivered"
 
 
 async def test_a_failed_delivery_waits_on_its_person_until_dismissed(api, operator, people):
