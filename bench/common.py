@@ -72,6 +72,14 @@ class Stack:
             wait_for(lambda url=url: http_status(url) == 200, proc, f"{name} behind the gateway")
         return proc
 
+    def behind_gateway(self, *names: str) -> str:
+        """Each named service in its own process, behind a gateway: its address."""
+        for name in names:
+            self.service(name)
+        port = free_port()
+        self.gateway(port)
+        return f"http://127.0.0.1:{port}"
+
 
 @contextlib.contextmanager
 def stack() -> Iterator[Stack]:

@@ -20,13 +20,14 @@ import nats
 import uvloop
 from nats.js.api import KeyValueConfig
 
-from bench.common import Stack, free_port, percentile, stack
+from bench.common import percentile, stack
 from libs.contracts import codec
 from libs.contracts.permissions import OPERATOR, inbox_prefix
 from services.gateway.tokens import mint
 from services.mod.main import first_party
 
 ORG, INSTALLED, ROUNDS, WATCHERS, WRITES = "bench", 50, 300, 100, 50
+BEHIND = ("audit", "scheduler", "ladder", "mod")  # the mod service and those it asks
 MODE = {"type": "string", "enum": ["a", "b"]}
 APPS = [m.id for m in first_party()]
 
@@ -213,19 +214,10 @@ class Bench:
         }
 
 
-def mod_behind_gateway(s: Stack) -> str:
-    """The mod service and those it asks, each in its own process, behind a gateway: its
-    address."""
-    for name in ("audit", "scheduler", "ladder", "mod"):
-        s.service(name)
-    port = free_port()
-    s.gateway(port)
-    return f"http://127.0.0.1:{port}"
-
-
 def main() -> None:
     with stack() as s:
-        bench = Bench(mod_behind_gateway(s), s.home.jwt_key(), s.nats_url, s.passwords)
+        base = s.behind_gateway(*BEHIND)
+        bench = Bench(base, s.home.jwt_key(), s.nats_url, s.passwords)
         results = uvloop.run(bench.run())
     for title, rows in (
         (

@@ -17,7 +17,7 @@ import uvloop
 from nats.js.api import KeyValueConfig
 
 from bench.common import cpu_seconds, percentile, process_tree, stack
-from bench.mod import ORG, mod_behind_gateway, sixty_four_ops
+from bench.mod import BEHIND, ORG, sixty_four_ops
 from libs.contracts import codec, mod
 from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
@@ -134,7 +134,8 @@ class Split:
 
 def main() -> None:
     with stack() as s:
-        split = Split(s.nats_url, s.passwords, mod_behind_gateway(s), s.home.jwt_key())
+        base = s.behind_gateway(*BEHIND)
+        split = Split(s.nats_url, s.passwords, base, s.home.jwt_key())
         latency, cpu = uvloop.run(split.run())
     print(f"each step alone, {ROUNDS} one at a time")
     print("| step | p50 ms | p99 ms |")

@@ -16,7 +16,7 @@ import msgspec
 import nats
 import uvloop
 
-from bench.common import Stack, free_port, percentile, stack
+from bench.common import percentile, stack
 from libs.contracts import rooms
 from libs.contracts.permissions import OPERATOR, inbox_prefix
 from services.gateway.tokens import mint
@@ -95,17 +95,10 @@ class Bench:
         }
 
 
-def rooms_behind_gateway(s: Stack) -> str:
-    for name in ("audit", "agents", "rooms"):
-        s.service(name)
-    port = free_port()
-    s.gateway(port)
-    return f"http://127.0.0.1:{port}"
-
-
 def main() -> None:
     with stack() as s:
-        bench = Bench(rooms_behind_gateway(s), s.home.jwt_key(), s.nats_url, s.passwords[OPERATOR])
+        base = s.behind_gateway("audit", "agents", "rooms")
+        bench = Bench(base, s.home.jwt_key(), s.nats_url, s.passwords[OPERATOR])
         results = uvloop.run(bench.run())
     print(f"{MEMBERS} streams open on one room, {MESSAGES} messages one after another\n")
     print("| path | p50 ms | p99 ms |\n|---|---|---|")

@@ -5,7 +5,7 @@ neither their text nor their agent's ever went."""
 
 import pytest
 
-from tests.personal.conftest import SERVED, announce, eventually, room_with, say, set_level
+from tests.personal.conftest import SERVED, eventually, pending_send
 
 STATE = {"edit": "edited", "replace": "replaced"}
 
@@ -21,13 +21,7 @@ async def test_a_take_over_the_rooms_could_not_carry_is_made_when_asked_again(
     api, operator, people, rooms_up, act
 ):
     async with rooms_up():
-        await announce(operator, people.ada_id)
-        await eventually(lambda: _ok(api.get("/v1/agents/me", headers=people.ada)))
-        await set_level(api, people.ada, "send")
-        await api.put("/v1/ladder/window", json={"window": "15m"}, headers=people.ada)
-        room = await room_with(api, people, people.bob_id)
-        await say(api, room, people.bob, "Is the report ready?", to=people.ada_id)
-        [window] = await eventually(lambda: _windows(api, people))
+        room, window = await pending_send(api, people, operator)
     path, text = f"/v1/windows/{window['id']}/{act}", {"text": "Friday, I'm afraid."}
     first = await api.post(path, json=text, headers=people.ada)
     assert first.status == 503, await first.text()
@@ -43,11 +37,3 @@ async def test_a_take_over_the_rooms_could_not_carry_is_made_when_asked_again(
         messages = (await history.json())["messages"]
     said = [(m["author"], m["text"]) for m in messages if m["author"] != people.bob_id]
     assert said == [(people.ada_id, text["text"])]  # hers, once, and none of her agent's
-
-
-async def _ok(request) -> bool:
-    return (await request).status == 200
-
-
-async def _windows(api, people) -> list[dict]:
-    return (await (await api.get("/v1/windows", headers=people.ada)).json())["windows"]
