@@ -3,10 +3,12 @@
 Appends to one org are taken one at a time in a replica (a lock per org), so they never
 race each other; the stream's expected-last-sequence check settles races between replicas.
 
-A record whose caller says when it stops waiting (`Tether-Before`, as a record that goes
-before a change does) and that comes past it is not stored, or, if the wait ran out as it
-was stored, is followed by `<action>.abandoned`; either is answered 503, so its caller
-makes no change, and the trail names none as made.
+A record that comes past its caller's wait (`Tether-Before`, as every call says) is not
+stored, or, if the wait ran out as it was stored, is followed by `<action>.abandoned`;
+either is answered 503, so its caller makes no change, and the trail names none as made.
+So is one whose store failed with no word from the stream and that was stored after all
+(the stream's leader alone, until its other nodes came back): it is found, and marked, once
+the org's next record is stored.
 
 A keyed append is answered once (the runtime keeps its answer, under the calling service's
 own keys). The record that a keyed change failed names that key (`forgets`), and its
@@ -26,7 +28,8 @@ from libs.contracts import audit
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused, Unavailable
 from libs.contracts.registry import Subject
-from libs.runtime.kv import retried
+from libs.runtime import logs
+from libs.runtime.kv import Conflict, retried
 from libs.runtime.locks import KeyedLocks
 from libs.runtime.replies import Replies, of_caller
 from libs.runtime.service import Handler, request_before
@@ -45,6 +48,9 @@ class Handlers:
         # Each org's tail as this replica last wrote it; a stale one loses the append's
         # compare-and-set and is read again.
         self._tails: dict[str, tuple[int, Link]] = {}
+        # Records whose store failed with no word from the stream (a timeout: its leader's
+        # other nodes away), each with the seq it was to follow: any may yet be stored.
+        self._unsure: dict[str, list[tuple[int, audit.AuditRecord]]] = {}
 
     async def append(self, req: audit.Append, p: Principal) -> audit.AuditRecord:
         caller = p.sub.removeprefix("service:")  # the bus proved who asks
@@ -64,24 +70,76 @@ class Handlers:
             before = request_before()  # past it now if the org's appends before it were slow
             if before is not None and self._clock() >= before:
                 raise _late(req, before, "not stored")
-            record = await retried(lambda: self._append(draft), req.org)
+            base, record = await retried(lambda: self._append(draft), req.org)
+            await self._settle_unsure(req.org)
             if before is not None and self._clock() >= before:
                 # Stored as its caller stopped waiting: the change it names is not made.
-                abandoned = msgspec.structs.replace(
-                    draft, action=f"{req.action}.abandoned", data={"record": record.n}
-                )
-                await retried(lambda: self._append(abandoned), req.org)
+                await self._abandon(base, record)
                 raise _late(req, before, f"stored as record {record.n}, marked abandoned")
             return record
 
-    async def _append(self, draft: audit.AuditRecord) -> audit.AuditRecord:
-        """Sealed after the tail this replica last wrote; one that loses to another replica
-        leaves no tail here, so the next attempt reads it."""
-        seq, link = self._tails.pop(draft.org, None) or await self._store.tail(draft.org)
+    async def _append(
+        self, draft: audit.AuditRecord, *, msg_id: str | None = None
+    ) -> tuple[int, audit.AuditRecord]:
+        """Sealed after the tail this replica last wrote, and stored: the stream sequence
+        it follows, and the record. One that loses to another replica leaves no tail here,
+        so the next attempt reads it. One whose store failed with no word from the stream
+        may yet be stored, and is looked for once the org's next record is."""
+        base, link = self._tails.pop(draft.org, None) or await self._store.tail(draft.org)
         record = seal(draft, after=link)
-        seq = await self._store.append(record, after_seq=seq)
-        self._tails[draft.org] = (seq, Link(record.n, record.hash))
-        return record
+        try:
+            stored = await self._store.append(record, after_seq=base, msg_id=msg_id)
+        except Conflict:
+            raise
+        except Exception:
+            if msg_id is None:  # a mark is asked again under its id, and never looked for
+                self._unsure.setdefault(draft.org, []).append((base, record))
+            raise
+        if stored is not None:  # else stored before, as another: the tail is read again
+            self._tails[draft.org] = (stored, Link(record.n, record.hash))
+        return base, record
+
+    async def _abandon(self, base: int, record: audit.AuditRecord) -> None:
+        """`record`, stored after `base`, followed by `<action>.abandoned`: its caller was
+        answered 503, and made no change. Stored once for each record (its message id),
+        and, if it cannot be now, once the org's next record is."""
+        mark = msgspec.structs.replace(
+            record, action=f"{record.action}.abandoned", data={"record": record.n}
+        )
+        marked = f"abandoned-{record.org}-{record.n}"
+        try:
+            await retried(lambda: self._append(mark, msg_id=marked), record.org)
+        except Exception:
+            self._unsure.setdefault(record.org, []).append((base, record))
+            raise
+
+    async def _settle_unsure(self, org: str) -> None:
+        """Each record of `org` whose store failed with no word, looked for where it was to
+        go, now that a record of the org is stored after it: there, it was stored after its
+        caller was told 503, and is marked abandoned; another record there means it never
+        was. Before, it could be stored once the stream's nodes came back, and the trail
+        named as made a change never made. One that cannot be looked for or marked now (the
+        stream away again) is kept for the next: this append is stored, and answered so."""
+        for base, record in self._unsure.pop(org, []):
+            where = {"org": org, "record": record.n, "action": record.action}
+            try:
+                there = await self._store.hash_after(org, base)
+            except Exception as exc:
+                self._unsure.setdefault(org, []).append((base, record))
+                _log.warning(
+                    "a record not yet looked for", extra={**where, "error": logs.error_text(exc)}
+                )
+                continue
+            if there != record.hash:
+                continue  # never stored
+            try:
+                await self._abandon(base, record)  # kept for the next, if it fails
+            except Exception as exc:
+                _log.warning(
+                    "a record not yet marked", extra={**where, "error": logs.error_text(exc)}
+                )
+                continue
+            _log.warning("a record stored after its store failed, marked abandoned", extra=where)
 
     def table(self) -> Mapping[Subject, Handler]:
         return {audit.APPEND: self.append}

@@ -42,19 +42,36 @@ class ChainStore:
             link, _ = follow(link, raw, org=org)
         return last.seq, link
 
-    async def append(self, record: AuditRecord, *, after_seq: int) -> int:
-        """Publish `record` only if the org's subject still ends at `after_seq`; its seq."""
+    async def hash_after(self, org: str, seq: int) -> str | None:
+        """The hash of the org's first message after stream sequence `seq`, as the
+        stream's leader holds it: a record's, "" for anything else, None if none is yet."""
+        try:
+            found = await self._js.get_msg(AUDIT.name, seq + 1, audit_subject(org), next=True)
+        except NotFoundError:
+            return None
+        try:
+            return _decode(found.data or b"").hash
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return ""
+
+    async def append(
+        self, record: AuditRecord, *, after_seq: int, msg_id: str | None = None
+    ) -> int | None:
+        """Publish `record` only if the org's subject still ends at `after_seq`; its seq.
+        Under a `msg_id` the stream already holds (within its duplicate window), nothing is
+        stored: None."""
+        headers = {"Nats-Expected-Last-Subject-Sequence": str(after_seq)}
+        if msg_id is not None:
+            headers["Nats-Msg-Id"] = msg_id
         try:
             ack = await self._js.publish(
-                audit_subject(record.org),
-                msgspec.json.encode(record),
-                headers={"Nats-Expected-Last-Subject-Sequence": str(after_seq)},
+                audit_subject(record.org), msgspec.json.encode(record), headers=headers
             )
         except APIError as exc:
             if exc.err_code in _WRONG_LAST_SEQUENCE:
                 raise Conflict(record.org) from exc
             raise
-        return ack.seq
+        return None if ack.duplicate else ack.seq
 
 
 async def open_store(js: JetStreamContext, *, replicas: int = 1) -> ChainStore:
