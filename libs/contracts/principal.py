@@ -20,9 +20,9 @@ REQUEST_KEY_HEADER = "Tether-Request-Key"
 # The id of the request a call is made for, from the gateway on: each process's log lines
 # for it name it, so one request is followed from the gateway through every service.
 REQUEST_ID_HEADER = "Tether-Request-Id"
-# When the caller stops waiting, less the time its answer takes back (ISO 8601, UTC): a
-# service may refuse work it would finish past it, which no one would then be told of. A
-# header, so that a keyed request asked again is still the same request.
+# When the caller stops waiting, less the time its answer takes back (ISO 8601, with its
+# offset): a service comes to no request past it, since no one would be told what it did.
+# A header, so that a keyed request asked again is still the same request.
 BEFORE_HEADER = "Tether-Before"
 
 

@@ -22,7 +22,7 @@ from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused, Unavailable
 from libs.contracts.registry import Subject
 from libs.runtime import bus, logs
 
-__all__ = ["acted_by", "call", "headers_of"]
+__all__ = ["call", "headers_of"]
 
 T = TypeVar("T")
 _problem = codec.decoder(Problem)
@@ -50,7 +50,7 @@ async def call(
             subject.published_by(caller),
             codec.encode(request),
             timeout=timeout,
-            headers=headers_of(principal, key, acted_by(timeout)),
+            headers=headers_of(principal, key, timeout=timeout),
         )
     except bus.NotSent as exc:
         raise Unavailable(_transient("bus-unavailable", str(exc))) from exc
@@ -67,14 +67,11 @@ async def call(
     return _decoder(subject.reply).decode(reply.data)
 
 
-def acted_by(timeout: float) -> datetime:
-    """When a request waited on for `timeout` seconds from now must be acted on."""
-    return datetime.now(UTC) + timedelta(seconds=timeout * _ACT_WITHIN)
-
-
-def headers_of(principal: Principal | None, key: str | None, before: datetime) -> dict[str, str]:
+def headers_of(principal: Principal | None, key: str | None, *, timeout: float) -> dict[str, str]:
     """What a request carries besides its body: who it is for, the key it runs once under,
-    when its caller stops waiting, and the id of the request it is made for."""
+    when its caller, waiting `timeout` seconds from now, stops waiting (less the time the
+    answer takes back), and the id of the request it is made for."""
+    before = datetime.now(UTC) + timedelta(seconds=timeout * _ACT_WITHIN)
     headers = {BEFORE_HEADER: before.isoformat()}
     if principal is not None:
         headers[PRINCIPAL_HEADER] = codec.encode(principal).decode()

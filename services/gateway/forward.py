@@ -22,7 +22,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused
 from libs.contracts.registry import Subject
 from libs.runtime import bus
-from libs.runtime.calls import acted_by, headers_of
+from libs.runtime.calls import headers_of
 from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored
 from services.gateway.routes import Route
 from services.gateway.tokens import is_delegate, principal_from
@@ -352,7 +352,7 @@ async def ask(
     """Request `subject`; (problem status or None, reply body). One not sent, the gateway
     being off the bus, is a 503 that asking again runs once."""
     try:
-        headers = headers_of(principal, key, acted_by(timeout))
+        headers = headers_of(principal, key, timeout=timeout)
         reply = await nc.request(subject.name, payload, timeout=timeout, headers=headers)
     except bus.NotSent as exc:
         raise _off_bus() from exc
