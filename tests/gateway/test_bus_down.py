@@ -145,6 +145,7 @@ async def test_a_gateway_process_that_never_reached_its_bus_stops_cleanly_on_sig
         "REDIS_URL": gateway_settings.redis_url,
         "TETHER_JWT_KEY": KEY,
         "TETHER_HOME": str(tmp_path),
+        "TETHER_METRICS_PORT": "0",  # not 9100, which another test process may hold
     }
     async with (
         module_process("services.gateway.main", env) as gateway,

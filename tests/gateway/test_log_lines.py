@@ -28,6 +28,8 @@ async def _gateway_lines(stack, tmp_path, level: str, header: bytes = NUL_IN_A_T
         "TETHER_HOME": str(tmp_path),
         "TETHER_LOG_LEVEL": level,
         "TETHER_REPLICA": "gateway-under-test",
+        # Its own, or two of these tests at once (one in each test process) meet on 9100.
+        "TETHER_METRICS_PORT": "0",
     }
     async with (
         module_process("services.gateway.main", env) as gateway,
