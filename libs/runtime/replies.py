@@ -165,6 +165,10 @@ class Replies:
                 return await self._kv.create(name, claim)
             except KeyWrongLastSequenceError:
                 pass
+            except KeyNotFoundError:
+                # Lost, and the claim that won was not found where nats-py looked whether it
+                # was deleted: a node behind the stream's leader answered. It is there next.
+                pass
             try:
                 entry = await self._kv.get(name)
             except KeyNotFoundError:
