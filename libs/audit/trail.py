@@ -8,6 +8,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -23,7 +24,7 @@ from libs.runtime.calls import call
 from libs.runtime.consumer import Retry
 from libs.runtime.tasks import ended
 
-__all__ = ["AuditUnavailable", "Trail"]
+__all__ = ["AuditUnavailable", "AuditUnheard", "Trail"]
 
 _log = logging.getLogger(__name__)
 _AGAIN = Retry(first_s=1.0, most_s=30.0)  # its attempts unused: asked until recorded
@@ -34,10 +35,14 @@ class AuditUnavailable(Unavailable):
     transient failure (503): asking again may succeed."""
 
 
+class AuditUnheard(AuditUnavailable):
+    """The audit never answered: the record may have been stored all the same."""
+
+
 class Trail:
     def __init__(self, nc: Client, *, service: str, timeout: float = 5.0) -> None:
         self._nc, self._service, self._timeout = nc, service, timeout
-        # Failures still to be recorded: the task asking again, what it asks, and its name.
+        # Records still to be written: the task asking again, what it asks, and its name.
         self._later: dict[asyncio.Task[None], tuple[Callable[[], Awaitable[AuditRecord]], str]] = {}
 
     @asynccontextmanager
@@ -54,16 +59,33 @@ class Trail:
         """Record first, then let the body make the change.
 
         If the record cannot be written the body never runs, and one the audit stores
-        too late to say so in time is followed by `<action>.abandoned`. If the body fails,
-        a `<action>.failed` record follows, so the trail never claims a change that did
-        not happen without saying so. One that cannot be written at once (the bus away) is
-        asked again until it is, while the process runs, and once more when it stops
-        (`settle`). A change asked again under one `key` (its request delivered again) is
-        recorded once, until a try of it fails: the try after that is recorded again.
+        too late to say so in time is followed by `<action>.abandoned`; so is one whose
+        answer never came back (it may have been stored all the same), unless keyed. If
+        the body fails, a `<action>.failed` record follows, so the trail never claims a
+        change that did not happen without saying so. A mark that cannot be written at once
+        (the bus away) is asked again until it is, while the process runs, and once more
+        when it stops (`settle`). A change asked again under one `key` (its request
+        delivered again) is recorded once, until a try of it fails: the try after that is
+        recorded again.
         """
-        record = await self.append(
-            org, actor=actor, action=action, target=target, data=data, key=key
-        )
+        # A keyed change is recorded under its key, and its record is that of every try of
+        # it until one fails: one whose answer was lost is the record of the retry its key
+        # brings. Any other is found, if stored, under an id of its own.
+        change_id = None if key is not None else uuid.uuid4().hex
+        record_of = functools.partial(
+            self.append, org, actor=actor, action=action, target=target, data=data,
+            change_id=change_id,
+        )  # fmt: skip
+        try:
+            record = await record_of(key=key)
+        except AuditUnheard:
+            if change_id is None:
+                raise
+            # Asked apart, at once: what the change holds (a key's turn, say) goes now.
+            name = f"abandonment of {action} for {org} ({change_id})"
+            _log.warning("%s asked: its record's answer never came", name)
+            self._ask_later(functools.partial(record_of, abandoned=True), name, wait=False)
+            raise
         try:
             yield record
         except BaseException as exc:
@@ -77,30 +99,38 @@ class Trail:
                 key=f"failed.{key_token(org)}.{record.n}",  # recorded once, however often asked
                 forgets=key,
             )
-            try:
-                await failed()
-            except AuditUnavailable:
-                # Most often the bus, which failed the change too: asked again once back.
-                _log.warning("failure of audit record %s/%d not yet recorded", org, record.n)
-                name = f"{org}/{record.n}"
-                task = asyncio.create_task(_until_recorded(failed, name))
-                self._later[task] = (failed, name)
-                task.add_done_callback(self._later.pop)
+            await self._until_written(failed, f"failure of audit record {org}/{record.n}")
             raise
 
+    async def _until_written(self, write: Callable[[], Awaitable[AuditRecord]], name: str) -> None:
+        """`write()` now, or, if the audit cannot be asked (most often the bus, which failed
+        the change too), again until it is written."""
+        try:
+            await write()
+        except AuditUnavailable:
+            _log.warning("%s not yet recorded", name)
+            self._ask_later(write, name)
+
+    def _ask_later(
+        self, write: Callable[[], Awaitable[AuditRecord]], name: str, *, wait: bool = True
+    ) -> None:
+        task = asyncio.create_task(_until_recorded(write, name, wait=wait))
+        self._later[task] = (write, name)
+        task.add_done_callback(self._later.pop)
+
     async def settle(self) -> None:
-        """Ask for each failure not yet recorded once more, now. A service calls it as it
+        """Ask for each mark not yet recorded once more, now. A service calls it as it
         stops, before its connection goes: a stop between two tries (a rollout just after
         an outage) would otherwise leave a record the bus would now take unwritten. One
         still refused is said as an error, naming the record that stands unanswered."""
-        for task, (failed, name) in list(self._later.items()):
+        for task, (write, name) in list(self._later.items()):
             await ended(task)
             try:
-                await failed()
+                await write()
             except AuditUnavailable:
-                _log.error("could not record failure of audit record %s", name)
+                _log.error("could not record %s", name)
                 continue
-            _log.info("failure of audit record %s recorded as the service stopped", name)
+            _log.info("%s recorded as the service stopped", name)
 
     async def append(
         self,
@@ -113,10 +143,12 @@ class Trail:
         at: datetime | None = None,
         key: str | None = None,
         forgets: str | None = None,
+        change_id: str | None = None,
+        abandoned: bool = False,
     ) -> AuditRecord:
         request = Append(
             org=org, actor=actor, action=action, target=target, data=data or {}, at=at,
-            forgets=forgets,
+            forgets=forgets, change_id=change_id, abandoned=abandoned,
         )  # fmt: skip
         try:
             return await call(
@@ -126,16 +158,24 @@ class Trail:
             if isinstance(exc, Refused) and exc.problem.status < 500:
                 raise  # the audit's own answer (`key` first asked with another record): final
             detail = f"audit record for {org} not written: {exc!r}"
-            raise AuditUnavailable(Refused("audit-unavailable", 503, detail).problem) from exc
+            problem = Refused("audit-unavailable", 503, detail).problem
+            if isinstance(exc, Unavailable) and exc.problem.rule == "service-timeout":
+                raise AuditUnheard(problem) from exc
+            raise AuditUnavailable(problem) from exc
 
 
-async def _until_recorded(failed: Callable[[], Awaitable[AuditRecord]], record: str) -> None:
-    """Ask again, a second apart and doubling to 30 s, until the failure is recorded."""
+async def _until_recorded(
+    write: Callable[[], Awaitable[AuditRecord]], name: str, *, wait: bool
+) -> None:
+    """Ask until `write` is recorded: at once unless to `wait`, then a second apart and
+    doubling to 30 s."""
     for tries in itertools.count(1):
-        await asyncio.sleep(_AGAIN.delay(tries))
+        if wait or tries > 1:
+            await asyncio.sleep(_AGAIN.delay(tries))
         try:
-            await failed()
+            await write()
         except AuditUnavailable:
             continue
-        _log.info("failure of audit record %s recorded late", record)
+        if wait or tries > 1:
+            _log.info("%s recorded late", name)
         return

@@ -22,6 +22,8 @@ GENESIS = "0" * 64
 RequestKey = Annotated[
     str, msgspec.Meta(max_length=256, pattern=r"^[-/_=A-Za-z0-9]+(\.[-/_=A-Za-z0-9]+)*$(?!\n)")
 ]
+# A change's own id, made by its caller: 128 random bits in hex.
+ChangeId = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{32}$(?!\n)")]
 
 
 class AuditRecord(Contract):
@@ -52,7 +54,12 @@ class Append(Contract):
 
     `forgets`, on the record that a change failed, is the key its record was appended
     under: the change asked again under that key is another try, recorded again. A key is
-    the calling service's own: another's under the same words is another key."""
+    the calling service's own: another's under the same words is another key.
+
+    `change_id`, on the record made before a change, is that change's: the record is
+    stored once under it. `abandoned` says its caller never heard whether it was stored,
+    and made no change: the record (stored now if it never was) is followed by
+    `<action>.abandoned`."""
 
     org: OrgId
     actor: Principal | None
@@ -61,6 +68,8 @@ class Append(Contract):
     data: dict[str, Any] = {}
     at: datetime | None = None
     forgets: RequestKey | None = None
+    change_id: ChangeId | None = None
+    abandoned: bool = False
 
 
 APPEND = request_subject(

@@ -29,7 +29,12 @@ class StreamSpec(msgspec.Struct, frozen=True):
 # Audit records are never aged out: a chain with a purged head could not be verified.
 # Its subjects sit apart from the audit service's own (`tether.audit.append.<caller>`).
 AUDIT = StreamSpec(
-    "AUDIT", ("tether.audit.chain.*",), "hash-chained audit records, one subject per org"
+    "AUDIT",
+    ("tether.audit.chain.*",),
+    "hash-chained audit records, one subject per org",
+    # A change's record is stored under its change's id: its caller, never told whether it
+    # was, asks again within this window, to find it and mark it abandoned.
+    duplicate_window_s=600,
 )
 # Events are news, not records (each one's fact is stored by its service, and every change a
 # person may read back is in AUDIT): a reader has a week to read one, as with TIMERS. Kept

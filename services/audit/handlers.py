@@ -8,7 +8,9 @@ stored, or, if the wait ran out as it was stored, is followed by `<action>.aband
 either is answered 503, so its caller makes no change, and the trail names none as made.
 So is one whose store failed with no word from the stream and that was stored after all
 (the stream's leader alone, until its other nodes came back): it is found, and marked, once
-the org's next record is stored.
+the org's next record is stored. A change's record is stored under its change's id, and
+asked again, `abandoned`, by a caller that never heard whether it was (its answer lost on
+the way back): found, or stored then, it is marked the same way.
 
 A keyed append is answered once (the runtime keeps its answer, under the calling service's
 own keys). The record that a keyed change failed names that key (`forgets`), and its
@@ -66,49 +68,55 @@ class Handlers:
         )
         if req.forgets is not None:
             await self._replies.forget(of_caller(caller, req.forgets))
+        # A change's record is stored once under its id: asked again, it is found.
+        once = None if req.change_id is None else f"change-{caller}-{req.org}-{req.change_id}"
         async with self._locks.hold(req.org):
             before = request_before()  # past it now if the org's appends before it were slow
             if before is not None and self._clock() >= before:
                 raise _late(req, before, "not stored")
-            base, record = await retried(lambda: self._append(draft), req.org)
+            base, record = await retried(lambda: self._append(draft, msg_id=once), req.org)
             await self._settle_unsure(req.org)
-            if before is not None and self._clock() >= before:
+            if req.abandoned:
+                await self._abandon(base, record)
+            elif before is not None and self._clock() >= before:
                 # Stored as its caller stopped waiting: the change it names is not made.
                 await self._abandon(base, record)
                 raise _late(req, before, f"stored as record {record.n}, marked abandoned")
             return record
 
     async def _append(
-        self, draft: audit.AuditRecord, *, msg_id: str | None = None
+        self, draft: audit.AuditRecord, *, msg_id: str | None = None, mark: bool = False
     ) -> tuple[int, audit.AuditRecord]:
         """Sealed after the tail this replica last wrote, and stored: the stream sequence
         it follows, and the record. One that loses to another replica leaves no tail here,
         so the next attempt reads it. One whose store failed with no word from the stream
-        may yet be stored, and is looked for once the org's next record is."""
+        may yet be stored, and is looked for once the org's next record is. One stored
+        before under `msg_id` is that record, as stored."""
         base, link = self._tails.pop(draft.org, None) or await self._store.tail(draft.org)
         record = seal(draft, after=link)
         try:
-            stored = await self._store.append(record, after_seq=base, msg_id=msg_id)
+            seq, earlier = await self._store.append(record, after_seq=base, msg_id=msg_id)
         except Conflict:
             raise
         except Exception:
-            if msg_id is None:  # a mark is asked again under its id, and never looked for
+            if not mark:  # a mark is asked again under its id, and never looked for
                 self._unsure.setdefault(draft.org, []).append((base, record))
             raise
-        if stored is not None:  # else stored before, as another: the tail is read again
-            self._tails[draft.org] = (stored, Link(record.n, record.hash))
+        if earlier:  # the tail is read again
+            return seq - 1, await self._store.at(seq)
+        self._tails[draft.org] = (seq, Link(record.n, record.hash))
         return base, record
 
     async def _abandon(self, base: int, record: audit.AuditRecord) -> None:
         """`record`, stored after `base`, followed by `<action>.abandoned`: its caller was
-        answered 503, and made no change. Stored once for each record (its message id),
-        and, if it cannot be now, once the org's next record is."""
+        answered 503, or never heard back, and made no change. Stored once for each record
+        (its message id), and, if it cannot be now, once the org's next record is."""
         mark = msgspec.structs.replace(
             record, action=f"{record.action}.abandoned", data={"record": record.n}
         )
         marked = f"abandoned-{record.org}-{record.n}"
         try:
-            await retried(lambda: self._append(mark, msg_id=marked), record.org)
+            await retried(lambda: self._append(mark, msg_id=marked, mark=True), record.org)
         except Exception:
             self._unsure.setdefault(record.org, []).append((base, record))
             raise

@@ -54,12 +54,17 @@ class ChainStore:
         except (msgspec.DecodeError, msgspec.ValidationError):
             return ""
 
+    async def at(self, seq: int) -> AuditRecord:
+        """The record at stream sequence `seq`, as the stream's leader holds it."""
+        found = await self._js.get_msg(AUDIT.name, seq)
+        return _decode(found.data or b"")
+
     async def append(
         self, record: AuditRecord, *, after_seq: int, msg_id: str | None = None
-    ) -> int | None:
-        """Publish `record` only if the org's subject still ends at `after_seq`; its seq.
-        Under a `msg_id` the stream already holds (within its duplicate window), nothing is
-        stored: None."""
+    ) -> tuple[int, bool]:
+        """Publish `record` only if the org's subject still ends at `after_seq`: its seq,
+        and False. Under a `msg_id` the stream already holds (within its duplicate window),
+        nothing is stored: the seq of what was, and True."""
         headers = {"Nats-Expected-Last-Subject-Sequence": str(after_seq)}
         if msg_id is not None:
             headers["Nats-Msg-Id"] = msg_id
@@ -71,7 +76,7 @@ class ChainStore:
             if exc.err_code in _WRONG_LAST_SEQUENCE:
                 raise Conflict(record.org) from exc
             raise
-        return None if ack.duplicate else ack.seq
+        return ack.seq, bool(ack.duplicate)
 
 
 async def open_store(js: JetStreamContext, *, replicas: int = 1) -> ChainStore:

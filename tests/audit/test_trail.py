@@ -22,6 +22,7 @@ from libs.contracts.streams import audit_subject
 from tests.support import module_process
 
 ADA = Principal(org="acme", sub="acme/ada")
+CREATE_ROOM = "rooms.room.create"
 
 
 @pytest.fixture
@@ -159,11 +160,13 @@ async def test_a_record_stored_after_its_caller_gave_up_never_names_the_change_a
             os.kill(audit.pid, signal.SIGCONT)
         # Taken after the stalled one, under the org's lock: once it is stored, so is that.
         await trail.append(org, actor=ADA, action="test.after")
+        await trail.settle()  # its caller's asking again, told nothing the first time
     actions = [r.action for r in await records(operator.jetstream(), org)]
     assert happened == []
+    marked = ["rooms.room.create", "rooms.room.create.abandoned"]
     assert actions in (
-        ["test.before", "test.after"],
-        ["test.before", "rooms.room.create", "rooms.room.create.abandoned", "test.after"],
+        ["test.before", *marked, "test.after"],  # stored as the audit went on
+        ["test.before", "test.after", *marked],  # refused then, stored as asked again
     ), actions
 
 
@@ -189,6 +192,29 @@ async def test_a_record_asked_past_its_callers_wait_is_not_stored(
             503, "urn:tether:problem:request-late"
         )  # fmt: skip
     assert len(await records(operator.jetstream(), org)) == (1 if stored else 0)
+
+
+async def test_a_record_asked_again_as_abandoned_is_stored_and_marked_once(trail, operator, org):
+    """Asked again after its first asking was stored (found under the change's id), or
+    before it ever was (stored then): either way once, and marked once."""
+    stored_first = "0" * 31 + "1"
+    await trail.append(org, actor=ADA, action=CREATE_ROOM, target="r1", change_id=stored_first)
+    for _ in range(2):
+        await trail.append(
+            org, actor=ADA, action=CREATE_ROOM, target="r1", change_id=stored_first, abandoned=True
+        )
+    never_stored = "0" * 31 + "2"
+    for _ in range(2):
+        await trail.append(
+            org, actor=ADA, action=CREATE_ROOM, target="r2", change_id=never_stored, abandoned=True
+        )
+    found = await records(operator.jetstream(), org)
+    assert [(r.n, r.action, r.target, r.data) for r in found] == [
+        (1, CREATE_ROOM, "r1", {}),
+        (2, f"{CREATE_ROOM}.abandoned", "r1", {"record": 1}),
+        (3, CREATE_ROOM, "r2", {}),
+        (4, f"{CREATE_ROOM}.abandoned", "r2", {"record": 3}),
+    ]
 
 
 async def test_no_service_credential_can_publish_onto_an_orgs_chain(connect, trail, operator, org):
