@@ -79,12 +79,12 @@ class Trail:
         try:
             record = await record_of(key=key)
         except AuditUnheard:
-            if change_id is None:
-                raise
-            # Asked apart, at once: what the change holds (a key's turn, say) goes now.
-            name = f"abandonment of {action} for {org} ({change_id})"
-            _log.warning("%s asked: its record's answer never came", name)
-            self._ask_later(functools.partial(record_of, abandoned=True), name, wait=False)
+            if change_id is not None:
+                # Asked apart, at once: the change lets go now of what it holds (its
+                # entry's turn among this replica's writers).
+                name = f"abandonment of {action} for {org} ({change_id})"
+                _log.warning("%s asked: its record's answer never came", name)
+                self._ask_later(functools.partial(record_of, abandoned=True), name, wait=False)
             raise
         try:
             yield record
