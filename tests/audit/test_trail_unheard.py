@@ -1,9 +1,9 @@
 """A change's record stored, and its answer lost on the way back (the caller's NATS node
 stalled, or its link): the caller was told nothing, made no change, and answered 503; the
-trail named the change as made. Seen under load on the cluster shape with two of its three
-nodes stopped now and then: one act in some 800 recorded as allowed, never charged, and
-unmarked. The caller now asks again, `abandoned`, and the record is followed by
-`<action>.abandoned`.
+trail named the change as made. Looked for after a load on the cluster shape with two of
+its three nodes stopped now and then left one act more recorded as allowed than charged
+(once, in counts that could not say which act). The caller now asks again, `abandoned`,
+and the record is followed by `<action>.abandoned`.
 
 The lost answer is made here by a TCP proxy between the caller and its server, which holds
 what the server sends while it is told to."""
