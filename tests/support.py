@@ -113,13 +113,16 @@ class Link:
     """A TCP proxy between a client and a server that a test breaks, as networks break:
     `cut` closes every connection through it and each new one at once, until `mend`;
     `hold` silently drops whatever its connections carry, as a peer that is gone without
-    a word does, while new connections pass."""
+    a word does, while new connections pass; `deafen` keeps what the server sends its
+    clients back, undropped, until `hear`: every answer comes after its asker gave up."""
 
     def __init__(self, upstream: str) -> None:
         host, _, port = upstream.removeprefix("nats://").rpartition(":")
         self._upstream = (host, int(port))
         self._writers: set[asyncio.StreamWriter] = set()
         self._held: set[asyncio.StreamWriter] = set()
+        self._hearing = asyncio.Event()
+        self._hearing.set()
         self.cut_off = False
 
     async def __aenter__(self) -> str:
@@ -142,6 +145,12 @@ class Link:
     def hold(self) -> None:
         self._held |= self._writers
 
+    def deafen(self) -> None:
+        self._hearing.clear()
+
+    def hear(self) -> None:
+        self._hearing.set()
+
     async def _pass(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.cut_off:
             writer.close()
@@ -149,13 +158,22 @@ class Link:
         up_reader, up_writer = await asyncio.open_connection(*self._upstream)
         self._writers |= {writer, up_writer}
         try:
-            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+            await asyncio.gather(
+                self._pipe(reader, up_writer), self._pipe(up_reader, writer, self._hearing)
+            )
         finally:
             self._writers -= {writer, up_writer}
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pipe(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        gate: asyncio.Event | None = None,
+    ) -> None:
         try:
             while data := await reader.read(65536):
+                if gate is not None:
+                    await gate.wait()
                 if writer not in self._held:
                     writer.write(data)
                     await writer.drain()
