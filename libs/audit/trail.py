@@ -170,12 +170,13 @@ async def _until_recorded(
     """Ask until `write` is recorded: at once unless to `wait`, then a second apart and
     doubling to 30 s."""
     for tries in itertools.count(1):
-        if wait or tries > 1:
+        late = wait or tries > 1
+        if late:
             await asyncio.sleep(_AGAIN.delay(tries))
         try:
             await write()
         except AuditUnavailable:
             continue
-        if wait or tries > 1:
+        if late:
             _log.info("%s recorded late", name)
         return
