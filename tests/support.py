@@ -114,7 +114,8 @@ class Link:
     `cut` closes every connection through it and each new one at once, until `mend`;
     `hold` silently drops whatever its connections carry, as a peer that is gone without
     a word does, while new connections pass; `deafen` keeps what the server sends its
-    clients back, undropped, until `hear`: every answer comes after its asker gave up."""
+    clients back, undropped, until `hear`: every answer comes after its asker gave up.
+    `deafen_at(marker, seconds)` deafens as a client sends `marker`, once, for `seconds`."""
 
     def __init__(self, upstream: str) -> None:
         host, _, port = upstream.removeprefix("nats://").rpartition(":")
@@ -123,6 +124,7 @@ class Link:
         self._held: set[asyncio.StreamWriter] = set()
         self._hearing = asyncio.Event()
         self._hearing.set()
+        self._deaf_at: tuple[bytes, float] | None = None
         self.cut_off = False
 
     async def __aenter__(self) -> str:
@@ -151,6 +153,9 @@ class Link:
     def hear(self) -> None:
         self._hearing.set()
 
+    def deafen_at(self, marker: bytes, seconds: float) -> None:
+        self._deaf_at = (marker, seconds)
+
     async def _pass(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.cut_off:
             writer.close()
@@ -174,6 +179,10 @@ class Link:
             while data := await reader.read(65536):
                 if gate is not None:
                     await gate.wait()
+                elif self._deaf_at is not None and self._deaf_at[0] in data:
+                    self.deafen()
+                    asyncio.get_running_loop().call_later(self._deaf_at[1], self.hear)
+                    self._deaf_at = None
                 if writer not in self._held:
                     writer.write(data)
                     await writer.drain()

@@ -4,19 +4,20 @@ stream's compare-and-set is retried by the same rule)."""
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any, TypeVar
 
+import nats.errors
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
 from nats.js.errors import (
     APIError,
     BadRequestError,
     BucketNotFoundError,
-    KeyNotFoundError,
-    KeyWrongLastSequenceError,
     NotFoundError,
 )
 from nats.js.kv import KeyValue
@@ -34,6 +35,7 @@ __all__ = [
     "Read",
     "Record",
     "catching_up",
+    "caught_up",
     "current",
     "current_and_newest",
     "delete_at",
@@ -54,6 +56,8 @@ Record = Callable[[Any, Any], AbstractAsyncContextManager[object]]
 # `libs.runtime.leader.latest`, which has every acknowledged write in what it reads).
 Read = Callable[..., Awaitable[list[KeyValue.Entry]]]
 _writers = KeyedLocks()
+# A replica behind the leader catches up within milliseconds; a second is past that.
+_CATCH_UP_TRIES, _CATCH_UP_S = 50, 0.02
 
 
 class Conflict(Exception):
@@ -76,21 +80,33 @@ async def write_at(
     earlier value can be read again, from the bucket's history either (what a person asked
     to be forgotten). With `keep`, the entry is settled: alone, and the server removes it
     once `keep` has passed. What is only read back for a while, kept forever, would be read
-    whole with what is live under the same filter."""
+    whole with what is live under the same filter.
+
+    A compare-and-set here (and in `write_under`, `delete_at`) whose answer never came
+    (nats-py's wait ran out: a node stalled, a link lost) is asked again: it is landed, with
+    the revision it landed at, or lost to another writer, a Conflict; never a change made
+    and taken for one that was not. Asked three times unanswered, it raises nats-py's
+    TimeoutError, and may have landed."""
+    headers = {"Nats-Expected-Last-Subject-Sequence": str(revision)}
     if keep is not None or alone:
-        headers = {"Nats-Rollup": "sub", "Nats-Expected-Last-Subject-Sequence": str(revision)}
-        return await _published(kv, key, value, headers, keep)
+        headers["Nats-Rollup"] = "sub"
     try:
-        if revision == 0:
-            return await kv.create(key, value)
-        return await kv.update(key, value, last=revision)
-    except KeyWrongLastSequenceError as exc:
-        raise Conflict(key) from exc
-    except KeyNotFoundError as exc:
-        # A create that lost reads the entry to see whether it was deleted. Just after a
-        # leader moved, a replica not yet caught up answers that read: the entry is there,
-        # but not there yet. What it holds is known only once the replicas agree again.
-        raise catching_up(f"{key} is being copied to a new leader") from exc
+        return await _published(kv, key, value, headers, keep)
+    except Conflict:
+        if revision != 0:
+            raise
+    # An entry deleted is still there, as its marker: a create writes over that (as
+    # nats-py's `create` does).
+    found = await last_get(kv._js._nc, kv._stream, f"{kv._pre}{key}")
+    if not found:
+        # Just after a leader moved, a replica not yet caught up answers this read: the
+        # entry is there, but not there yet. What it holds is known only once the replicas
+        # agree again.
+        raise catching_up(f"{key} is being copied to a new leader")
+    if found[0].headers.get("KV-Operation") not in GONE:
+        raise Conflict(key)
+    deleted_at = int(found[0].headers["Nats-Sequence"])
+    return await write_at(kv, key, value, deleted_at, keep=keep, alone=alone)
 
 
 async def write_under(kv: KeyValue, key: str, value: bytes, keys: str, newest: int) -> int:
@@ -130,6 +146,11 @@ async def remove(kv: KeyValue, key: str, *, keep: timedelta) -> None:
 
 # The stream's answer to a write whose expected last sequence was not the last.
 _WRONG_LAST_SEQUENCE = (10071, 10164)
+# A compare-and-set's own id, to tell it among what landed after the place it was asked at.
+_WRITE_ID = "Tether-Write"
+# A compare-and-set whose answer never came is asked this often in all (5 s each, nats-py's
+# wait): a node stalled for seconds answers the last.
+_ASKS = 3
 
 
 async def _published(
@@ -140,18 +161,63 @@ async def _published(
     message, with `keep`)."""
     if keep is not None:
         headers["Nats-TTL"] = f"{max(1, int(keep.total_seconds()))}s"
-    try:
-        ack = await kv._js.publish(f"{kv._pre}{key}", value, headers=headers)
-    except APIError as exc:
-        if exc.err_code in _WRONG_LAST_SEQUENCE:
+    expected = headers.get("Nats-Expected-Last-Subject-Sequence")
+    if expected is None:
+        return (await kv._js.publish(f"{kv._pre}{key}", value, headers=headers)).seq
+    # A compare-and-set whose answer never came may have landed: it is asked again, the
+    # same write at the same place, which lands once at most. One that meets a write after
+    # that place looks at the first such write, its own if it carries its id.
+    headers[_WRITE_ID] = uuid.uuid4().hex
+    asks = 0
+    while True:
+        asks += 1
+        try:
+            return (await kv._js.publish(f"{kv._pre}{key}", value, headers=headers)).seq
+        except nats.errors.TimeoutError:
+            if asks == _ASKS:
+                raise
+        except APIError as exc:
+            if exc.err_code not in _WRONG_LAST_SEQUENCE:
+                raise
+            if asks > 1 and (landed := await _landed(kv, key, headers)) is not None:
+                return landed
             raise Conflict(key) from exc
-        raise
-    return ack.seq
+
+
+async def _landed(kv: KeyValue, key: str, headers: dict[str, str]) -> int | None:
+    """The revision of this write (`headers` name it) if it is the first after the place
+    it was asked at; None if another write is (or if one that rolled the key up since has
+    removed it: taken as lost, a retry decides again). The stream's leader said one is
+    there, so a replica that holds none after that place is behind, and asked again."""
+    after = int(headers["Nats-Expected-Last-Subject-Sequence"])
+    subject = headers.get("Nats-Expected-Last-Subject-Sequence-Subject", f"{kv._pre}{key}")
+    request = {"seq": after + 1, "next_by_subj": subject, "batch": 1}
+
+    async def read() -> tuple[Msg | None, bool]:
+        found, _ = await batch_get(kv._js._nc, kv._stream, request)
+        return (found[0], True) if found else (None, False)
+
+    first = await caught_up(read, f"the write after {subject} at {after}")
+    if first.headers.get(_WRITE_ID) != headers[_WRITE_ID]:
+        return None
+    return int(first.headers["Nats-Sequence"])
 
 
 def catching_up(what: str) -> Unavailable:
     """A replica not yet caught up answered: a transient failure (503), to ask again."""
     return Unavailable(Refused("catching-up", 503, f"{what}; retry").problem)
+
+
+async def caught_up(read: Callable[[], Awaitable[tuple[T, bool]]], what: str) -> T:
+    """What `read()` answers (with whether the replica that answered holds what the leader
+    held before it), asked again until one that does answers; a 503 `catching-up` if none
+    does for a second."""
+    for _ in range(_CATCH_UP_TRIES):
+        answer, holds = await read()
+        if holds:
+            return answer
+        await asyncio.sleep(_CATCH_UP_S)
+    raise catching_up(f"{what} is still being copied")
 
 
 async def swap(

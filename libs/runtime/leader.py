@@ -14,24 +14,19 @@ read from any replica, once that replica holds the newest message the leader hol
 
 import asyncio
 from base64 import b64decode
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 from nats.js import JetStreamContext
 from nats.js.errors import APIError
 from nats.js.kv import KeyValue
 
-from libs.runtime.kv import GONE, Read, catching_up, current, current_and_newest, is_filter
+from libs.runtime.kv import GONE, Read, caught_up, current, current_and_newest, is_filter
 
-__all__ = ["caught_up", "exact_reads", "latest", "newest_seq", "seen"]
-
-T = TypeVar("T")
+__all__ = ["exact_reads", "latest", "newest_seq", "seen"]
 
 _TIMEOUT_S = 5.0
 _NO_MESSAGE_FOUND = 10037  # the JetStream API's err_code; a missing stream is another 404
-# A replica behind the leader catches up within milliseconds; a second is past that.
-_CATCH_UP_TRIES, _CATCH_UP_S = 50, 0.02
 
 
 class _StoredMsg(msgspec.Struct):
@@ -76,18 +71,6 @@ async def seen(kv: KeyValue, key: str, exact: Read) -> bytes | None:
     if not found and exact is not current:  # on one node the direct get was already exact
         found = await exact(kv, key)
     return found[0].value if found else None
-
-
-async def caught_up(read: Callable[[], Awaitable[tuple[T, bool]]], what: str) -> T:
-    """What `read()` answers (with whether the replica that answered holds what the leader
-    held before it), asked again until one that does answers; a 503 `catching-up` if none
-    does for a second."""
-    for _ in range(_CATCH_UP_TRIES):
-        answer, holds = await read()
-        if holds:
-            return answer
-        await asyncio.sleep(_CATCH_UP_S)
-    raise catching_up(f"{what} is still being copied")
 
 
 async def newest_seq(js: JetStreamContext, stream: str, subject: str) -> int:

@@ -41,6 +41,7 @@ from libs.runtime.kv import (
     GONE,
     Read,
     Record,
+    caught_up,
     current,
     open_bucket,
     retried,
@@ -48,7 +49,7 @@ from libs.runtime.kv import (
     write_at,
     write_under,
 )
-from libs.runtime.leader import caught_up, exact_reads, newest_seq
+from libs.runtime.leader import exact_reads, newest_seq
 from libs.runtime.locks import KeyedLocks
 
 __all__ = ["InstallRecord", "ModStore", "Stored", "install_of", "open_store"]

@@ -67,6 +67,7 @@ from libs.runtime.kv import (
     Conflict,
     Read,
     Record,
+    caught_up,
     current,
     delete_at,
     open_bucket,
@@ -74,7 +75,7 @@ from libs.runtime.kv import (
     swap,
     write_at,
 )
-from libs.runtime.leader import caught_up, exact_reads, newest_seq, seen
+from libs.runtime.leader import exact_reads, newest_seq, seen
 from libs.runtime.service import ensure_stream
 from libs.runtime.settings import SETTLED_KEPT
 from services.rooms.domain.claims import Claim

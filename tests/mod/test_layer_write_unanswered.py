@@ -1,0 +1,49 @@
+"""A layer write whose compare-and-set was stored, and its answer lost on the way back (the
+mod replica's NATS node stalled, or its link): the version stood, and the write was
+answered 503 and recorded `mod.layer.write.failed`, a change made named in the trail as
+one that failed. Now the write is asked again, meets itself, and is answered as made.
+
+The lost answer is made by a TCP proxy between the mod replica and its server (`Link`),
+which keeps what the server sends back from the moment the replica writes the layer until
+after nats-py's wait (5 s) has run out."""
+
+import msgspec
+import pytest
+
+from libs.audit.reading import records
+from libs.contracts import mod
+from services.mod.main import serve as serve_mod
+from tests.mod.conftest import HIDE_BOARD, write
+from tests.support import Link, serving
+
+LAYER_WRITE = b"HPUB $KV.mod-layers."  # the write, not a read naming the key
+
+
+@pytest.fixture
+async def linked(
+    stack, settings_for, audit_service, mod_clock, draft_ttl, client_for, gateway_settings
+):
+    """A gateway that waits for the mod service, whose connection crosses the Link."""
+    async with (link := Link(stack.nats_url)) as url:
+        settings = msgspec.structs.replace(settings_for("mod"), nats_url=url)
+        async with serving(
+            mod.CONTRACT, settings, lambda svc: serve_mod(svc, mod_clock, draft_ttl=draft_ttl)
+        ):
+            waiting = msgspec.structs.replace(gateway_settings, request_timeout=30.0)
+            yield await client_for(waiting, services=(mod.CONTRACT,)), link
+            link.hear()
+
+
+async def test_a_layer_write_whose_answer_was_lost_is_answered_and_recorded_as_made(
+    linked, people, operator
+):
+    api, link = linked
+    link.deafen_at(LAYER_WRITE, 6.5)
+    r = await write(api, people.ada, "user", [HIDE_BOARD], base=0)
+
+    assert r.status == 200, await r.text()
+    written = (await r.json())["version"]
+    layer = await (await api.get("/v1/mod/layers/user", headers=people.ada)).json()
+    assert (layer["version"], layer["ops"]) == (written, [HIDE_BOARD])
+    found = await records(operator.jetstream(), people.org)
+    assert [r.action for r in found] == ["mod.layer.write"]

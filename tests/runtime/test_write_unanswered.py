@@ -1,0 +1,140 @@
+"""A compare-and-set whose answer never came back (the writer's NATS node stalled, or its
+link): the write may have landed. It was taken for one that failed, so a change made stood
+in the audit trail as `.failed`, and a retry met its own write as a 409. Now it is asked
+again, and is the write that landed, or a Conflict if another writer's landed first.
+
+The lost answer is made by a TCP proxy between the writer and its server (`Link`), which
+keeps what the server sends back for a while: past nats-py's wait (1 s here)."""
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import nats
+import pytest
+from nats.js.api import KeyValueConfig
+from nats.js.kv import KeyValue
+
+from libs.contracts.permissions import OPERATOR, inbox_prefix
+from libs.runtime.kv import Conflict, current, delete_at, open_bucket, write_at, write_under
+from tests.personal.conftest import eventually
+from tests.support import Link
+
+WAIT_S = 1.0  # nats-py's wait for an answer, on the writer's connection
+
+
+@pytest.fixture
+async def buckets(stack, operator) -> AsyncIterator[tuple[KeyValue, KeyValue, Link]]:
+    """One bucket twice: as a writer across a Link sees it, and as everyone else does."""
+    bucket = f"unanswered-{uuid.uuid4().hex[:8]}"
+    js = operator.jetstream()
+    kv = await open_bucket(js, KeyValueConfig(bucket=bucket, history=8))
+    async with (link := Link(stack.nats_url)) as url:
+        nc = await nats.connect(
+            url,
+            user=OPERATOR,
+            password=stack.passwords[OPERATOR],
+            inbox_prefix=inbox_prefix(OPERATOR),
+        )
+        try:
+            yield await nc.jetstream(timeout=WAIT_S).key_value(bucket), kv, link
+        finally:
+            link.hear()
+            await nc.close()
+            await js.delete_key_value(bucket)
+
+
+def deaf_until(link: Link, landed) -> None:
+    """The writer deaf from now until `landed()` holds and nats-py's wait has run out."""
+    link.deafen()
+
+    async def hear() -> None:
+        await eventually(landed, timeout=10)
+        await asyncio.sleep(WAIT_S * 1.5)
+        link.hear()
+
+    asyncio.get_running_loop().create_task(hear())
+
+
+async def test_a_write_whose_answer_was_lost_is_the_write_that_landed(buckets):
+    writer, kv, link = buckets
+    base = await write_at(kv, "k", b"before", 0)
+
+    async def landed() -> bool:
+        return (await kv.get("k")).revision > base
+
+    deaf_until(link, landed)
+    revision = await write_at(writer, "k", b"mine", base)
+
+    entry = await kv.get("k")
+    assert (entry.value, entry.revision) == (b"mine", revision)
+    assert [e.value for e in await kv.history("k")] == [b"before", b"mine"]
+
+
+async def test_one_landed_and_written_over_since_is_still_the_write_that_landed(buckets):
+    writer, kv, link = buckets
+    base = await write_at(kv, "k", b"before", 0)
+    after: list[int] = []
+
+    async def landed_and_written_over() -> bool:
+        entry = await kv.get("k")
+        if entry.revision > base and not after:
+            after.append(await write_at(kv, "k", b"theirs", entry.revision))
+        return bool(after)
+
+    deaf_until(link, landed_and_written_over)
+    revision = await write_at(writer, "k", b"mine", base)
+
+    assert base < revision < after[0]
+    assert [e.value for e in await kv.history("k")] == [b"before", b"mine", b"theirs"]
+
+
+async def test_one_another_writer_got_to_first_is_a_conflict(buckets):
+    writer, kv, link = buckets
+    base = await write_at(kv, "k", b"before", 0)
+    theirs = await write_at(kv, "k", b"theirs", base)
+    refused = asyncio.Event()
+
+    async def refused_unheard() -> bool:
+        return refused.is_set()
+
+    deaf_until(link, refused_unheard)
+    mine = asyncio.create_task(write_at(writer, "k", b"mine", base))
+    # The server refuses it at once; the refusal waits in the Link past the writer's wait.
+    refused.set()
+    with pytest.raises(Conflict):
+        await mine
+
+    entry = await kv.get("k")
+    assert (entry.value, entry.revision) == (b"theirs", theirs)
+
+
+async def test_a_create_under_a_filter_and_a_delete_are_each_the_write_that_landed(buckets):
+    writer, kv, link = buckets
+
+    async def created() -> bool:
+        return bool(await current(kv, "acme.org.a"))
+
+    deaf_until(link, created)
+    revision = await write_under(writer, "acme.org.a", b"mine", "acme.org.*", 0)
+    assert (await kv.get("acme.org.a")).revision == revision
+
+    async def deleted() -> bool:
+        return (await kv.history("acme.org.a"))[-1].operation == "DEL"
+
+    deaf_until(link, deleted)
+    await delete_at(writer, "acme.org.a", revision)
+    assert [e.operation for e in await kv.history("acme.org.a")] == [None, "DEL"]
+
+
+async def test_a_create_writes_over_a_deleted_entry(buckets):
+    _, kv, _ = buckets
+    first = await write_at(kv, "k", b"first", 0)
+    await kv.delete("k")
+
+    again = await write_at(kv, "k", b"again", 0)
+
+    assert again > first
+    assert (await kv.get("k")).value == b"again"
+    with pytest.raises(Conflict):
+        await write_at(kv, "k", b"third", 0)
