@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import nats.errors
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import KeyValueConfig
+from nats.js.api import KeyValueConfig, RawStreamMsg
 from nats.js.errors import (
     APIError,
     BadRequestError,
@@ -96,17 +96,17 @@ async def write_at(
         if revision != 0:
             raise
     # An entry deleted is still there, as its marker: a create writes over that (as
-    # nats-py's `create` does).
-    found = await last_get(kv._js._nc, kv._stream, f"{kv._pre}{key}")
-    if not found:
+    # nats-py's `create` does, and in its form of read, which any writer of a key may ask).
+    try:
+        found = await kv._js.get_msg(kv._stream, subject=f"{kv._pre}{key}", direct=True)
+    except NotFoundError as exc:
         # Just after a leader moved, a replica not yet caught up answers this read: the
         # entry is there, but not there yet. What it holds is known only once the replicas
         # agree again.
-        raise catching_up(f"{key} is being copied to a new leader")
-    if found[0].headers.get("KV-Operation") not in GONE:
+        raise catching_up(f"{key} is being copied to a new leader") from exc
+    if (found.headers or {}).get("KV-Operation") not in GONE:
         raise Conflict(key)
-    deleted_at = int(found[0].headers["Nats-Sequence"])
-    return await write_at(kv, key, value, deleted_at, keep=keep, alone=alone)
+    return await write_at(kv, key, value, found.seq, keep=keep, alone=alone)
 
 
 async def write_under(kv: KeyValue, key: str, value: bytes, keys: str, newest: int) -> int:
@@ -185,22 +185,40 @@ async def _published(
 
 
 async def _landed(kv: KeyValue, key: str, headers: dict[str, str]) -> int | None:
-    """The revision of this write (`headers` name it) if it is the first after the place
-    it was asked at; None if another write is (or if one that rolled the key up since has
-    removed it: taken as lost, a retry decides again). The stream's leader said one is
-    there, so a replica that holds none after that place is behind, and asked again."""
-    after = int(headers["Nats-Expected-Last-Subject-Sequence"])
-    subject = headers.get("Nats-Expected-Last-Subject-Sequence-Subject", f"{kv._pre}{key}")
-    request = {"seq": after + 1, "next_by_subj": subject, "batch": 1}
+    """The revision of this write (`headers` name it) if it landed at the place it was
+    asked at; None if another write did (or if one that rolled the key up since has removed
+    it: taken as lost, a retry decides again). The stream's leader said a write is there,
+    so a replica that holds none past that place is behind, and asked again.
 
-    async def read() -> tuple[Msg | None, bool]:
-        found, _ = await batch_get(kv._js._nc, kv._stream, request)
+    The key's last write is read first, in the form of a direct get every writer of a key
+    may ask (a service reaches only its own keys in the bucket of kept answers). Only if
+    that is another's, or the place is a filter's, is the first write after the place read,
+    which may be this one, written over since."""
+    after = int(headers["Nats-Expected-Last-Subject-Sequence"])
+    under = headers.get("Nats-Expected-Last-Subject-Sequence-Subject")
+    js, subject = kv._js, under or f"{kv._pre}{key}"
+
+    async def last() -> tuple[RawStreamMsg | None, bool]:
+        try:
+            found = await js.get_msg(kv._stream, subject=f"{kv._pre}{key}", direct=True)
+        except NotFoundError:
+            return None, False
+        return found, found.seq > after
+
+    async def first() -> tuple[Msg | None, bool]:
+        request = {"seq": after + 1, "next_by_subj": subject, "batch": 1}
+        found, _ = await batch_get(js._nc, kv._stream, request)
         return (found[0], True) if found else (None, False)
 
-    first = await caught_up(read, f"the write after {subject} at {after}")
-    if first.headers.get(_WRITE_ID) != headers[_WRITE_ID]:
+    what = f"the write after {subject} at {after}"
+    if under is None:
+        newest = await caught_up(last, what)
+        if newest.headers and newest.headers.get(_WRITE_ID) == headers[_WRITE_ID]:
+            return newest.seq
+    found = await caught_up(first, what)
+    if found.headers.get(_WRITE_ID) != headers[_WRITE_ID]:
         return None
-    return int(first.headers["Nats-Sequence"])
+    return int(found.headers["Nats-Sequence"])
 
 
 def catching_up(what: str) -> Unavailable:

@@ -11,7 +11,10 @@ replicas at once (an event and a timer carrying out one change, an event deliver
 while its first delivery still runs) run it once: the second waits for the first's answer.
 A claim lasts `lease` seconds and is renewed while its request runs, so a replica that dies
 holding one delays the request's retries no longer than a lease; the next copy then takes
-it over. What is left is a replica that dies between its change and keeping the answer, or
+it over. Claims, renewals and answers are written by `write_at`, so one whose answer was
+lost (the replica's node stalled) is the write that landed: a claim is not left held by no
+one, nor a renewal taken for a take-over, which left the answer unkept and the request to
+run again. What is left is a replica that dies between its change and keeping the answer, or
 one cut off from the bucket for a lease while it runs: the request runs again, so its
 handler makes its change once under the key. A subject whose handler does so in the same
 write (`Subject.keyed_itself`) keeps nothing here.
@@ -27,15 +30,15 @@ from collections.abc import Awaitable, Callable
 import msgspec
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
-from libs.contracts.problem import PROBLEM_HEADER, KeyReused, Problem, Refused
+from libs.contracts.problem import PROBLEM_HEADER, KeyReused, Problem, Refused, Unavailable
 from libs.contracts.registry import REPLIES_BUCKET
 from libs.runtime import logs
 from libs.runtime.bus import AWAY
-from libs.runtime.kv import open_bucket
+from libs.runtime.kv import Conflict, delete_at, open_bucket, write_at
 
 __all__ = ["Answer", "Replies", "digest", "of_caller"]
 
@@ -120,10 +123,9 @@ class Replies:
             await renewing
         try:
             if made.status >= 500:
-                await self._kv.delete(name, last=held[0])
+                await delete_at(self._kv, name, held[0])
             else:
-                kept = msgspec.msgpack.encode(Kept(request, made))
-                await self._kv.update(name, kept, last=held[0])
+                await write_at(self._kv, name, msgspec.msgpack.encode(Kept(request, made)), held[0])
         except AWAY as exc:  # the change is made: its answer goes out all the same
             _log.warning("answer not kept", extra={"key": key, "error": logs.error_text(exc)})
         except Exception:
@@ -144,8 +146,8 @@ class Replies:
                 pass
             claim = msgspec.msgpack.encode(Kept(request, until=time.time() + self._lease))
             try:
-                held[0] = await self._kv.update(name, claim, last=held[0])
-            except KeyWrongLastSequenceError:
+                held[0] = await write_at(self._kv, name, claim, held[0])
+            except Conflict:
                 _log.warning("claim taken over while it ran", extra={"key": name})
                 return
             except AWAY as exc:  # the bus away: tried again at the next
@@ -162,12 +164,12 @@ class Replies:
         while True:
             claim = msgspec.msgpack.encode(Kept(request, until=time.time() + self._lease))
             try:
-                return await self._kv.create(name, claim)
-            except KeyWrongLastSequenceError:
+                return await write_at(self._kv, name, claim, 0)
+            except Conflict:
                 pass
-            except KeyNotFoundError:
-                # Lost, and the claim that won was not found where nats-py looked whether it
-                # was deleted: a node behind the stream's leader answered. It is there next.
+            except Unavailable:
+                # Lost, and the claim that won was not found where `write_at` looked whether
+                # it was deleted: a node behind the stream's leader answered. It is there next.
                 pass
             try:
                 entry = await self._kv.get(name)
@@ -180,8 +182,8 @@ class Replies:
                 if kept.answer is not None:
                     return msgspec.structs.replace(kept.answer, outcome="replayed")
                 if kept.until <= time.time():  # its replica died, or ran past its lease
-                    with contextlib.suppress(KeyWrongLastSequenceError):
-                        return await self._kv.update(name, claim, last=entry.revision)
+                    with contextlib.suppress(Conflict):
+                        return await write_at(self._kv, name, claim, entry.revision)
             if time.monotonic() >= deadline:
                 busy = f"request {name} is being answered by another replica; ask again"
                 return Answer.of(Refused("request-in-flight", 503, busy).problem)
