@@ -11,13 +11,14 @@ replicas at once (an event and a timer carrying out one change, an event deliver
 while its first delivery still runs) run it once: the second waits for the first's answer.
 A claim lasts `lease` seconds and is renewed while its request runs, so a replica that dies
 holding one delays the request's retries no longer than a lease; the next copy then takes
-it over. Claims, renewals and answers are written by `write_at`, so one whose answer was
-lost (the replica's node stalled) is the write that landed: a claim is not left held by no
-one, nor a renewal taken for a take-over, which left the answer unkept and the request to
-run again. What is left is a replica that dies between its change and keeping the answer, or
-one cut off from the bucket for a lease while it runs: the request runs again, so its
-handler makes its change once under the key. A subject whose handler does so in the same
-write (`Subject.keyed_itself`) keeps nothing here.
+it over. Claims, renewals and answers are `write_at`'s compare-and-sets, which know one
+whose answer was lost (the replica's node stalled) as the write that landed: a claim so
+made runs its request, and a renewal so made is not taken for another's take-over (which
+would leave the answer unkept, and the request to run again). What is left is a replica
+that dies between its change and keeping the answer, or one cut off from the bucket for a
+lease while it runs: the request runs again, so its handler makes its change once under
+the key. A subject whose handler does so in the same write (`Subject.keyed_itself`) keeps
+nothing here.
 """
 
 import asyncio
