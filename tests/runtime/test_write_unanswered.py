@@ -127,14 +127,15 @@ async def test_a_create_under_a_filter_and_a_delete_are_each_the_write_that_land
     assert [e.operation for e in await kv.history("acme.org.a")] == [None, "DEL"]
 
 
-async def test_a_create_writes_over_a_deleted_entry(buckets):
+@pytest.mark.parametrize("alone", [False, True])
+async def test_a_create_writes_over_a_deleted_entry(buckets, alone):
     _, kv, _ = buckets
     first = await write_at(kv, "k", b"first", 0)
     await kv.delete("k")
 
-    again = await write_at(kv, "k", b"again", 0)
+    again = await write_at(kv, "k", b"again", 0, alone=alone)
 
     assert again > first
     assert (await kv.get("k")).value == b"again"
     with pytest.raises(Conflict):
-        await write_at(kv, "k", b"third", 0)
+        await write_at(kv, "k", b"third", 0, alone=alone)
