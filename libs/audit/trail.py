@@ -28,6 +28,7 @@ __all__ = ["AuditUnavailable", "AuditUnheard", "Trail"]
 
 _log = logging.getLogger(__name__)
 _AGAIN = Retry(first_s=1.0, most_s=30.0)  # its attempts unused: asked until recorded
+_FAILED = uuid.UUID("5d0c2f1e-7a43-4c1b-9b8e-0f6a1d2c3b4a")  # names the id of a `.failed`
 
 
 class AuditUnavailable(Unavailable):
@@ -98,6 +99,8 @@ class Trail:
                 data={"record": record.n, "error": type(exc).__name__},
                 key=f"failed.{key_token(org)}.{record.n}",  # recorded once, however often asked
                 forgets=key,
+                # and under an id of its own, for an audit replica that lost the key's answer
+                change_id=uuid.uuid5(_FAILED, f"{org} {record.n}").hex,
             )
             await self._until_written(failed, f"failure of audit record {org}/{record.n}")
             raise

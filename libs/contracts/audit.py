@@ -57,9 +57,9 @@ class Append(Contract):
     the calling service's own: another's under the same words is another key.
 
     `change_id`, on the record made before a change, is that change's: the record is
-    stored once under it. `abandoned` says its caller never heard whether it was stored,
-    and made no change: the record (stored now if it never was) is followed by
-    `<action>.abandoned`."""
+    stored once under it. On the record that a change failed, it is that record's own.
+    `abandoned` says its caller never heard whether it was stored, and made no change: the
+    record (stored now if it never was) is followed by `<action>.abandoned`."""
 
     org: OrgId
     actor: Principal | None

@@ -6,6 +6,8 @@ race each other; the stream's expected-last-sequence check settles races between
 A record that comes past its caller's wait (`Tether-Before`, as every call says) is not
 stored, or, if the wait ran out as it was stored, is followed by `<action>.abandoned`;
 either is answered 503, so its caller makes no change, and the trail names none as made.
+A `.failed` record names no change to be made: it is stored however late, and stored once
+under its own id, so one asked again (its answer lost) is found.
 So is one whose store failed with no word from the stream and that was stored after all
 (the stream's leader alone, until its other nodes came back): it is found, and marked, once
 the org's next record is stored. A change's record is stored under its change's id, and
@@ -72,6 +74,8 @@ class Handlers:
         once = None if req.change_id is None else f"change-{caller}-{req.org}-{req.change_id}"
         async with self._locks.hold(req.org):
             before = request_before()  # past it now if the org's appends before it were slow
+            if req.action.endswith(".failed"):
+                before = None  # says a change was not made: as true stored late, and kept
             if before is not None and self._clock() >= before:
                 raise _late(req, before, "not stored")
             base, record = await retried(lambda: self._append(draft, msg_id=once), req.org)

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pytest
@@ -15,11 +16,14 @@ import pytest
 from libs.audit.chain import breaks
 from libs.audit.reading import records, stored
 from libs.audit.trail import AuditUnavailable, Trail
+from libs.contracts import audit
 from libs.contracts.audit import APPEND, Append
 from libs.contracts.principal import BEFORE_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER
 from libs.contracts.streams import audit_subject
-from tests.support import module_process
+from services.audit.handlers import Handlers
+from services.audit.store import open_store
+from tests.support import module_process, serving
 
 ADA = Principal(org="acme", sub="acme/ada")
 CREATE_ROOM = "rooms.room.create"
@@ -350,3 +354,31 @@ async def test_a_failure_unrecorded_when_its_service_stops_is_asked_once_more(
     assert kept == ([("test.change", {}), failure] if back else [("test.change", {})])
     unrecorded = f"could not record failure of audit record {org}/{record.n}"
     assert any(r.getMessage() == unrecorded for r in caplog.records) is not back
+
+
+async def test_a_failed_record_asked_past_its_callers_wait_is_stored_and_never_abandoned(
+    connect, settings_for, operator, org
+):
+    """A record that a change failed names no change to be made: stored late, it is as
+    true. Before, the audit refused it, or, stored as the wait ran out, marked it
+    abandoned and stored it again when asked again: the trail could read `X`, `X.failed`,
+    `X.failed.abandoned`, `X.failed`. The audit here runs an hour ahead of its callers, so
+    every record reaches it past its caller's wait."""
+
+    async def serve_ahead(svc) -> None:
+        store = await open_store(svc.js)
+        ahead = lambda: datetime.now(UTC) + timedelta(hours=1)  # noqa: E731
+        await svc.serve(Handlers(store, svc.replies, clock=ahead).table())
+
+    failed = {"record": 7, "error": "RuntimeError"}
+    async with serving(audit.CONTRACT, settings_for("audit"), serve_ahead), connect("echo") as nc:
+        trail = Trail(nc, service="echo")
+        with pytest.raises(AuditUnavailable):  # a change's record, past its wait: refused
+            await trail.append(org, actor=ADA, action=CREATE_ROOM)
+        for _ in range(2):  # asked again, as a caller that never heard back asks
+            await trail.append(
+                org, actor=ADA, action=f"{CREATE_ROOM}.failed", data=failed,
+                key=f"failed.{org}.7", change_id="ab" * 16,
+            )  # fmt: skip
+    found = await records(operator.jetstream(), org)
+    assert [(r.action, r.data) for r in found] == [(f"{CREATE_ROOM}.failed", failed)]

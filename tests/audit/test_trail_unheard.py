@@ -15,8 +15,11 @@ import pytest
 
 from libs.audit.reading import records
 from libs.audit.trail import AuditUnavailable, Trail
+from libs.contracts.base import key_token
 from libs.contracts.permissions import inbox_prefix
 from libs.contracts.principal import Principal
+from libs.contracts.registry import REPLIES_BUCKET
+from libs.runtime.kv import current
 from tests.personal.conftest import eventually
 from tests.support import Link
 
@@ -61,4 +64,29 @@ async def test_a_record_whose_answer_never_came_is_marked_abandoned(unheard_trai
         ("test.before", {}),
         (CREATE, {}),
         (f"{CREATE}.abandoned", {"record": made.n}),
+    ]
+
+
+async def test_a_failed_record_asked_again_once_its_kept_answer_is_gone_is_stored_once(
+    unheard_trail, operator, org
+):
+    """The record that a change failed is keyed, and the audit keeps its answer; but a
+    replica cut off from the bucket as it kept it (its node killed) runs the record again
+    when it is asked again. Seen once in a load on the cluster shape with the leading node
+    killed: one change followed by two `.failed`. It is stored under an id of its own."""
+    trail, link = unheard_trail
+    with pytest.raises(RuntimeError):
+        async with trail.change(org, actor=ADA, action=CREATE, target="r1"):
+            link.deafen()  # the failed record's answer comes after its caller gave up
+            raise RuntimeError("the store said no")
+    kept = await operator.jetstream().key_value(REPLIES_BUCKET)
+    for entry in await current(kept, f"audit.echo.failed.{key_token(org)}.*"):
+        await kept.delete(entry.key)  # as a replica cut off as it kept it leaves it
+    link.hear()
+    await trail.settle()  # asks the failed record once more, now
+
+    found = await records(operator.jetstream(), org)
+    assert [(r.action, r.data) for r in found] == [
+        (CREATE, {}),
+        (f"{CREATE}.failed", {"record": 1, "error": "RuntimeError"}),
     ]
