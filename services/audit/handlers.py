@@ -6,13 +6,13 @@ race each other; the stream's expected-last-sequence check settles races between
 A record that comes past its caller's wait (`Tether-Before`, as every call says) is not
 stored, or, if the wait ran out as it was stored, is followed by `<action>.abandoned`;
 either is answered 503, so its caller makes no change, and the trail names none as made.
-A `.failed` record names no change to be made: it is stored however late, and stored once
-under its own id, so one asked again (its answer lost) is found.
 So is one whose store failed with no word from the stream and that was stored after all
 (the stream's leader alone, until its other nodes came back): it is found, and marked, once
 the org's next record is stored. A change's record is stored under its change's id, and
 asked again, `abandoned`, by a caller that never heard whether it was (its answer lost on
 the way back): found, or stored then, it is marked the same way.
+A `.failed` record names no change to be made: it is stored however late, and once under
+its own id, so one asked again (its kept answer lost with its replica) is found.
 
 A keyed append is answered once (the runtime keeps its answer, under the calling service's
 own keys). The record that a keyed change failed names that key (`forgets`), and its
@@ -72,13 +72,17 @@ class Handlers:
             await self._replies.forget(of_caller(caller, req.forgets))
         # A change's record is stored once under its id: asked again, it is found.
         once = None if req.change_id is None else f"change-{caller}-{req.org}-{req.change_id}"
+        # A `.failed` record names no change to be made: as true however late it is stored,
+        # and, as the audit's own marks are, asked again under its id, never looked for.
+        failure = req.action.endswith(".failed")
         async with self._locks.hold(req.org):
-            before = request_before()  # past it now if the org's appends before it were slow
-            if req.action.endswith(".failed"):
-                before = None  # says a change was not made: as true stored late, and kept
+            # past it now if the org's appends before it were slow
+            before = None if failure else request_before()
             if before is not None and self._clock() >= before:
                 raise _late(req, before, "not stored")
-            base, record = await retried(lambda: self._append(draft, msg_id=once), req.org)
+            base, record = await retried(
+                lambda: self._append(draft, msg_id=once, mark=failure), req.org
+            )
             await self._settle_unsure(req.org)
             if req.abandoned:
                 await self._abandon(base, record)

@@ -97,3 +97,60 @@ async def test_a_record_stored_after_its_store_timed_out_is_marked_abandoned(clu
         found = await eventually(marked, timeout=45)
     assert [r.action for r in found][:1] == ["test.before"]
     assert "test.after" in [r.action for r in found]
+
+
+async def test_a_failure_record_whose_store_timed_out_is_stored_once_and_never_abandoned(
+    cluster, org
+):
+    """The same for the record that a change failed: asked again until stored (its
+    caller, told 503, does), it stands once, and is never marked abandoned, which would
+    leave the change it names unmarked."""
+    procs, urls, passwords = cluster
+    settings = Settings(
+        service="audit", nats_url=urls[0], nats_user="audit", nats_password=passwords["audit"],
+        metrics_port=0, replica="q2", js_replicas=3,
+    )  # fmt: skip
+    failed = {"record": 1, "error": "RuntimeError"}
+
+    async with (
+        serving(audit.CONTRACT, settings, serve_audit),
+        _on(urls[0], "echo", passwords["echo"]) as nc,
+        _on(urls[0], OPERATOR, passwords[OPERATOR]) as operator,
+    ):
+        trail = Trail(nc, service="echo", timeout=8.0)
+
+        async def failure() -> AuditRecord:
+            # Unkeyed, as it is not in a Trail: so the stall meets its store, not the
+            # claim of its key (on the replicated bucket of kept answers) before it.
+            return await trail.append(
+                org, actor=ADA, action=f"{CREATE}.failed", data=failed, change_id="cd" * 16
+            )
+
+        await trail.append(org, actor=ADA, action=CREATE)
+        js = operator.jetstream()
+        leader = (await js.stream_info(AUDIT.name)).cluster.leader
+        followers = [p for i, p in enumerate(procs) if f"tether-{i}" != leader]
+        for p in followers:
+            os.kill(p.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(AuditUnavailable):
+                await failure()
+        finally:
+            for p in followers:
+                os.kill(p.pid, signal.SIGCONT)
+
+        async def stored_and_settled() -> list[AuditRecord] | None:
+            """The chain once the failure is stored and the org's records went on (a
+            record whose store said nothing is looked for as each is stored)."""
+            with contextlib.suppress(AuditUnavailable, nats.errors.TimeoutError):
+                await failure()
+                await trail.append(org, actor=ADA, action="test.after")
+                await trail.append(org, actor=ADA, action="test.after")
+                return await records(js, org)
+            return None
+
+        found = await eventually(stored_and_settled, timeout=45)
+    assert [(r.action, r.data) for r in found if r.action.startswith(CREATE)] == [
+        (CREATE, {}),
+        (f"{CREATE}.failed", failed),
+    ]
