@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import nats
 import pytest
+from nats.js import JetStreamContext
 
 from libs.audit.reading import records
 from libs.audit.trail import AuditUnavailable, Trail
@@ -57,31 +58,45 @@ async def _on(url: str, role: str, password: str) -> AsyncIterator[nats.NATS]:
         await nc.close()
 
 
-async def test_a_record_stored_after_its_store_timed_out_is_marked_abandoned(cluster, org):
-    procs, urls, passwords = cluster
+@contextlib.asynccontextmanager
+async def _audited(cluster, replica: str) -> AsyncIterator[tuple[Trail, JetStreamContext]]:
+    """An audit replica on the first node, replicating its stream on all three, and a
+    Trail that asks it; with the operator's JetStream, to read the chain."""
+    _, urls, passwords = cluster
     settings = Settings(
         service="audit", nats_url=urls[0], nats_user="audit", nats_password=passwords["audit"],
-        metrics_port=0, replica="q1", js_replicas=3,
+        metrics_port=0, replica=replica, js_replicas=3,
     )  # fmt: skip
     async with (
         serving(audit.CONTRACT, settings, serve_audit),
         _on(urls[0], "echo", passwords["echo"]) as nc,
         _on(urls[0], OPERATOR, passwords[OPERATOR]) as operator,
     ):
-        trail = Trail(nc, service="echo", timeout=8.0)
-        await trail.append(org, actor=ADA, action="test.before")
-        js = operator.jetstream()
-        leader = (await js.stream_info(AUDIT.name)).cluster.leader
-        followers = [p for i, p in enumerate(procs) if f"tether-{i}" != leader]
+        yield Trail(nc, service="echo", timeout=8.0), operator.jetstream()
+
+
+@contextlib.asynccontextmanager
+async def _followers_stopped(cluster, js: JetStreamContext) -> AsyncIterator[None]:
+    """The AUDIT stream's leader alone: its other nodes stopped (SIGSTOP) for the block."""
+    procs = cluster[0]
+    leader = (await js.stream_info(AUDIT.name)).cluster.leader
+    followers = [p for i, p in enumerate(procs) if f"tether-{i}" != leader]
+    for p in followers:
+        os.kill(p.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
         for p in followers:
-            os.kill(p.pid, signal.SIGSTOP)
-        try:
+            os.kill(p.pid, signal.SIGCONT)
+
+
+async def test_a_record_stored_after_its_store_timed_out_is_marked_abandoned(cluster, org):
+    async with _audited(cluster, "q1") as (trail, js):
+        await trail.append(org, actor=ADA, action="test.before")
+        async with _followers_stopped(cluster, js):
             with pytest.raises(AuditUnavailable):
                 async with trail.change(org, actor=ADA, action=CREATE):
                     pytest.fail("a change whose record was not stored was made")
-        finally:
-            for p in followers:
-                os.kill(p.pid, signal.SIGCONT)
 
         async def marked() -> list[AuditRecord] | None:
             """The chain once each record its caller was told failed is marked abandoned,
@@ -105,19 +120,8 @@ async def test_a_failure_record_whose_store_timed_out_is_stored_once_and_never_a
     """The same for the record that a change failed: asked again until stored (its
     caller, told 503, does), it stands once, and is never marked abandoned, which would
     leave the change it names unmarked."""
-    procs, urls, passwords = cluster
-    settings = Settings(
-        service="audit", nats_url=urls[0], nats_user="audit", nats_password=passwords["audit"],
-        metrics_port=0, replica="q2", js_replicas=3,
-    )  # fmt: skip
     failed = {"record": 1, "error": "RuntimeError"}
-
-    async with (
-        serving(audit.CONTRACT, settings, serve_audit),
-        _on(urls[0], "echo", passwords["echo"]) as nc,
-        _on(urls[0], OPERATOR, passwords[OPERATOR]) as operator,
-    ):
-        trail = Trail(nc, service="echo", timeout=8.0)
+    async with _audited(cluster, "q2") as (trail, js):
 
         async def failure() -> AuditRecord:
             # Unkeyed, as it is not in a Trail: so the stall meets its store, not the
@@ -127,17 +131,9 @@ async def test_a_failure_record_whose_store_timed_out_is_stored_once_and_never_a
             )
 
         await trail.append(org, actor=ADA, action=CREATE)
-        js = operator.jetstream()
-        leader = (await js.stream_info(AUDIT.name)).cluster.leader
-        followers = [p for i, p in enumerate(procs) if f"tether-{i}" != leader]
-        for p in followers:
-            os.kill(p.pid, signal.SIGSTOP)
-        try:
+        async with _followers_stopped(cluster, js):
             with pytest.raises(AuditUnavailable):
                 await failure()
-        finally:
-            for p in followers:
-                os.kill(p.pid, signal.SIGCONT)
 
         async def stored_and_settled() -> list[AuditRecord] | None:
             """The chain once the failure is stored and the org's records went on (a
