@@ -192,6 +192,23 @@ class Link:
             writer.close()
 
 
+@contextlib.asynccontextmanager
+async def across_a_link(
+    url: str, role: str, password: str
+) -> AsyncIterator[tuple[nats.NATS, Link]]:
+    """A connection as `role` to the server at `url` through a Link of its own: heard again,
+    closed, and the Link gone after the block."""
+    async with (link := Link(url)) as through:
+        nc = await nats.connect(
+            through, user=role, password=password, inbox_prefix=inbox_prefix(role)
+        )
+        try:
+            yield nc, link
+        finally:
+            link.hear()
+            await nc.close()
+
+
 def encode(value: object) -> bytes:
     return msgspec.json.encode(value)
 

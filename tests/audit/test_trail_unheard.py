@@ -10,18 +10,16 @@ which keeps what the server sends back while it is told to."""
 
 from collections.abc import AsyncIterator
 
-import nats
 import pytest
 
 from libs.audit.reading import records
 from libs.audit.trail import AuditUnavailable, Trail
 from libs.contracts.base import key_token
-from libs.contracts.permissions import inbox_prefix
 from libs.contracts.principal import Principal
 from libs.contracts.registry import REPLIES_BUCKET
 from libs.runtime.kv import current
 from tests.personal.conftest import eventually
-from tests.support import Link
+from tests.support import Link, across_a_link
 
 ADA = Principal(org="acme", sub="acme/ada")
 CREATE = "rooms.room.create"
@@ -30,17 +28,13 @@ CREATE = "rooms.room.create"
 @pytest.fixture
 async def unheard_trail(stack, audit_service) -> AsyncIterator[tuple[Trail, Link]]:
     """A Trail whose connection crosses a Link; its wait short, to keep the test short."""
-    async with (link := Link(stack.nats_url)) as url:
-        nc = await nats.connect(
-            url, user="echo", password=stack.passwords["echo"], inbox_prefix=inbox_prefix("echo")
-        )
+    async with across_a_link(stack.nats_url, "echo", stack.passwords["echo"]) as (nc, link):
+        trail = Trail(nc, service="echo", timeout=1.5)
         try:
-            trail = Trail(nc, service="echo", timeout=1.5)
             yield trail, link
         finally:
             link.hear()
             await trail.settle()
-            await nc.close()
 
 
 async def test_a_record_whose_answer_never_came_is_marked_abandoned(unheard_trail, operator, org):

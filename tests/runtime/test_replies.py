@@ -8,14 +8,12 @@ import time
 from collections.abc import AsyncIterator
 
 import msgspec
-import nats
 
-from libs.contracts.permissions import inbox_prefix
 from libs.contracts.registry import REPLIES_BUCKET
 from libs.runtime.bus import connecting
 from libs.runtime.replies import Answer, Kept, Replies
 from tests.personal.conftest import eventually
-from tests.support import Link
+from tests.support import Link, across_a_link
 
 REQUEST = b"digest-1"
 
@@ -168,33 +166,30 @@ async def test_the_bus_away_while_a_keyed_request_runs_is_said_in_one_line(stack
     assert "not connected to NATS" in renewal.error and "not connected to NATS" in kept.error
 
 
-ECHO_INBOX = inbox_prefix("echo")
 CLAIM_WRITE = f"HPUB $KV.{REPLIES_BUCKET}.".encode()  # a claim's write, not a read naming it
 
 
 @contextlib.asynccontextmanager
-async def _across_a_link(stack, **lease: float) -> AsyncIterator[tuple[Replies, Replies, Link]]:
+async def _across_a_link(
+    stack, connect, **lease: float
+) -> AsyncIterator[tuple[Replies, Replies, Link]]:
     """Two replicas, the first's connection across a Link, its wait for an answer 1 s."""
-    async with (link := Link(stack.nats_url)) as url:
-        echo = {"user": "echo", "password": stack.passwords["echo"], "inbox_prefix": ECHO_INBOX}
-        near, far = await nats.connect(url, **echo), await nats.connect(stack.nats_url, **echo)
-        try:
-            await Replies.open(far.jetstream(), "echo", replicas=1)
-            one = await near.jetstream(timeout=1.0).key_value(REPLIES_BUCKET)
-            two = await far.jetstream().key_value(REPLIES_BUCKET)
-            yield Replies(one, "echo", **lease), Replies(two, "echo", **lease), link
-        finally:
-            link.hear()
-            await near.close()
-            await far.close()
+    async with (
+        across_a_link(stack.nats_url, "echo", stack.passwords["echo"]) as (near, link),
+        connect("echo") as far,
+    ):
+        await Replies.open(far.jetstream(), "echo", replicas=1)
+        one = await near.jetstream(timeout=1.0).key_value(REPLIES_BUCKET)
+        two = await far.jetstream().key_value(REPLIES_BUCKET)
+        yield Replies(one, "echo", **lease), Replies(two, "echo", **lease), link
 
 
-async def test_a_claim_whose_answer_was_lost_is_the_claim_that_landed(stack):
+async def test_a_claim_whose_answer_was_lost_is_the_claim_that_landed(stack, connect):
     """Before, the request failed (a 503) with its claim standing, and its retry waited a
     lease for a claim no replica held."""
     held = Held(Answer(b'{"made": 6}'))
     held.release.set()
-    async with _across_a_link(stack) as (one, two, link):
+    async with _across_a_link(stack, connect) as (one, two, link):
         link.deafen_at(CLAIM_WRITE, 1.5)
         first = await one.once("replies-unheard-claim", REQUEST, held)
         again = await two.once("replies-unheard-claim", REQUEST, never)
@@ -202,12 +197,12 @@ async def test_a_claim_whose_answer_was_lost_is_the_claim_that_landed(stack):
     assert (first.outcome, again.outcome, again.body) == ("ok", "replayed", b'{"made": 6}')
 
 
-async def test_a_renewal_whose_answer_was_lost_keeps_its_claim_and_its_answer(stack):
+async def test_a_renewal_whose_answer_was_lost_keeps_its_claim_and_its_answer(stack, connect):
     """Before, the renewal that landed unheard left the claim a revision on; the next
     renewal met it as taken over, the answer was not kept, and a retry ran the request
     again once the lease ran out."""
     held = Held(Answer(b'{"made": 7}'))
-    async with _across_a_link(stack, lease=3.0) as (one, two, link):
+    async with _across_a_link(stack, connect, lease=3.0) as (one, two, link):
         key = "replies-unheard-renewal"
         running = asyncio.create_task(one.once(key, REQUEST, held))
         await held.running.wait()

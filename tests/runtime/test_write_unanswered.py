@@ -10,15 +10,14 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
-import nats
 import pytest
 from nats.js.api import KeyValueConfig
 from nats.js.kv import KeyValue
 
-from libs.contracts.permissions import OPERATOR, inbox_prefix
+from libs.contracts.permissions import OPERATOR
 from libs.runtime.kv import Conflict, current, delete_at, open_bucket, write_at, write_under
 from tests.personal.conftest import eventually
-from tests.support import Link
+from tests.support import Link, across_a_link
 
 WAIT_S = 1.0  # nats-py's wait for an answer, on the writer's connection
 
@@ -29,19 +28,14 @@ async def buckets(stack, operator) -> AsyncIterator[tuple[KeyValue, KeyValue, Li
     bucket = f"unanswered-{uuid.uuid4().hex[:8]}"
     js = operator.jetstream()
     kv = await open_bucket(js, KeyValueConfig(bucket=bucket, history=8))
-    async with (link := Link(stack.nats_url)) as url:
-        nc = await nats.connect(
-            url,
-            user=OPERATOR,
-            password=stack.passwords[OPERATOR],
-            inbox_prefix=inbox_prefix(OPERATOR),
-        )
-        try:
+    try:
+        async with across_a_link(stack.nats_url, OPERATOR, stack.passwords[OPERATOR]) as (
+            nc,
+            link,
+        ):
             yield await nc.jetstream(timeout=WAIT_S).key_value(bucket), kv, link
-        finally:
-            link.hear()
-            await nc.close()
-            await js.delete_key_value(bucket)
+    finally:
+        await js.delete_key_value(bucket)
 
 
 def deaf_until(link: Link, landed) -> None:
