@@ -38,8 +38,9 @@ async def buckets(stack, operator) -> AsyncIterator[tuple[KeyValue, KeyValue, Li
         await js.delete_key_value(bucket)
 
 
-def deaf_until(link: Link, landed) -> None:
-    """The writer deaf from now until `landed()` holds and nats-py's wait has run out."""
+def deaf_until(link: Link, landed) -> asyncio.Task[None]:
+    """The writer deaf from now until `landed()` holds and nats-py's wait has run out;
+    awaited once the write is done, to fail there if `landed()` never held."""
     link.deafen()
 
     async def hear() -> None:
@@ -47,7 +48,7 @@ def deaf_until(link: Link, landed) -> None:
         await asyncio.sleep(WAIT_S * 1.5)
         link.hear()
 
-    asyncio.get_running_loop().create_task(hear())
+    return asyncio.create_task(hear())
 
 
 async def test_a_write_whose_answer_was_lost_is_the_write_that_landed(buckets):
@@ -57,8 +58,9 @@ async def test_a_write_whose_answer_was_lost_is_the_write_that_landed(buckets):
     async def landed() -> bool:
         return (await kv.get("k")).revision > base
 
-    deaf_until(link, landed)
+    hearing = deaf_until(link, landed)
     revision = await write_at(writer, "k", b"mine", base)
+    await hearing
 
     entry = await kv.get("k")
     assert (entry.value, entry.revision) == (b"mine", revision)
@@ -76,8 +78,9 @@ async def test_one_landed_and_written_over_since_is_still_the_write_that_landed(
             after.append(await write_at(kv, "k", b"theirs", entry.revision))
         return bool(after)
 
-    deaf_until(link, landed_and_written_over)
+    hearing = deaf_until(link, landed_and_written_over)
     revision = await write_at(writer, "k", b"mine", base)
+    await hearing
 
     assert base < revision < after[0]
     assert [e.value for e in await kv.history("k")] == [b"before", b"mine", b"theirs"]
@@ -92,12 +95,13 @@ async def test_one_another_writer_got_to_first_is_a_conflict(buckets):
     async def refused_unheard() -> bool:
         return refused.is_set()
 
-    deaf_until(link, refused_unheard)
+    hearing = deaf_until(link, refused_unheard)
     mine = asyncio.create_task(write_at(writer, "k", b"mine", base))
     # The server refuses it at once; the refusal waits in the Link past the writer's wait.
     refused.set()
     with pytest.raises(Conflict):
         await mine
+    await hearing
 
     entry = await kv.get("k")
     assert (entry.value, entry.revision) == (b"theirs", theirs)
@@ -109,15 +113,17 @@ async def test_a_create_under_a_filter_and_a_delete_are_each_the_write_that_land
     async def created() -> bool:
         return bool(await current(kv, "acme.org.a"))
 
-    deaf_until(link, created)
+    hearing = deaf_until(link, created)
     revision = await write_under(writer, "acme.org.a", b"mine", "acme.org.*", 0)
+    await hearing
     assert (await kv.get("acme.org.a")).revision == revision
 
     async def deleted() -> bool:
         return (await kv.history("acme.org.a"))[-1].operation == "DEL"
 
-    deaf_until(link, deleted)
+    hearing = deaf_until(link, deleted)
     await delete_at(writer, "acme.org.a", revision)
+    await hearing
     assert [e.operation for e in await kv.history("acme.org.a")] == [None, "DEL"]
 
 
