@@ -193,7 +193,8 @@ async def _landed(kv: KeyValue, key: str, headers: dict[str, str]) -> int | None
     The key's last write is read first, in the form of a direct get every writer of a key
     may ask (a service reaches only its own keys in the bucket of kept answers). Only if
     that is another's, or the place is a filter's, is the first write after the place read,
-    which may be this one, written over since."""
+    which may be this one, written over since; in a bucket that keeps one revision a key
+    (the kept answers) one written over is gone, and the last decides."""
     after = int(headers["Nats-Expected-Last-Subject-Sequence"])
     under = headers.get("Nats-Expected-Last-Subject-Sequence-Subject")
     js, subject = kv._js, under or f"{kv._pre}{key}"
@@ -215,6 +216,8 @@ async def _landed(kv: KeyValue, key: str, headers: dict[str, str]) -> int | None
         newest = await caught_up(last, what)
         if newest.headers and newest.headers.get(_WRITE_ID) == headers[_WRITE_ID]:
             return newest.seq
+        if (await js.stream_info(kv._stream)).config.max_msgs_per_subject == 1:
+            return None
     found = await caught_up(first, what)
     if found.headers.get(_WRITE_ID) != headers[_WRITE_ID]:
         return None

@@ -15,7 +15,9 @@ from nats.js.api import KeyValueConfig
 from nats.js.kv import KeyValue
 
 from libs.contracts.permissions import OPERATOR
+from libs.contracts.registry import REPLIES_BUCKET
 from libs.runtime.kv import Conflict, current, delete_at, open_bucket, write_at, write_under
+from libs.runtime.replies import Replies
 from tests.personal.conftest import eventually
 from tests.support import Link, across_a_link
 
@@ -139,3 +141,35 @@ async def test_a_create_writes_over_a_deleted_entry(buckets, alone):
     assert (await kv.get("k")).value == b"again"
     with pytest.raises(Conflict):
         await write_at(kv, "k", b"third", 0, alone=alone)
+
+
+async def test_one_written_over_where_one_revision_is_kept_is_a_conflict_asked_of_its_own_key(
+    stack, connect
+):
+    """In a bucket that keeps one revision a key (the replies), a write written over is
+    gone: what is there decides. A service may read only its own keys there, by the direct
+    get that names the key, so the read of the first write past the place (which names
+    none) was a permission violation, and a TimeoutError 5 s on."""
+    key = f"echo.unanswered-{uuid.uuid4().hex[:8]}"
+    password = stack.passwords["echo"]
+    async with (
+        across_a_link(stack.nats_url, "echo", password) as (near, link),
+        connect("echo") as far,
+    ):
+        await Replies.open(far.jetstream(), "echo", replicas=1)
+        writer = await near.jetstream(timeout=WAIT_S).key_value(REPLIES_BUCKET)
+        kv = await far.jetstream().key_value(REPLIES_BUCKET)
+        base = await write_at(kv, key, b"before", 0)
+        after: list[int] = []
+
+        async def landed_and_written_over() -> bool:
+            entry = await kv.get(key)
+            if entry.revision > base and not after:
+                after.append(await write_at(kv, key, b"theirs", entry.revision))
+            return bool(after)
+
+        hearing = deaf_until(link, landed_and_written_over)
+        with pytest.raises(Conflict):
+            await write_at(writer, key, b"mine", base)
+        await hearing
+        assert (await kv.get(key)).value == b"theirs"
