@@ -96,14 +96,13 @@ async def write_at(
         if revision != 0:
             raise
     # An entry deleted is still there, as its marker: a create writes over that (as
-    # nats-py's `create` does, and in its form of read, which any writer of a key may ask).
-    try:
-        found = await kv._js.get_msg(kv._stream, subject=f"{kv._pre}{key}", direct=True)
-    except NotFoundError as exc:
+    # nats-py's `create` does).
+    found = await _last_message(kv, key)
+    if found is None:
         # Just after a leader moved, a replica not yet caught up answers this read: the
         # entry is there, but not there yet. What it holds is known only once the replicas
         # agree again.
-        raise catching_up(f"{key} is being copied to a new leader") from exc
+        raise catching_up(f"{key} is being copied to a new leader")
     if (found.headers or {}).get("KV-Operation") not in GONE:
         raise Conflict(key)
     return await write_at(kv, key, value, found.seq, keep=keep, alone=alone)
@@ -190,21 +189,17 @@ async def _landed(kv: KeyValue, key: str, headers: dict[str, str]) -> int | None
     it: taken as lost, a retry decides again). The stream's leader said a write is there,
     so a replica that holds none past that place is behind, and asked again.
 
-    The key's last write is read first, in the form of a direct get every writer of a key
-    may ask (a service reaches only its own keys in the bucket of kept answers). Only if
-    that is another's, or the place is a filter's, is the first write after the place read,
-    which may be this one, written over since; in a bucket that keeps one revision a key
-    (the kept answers) one written over is gone, and the last decides."""
+    The key's last write is read first (`_last_message`). Only if that is another's, or
+    the place is a filter's, is the first write after the place read, which may be this
+    one, written over since; in a bucket that keeps one revision a key (the kept answers)
+    one written over is gone, and the last decides."""
     after = int(headers["Nats-Expected-Last-Subject-Sequence"])
     under = headers.get("Nats-Expected-Last-Subject-Sequence-Subject")
     js, subject = kv._js, under or f"{kv._pre}{key}"
 
     async def last() -> tuple[RawStreamMsg | None, bool]:
-        try:
-            found = await js.get_msg(kv._stream, subject=f"{kv._pre}{key}", direct=True)
-        except NotFoundError:
-            return None, False
-        return found, found.seq > after
+        found = await _last_message(kv, key)
+        return found, found is not None and found.seq > after
 
     async def first() -> tuple[Msg | None, bool]:
         request = {"seq": after + 1, "next_by_subj": subject, "batch": 1}
@@ -222,6 +217,17 @@ async def _landed(kv: KeyValue, key: str, headers: dict[str, str]) -> int | None
     if found.headers.get(_WRITE_ID) != headers[_WRITE_ID]:
         return None
     return int(found.headers["Nats-Sequence"])
+
+
+async def _last_message(kv: KeyValue, key: str) -> RawStreamMsg | None:
+    """The key's last message, a deletion's marker included, from whichever replica
+    answers; None if it holds none. Asked in the form of a direct get that names the key,
+    which every writer of a key may ask (a service reaches only its own keys in the bucket
+    of kept answers, and not by the form that names none)."""
+    try:
+        return await kv._js.get_msg(kv._stream, subject=f"{kv._pre}{key}", direct=True)
+    except NotFoundError:
+        return None
 
 
 def catching_up(what: str) -> Unavailable:

@@ -10,9 +10,9 @@ So is one whose store failed with no word from the stream and that was stored af
 (the stream's leader alone, until its other nodes came back): it is found, and marked, once
 the org's next record is stored. A change's record is stored under its change's id, and
 asked again, `abandoned`, by a caller that never heard whether it was (its answer lost on
-the way back): found, or stored then, it is marked the same way.
-A `.failed` record names no change to be made: it is stored however late, and once under
-its own id, so one asked again (its kept answer lost with its replica) is found.
+the way back): found, or stored then, it is marked the same way. A `.failed` record names
+no change to be made: it is stored however late, and once under its own id, so one asked
+again (its kept answer lost with its replica) is found.
 
 A keyed append is answered once (the runtime keeps its answer, under the calling service's
 own keys). The record that a keyed change failed names that key (`forgets`), and its

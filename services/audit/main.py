@@ -1,5 +1,6 @@
 """`python -m services.audit.main`: the one writer of every org's audit chain, until SIGTERM."""
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from libs.contracts.audit import CONTRACT
@@ -9,9 +10,13 @@ from services.audit.handlers import Handlers
 from services.audit.store import open_store
 
 
-async def serve(svc: Service) -> None:
+def clock() -> datetime:
+    return datetime.now(UTC)
+
+
+async def serve(svc: Service, clock: Callable[[], datetime] = clock) -> None:
     store = await open_store(svc.js, replicas=svc.settings.js_replicas)
-    await svc.serve(Handlers(store, svc.replies, clock=lambda: datetime.now(UTC)).table())
+    await svc.serve(Handlers(store, svc.replies, clock=clock).table())
 
 
 async def main(settings: Settings) -> None:

@@ -21,8 +21,7 @@ from libs.contracts.audit import APPEND, Append
 from libs.contracts.principal import BEFORE_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER
 from libs.contracts.streams import audit_subject
-from services.audit.handlers import Handlers
-from services.audit.store import open_store
+from services.audit.main import serve as serve_audit
 from tests.support import module_process, serving
 
 ADA = Principal(org="acme", sub="acme/ada")
@@ -365,13 +364,14 @@ async def test_a_failed_record_asked_past_its_callers_wait_is_stored_and_never_a
     `X.failed.abandoned`, `X.failed`. The audit here runs an hour ahead of its callers, so
     every record reaches it past its caller's wait."""
 
-    async def serve_ahead(svc) -> None:
-        store = await open_store(svc.js)
-        ahead = lambda: datetime.now(UTC) + timedelta(hours=1)  # noqa: E731
-        await svc.serve(Handlers(store, svc.replies, clock=ahead).table())
+    def ahead() -> datetime:
+        return datetime.now(UTC) + timedelta(hours=1)
 
     failed = {"record": 7, "error": "RuntimeError"}
-    async with serving(audit.CONTRACT, settings_for("audit"), serve_ahead), connect("echo") as nc:
+    async with (
+        serving(audit.CONTRACT, settings_for("audit"), lambda svc: serve_audit(svc, ahead)),
+        connect("echo") as nc,
+    ):
         trail = Trail(nc, service="echo")
         with pytest.raises(AuditUnavailable):  # a change's record, past its wait: refused
             await trail.append(org, actor=ADA, action=CREATE_ROOM)
