@@ -101,6 +101,7 @@ class Trail:
                 forgets=key,
                 # and under an id of its own, for an audit replica that lost the key's answer
                 change_id=uuid.uuid5(_FAILED, f"{org} {record.n}").hex,
+                failure_of=record.n,
             )
             await self._until_written(failed, f"failure of audit record {org}/{record.n}")
             raise
@@ -148,10 +149,11 @@ class Trail:
         forgets: str | None = None,
         change_id: str | None = None,
         abandoned: bool = False,
+        failure_of: int | None = None,
     ) -> AuditRecord:
         request = Append(
             org=org, actor=actor, action=action, target=target, data=data or {}, at=at,
-            forgets=forgets, change_id=change_id, abandoned=abandoned,
+            forgets=forgets, change_id=change_id, abandoned=abandoned, failure_of=failure_of,
         )  # fmt: skip
         try:
             return await call(

@@ -59,7 +59,11 @@ class Append(Contract):
     `change_id`, on the record made before a change, is that change's: the record is
     stored once under it. On the record that a change failed, it is that record's own.
     `abandoned` says its caller never heard whether it was stored, and made no change: the
-    record (stored now if it never was) is followed by `<action>.abandoned`."""
+    record (stored now if it never was) is followed by `<action>.abandoned`.
+
+    `failure_of` makes this the record that the change recorded as record `n` failed: it
+    names no change to be made, so it is stored however late. Said, never read from the
+    action's name: a change may well be named `....failed` (`ladder.window.failed`)."""
 
     org: OrgId
     actor: Principal | None
@@ -70,6 +74,7 @@ class Append(Contract):
     forgets: RequestKey | None = None
     change_id: ChangeId | None = None
     abandoned: bool = False
+    failure_of: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
 
 APPEND = request_subject(

@@ -10,9 +10,10 @@ So is one whose store failed with no word from the stream and that was stored af
 (the stream's leader alone, until its other nodes came back): it is found, and marked, once
 the org's next record is stored. A change's record is stored under its change's id, and
 asked again, `abandoned`, by a caller that never heard whether it was (its answer lost on
-the way back): found, or stored then, it is marked the same way. A `.failed` record names
-no change to be made: it is stored however late, and once under its own id, so one asked
-again (its kept answer lost with its replica) is found.
+the way back): found, or stored then, it is marked the same way. The record that a change
+failed (`failure_of`, never read from its action's name) names no change to be made: it is
+stored however late, and once under its own id, so one asked again (its kept answer lost
+with its replica) is found.
 
 A keyed append is answered once (the runtime keeps its answer, under the calling service's
 own keys). The record that a keyed change failed names that key (`forgets`), and its
@@ -72,9 +73,9 @@ class Handlers:
             await self._replies.forget(of_caller(caller, req.forgets))
         # A change's record is stored once under its id: asked again, it is found.
         once = None if req.change_id is None else f"change-{caller}-{req.org}-{req.change_id}"
-        # A `.failed` record names no change to be made: as true however late it is stored,
+        # A change's failure names no change to be made: as true however late it is stored,
         # and, as the audit's own marks are, asked again under its id, never looked for.
-        failure = req.action.endswith(".failed")
+        failure = req.failure_of is not None
         async with self._locks.hold(req.org):
             # past it now if the org's appends before it were slow
             before = None if failure else request_before()

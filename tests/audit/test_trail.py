@@ -378,7 +378,29 @@ async def test_a_failed_record_asked_past_its_callers_wait_is_stored_and_never_a
         for _ in range(2):  # asked again, as a caller that never heard back asks
             await trail.append(
                 org, actor=ADA, action=f"{CREATE_ROOM}.failed", data=failed,
-                key=f"failed.{org}.7", change_id="ab" * 16,
+                key=f"failed.{org}.7", change_id="ab" * 16, failure_of=7,
             )  # fmt: skip
     found = await records(operator.jetstream(), org)
     assert [(r.action, r.data) for r in found] == [(f"{CREATE_ROOM}.failed", failed)]
+
+
+async def test_a_change_named_as_a_failure_is_held_to_its_callers_wait(
+    connect, settings_for, operator, org
+):
+    """Only what says it is the record that a change failed (`failure_of`) is stored late.
+    Before, the audit read it from the action's name, and stored past its caller's wait
+    the ladder's record before it marks a window failed: the ladder, told 503, left the
+    window as it was, and the trail said it failed. The audit here runs an hour ahead."""
+
+    def ahead() -> datetime:
+        return datetime.now(UTC) + timedelta(hours=1)
+
+    async with (
+        serving(audit.CONTRACT, settings_for("audit"), lambda svc: serve_audit(svc, ahead)),
+        connect("echo") as nc,
+    ):
+        trail = Trail(nc, service="echo")
+        with pytest.raises(AuditUnavailable):
+            async with trail.change(org, actor=ADA, action="ladder.window.failed"):
+                pytest.fail("a change whose record came past its wait was made")
+    assert await records(operator.jetstream(), org) == []

@@ -130,8 +130,9 @@ async def test_a_failure_record_whose_store_timed_out_is_stored_once_and_never_a
             # Unkeyed, as it is not in a Trail: so the stall meets its store, not the
             # claim of its key (on the replicated bucket of kept answers) before it.
             return await trail.append(
-                org, actor=ADA, action=f"{CREATE}.failed", data=failed, change_id="cd" * 16
-            )
+                org, actor=ADA, action=f"{CREATE}.failed", data=failed, change_id="cd" * 16,
+                failure_of=1,
+            )  # fmt: skip
 
         await trail.append(org, actor=ADA, action=CREATE)
         async with _followers_stopped(cluster, js):
