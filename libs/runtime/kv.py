@@ -41,6 +41,7 @@ __all__ = [
     "delete_at",
     "is_filter",
     "open_bucket",
+    "put",
     "remove",
     "retried",
     "settle",
@@ -120,6 +121,19 @@ async def write_under(kv: KeyValue, key: str, value: bytes, keys: str, newest: i
     return await _published(kv, key, value, headers, keep=None)
 
 
+async def put(kv: KeyValue, key: str, value: bytes) -> int:
+    """Write `value` over whatever `key` holds: its revision. One whose answer never came
+    is asked again, as `write_at` is, under one message id, which the bucket's stream
+    stores once within its duplicate window (two minutes): the write lands once, and is
+    never taken for one that failed. nats-py's `put` raised, and a change recorded before
+    such a write was then recorded `.failed` too, and stood."""
+    subject, headers = f"{kv._pre}{key}", {"Nats-Msg-Id": uuid.uuid4().hex}
+    for _ in range(_ASKS - 1):
+        with contextlib.suppress(nats.errors.TimeoutError):
+            return (await kv._js.publish(subject, value, headers=headers)).seq
+    return (await kv._js.publish(subject, value, headers=headers)).seq
+
+
 async def settle(kv: KeyValue, key: str, *, keep: timedelta, read: Read | None = None) -> None:
     """What `key` holds (read by `read`, `current` unless given), kept from now for `keep`
     only, as `write_at` keeps it: for an entry written once that names something which has
@@ -147,7 +161,7 @@ async def remove(kv: KeyValue, key: str, *, keep: timedelta) -> None:
 _WRONG_LAST_SEQUENCE = (10071, 10164)
 # A compare-and-set's own id, to tell it among what landed after the place it was asked at.
 _WRITE_ID = "Tether-Write"
-# A compare-and-set whose answer never came is asked this often in all (5 s each, nats-py's
+# A write whose answer never came is asked this often in all (5 s each, nats-py's
 # wait): a node stalled for seconds answers the last.
 _ASKS = 3
 

@@ -29,7 +29,7 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.agents import METER, Agent, Persona, Preferences
 from libs.contracts.base import key_token
-from libs.runtime.kv import Conflict, Read, open_bucket, swap, write_at
+from libs.runtime.kv import Conflict, Read, open_bucket, put, swap, write_at
 from libs.runtime.leader import exact_reads, seen
 from libs.runtime.service import ensure_stream
 from services.agents.domain.meter import AgentMeter
@@ -143,7 +143,7 @@ class AgentStore:
         return found[0].value.decode() if found and found[0].value else "free"
 
     async def set_plan(self, org: str, plan: str) -> None:
-        await self._agents.put(f"plan.{org}", plan.encode())
+        await put(self._agents, f"plan.{org}", plan.encode())
 
     async def personas(self, org: str) -> dict[str, Persona]:
         entries = await self._exact(self._personas, f"{org}.*")
@@ -155,14 +155,14 @@ class AgentStore:
         return None if found is None else _persona.decode(found)
 
     async def put_persona(self, org: str, persona: Persona) -> None:
-        await self._personas.put(f"{org}.{persona.name}", codec.encode(persona))
+        await put(self._personas, f"{org}.{persona.name}", codec.encode(persona))
 
     async def preferences(self, org: str, user: str) -> Preferences:
         found = await self._exact(self._preferences, f"{org}.{key_token(user)}")
         return _preferences.decode(found[0].value) if found and found[0].value else Preferences()
 
     async def put_preferences(self, org: str, user: str, preferences: Preferences) -> None:
-        await self._preferences.put(f"{org}.{key_token(user)}", codec.encode(preferences))
+        await put(self._preferences, f"{org}.{key_token(user)}", codec.encode(preferences))
 
     async def meter(self, org: str, month: str) -> list[AgentMeter]:
         """Every agent's month in the org, by agent."""

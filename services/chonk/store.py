@@ -52,7 +52,17 @@ from libs.contracts import codec
 from libs.contracts.base import key_token
 from libs.contracts.chonk import ActionReady, HandoffRequest, MemoryRead, Packet, RunReport
 from libs.contracts.rooms import Tell
-from libs.runtime.kv import Conflict, Read, Record, open_bucket, remove, settle, swap, write_at
+from libs.runtime.kv import (
+    Conflict,
+    Read,
+    Record,
+    open_bucket,
+    put,
+    remove,
+    settle,
+    swap,
+    write_at,
+)
 from libs.runtime.leader import exact_reads
 from libs.runtime.settings import SETTLED_KEPT
 from services.chonk.domain import proposals
@@ -190,7 +200,7 @@ class ChonkStore:
         return found[0].value if found else None
 
     async def put_report(self, org: str, report: RunReport) -> None:
-        await self._runs.put(f"{org}.{report.id}", codec.encode(report))
+        await put(self._runs, f"{org}.{report.id}", codec.encode(report))
 
     async def claim_run(self, org: str, run_id: str, now: datetime, *, lease: timedelta) -> bool:
         """True for the one caller that claims `run_id`, however many ask at once: a run
@@ -329,7 +339,7 @@ class ChonkStore:
         return _chase.decode(raw or b"{}")
 
     async def put_chased(self, room: str, seq: int, chased: Chased) -> None:
-        await self._runs.put(f"chased.{room}.{seq}", codec.encode(chased))
+        await put(self._runs, f"chased.{room}.{seq}", codec.encode(chased))
 
     async def chased(self, room: str, seq: int) -> Chased | None:
         """The chase whose question `seq` of `room` is, if it is one, and whom it asked."""
@@ -352,7 +362,7 @@ class ChonkStore:
         )
 
     async def put_offer(self, room: str, seq: int, offer: Offer) -> None:
-        await self._runs.put(f"offered.{room}.{seq}", codec.encode(offer))
+        await put(self._runs, f"offered.{room}.{seq}", codec.encode(offer))
 
     async def offer(self, room: str, seq: int) -> Offer | None:
         raw = await self._value(f"offered.{room}.{seq}")
@@ -360,7 +370,7 @@ class ChonkStore:
 
     async def put_packet(self, packet: Packet) -> None:
         key = f"packet.{packet.tenant}.{key_token(packet.decider)}.{packet.id}"
-        await self._runs.put(key, codec.encode(packet))
+        await put(self._runs, key, codec.encode(packet))
 
     async def packets(self, org: str, decider: str) -> list[Packet]:
         """The packets `decider` decides: the key names them, so no one else's are read."""
@@ -388,7 +398,7 @@ class ChonkStore:
         return _modes(raw) if raw else {}
 
     async def put_modes(self, org: str, chonk_id: str, modes: dict[str, str]) -> None:
-        await self._runs.put(f"modes.{org}.{chonk_id}", msgspec.json.encode(modes))
+        await put(self._runs, f"modes.{org}.{chonk_id}", msgspec.json.encode(modes))
 
     async def report(self, org: str, run_id: str) -> RunReport | None:
         raw = await self._value(f"{org}.{run_id}")

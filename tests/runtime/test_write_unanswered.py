@@ -16,7 +16,7 @@ from nats.js.kv import KeyValue
 
 from libs.contracts.permissions import OPERATOR
 from libs.contracts.registry import REPLIES_BUCKET
-from libs.runtime.kv import Conflict, current, delete_at, open_bucket, write_at, write_under
+from libs.runtime.kv import Conflict, current, delete_at, open_bucket, put, write_at, write_under
 from libs.runtime.replies import Replies
 from tests.personal.conftest import eventually
 from tests.support import Link, across_a_link
@@ -86,6 +86,43 @@ async def test_one_landed_and_written_over_since_is_still_the_write_that_landed(
 
     assert base < revision < after[0]
     assert [e.value for e in await kv.history("k")] == [b"before", b"mine", b"theirs"]
+
+
+async def test_a_put_whose_answer_was_lost_lands_once(buckets):
+    """A write over whatever the key holds, asked again under one message id: the stream
+    stores it once. Before, nats-py's `put` raised, and a change recorded before it was
+    then recorded failed, and stood."""
+    writer, kv, link = buckets
+    base = await put(kv, "k", b"before")
+
+    async def landed() -> bool:
+        return (await kv.get("k")).revision > base
+
+    hearing = deaf_until(link, landed)
+    revision = await put(writer, "k", b"mine")
+    await hearing
+
+    assert (await kv.get("k")).revision == revision
+    assert [e.value for e in await kv.history("k")] == [b"before", b"mine"]
+
+
+async def test_a_put_landed_and_written_over_since_is_not_written_again(buckets):
+    writer, kv, link = buckets
+    after: list[int] = []
+
+    async def landed_and_written_over() -> bool:
+        found = await current(kv, "k")
+        if found and not after:
+            after.append(await put(kv, "k", b"theirs"))
+        return bool(after)
+
+    hearing = deaf_until(link, landed_and_written_over)
+    revision = await put(writer, "k", b"mine")
+    await hearing
+
+    assert revision < after[0]
+    assert (await kv.get("k")).value == b"theirs"
+    assert [e.value for e in await kv.history("k")] == [b"mine", b"theirs"]
 
 
 async def test_one_another_writer_got_to_first_is_a_conflict(buckets):
