@@ -38,6 +38,7 @@ __all__ = [
     "caught_up",
     "current",
     "current_and_newest",
+    "delete",
     "delete_at",
     "is_filter",
     "open_bucket",
@@ -123,15 +124,14 @@ async def write_under(kv: KeyValue, key: str, value: bytes, keys: str, newest: i
 
 async def put(kv: KeyValue, key: str, value: bytes) -> int:
     """Write `value` over whatever `key` holds: its revision. One whose answer never came
-    is asked again, as `write_at` is, under one message id, which the bucket's stream
-    stores once within its duplicate window (two minutes): the write lands once, and is
-    never taken for one that failed. nats-py's `put` raised, and a change recorded before
-    such a write was then recorded `.failed` too, and stood."""
-    subject, headers = f"{kv._pre}{key}", {"Nats-Msg-Id": uuid.uuid4().hex}
-    for _ in range(_ASKS - 1):
-        with contextlib.suppress(nats.errors.TimeoutError):
-            return (await kv._js.publish(subject, value, headers=headers)).seq
-    return (await kv._js.publish(subject, value, headers=headers)).seq
+    is asked again, and lands once (see `_published`): nats-py's `put` raised, and a change
+    recorded before such a write was then recorded `.failed` too, and stood."""
+    return await _published(kv, key, value, {}, None)
+
+
+async def delete(kv: KeyValue, key: str) -> None:
+    """Delete the entry, whatever it holds, asked again as `put` is."""
+    await _published(kv, key, b"", {"KV-Operation": "DEL"}, None)
 
 
 async def settle(kv: KeyValue, key: str, *, keep: timedelta, read: Read | None = None) -> None:
@@ -169,14 +169,21 @@ _ASKS = 3
 async def _published(
     kv: KeyValue, key: str, value: bytes, headers: dict[str, str], keep: timedelta | None
 ) -> int:
-    """A write nats-py's KeyValue has no form for: a message with headers of its own (a
-    compare-and-set over a filter; a time to live, which the bucket's stream allows one per
-    message, with `keep`)."""
+    """Every write here: a message with headers of its own, which nats-py's KeyValue has
+    no form for (a compare-and-set over a filter; a time to live, which the bucket's stream
+    allows one per message, with `keep`; an id to be stored once under)."""
     if keep is not None:
         headers["Nats-TTL"] = f"{max(1, int(keep.total_seconds()))}s"
-    expected = headers.get("Nats-Expected-Last-Subject-Sequence")
-    if expected is None:
-        return (await kv._js.publish(f"{kv._pre}{key}", value, headers=headers)).seq
+    subject = f"{kv._pre}{key}"
+    if "Nats-Expected-Last-Subject-Sequence" not in headers:
+        # Whatever the key holds, it lands: one whose answer never came is asked again
+        # under one message id, which the bucket's stream stores once within its duplicate
+        # window (two minutes).
+        headers["Nats-Msg-Id"] = uuid.uuid4().hex
+        for _ in range(_ASKS - 1):
+            with contextlib.suppress(nats.errors.TimeoutError):
+                return (await kv._js.publish(subject, value, headers=headers)).seq
+        return (await kv._js.publish(subject, value, headers=headers)).seq
     # A compare-and-set whose answer never came may have landed: it is asked again, the
     # same write at the same place, which lands once at most. One that meets a write after
     # that place looks at the first such write, its own if it carries its id.
@@ -185,7 +192,7 @@ async def _published(
     while True:
         asks += 1
         try:
-            return (await kv._js.publish(f"{kv._pre}{key}", value, headers=headers)).seq
+            return (await kv._js.publish(subject, value, headers=headers)).seq
         except nats.errors.TimeoutError:
             if asks == _ASKS:
                 raise

@@ -69,8 +69,10 @@ from libs.runtime.kv import (
     Record,
     caught_up,
     current,
+    delete,
     delete_at,
     open_bucket,
+    put,
     remove,
     swap,
     write_at,
@@ -493,11 +495,11 @@ class RoomStore:
         return [_claim.decode(e.value) for e in entries]
 
     async def line(self, person: str, transport: str) -> StoredLine | None:
-        found = await _get(self._lines, f"line.{key_token(person)}.{transport}")
+        found = await _get(self._lines, _line_key(person, transport))
         return None if found is None else _line.decode(found[0])
 
     async def lines(self, person: str) -> list[StoredLine]:
-        entries = await current(self._lines, f"line.{key_token(person)}.*")
+        entries = await current(self._lines, _line_key(person, "*"))
         return [_line.decode(e.value) for e in entries]
 
     async def owner_of(self, transport: str, address: str) -> str | None:
@@ -513,9 +515,9 @@ class RoomStore:
             if await self.owner_of(line.transport, line.address) != line.person:
                 raise
         previous = await self.line(line.person, line.transport)
-        await self._lines.put(f"line.{key_token(line.person)}.{line.transport}", codec.encode(line))
+        await put(self._lines, _line_key(line.person, line.transport), codec.encode(line))
         if previous is not None and previous.address != line.address:
-            await self._lines.delete(f"address.{line.transport}.{key_token(previous.address)}")
+            await delete(self._lines, f"address.{line.transport}.{key_token(previous.address)}")
 
     async def take_token(self, transport: str, token: str, body: str) -> bool:
         """Whether a carrier's signature token is new here, or came before with this same
@@ -539,7 +541,7 @@ class RoomStore:
         if found and found[0].value == line.person.encode():
             with contextlib.suppress(Conflict):  # connected by another since: theirs now
                 await delete_at(self._lines, key, found[0].revision)
-        await self._lines.delete(f"line.{key_token(line.person)}.{line.transport}")
+        await delete(self._lines, _line_key(line.person, line.transport))
 
 
 async def open_store(nc: Client, *, replicas: int = 1, kept: timedelta = SETTLED_KEPT) -> RoomStore:
@@ -585,6 +587,10 @@ def _keyed_key(msg_id: str) -> str:
 
 def _claim_key(person: str, transport: str) -> str:
     return f"claim.{key_token(person)}.{transport}"
+
+
+def _line_key(person: str, transport: str) -> str:
+    return f"line.{key_token(person)}.{transport}"
 
 
 def _delivery_key(room_id: str, seq: int | str) -> str:

@@ -9,6 +9,7 @@ keeps what the server sends back for a while: past nats-py's wait (1 s here)."""
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import pytest
 from nats.js.api import KeyValueConfig
@@ -16,7 +17,17 @@ from nats.js.kv import KeyValue
 
 from libs.contracts.permissions import OPERATOR
 from libs.contracts.registry import REPLIES_BUCKET
-from libs.runtime.kv import Conflict, current, delete_at, open_bucket, put, write_at, write_under
+from libs.runtime.kv import (
+    Conflict,
+    current,
+    delete,
+    delete_at,
+    open_bucket,
+    put,
+    remove,
+    write_at,
+    write_under,
+)
 from libs.runtime.replies import Replies
 from tests.personal.conftest import eventually
 from tests.support import Link, across_a_link
@@ -123,6 +134,25 @@ async def test_a_put_landed_and_written_over_since_is_not_written_again(buckets)
     assert revision < after[0]
     assert (await kv.get("k")).value == b"theirs"
     assert [e.value for e in await kv.history("k")] == [b"mine", b"theirs"]
+
+
+async def test_a_delete_and_a_removal_whose_answers_were_lost_each_land_once(buckets):
+    writer, kv, link = buckets
+    await put(kv, "k", b"before")
+
+    async def deleted() -> bool:
+        return not await current(kv, "k")
+
+    hearing = deaf_until(link, deleted)
+    await delete(writer, "k")
+    await hearing
+    assert [e.operation for e in await kv.history("k")] == [None, "DEL"]
+
+    await put(kv, "k", b"again")
+    hearing = deaf_until(link, deleted)
+    await remove(writer, "k", keep=timedelta(hours=1))
+    await hearing
+    assert [e.operation for e in await kv.history("k")] == ["PURGE"]
 
 
 async def test_one_another_writer_got_to_first_is_a_conflict(buckets):
