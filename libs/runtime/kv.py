@@ -150,10 +150,12 @@ async def delete_at(kv: KeyValue, key: str, revision: int) -> None:
     await _published(kv, key, b"", headers, None)
 
 
-async def remove(kv: KeyValue, key: str, *, keep: timedelta) -> None:
+async def remove(kv: KeyValue, key: str, *, keep: timedelta | None) -> None:
     """Remove the entry and what came before it. Its marker, which tells a reader that the
     entry is gone (a replica behind the leader holds it still), is removed in turn once
-    `keep` has passed; a deletion's marker would stay, and be read, forever."""
+    `keep` has passed; a deletion's marker would stay, and be read, forever. With no
+    `keep` it stays: where a compare-and-set over a filter (`write_under`) must see the
+    removal as the newest write there."""
     await _published(kv, key, b"", {"KV-Operation": "PURGE", "Nats-Rollup": "sub"}, keep)
 
 

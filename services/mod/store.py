@@ -44,6 +44,7 @@ from libs.runtime.kv import (
     caught_up,
     current,
     open_bucket,
+    remove,
     retried,
     swap,
     write_at,
@@ -225,7 +226,7 @@ class ModStore:
         if not await self._exact(self._installs, key):
             return False
         async with record(None, None):
-            await self._installs.purge(key)
+            await remove(self._installs, key, keep=None)
         return True
 
 

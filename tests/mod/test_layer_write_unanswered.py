@@ -1,7 +1,8 @@
 """A layer write whose compare-and-set was stored, and its answer lost on the way back (the
 mod replica's NATS node stalled, or its link): the version stood, and the write was
 answered 503 and recorded `mod.layer.write.failed`, a change made named in the trail as
-one that failed. Now the write is asked again, meets itself, and is answered as made.
+one that failed. Now the write is asked again, meets itself, and is answered as made. So is
+an uninstall, whose removal is asked again under one message id.
 
 The lost answer is made by a TCP proxy between the mod replica and its server (`Link`),
 which keeps what the server sends back from the moment the replica writes the layer until
@@ -13,10 +14,11 @@ import pytest
 from libs.audit.reading import records
 from libs.contracts import mod
 from services.mod.main import serve as serve_mod
-from tests.mod.conftest import HIDE_BOARD, write
+from tests.mod.conftest import HIDE_BOARD, install, weather, write
 from tests.support import Link, serving
 
 LAYER_WRITE = b"HPUB $KV.mod-layers."  # the write, not a read naming the key
+UNINSTALL = b"PUB $KV.mod-installs."
 
 
 @pytest.fixture
@@ -47,3 +49,18 @@ async def test_a_layer_write_whose_answer_was_lost_is_answered_and_recorded_as_m
     assert (layer["version"], layer["ops"]) == (written, [HIDE_BOARD])
     found = await records(operator.jetstream(), people.org)
     assert [r.action for r in found] == ["mod.layer.write"]
+
+
+async def test_an_uninstall_whose_answer_was_lost_is_answered_and_recorded_as_made(
+    linked, people, operator
+):
+    api, link = linked
+    assert (await install(api, people.root, weather())).status == 201
+    link.deafen_at(UNINSTALL, 6.5)
+    r = await api.delete("/v1/mod/installs/acme/weather", headers=people.root)
+
+    assert r.status == 200, await r.text()
+    listed = await (await api.get("/v1/mod/installs", headers=people.root)).json()
+    assert listed["installs"] == []
+    found = await records(operator.jetstream(), people.org)
+    assert [r.action for r in found] == ["mod.install", "mod.uninstall"]
