@@ -21,6 +21,10 @@ from tests.personal.conftest import (
 from tests.personal.test_pending import ask_over_the_limit, large_asks, pending
 from tests.support import browser_page, expiring, token
 
+# A step's answer crosses the gateway, its service and the audit: a fresh `make test` met
+# Playwright's 5 s default once on an approval, the machine busy (list steps wait 10 s).
+ANSWERED = 10_000
+
 
 @pytest.fixture
 def api(whole_api):
@@ -57,7 +61,7 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     draft = page.locator("#pending > li[data-kind=draft]")
     await expect(draft).to_have_count(1, timeout=10_000)
     await draft.get_by_role("button", name="Send", exact=True).click()
-    await expect(page.locator("#status")).to_have_text("Sent.")
+    await expect(page.locator("#status")).to_have_text("Sent.", timeout=ANSWERED)
 
     # A confirmation, answered by picking its first candidate.
     await set_level(api, people.ada, "confirm", "room", room["id"])
@@ -66,7 +70,7 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     await expect(confirmation).to_have_count(1, timeout=10_000)
     await expect(confirmation.get_by_role("button", name="Decline")).to_be_visible()
     await confirmation.get_by_role("button", name="Send: 1").click()
-    await expect(page.locator("#status")).to_have_text("Sent.")
+    await expect(page.locator("#status")).to_have_text("Sent.", timeout=ANSWERED)
 
     # A window, stopped.
     await api.put("/v1/ladder/window", json={"window": "1h"}, headers=people.ada)
@@ -76,7 +80,9 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     await expect(window).to_have_count(1, timeout=10_000)
     await expect(window.locator(".left")).to_contain_text("Sends in")
     await window.get_by_role("button", name="Stop").click()
-    await expect(page.locator("#status")).to_have_text("Stopped: nothing was sent.")
+    await expect(page.locator("#status")).to_have_text(
+        "Stopped: nothing was sent.", timeout=ANSWERED
+    )
 
     # An ask, approved.
     await ask_over_the_limit(api, people)
@@ -84,7 +90,9 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     await expect(ask).to_have_count(1, timeout=10_000)
     await expect(ask.locator(".text")).to_contain_text("shop.buy 140 USD")
     await ask.get_by_role("button", name="Approve").click()
-    await expect(page.locator("#status")).to_have_text("Approved: your agent may go ahead.")
+    await expect(page.locator("#status")).to_have_text(
+        "Approved: your agent may go ahead.", timeout=ANSWERED
+    )
 
     await expect(items).to_have_count(0, timeout=10_000)
     await expect(page.locator("#none")).to_be_visible()
@@ -165,7 +173,9 @@ async def test_a_person_sets_their_level_and_window_and_stops_and_edits_pending_
     await expect(item).to_have_count(1, timeout=10_000)
     await expect(item.locator(".left")).to_contain_text("Sends in")
     await item.get_by_role("button", name="Stop").click()
-    await expect(page.locator("#status")).to_have_text("Stopped: nothing was sent.")
+    await expect(page.locator("#status")).to_have_text(
+        "Stopped: nothing was sent.", timeout=ANSWERED
+    )
     assert await _pending(api, people) == []
     stopped = page.locator("#closed li[data-state=stopped]")
     await expect(stopped).to_contain_text("You stopped it: nothing was sent.", timeout=10_000)
