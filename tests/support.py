@@ -115,7 +115,9 @@ class Link:
     `hold` silently drops whatever its connections carry, as a peer that is gone without
     a word does, while new connections pass; `deafen` keeps what the server sends its
     clients back, undropped, until `hear`: every answer comes after its asker gave up.
-    `deafen_at(marker, seconds)` deafens as a client sends `marker`, once, for `seconds`."""
+    `deafen_at(marker, seconds)` deafens as a client sends `marker`, once, for `seconds`;
+    `cut_at(marker, seconds)` drops what holds `marker` and cuts, once, for `seconds`: what
+    was sent last never arrives, as from a replica whose network failed as it wrote."""
 
     def __init__(self, upstream: str) -> None:
         host, _, port = upstream.removeprefix("nats://").rpartition(":")
@@ -125,6 +127,7 @@ class Link:
         self._hearing = asyncio.Event()
         self._hearing.set()
         self._deaf_at: tuple[bytes, float] | None = None
+        self._cut_at: tuple[bytes, float] | None = None
         self.cut_off = False
 
     async def __aenter__(self) -> str:
@@ -156,6 +159,9 @@ class Link:
     def deafen_at(self, marker: bytes, seconds: float) -> None:
         self._deaf_at = (marker, seconds)
 
+    def cut_at(self, marker: bytes, seconds: float) -> None:
+        self._cut_at = (marker, seconds)
+
     async def _pass(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.cut_off:
             writer.close()
@@ -183,6 +189,11 @@ class Link:
                     self.deafen()
                     asyncio.get_running_loop().call_later(self._deaf_at[1], self.hear)
                     self._deaf_at = None
+                elif self._cut_at is not None and self._cut_at[0] in data:
+                    self.cut()
+                    asyncio.get_running_loop().call_later(self._cut_at[1], self.mend)
+                    self._cut_at = None
+                    return
                 if writer not in self._held:
                     writer.write(data)
                     await writer.drain()

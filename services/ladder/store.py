@@ -39,6 +39,7 @@ from libs.runtime.kv import (
     Read,
     Record,
     open_bucket,
+    put,
     remove,
     settle,
     swap,
@@ -161,13 +162,16 @@ class LadderStore:
         return after
 
     async def hold(self, held: Held) -> bool:
-        """True if held now; False if this window was already held."""
+        """True if held now; False if this window was already held. Indexed as open first:
+        a window held whose index entry was lost (its replica gone between the two) was
+        found held when its route came again, and left so, and an org's ceiling never
+        found it. An entry for a window not held (yet) is passed over."""
         window = held.window
+        await put(self._kv, _open_key(window.org, held.person, window.id), held.person.encode())
         try:
             await write_at(self._kv, _window_key(held.person, window.id), codec.encode(held), 0)
         except Conflict:
             return False
-        await self._kv.put(_open_key(window.org, held.person, window.id), held.person.encode())
         await self._nudge(window.org, held.person)
         return True
 

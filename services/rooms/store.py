@@ -343,17 +343,24 @@ class RoomStore:
 
     async def put_delivery(self, room: Room, seq: int, delivery: Delivery) -> Delivery:
         """Handed over: stored once (a repeat keeps the first), found again by the carrier's
-        id, and told to the room's stream."""
+        id, and told to the room's stream. A repeat indexes the first by its carrier's id
+        again: the try that stored it may have stopped before it did, and the carrier's
+        word on it would then find no message."""
         try:
             await write_at(self._rooms, _delivery_key(room.id, seq), codec.encode(delivery), 0)
         except Conflict:
             found = await _get(self._rooms, _delivery_key(room.id, seq))
             assert found is not None
-            return _delivery.decode(found[0])
-        where = _carrier_key(delivery.transport, delivery.carrier_id)
-        await self._rooms.put(where, f"{room.id} {seq}".encode())
+            first = _delivery.decode(found[0])
+            await self._index_delivery(room.id, seq, first)
+            return first
+        await self._index_delivery(room.id, seq, delivery)
         await self._tell(room.id, seq, delivery)
         return delivery
+
+    async def _index_delivery(self, room_id: str, seq: int, delivery: Delivery) -> None:
+        where = _carrier_key(delivery.transport, delivery.carrier_id)
+        await put(self._rooms, where, f"{room_id} {seq}".encode())
 
     async def delivered_as(self, transport: str, carrier_id: str) -> tuple[str, int] | None:
         """(room, seq) of what left by `transport` under the carrier's id."""

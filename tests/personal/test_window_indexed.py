@@ -1,0 +1,60 @@
+"""hip-0524 §9 for an org's ceiling: lowering cancels every window open under the old
+level, and the ceiling finds them by the org's index of open windows. A window whose
+index entry was lost as the ladder wrote it (its replica's network failed there) was
+held all the same, its route asked again found it held and left it so: the ceiling then
+missed it, and it stayed open until its end. Now the window is indexed before it is held,
+and the index's write is asked again when its answer does not come.
+
+The break is made by a TCP proxy between the ladder replica and its server (`Link`),
+which drops the index's write and cuts every connection through it for a second."""
+
+import msgspec
+import pytest
+
+from libs.contracts import ladder
+from services.ladder.main import serve as serve_ladder
+from tests.personal.conftest import announce, eventually, room_with, say, set_level
+from tests.support import Link, serving
+
+INDEX_WRITE = b"PUB $KV.ladder.open."
+
+
+@pytest.fixture
+async def ladder_service(stack, settings_for, ladder_clock, audit_service):
+    """The ladder, its connection across a Link."""
+    async with (link := Link(stack.nats_url)) as url:
+        settings = msgspec.structs.replace(settings_for("ladder"), nats_url=url)
+        async with serving(ladder.CONTRACT, settings, lambda svc: serve_ladder(svc, ladder_clock)):
+            yield link
+
+
+async def test_a_window_whose_index_write_was_lost_is_canceled_by_the_ceiling(
+    api, ladder_service, operator, people
+):
+    link = ladder_service
+    await announce(operator, people.ada_id)
+
+    async def has_agent() -> bool:
+        return (await api.get("/v1/agents/me", headers=people.ada)).status == 200
+
+    await eventually(has_agent)
+    await set_level(api, people.ada, "send")
+    await api.put("/v1/ladder/window", json={"window": "1h"}, headers=people.ada)
+    room = await room_with(api, people, people.bob_id)
+    link.cut_at(INDEX_WRITE, 1.0)
+    await say(api, room, people.bob, "Send me the deck?", to=people.ada_id)
+
+    async def windows() -> dict | None:
+        listed = await api.get("/v1/windows", headers=people.ada)
+        return await listed.json() if listed.status == 200 else None  # 503: the ladder away
+
+    async def opened() -> list[dict] | None:
+        return (found := await windows()) and found["windows"]
+
+    [window] = await eventually(opened, timeout=30)
+    lowered = await api.put("/v1/ladder/ceiling", json={"level": "confirm"}, headers=people.root)
+    assert (await lowered.json())["canceled_windows"] == 1
+    found = await windows()
+    assert found is not None
+    assert found["windows"] == []
+    assert [(w["id"], w["state"]) for w in found["closed"]] == [(window["id"], "canceled")]
