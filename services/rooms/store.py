@@ -352,13 +352,14 @@ class RoomStore:
             found = await _get(self._rooms, _delivery_key(room.id, seq))
             assert found is not None
             first = _delivery.decode(found[0])
-            await self._index_delivery(room.id, seq, first)
+            await self.index_delivery(room.id, seq, first)
             return first
-        await self._index_delivery(room.id, seq, delivery)
+        await self.index_delivery(room.id, seq, delivery)
         await self._tell(room.id, seq, delivery)
         return delivery
 
-    async def _index_delivery(self, room_id: str, seq: int, delivery: Delivery) -> None:
+    async def index_delivery(self, room_id: str, seq: int, delivery: Delivery) -> None:
+        """Found by the carrier's id (a put: writing it twice is harmless)."""
         where = _carrier_key(delivery.transport, delivery.carrier_id)
         await put(self._rooms, where, f"{room_id} {seq}".encode())
 

@@ -168,11 +168,12 @@ class Rooms:
         self, room: rooms.Room, message: rooms.Message, line: StoredLine, *, again: bool
     ) -> rooms.Delivery:
         """Handed to the carrier, and its delivery kept to be followed; one stored before
-        (`again`) and handed over then is not handed over again, and is kept again (see
-        `put_delivery`)."""
+        (`again`) and handed over then is not handed over again, but indexed again by the
+        carrier's id, which the try that stored it may have stopped before writing."""
         assert room.transport is not None and room.correspondent is not None
         if again and (handed := await self._store.delivery(room.id, message.seq)) is not None:
-            return await self._store.put_delivery(room, message.seq, handed)
+            await self._store.index_delivery(room.id, message.seq, handed)
+            return handed
         thread = await self._store.thread(room.id) if room.transport == "email" else None
         carrier = await self._transport.send(
             Outbound(
