@@ -265,6 +265,21 @@ async def serving(
             await asyncio.wait_for(task, 30)
 
 
+@contextlib.asynccontextmanager
+async def serving_across_a_link(
+    contract: ServiceContract, settings: Settings, serve: Callable[[Service], Awaitable[None]]
+) -> AsyncIterator[Link]:
+    """`serving`, the replica's connection through a Link of its own: heard again before
+    the replica stops, so it drains."""
+    async with (link := Link(settings.nats_url)) as through:
+        linked = msgspec.structs.replace(settings, nats_url=through)
+        async with serving(contract, linked, serve):
+            try:
+                yield link
+            finally:
+                link.hear()
+
+
 # Tokens, signed with the key the test gateways verify with.
 KEY = secrets.token_hex(32)
 

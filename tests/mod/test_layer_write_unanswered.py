@@ -15,25 +15,22 @@ from libs.audit.reading import records
 from libs.contracts import mod
 from services.mod.main import serve as serve_mod
 from tests.mod.conftest import HIDE_BOARD, install, weather, write
-from tests.support import Link, serving
+from tests.support import serving_across_a_link
 
 LAYER_WRITE = b"HPUB $KV.mod-layers."  # the write, not a read naming the key
 UNINSTALL = b"PUB $KV.mod-installs."
 
 
 @pytest.fixture
-async def linked(
-    stack, settings_for, audit_service, mod_clock, draft_ttl, client_for, gateway_settings
-):
-    """A gateway that waits for the mod service, whose connection crosses the Link."""
-    async with (link := Link(stack.nats_url)) as url:
-        settings = msgspec.structs.replace(settings_for("mod"), nats_url=url)
-        async with serving(
-            mod.CONTRACT, settings, lambda svc: serve_mod(svc, mod_clock, draft_ttl=draft_ttl)
-        ):
-            waiting = msgspec.structs.replace(gateway_settings, request_timeout=30.0)
-            yield await client_for(waiting, services=(mod.CONTRACT,)), link
-            link.hear()
+async def linked(settings_for, audit_service, mod_clock, draft_ttl, client_for, gateway_settings):
+    """A gateway that waits for the mod service, whose connection crosses a Link."""
+
+    def serve(svc):
+        return serve_mod(svc, mod_clock, draft_ttl=draft_ttl)
+
+    async with serving_across_a_link(mod.CONTRACT, settings_for("mod"), serve) as link:
+        waiting = msgspec.structs.replace(gateway_settings, request_timeout=30.0)
+        yield await client_for(waiting, services=(mod.CONTRACT,)), link
 
 
 async def test_a_layer_write_whose_answer_was_lost_is_answered_and_recorded_as_made(

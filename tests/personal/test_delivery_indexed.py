@@ -19,7 +19,7 @@ from tests.personal.conftest import announce, drafts, eventually, history
 from tests.personal.test_delivery import CORRESPONDENT, status
 from tests.personal.test_hip0524_09_personal_line import connect, sms
 from tests.personal.test_pending import pending
-from tests.support import LINES_KEY, Link, serving
+from tests.support import LINES_KEY, serving_across_a_link
 
 CARRIER_INDEX = b"PUB $KV.rooms.carrier."
 
@@ -31,13 +31,13 @@ async def problem_rule(response) -> str | None:
 
 
 @pytest.fixture
-async def rooms_service(stack, settings_for, audit_service):
+async def rooms_service(settings_for, audit_service):
     """The rooms, their connection across a Link."""
-    async with (link := Link(stack.nats_url)) as url:
-        settings = msgspec.structs.replace(settings_for("rooms"), nats_url=url)
-        sealer = Sealer.from_hex(LINES_KEY)
-        async with serving(rooms.CONTRACT, settings, lambda svc: serve_rooms(svc, sealer)):
-            yield link
+    sealer = Sealer.from_hex(LINES_KEY)
+    async with serving_across_a_link(
+        rooms.CONTRACT, settings_for("rooms"), lambda svc: serve_rooms(svc, sealer)
+    ) as link:
+        yield link
 
 
 @pytest.fixture

@@ -14,20 +14,19 @@ import pytest
 from libs.audit.reading import records
 from libs.contracts import agents
 from services.agents.main import serve as serve_agents
-from tests.support import Link, serving
+from tests.support import serving_across_a_link
 
 PERSONA_WRITE = b"PUB $KV.agents-personas."  # the write, not a read naming the key
 
 
 @pytest.fixture
-async def linked(stack, settings_for, audit_service, model, client_for, gateway_settings):
-    """A gateway that waits for the agents service, whose connection crosses the Link."""
-    async with (link := Link(stack.nats_url)) as url:
-        settings = msgspec.structs.replace(settings_for("agents"), nats_url=url)
-        async with serving(agents.CONTRACT, settings, lambda svc: serve_agents(svc, model)):
-            waiting = msgspec.structs.replace(gateway_settings, request_timeout=30.0)
-            yield await client_for(waiting, services=(agents.CONTRACT,)), link
-            link.hear()
+async def linked(settings_for, audit_service, model, client_for, gateway_settings):
+    """A gateway that waits for the agents service, whose connection crosses a Link."""
+    async with serving_across_a_link(
+        agents.CONTRACT, settings_for("agents"), lambda svc: serve_agents(svc, model)
+    ) as link:
+        waiting = msgspec.structs.replace(gateway_settings, request_timeout=30.0)
+        yield await client_for(waiting, services=(agents.CONTRACT,)), link
 
 
 async def test_a_persona_put_whose_answer_was_lost_is_answered_and_recorded_as_made(

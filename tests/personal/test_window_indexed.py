@@ -8,24 +8,23 @@ and the index's write is asked again when its answer does not come.
 The break is made by a TCP proxy between the ladder replica and its server (`Link`),
 which drops the index's write and cuts every connection through it for a second."""
 
-import msgspec
 import pytest
 
 from libs.contracts import ladder
 from services.ladder.main import serve as serve_ladder
 from tests.personal.conftest import announce, eventually, room_with, say, set_level
-from tests.support import Link, serving
+from tests.support import serving_across_a_link
 
 INDEX_WRITE = b"PUB $KV.ladder.open."
 
 
 @pytest.fixture
-async def ladder_service(stack, settings_for, ladder_clock, audit_service):
+async def ladder_service(settings_for, ladder_clock, audit_service):
     """The ladder, its connection across a Link."""
-    async with (link := Link(stack.nats_url)) as url:
-        settings = msgspec.structs.replace(settings_for("ladder"), nats_url=url)
-        async with serving(ladder.CONTRACT, settings, lambda svc: serve_ladder(svc, ladder_clock)):
-            yield link
+    async with serving_across_a_link(
+        ladder.CONTRACT, settings_for("ladder"), lambda svc: serve_ladder(svc, ladder_clock)
+    ) as link:
+        yield link
 
 
 async def test_a_window_whose_index_write_was_lost_is_canceled_by_the_ceiling(

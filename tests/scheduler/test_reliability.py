@@ -8,7 +8,6 @@ import sys
 from collections import Counter
 from datetime import timedelta
 
-import msgspec
 import nats
 from nats.js.errors import NotFoundError
 
@@ -21,7 +20,7 @@ from libs.stack.servers import free_port, start_nats
 from services.scheduler.main import serve
 from tests.personal.conftest import eventually
 from tests.scheduler.conftest import Owner, now, replica
-from tests.support import Link, serving
+from tests.support import serving_across_a_link
 
 
 async def _connect(url: str, passwords: dict[str, str], name: str) -> nats.NATS:
@@ -115,15 +114,11 @@ async def test_a_scheduler_that_loses_the_bus_as_it_starts_keeps_on(settings_for
     """Its probe of its own resolution finding the bus away stopped the whole process.
     Housekeeping that finds it away says so with no traceback: the next round does it, as
     a reader's message is handled again."""
-    settings = settings_for("scheduler")
-    link = Link(settings.nats_url)
-    async with link as url:
-        linked = msgspec.structs.replace(settings, nats_url=url)
-        async with serving(scheduler.CONTRACT, linked, serve):
-            link.cut()
+    async with serving_across_a_link(scheduler.CONTRACT, settings_for("scheduler"), serve) as link:
+        link.cut()
 
-            async def said() -> list[logging.LogRecord]:
-                return [r for r in caplog.records if r.getMessage().startswith("purge of")]
+        async def said() -> list[logging.LogRecord]:
+            return [r for r in caplog.records if r.getMessage().startswith("purge of")]
 
-            (record, *_) = await eventually(said, timeout=15)
+        (record, *_) = await eventually(said, timeout=15)
     assert record.exc_info is None and "not connected to NATS" in record.error
