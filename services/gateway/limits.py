@@ -127,13 +127,15 @@ class Late(Exception):
 
 class Stored(msgspec.Struct, array_like=True):
     """What a key holds: its request's fingerprint and, once answered, the answer; an answer
-    too large to keep here (`kept` false) is asked of its service again, which kept it."""
+    too large to keep here (`kept` false) is asked of its service again, which kept it.
+    One in flight that was answered 504 (`late`) is asked of its service again too."""
 
     fingerprint: str
     status: int = 0
     body: bytes = b""
     content_type: str = ""
     kept: bool = True
+    late: bool = False
 
 
 def checked_key(key: str) -> str:
@@ -173,7 +175,7 @@ class IdempotencyKeys:
             return await self.claim(principal, key, fingerprint)
         if stored.fingerprint != fingerprint:
             raise KeyReused()
-        if stored.status == 0:
+        if stored.status == 0 and not stored.late:
             raise Refused("idempotency-key-in-use", 409, "a request with this key is in progress")
         return stored
 
@@ -182,13 +184,16 @@ class IdempotencyKeys:
     ) -> tuple[Stored, bool]:
         """The answer to the request, and whether it is a replay of an earlier one."""
         earlier = await self.claim(principal, key, fingerprint)
-        if earlier is not None and earlier.kept:
+        if earlier is not None and earlier.status and earlier.kept:
             return earlier, True
         try:
             answer = await run()
         except Late as late:
-            # The service may yet write: the key stays in flight until its reply comes,
-            # so a retry meanwhile is told to wait (409), never run a second time.
+            # The service may yet write: the key stays in flight until its reply comes. A
+            # retry meanwhile is asked of the service again, which runs a key once (it
+            # waits for the first's answer, or answers as it did): told 409, it waited out
+            # a reply that may never come (lost as its service's connection broke).
+            await self._mark_late(principal, key, fingerprint)
             late.reply.add_done_callback(
                 lambda reply: self._keep(self._settle_late(principal, key, fingerprint, reply))
             )
@@ -225,6 +230,13 @@ class IdempotencyKeys:
             _log.warning(
                 "an answer could not be kept under its key", extra={"status": answer.status}
             )
+
+    async def _mark_late(self, principal: Principal, key: str, fingerprint: str) -> None:
+        """The key, still in flight, marked answered 504 (its time in flight kept). One the
+        store cannot mark stays as it was: a retry is told 409 until it is settled."""
+        late = msgspec.msgpack.encode(Stored(fingerprint, late=True))
+        with contextlib.suppress(StoreUnavailable), _asking_store():
+            await self._redis.set(self._name(principal, key), late, xx=True, keepttl=True)
 
     async def _settle_late(
         self, principal: Principal, key: str, fingerprint: str, reply: "asyncio.Future[Stored]"
