@@ -59,9 +59,8 @@ def init_app(
         # timeout, when the command may have run: a claim run twice would find itself in use.
         retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     )
-    in_flight = int(settings.request_timeout + settings.late_timeout) + 10
     limiter = RateLimiter(redis, settings.rate_limit)
-    keys = IdempotencyKeys(redis, in_flight_s=in_flight)
+    keys = IdempotencyKeys(redis)
     app = web.Application(client_max_size=MAX_BODY, middlewares=[problems])
     app.on_response_prepare.append(named)
     app[REDIS] = redis

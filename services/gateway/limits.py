@@ -41,6 +41,15 @@ _WINDOW_S = 60
 # keeps every keyed answer for 25 h (libs/runtime/replies) and replays it, not runs it.
 _KEPT_MOST = 16 * 1024
 _PROBLEM = "application/problem+json"
+# A key in flight is held this long, and renewed a third of it apart while its gateway waits
+# for the service: a gateway killed mid-request lets its keys go within it, and a retry then
+# reaches the service, which runs a key once (libs/runtime/replies).
+_LEASE_S = 6
+# Renewed only while it holds what its holder wrote: never once settled, or marked late.
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
 # INCR and the first EXPIRE in one step, so a crash between them cannot leave a key forever.
 _COUNT = """
 local n = redis.call('INCR', KEYS[1])
@@ -138,6 +147,11 @@ class Stored(msgspec.Struct, array_like=True):
     late: bool = False
 
 
+def _in_flight(fingerprint: str) -> bytes:
+    """What a key holds while its request runs."""
+    return msgspec.msgpack.encode(Stored(fingerprint))
+
+
 def checked_key(key: str) -> str:
     """`key`, if it may be an Idempotency-Key; refused otherwise, before anything runs."""
     if not IDEMPOTENCY_KEY.fullmatch(key):
@@ -149,13 +163,14 @@ def checked_key(key: str) -> str:
 class IdempotencyKeys:
     """The first POST with a key runs; a retry with the same key and request gets its answer."""
 
-    def __init__(self, redis: Redis, ttl_s: int = 24 * 3600, in_flight_s: int = 90) -> None:
-        """`in_flight_s`: how long a key may stay in flight with no answer kept, the longest
-        the gateway that took it can still be waiting for the service. Past it, that
-        gateway is gone (killed mid-request) and a retry reaches the service again, which
-        answers a key it has answered as it did (libs/runtime/replies)."""
+    def __init__(self, redis: Redis, ttl_s: int = 24 * 3600, lease_s: int = _LEASE_S) -> None:
+        """`lease_s`: how long a key stays in flight unless the gateway that took it renews
+        it, as it does while it waits for the service. Before, a key was held for both
+        timeouts and 10 s (75 s by default): a gateway killed mid-request left each of its
+        keys answering 409 that long."""
         self._redis = redis
-        self._ttl, self._in_flight = ttl_s, in_flight_s
+        self._renew = redis.register_script(_RENEW)
+        self._ttl, self._lease = ttl_s, lease_s
         self._settling: set[asyncio.Future[None]] = set()
 
     @staticmethod
@@ -165,9 +180,8 @@ class IdempotencyKeys:
     async def claim(self, principal: Principal, key: str, fingerprint: str) -> Stored | None:
         """None: this request runs now. Otherwise the earlier answer to replay."""
         name = self._name(principal, checked_key(key))
-        pending = msgspec.msgpack.encode(Stored(fingerprint))
         with _asking_store():
-            if await self._redis.set(name, pending, nx=True, ex=self._in_flight):
+            if await self._redis.set(name, _in_flight(fingerprint), nx=True, ex=self._lease):
                 return None
             raw = await self._redis.get(name)
         stored = msgspec.msgpack.decode(raw, type=Stored) if raw else None
@@ -186,13 +200,14 @@ class IdempotencyKeys:
         earlier = await self.claim(principal, key, fingerprint)
         if earlier is not None and earlier.status and earlier.kept:
             return earlier, True
+        holding = None if earlier is not None else self._held(principal, key, fingerprint)
         try:
             answer = await run()
         except Late as late:
-            # The service may yet write: the key stays in flight until its reply comes. A
-            # retry meanwhile is asked of the service again, which runs a key once (it
-            # waits for the first's answer, or answers as it did): told 409, it waited out
-            # a reply that may never come (lost as its service's connection broke).
+            # The service may yet write: its late reply settles the key. A retry meanwhile
+            # is asked of the service again, which runs a key once (it waits for the
+            # first's answer, or answers as it did): told 409, it waited out a reply that
+            # may never come (lost as its service's connection broke).
             await self._mark_late(principal, key, fingerprint)
             late.reply.add_done_callback(
                 lambda reply: self._keep(self._settle_late(principal, key, fingerprint, reply))
@@ -205,9 +220,24 @@ class IdempotencyKeys:
             with contextlib.suppress(StoreUnavailable), _asking_store():
                 await self._redis.delete(self._name(principal, key))
             raise
+        finally:
+            if holding is not None:
+                holding.cancel()
         answer = msgspec.structs.replace(answer, fingerprint=fingerprint)
         await self._settle_or_wait(principal, key, answer)
         return answer, earlier is not None
+
+    def _held(self, principal: Principal, key: str, fingerprint: str) -> "asyncio.Task[None]":
+        """The key kept in flight while its request runs here, its lease renewed."""
+        name, pending = self._name(principal, key), _in_flight(fingerprint)
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(self._lease / 3)
+                with contextlib.suppress(StoreUnavailable), _asking_store():
+                    await self._renew(keys=[name], args=[pending, self._lease])
+
+        return asyncio.create_task(renew())
 
     async def settle(self, principal: Principal, key: str, answer: Stored) -> None:
         """Keep a final answer; forget the key after a server error, so a retry runs again."""

@@ -265,6 +265,48 @@ async def test_a_keyed_write_that_times_out_never_runs_twice(
     assert [s.text for s in echo.handled] == ["pay once"]
 
 
+async def test_a_key_in_flight_is_held_while_its_gateway_waits_and_let_go_when_it_dies(stack, org):
+    """A key in flight is a lease its gateway renews while it waits for the service: held
+    however long the service takes (a retry meanwhile is told 409); claimed by a gateway
+    killed mid-request, never renewed, it is let go within the lease, and a retry reaches
+    the service again, which runs a key once. Before, a killed gateway's key answered 409
+    for both timeouts and 10 s (75 s), through every other gateway."""
+    redis = Redis.from_url(stack.redis_url)
+    ada = Principal(org=org, sub=f"{org}/ada")
+    done = asyncio.Event()
+
+    async def slow() -> Stored:
+        await done.wait()
+        return Stored("", 201, b"{}", "application/json")
+
+    try:
+        keys = IdempotencyKeys(redis, lease_s=1)
+        running = asyncio.create_task(keys.once(ada, "slow", "f", slow))
+        start = time.monotonic()
+
+        async def held_past_three_leases() -> bool:
+            with pytest.raises(Refused, match="in progress"):
+                await keys.claim(ada, "slow", "f")
+            return time.monotonic() - start > 3
+
+        assert await eventually(held_past_three_leases)
+        done.set()
+        assert (await running)[0].status == 201
+
+        killed = IdempotencyKeys(redis)  # a gateway's default lease
+        assert await killed.claim(ada, "killed", "f") is None  # and then it dies
+
+        async def runs_again() -> bool:
+            try:
+                return await killed.claim(ada, "killed", "f") is None
+            except Refused:
+                return False
+
+        assert await eventually(runs_again, timeout=15)
+    finally:
+        await redis.aclose()
+
+
 async def test_a_key_whose_reply_never_came_is_asked_of_its_service_again(stack, org):
     """No reply came, even late (lost as the service's connection broke as it answered,
     which the server then refuses to carry): the outcome is unknown to the gateway, and a
@@ -272,7 +314,7 @@ async def test_a_key_whose_reply_never_came_is_asked_of_its_service_again(stack,
     answers as it did. Before, the retry was told 409 until the key's time in flight ran
     out, a minute and more after the service had answered."""
     redis = Redis.from_url(stack.redis_url)
-    keys = IdempotencyKeys(redis, in_flight_s=600)
+    keys = IdempotencyKeys(redis)
     ada = Principal(org=org, sub=f"{org}/ada")
     lost: asyncio.Future[Stored] = asyncio.get_running_loop().create_future()
 
