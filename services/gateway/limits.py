@@ -262,8 +262,9 @@ class IdempotencyKeys:
             )
 
     async def _mark_late(self, principal: Principal, key: str, fingerprint: str) -> None:
-        """The key, still in flight, marked answered 504 (its time in flight kept). One the
-        store cannot mark stays as it was: a retry is told 409 until it is settled."""
+        """The key, still in flight, marked answered 504 (its lease kept, and no longer
+        renewed). One the store cannot mark stays as it was: a retry is told 409 until it
+        is settled or its lease ends."""
         late = msgspec.msgpack.encode(Stored(fingerprint, late=True))
         with contextlib.suppress(StoreUnavailable), _asking_store():
             await self._redis.set(self._name(principal, key), late, xx=True, keepttl=True)

@@ -273,23 +273,26 @@ async def test_a_key_in_flight_is_held_while_its_gateway_waits_and_let_go_when_i
     for both timeouts and 10 s (75 s), through every other gateway."""
     redis = Redis.from_url(stack.redis_url)
     ada = Principal(org=org, sub=f"{org}/ada")
-    done = asyncio.Event()
+    started, done = asyncio.Event(), asyncio.Event()
 
     async def slow() -> Stored:
+        started.set()  # its key claimed
         await done.wait()
         return Stored("", 201, b"{}", "application/json")
 
     try:
-        keys = IdempotencyKeys(redis, lease_s=1)
+        # Renewed each second: a busy machine's loop may be late by most of one.
+        keys = IdempotencyKeys(redis, lease_s=3)
         running = asyncio.create_task(keys.once(ada, "slow", "f", slow))
+        await started.wait()
         start = time.monotonic()
 
-        async def held_past_three_leases() -> bool:
+        async def held_past_two_leases() -> bool:
             with pytest.raises(Refused, match="in progress"):
                 await keys.claim(ada, "slow", "f")
-            return time.monotonic() - start > 3
+            return time.monotonic() - start > 6
 
-        assert await eventually(held_past_three_leases)
+        assert await eventually(held_past_two_leases)
         done.set()
         assert (await running)[0].status == 201
 
