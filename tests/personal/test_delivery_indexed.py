@@ -9,7 +9,6 @@ answer does not come.
 The break is made by a TCP proxy between the rooms replica and its server (`Link`), which
 drops the index's write and cuts every connection through it for a second."""
 
-import msgspec
 import pytest
 
 from libs.contracts import rooms
@@ -43,13 +42,6 @@ async def rooms_service(settings_for, audit_service):
 @pytest.fixture
 def api(whole_api):
     return whole_api
-
-
-@pytest.fixture
-def gateway_settings(gateway_settings):
-    """A reply lost with the rooms' connection (the server takes no reply to a request
-    from the connection after it) holds its key a second, not a minute."""
-    return msgspec.structs.replace(gateway_settings, late_timeout=1.0)
 
 
 async def test_a_delivery_whose_index_write_was_lost_still_hears_the_carrier(
