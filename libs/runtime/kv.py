@@ -177,19 +177,15 @@ async def _published(
     if keep is not None:
         headers["Nats-TTL"] = f"{max(1, int(keep.total_seconds()))}s"
     subject = f"{kv._pre}{key}"
-    if "Nats-Expected-Last-Subject-Sequence" not in headers:
-        # Whatever the key holds, it lands: one whose answer never came is asked again
-        # under one message id, which the bucket's stream stores once within its duplicate
-        # window (two minutes).
+    # A write whose answer never came may have landed: it is asked again, and lands once at
+    # most. A compare-and-set is the same write at the same place; one that meets a write
+    # after that place looks at the first such write, its own if it carries its id. Any
+    # other write carries a message id, which the bucket's stream stores once within its
+    # duplicate window (two minutes).
+    if "Nats-Expected-Last-Subject-Sequence" in headers:
+        headers[_WRITE_ID] = uuid.uuid4().hex
+    else:
         headers["Nats-Msg-Id"] = uuid.uuid4().hex
-        for _ in range(_ASKS - 1):
-            with contextlib.suppress(nats.errors.TimeoutError):
-                return (await kv._js.publish(subject, value, headers=headers)).seq
-        return (await kv._js.publish(subject, value, headers=headers)).seq
-    # A compare-and-set whose answer never came may have landed: it is asked again, the
-    # same write at the same place, which lands once at most. One that meets a write after
-    # that place looks at the first such write, its own if it carries its id.
-    headers[_WRITE_ID] = uuid.uuid4().hex
     asks = 0
     while True:
         asks += 1

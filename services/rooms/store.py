@@ -511,12 +511,12 @@ class RoomStore:
         return [_line.decode(e.value) for e in entries]
 
     async def owner_of(self, transport: str, address: str) -> str | None:
-        found = await _get(self._lines, f"address.{transport}.{key_token(address)}")
+        found = await _get(self._lines, _address_key(transport, address))
         return None if found is None else found[0].decode()
 
     async def connect(self, line: StoredLine) -> None:
         """Conflict if the address is another person's line."""
-        key = f"address.{line.transport}.{key_token(line.address)}"
+        key = _address_key(line.transport, line.address)
         try:
             await write_at(self._lines, key, line.person.encode(), 0)
         except Conflict:
@@ -525,7 +525,7 @@ class RoomStore:
         previous = await self.line(line.person, line.transport)
         await put(self._lines, _line_key(line.person, line.transport), codec.encode(line))
         if previous is not None and previous.address != line.address:
-            await delete(self._lines, f"address.{line.transport}.{key_token(previous.address)}")
+            await delete(self._lines, _address_key(line.transport, previous.address))
 
     async def take_token(self, transport: str, token: str, body: str) -> bool:
         """Whether a carrier's signature token is new here, or came before with this same
@@ -544,7 +544,7 @@ class RoomStore:
         """The address let go first, while it is still the person's, then the line. A
         replica that dies between the two leaves a line its person can disconnect again;
         the other order left a number held by no line, which no one else could connect."""
-        key = f"address.{line.transport}.{key_token(line.address)}"
+        key = _address_key(line.transport, line.address)
         found = await self._exact(self._lines, key)
         if found and found[0].value == line.person.encode():
             with contextlib.suppress(Conflict):  # connected by another since: theirs now
@@ -599,6 +599,10 @@ def _claim_key(person: str, transport: str) -> str:
 
 def _line_key(person: str, transport: str) -> str:
     return f"line.{key_token(person)}.{transport}"
+
+
+def _address_key(transport: str, address: str) -> str:
+    return f"address.{transport}.{key_token(address)}"
 
 
 def _delivery_key(room_id: str, seq: int | str) -> str:
