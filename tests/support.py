@@ -162,6 +162,11 @@ class Link:
     def cut_at(self, marker: bytes, seconds: float) -> None:
         self._cut_at = (marker, seconds)
 
+    @property
+    def armed(self) -> bool:
+        """Whether a `deafen_at` or `cut_at` still waits for its marker."""
+        return self._deaf_at is not None or self._cut_at is not None
+
     async def _pass(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.cut_off:
             writer.close()

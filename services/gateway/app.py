@@ -145,7 +145,13 @@ def init_app(
         elif route.kind == "pending":
             handler = pending_list(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
         elif route.kind == "pending_stream":
-            handler = pending_stream(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
+            handler = pending_stream(
+                route,
+                key=settings.jwt_key,
+                limiter=limiter,
+                timeout=timeout,
+                reread=settings.pending_reread,
+            )
         else:
             handler = forwarding(
                 route,

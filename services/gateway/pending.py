@@ -9,7 +9,10 @@ would say nothing waits.
 The stream subscribes to the person's nudges (`tether.live.*.pending.<org>.<person>`, and
 the org's `admins` for an admin) before it reads the list, so no change is missed between;
 each nudge reads the list again, and a list that changed is sent as one `pending` event.
-The gateway back on the bus is a nudge too: what nudged meanwhile never reached it.
+The gateway back on the bus is a nudge too: what nudged meanwhile never reached it. A nudge
+is a core NATS message, sent at most once: one whose publisher's connection failed as it
+went out is lost, so a stream nudged by nothing for `reread` seconds reads the list again
+all the same.
 """
 
 import asyncio
@@ -57,7 +60,7 @@ def pending_list(
 
 
 def pending_stream(
-    route: Route, *, key: str, limiter: RateLimiter, timeout: float
+    route: Route, *, key: str, limiter: RateLimiter, timeout: float, reread: float
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(http: web.Request) -> web.StreamResponse:
         p = _person(await caller(route, http, key=key, limiter=limiter))
@@ -94,7 +97,7 @@ def pending_stream(
                     if body != last:
                         await response.write(b"event: pending\ndata: %s\n\n" % body)
                         last = body
-                if not await _nudged(nudges, response, until):
+                if not await _nudged(nudges, response, until, reread):
                     break
         except ConnectionResetError:
             pass  # the client went away
@@ -113,10 +116,16 @@ def _nudge(nudges: asyncio.Queue[bytes]) -> None:
         nudges.put_nowait(b"nudge")
 
 
-async def _nudged(nudges: asyncio.Queue[bytes], response: web.StreamResponse, until: float) -> bool:
-    """Until something of the person's changes (the nudges that come with it read as one);
-    False when the gateway is stopping or the token has expired."""
-    nudge = await next_of(nudges, response, until)
+async def _nudged(
+    nudges: asyncio.Queue[bytes], response: web.StreamResponse, until: float, reread: float
+) -> bool:
+    """Until something of the person's changes (the nudges that come with it read as one),
+    or `reread` seconds; False when the gateway is stopping or the token has expired."""
+    again = asyncio.get_running_loop().call_later(reread, _nudge, nudges)
+    try:
+        nudge = await next_of(nudges, response, until)
+    finally:
+        again.cancel()
     if nudge != END:
         await asyncio.sleep(_SETTLE_S)
     while nudge != END and not nudges.empty():
