@@ -122,11 +122,12 @@ async def write_under(kv: KeyValue, key: str, value: bytes, keys: str, newest: i
     return await _published(kv, key, value, headers, keep=None)
 
 
-async def put(kv: KeyValue, key: str, value: bytes) -> int:
+async def put(kv: KeyValue, key: str, value: bytes, *, keep: timedelta | None = None) -> int:
     """Write `value` over whatever `key` holds: its revision. One whose answer never came
     is asked again, and lands once (see `_published`): nats-py's `put` raised, and a change
-    recorded before such a write was then recorded `.failed` too, and stood."""
-    return await _published(kv, key, value, {}, None)
+    recorded before such a write was then recorded `.failed` too, and stood. With `keep`,
+    the server removes it once `keep` has passed, unless written again since."""
+    return await _published(kv, key, value, {}, keep)
 
 
 async def delete(kv: KeyValue, key: str) -> None:

@@ -19,6 +19,11 @@ a marker there for an hour, long enough for any replica to have applied the remo
 Every read has every acknowledged write in it (through the stream's leader on a replicated
 bucket, `libs.runtime.leader`): a level just lowered, a window just opened or a stop just
 made holds from the next request, whichever replica it reaches.
+
+A window is entered in the open index before it is held, so a break between the two never
+leaves one held and unindexed; one never held after all (its route failed for good) is
+passed over, and the server removes its entry an hour after its window would have ended,
+as it does any entry a window outlives (its end, come late, reads the level again).
 """
 
 import contextlib
@@ -50,7 +55,7 @@ from libs.runtime.settings import SETTLED_KEPT
 from services.ladder.domain.confirmations import Confirmation
 from services.ladder.domain.levels import salvage
 from services.ladder.domain.unattended import HOUR, Unattended, released
-from services.ladder.domain.windows import UNSENT
+from services.ladder.domain.windows import SECONDS, UNSENT
 
 __all__ = ["Held", "LadderStore", "open_store"]
 
@@ -167,7 +172,9 @@ class LadderStore:
         found held when its route came again, and left so, and an org's ceiling never
         found it. An entry for a window not held (yet) is passed over."""
         window = held.window
-        await put(self._kv, _open_key(window.org, held.person, window.id), held.person.encode())
+        kept = timedelta(seconds=SECONDS[window.window]) + _MARKER_KEPT
+        key = _open_key(window.org, held.person, window.id)
+        await put(self._kv, key, held.person.encode(), keep=kept)
         try:
             await write_at(self._kv, _window_key(held.person, window.id), codec.encode(held), 0)
         except Conflict:
