@@ -139,7 +139,13 @@ def init_app(
         if route.kind == "webhook":
             handler = webhook(route, public_url=settings.public_url, timeout=timeout, most=MAX_BODY)
         elif route.kind == "stream":
-            handler = room_stream(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
+            handler = room_stream(
+                route,
+                key=settings.jwt_key,
+                limiter=limiter,
+                timeout=timeout,
+                reread=settings.stream_reread,
+            )
         elif route.kind == "watch":
             handler = mod_watch(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
         elif route.kind == "pending":
@@ -150,7 +156,7 @@ def init_app(
                 key=settings.jwt_key,
                 limiter=limiter,
                 timeout=timeout,
-                reread=settings.pending_reread,
+                reread=settings.stream_reread,
             )
         else:
             handler = forwarding(

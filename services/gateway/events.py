@@ -7,7 +7,8 @@ is read (exactly, as the stream's leader holds it) and sent, so each message is 
 in seq order, even when two rooms replicas publish what they stored out of that order, or
 one dies between storing a message and publishing it. Live messages queued meanwhile that
 the read covered are dropped. What is published while the gateway is off the bus never
-reaches it, so once back each stream reads what was stored since its last message.
+reaches it, so once back each stream reads what was stored since its last message; and a
+live word is sent at most once, so a stream that heard none for a while reads so too.
 `Last-Event-ID` (or `?after=`) resumes. How a message that left by a line fares comes as
 `delivery` events `{seq, delivery}`, each read as it stands when its live word comes, so a
 move published late by another replica never sets it back (no id: the history read on
@@ -30,7 +31,7 @@ from libs.contracts.problem import Refused
 from services.gateway.forward import NATS, ask, caller, request_of
 from services.gateway.limits import RateLimiter
 from services.gateway.routes import Route
-from services.gateway.streams import BUS_BACK, END, EVENT_STREAM, STREAMS, head, next_of
+from services.gateway.streams import AGAIN, BUS_BACK, END, EVENT_STREAM, STREAMS, head, next_of
 from services.gateway.tokens import refused_after
 
 __all__ = ["room_stream"]
@@ -48,7 +49,7 @@ _page = codec.decoder(rooms.MessagePage).decode
 
 
 def room_stream(
-    route: Route, *, key: str, limiter: RateLimiter, timeout: float
+    route: Route, *, key: str, limiter: RateLimiter, timeout: float, reread: float
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(http: web.Request) -> web.StreamResponse:
         principal = await caller(route, http, key=key, limiter=limiter)
@@ -124,10 +125,10 @@ def room_stream(
             await response.prepare(http)
             last = await stored_since(after)
             while last is not None and not overflowed.is_set():
-                data = await next_of(live, response, until)
+                data = await next_of(live, response, until, reread)
                 if data == END:
                     break
-                if data == BUS_BACK:  # what was published while off the bus never came
+                if data in (BUS_BACK, AGAIN):  # what was published meanwhile may never come
                     last = await stored_since(last)
                     continue
                 # Each live word is a doorbell, read from the room as it stands. Sent as it

@@ -9,10 +9,8 @@ would say nothing waits.
 The stream subscribes to the person's nudges (`tether.live.*.pending.<org>.<person>`, and
 the org's `admins` for an admin) before it reads the list, so no change is missed between;
 each nudge reads the list again, and a list that changed is sent as one `pending` event.
-The gateway back on the bus is a nudge too: what nudged meanwhile never reached it. A nudge
-is a core NATS message, sent at most once: one whose publisher's connection failed as it
-went out is lost, so a stream nudged by nothing for `reread` seconds reads the list again
-all the same.
+The gateway back on the bus is a nudge too: what nudged meanwhile never reached it, and so
+is a while with none (`streams.AGAIN`): a nudge is sent at most once.
 """
 
 import asyncio
@@ -121,11 +119,7 @@ async def _nudged(
 ) -> bool:
     """Until something of the person's changes (the nudges that come with it read as one),
     or `reread` seconds; False when the gateway is stopping or the token has expired."""
-    again = asyncio.get_running_loop().call_later(reread, _nudge, nudges)
-    try:
-        nudge = await next_of(nudges, response, until)
-    finally:
-        again.cancel()
+    nudge = await next_of(nudges, response, until, reread)
     if nudge != END:
         await asyncio.sleep(_SETTLE_S)
     while nudge != END and not nudges.empty():

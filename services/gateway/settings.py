@@ -49,8 +49,8 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     | TETHER_LATE_TIMEOUT      | 60                      | seconds a keyed POST's reply is still  |
     |                          |                         | awaited after its 504, its key held in |
     |                          |                         | flight so a retry never runs it twice  |
-    | TETHER_PENDING_REREAD    | 30                      | seconds a pending stream nudged by     |
-    |                          |                         | nothing reads the list again anyway    |
+    | TETHER_STREAM_REREAD     | 30                      | seconds a room's or a pending stream   |
+    |                          |                         | told nothing reads again all the same  |
     | TETHER_PUBLIC_URL        | (the request's own)     | the scheme and host carriers call; the |
     |                          |                         | URL their webhook signatures cover     |
     | TETHER_REUSE_PORT        | (off)                   | 1: share the port with the gateway's   |
@@ -73,7 +73,7 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     streams_per_caller: Annotated[int, Meta(ge=1)] = 32
     request_timeout: Positive = 5.0
     late_timeout: Annotated[float, Meta(ge=0, le=YEAR_S)] = 60.0
-    pending_reread: Positive = 30.0
+    stream_reread: Positive = 30.0
     public_url: str = ""
     reuse_port: bool = False
     log_level: LogLevel = "INFO"
@@ -135,7 +135,7 @@ _ENV = {
     "TETHER_STREAMS_PER_CALLER": "streams_per_caller",
     "TETHER_REQUEST_TIMEOUT": "request_timeout",
     "TETHER_LATE_TIMEOUT": "late_timeout",
-    "TETHER_PENDING_REREAD": "pending_reread",
+    "TETHER_STREAM_REREAD": "stream_reread",
     "TETHER_PUBLIC_URL": "public_url",
     "TETHER_LOG_LEVEL": "log_level",
     "TETHER_REPLICA": "replica",

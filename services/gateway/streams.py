@@ -4,10 +4,16 @@ Each stream reads a queue of its own. The gateway keeps them all, so that a stop
 can end them at once (END), one back on the bus can have them read what they missed
 (BUS_BACK), and no caller holds more than their share: a stream keeps subscriptions (and
 for a watch, consumers on the NATS server) for as long as it is open.
+
+A stream told of changes by core NATS messages (a room's new message, a nudge to a pending
+list) is told at most once: a word lost as its publisher's connection failed would leave
+the stream behind until the next. So one that heard nothing for a while reads again
+(AGAIN), `TETHER_STREAM_REREAD` seconds apart.
 """
 
 import asyncio
 import contextlib
+import math
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -22,6 +28,7 @@ from services.gateway.limits import who
 from services.gateway.tokens import token_expired
 
 __all__ = [
+    "AGAIN",
     "BUS_BACK",
     "END",
     "EVENT_STREAM",
@@ -35,6 +42,7 @@ __all__ = [
 
 END = b""
 BUS_BACK = b"\x00bus-back"
+AGAIN = b"\x00again"
 KEEPALIVE_S = 15.0
 OPEN = Gauge("tether_http_streams_open", "Server-sent event streams open in this gateway process.")
 EVENT_STREAM = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
@@ -87,12 +95,21 @@ def head(http: web.Request, p: Principal) -> web.StreamResponse:
     return web.StreamResponse(headers=EVENT_STREAM)
 
 
-async def next_of(queue: asyncio.Queue[bytes], response: web.StreamResponse, until: float) -> bytes:
-    """A stream's next item, with a keepalive written while none comes; END once `until`,
-    its token's end, has passed, told to the client as a `refused` event."""
+async def next_of(
+    queue: asyncio.Queue[bytes],
+    response: web.StreamResponse,
+    until: float,
+    reread: float = math.inf,
+) -> bytes:
+    """A stream's next item, with a keepalive written while none comes; AGAIN once `reread`
+    seconds have passed with none; END once `until`, its token's end, has passed, told to
+    the client as a `refused` event."""
+    stale_at = time.monotonic() + reread
     while (left := until - time.time()) > 0:
+        if (fresh := stale_at - time.monotonic()) <= 0:
+            return AGAIN
         try:
-            return await asyncio.wait_for(queue.get(), min(KEEPALIVE_S, left))
+            return await asyncio.wait_for(queue.get(), min(KEEPALIVE_S, left, fresh))
         except TimeoutError:
             await response.write(b": keepalive\n\n")
     await response.write(b"event: refused\ndata: %s\n\n" % codec.encode(token_expired().problem))
