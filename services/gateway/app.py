@@ -135,11 +135,12 @@ def init_app(
         ),
     )
     timeout = settings.request_timeout
+    rereading = {"stream": room_stream, "pending_stream": pending_stream}  # told at most once
     for route in routes:
         if route.kind == "webhook":
             handler = webhook(route, public_url=settings.public_url, timeout=timeout, most=MAX_BODY)
-        elif route.kind == "stream":
-            handler = room_stream(
+        elif route.kind in rereading:
+            handler = rereading[route.kind](
                 route,
                 key=settings.jwt_key,
                 limiter=limiter,
@@ -150,14 +151,6 @@ def init_app(
             handler = mod_watch(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
         elif route.kind == "pending":
             handler = pending_list(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
-        elif route.kind == "pending_stream":
-            handler = pending_stream(
-                route,
-                key=settings.jwt_key,
-                limiter=limiter,
-                timeout=timeout,
-                reread=settings.stream_reread,
-            )
         else:
             handler = forwarding(
                 route,

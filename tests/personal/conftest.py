@@ -28,7 +28,7 @@ from services.agents.domain.prompt import acknowledged
 from services.agents.main import serve as serve_agents
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
-from tests.support import LINES_KEY, bearer, serving, token
+from tests.support import LINES_KEY, Link, bearer, serving, serving_across_a_link, token
 
 
 class Recorder(Scripted):
@@ -54,6 +54,18 @@ async def agents_service(settings_for, model, audit_service):
         agents.CONTRACT, settings_for("agents"), lambda svc: serve_agents(svc, model)
     ) as svc:
         yield svc
+
+
+@pytest.fixture
+async def linked_rooms(settings_for, audit_service) -> AsyncIterator[Link]:
+    """The rooms, their connection across a Link: a module whose `rooms_service` is this
+    breaks the rooms' network as it chooses."""
+    async with serving_across_a_link(
+        rooms.CONTRACT,
+        settings_for("rooms"),
+        lambda svc: serve_rooms(svc, Sealer.from_hex(LINES_KEY)),
+    ) as link:
+        yield link
 
 
 SERVED = (agents.CONTRACT, rooms.CONTRACT, ladder.CONTRACT, scheduler.CONTRACT)

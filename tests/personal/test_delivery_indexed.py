@@ -11,14 +11,10 @@ drops the index's write and cuts every connection through it for a second."""
 
 import pytest
 
-from libs.contracts import rooms
-from services.rooms.main import serve as serve_rooms
-from services.rooms.sealing import Sealer
 from tests.personal.conftest import announce, drafts, eventually, history
 from tests.personal.test_delivery import CORRESPONDENT, status
 from tests.personal.test_hip0524_09_personal_line import connect, sms
 from tests.personal.test_pending import pending
-from tests.support import LINES_KEY, serving_across_a_link
 
 CARRIER_INDEX = b"PUB $KV.rooms.carrier."
 
@@ -30,13 +26,8 @@ async def problem_rule(response) -> str | None:
 
 
 @pytest.fixture
-async def rooms_service(settings_for, audit_service):
-    """The rooms, their connection across a Link."""
-    sealer = Sealer.from_hex(LINES_KEY)
-    async with serving_across_a_link(
-        rooms.CONTRACT, settings_for("rooms"), lambda svc: serve_rooms(svc, sealer)
-    ) as link:
-        yield link
+def rooms_service(linked_rooms):
+    return linked_rooms
 
 
 @pytest.fixture

@@ -12,24 +12,16 @@ import msgspec
 import pytest
 
 from libs.contracts import rooms
-from services.rooms.main import serve as serve_rooms
-from services.rooms.sealing import Sealer
 from tests.personal.conftest import WHOLE, announce, eventually, room_with, say
 from tests.personal.test_pending import _pending_event
 from tests.personal.test_stream import _events
-from tests.support import LINES_KEY, serving_across_a_link
 
 ROOMS_NUDGE = b"PUB tether.live.rooms.pending."
 
 
 @pytest.fixture
-async def rooms_service(settings_for, audit_service):
-    """The rooms, their connection across a Link."""
-    sealer = Sealer.from_hex(LINES_KEY)
-    async with serving_across_a_link(
-        rooms.CONTRACT, settings_for("rooms"), lambda svc: serve_rooms(svc, sealer)
-    ) as link:
-        yield link
+def rooms_service(linked_rooms):
+    return linked_rooms
 
 
 @pytest.fixture
