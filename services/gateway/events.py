@@ -12,8 +12,9 @@ live word is sent at most once, so a stream that heard none for a while reads so
 `Last-Event-ID` (or `?after=`) resumes. How a message that left by a line fares comes as
 `delivery` events `{seq, delivery}`, each read as it stands when its live word comes, so a
 move published late by another replica never sets it back (no id: the history read on
-resuming carries each message's delivery as it is then; one that changed while the gateway
-was off the bus is seen on resuming).
+resuming carries each message's delivery as it is then). One that moved while the gateway
+was off the bus, or whose word was lost, is read again with the others it showed as moving
+once the stream is back or has heard nothing for a while.
 """
 
 import asyncio
@@ -38,6 +39,7 @@ __all__ = ["room_stream"]
 
 _DELIVERY = b"\x00delivery"  # marks a delivery update among the live messages
 _BACKLOG = 1000  # messages a slow client may fall behind before it is closed (and resumes)
+_MOVING = ("queued", "sent")  # a delivery a carrier's word may still move
 
 
 class _Seq(msgspec.Struct):
@@ -95,12 +97,24 @@ def room_stream(
                 return None
             return None if problem is not None else _page(body)
 
+        # The deliveries the client was shown that a carrier may move still, by seq, to be
+        # read again when the stream hears nothing: a move's live word may be lost too.
+        moving: dict[int, rooms.Delivery] = {}
+
+        def shown(message: rooms.Message) -> None:
+            moving.pop(message.seq, None)
+            if message.delivery is not None and message.delivery.status in _MOVING:
+                moving[message.seq] = message.delivery
+                if len(moving) > _BACKLOG:
+                    del moving[next(iter(moving))]
+
         async def stored_since(last: int) -> int | None:
             """The room's messages after `last` sent, page by page: the new last, or None
             if they could not be read."""
             while (found := await page_after(last, 200)) is not None:
                 for message in found.messages:
                     await _send(response, message.seq, codec.encode(message))
+                    shown(message)
                     last = message.seq
                 if found.next is None:
                     return last
@@ -113,8 +127,25 @@ def room_stream(
                 return False
             for message in found.messages:
                 if message.seq == seq and message.delivery is not None:
-                    update = codec.encode({"seq": seq, "delivery": message.delivery})
-                    await response.write(b"event: delivery\ndata: %s\n\n" % update)
+                    await _moved(response, message)
+                    shown(message)
+            return True
+
+        async def moved_since_shown() -> bool:
+            """Each delivery shown as moving, sent again if it has moved since (read page by
+            page from the oldest); False if they could not be read."""
+            if not moving:
+                return True
+            after, newest = min(moving) - 1, max(moving)
+            while after < newest:
+                found = await page_after(after, 200)
+                if found is None:
+                    return False
+                for message in found.messages:
+                    if message.seq in moving and message.delivery != moving[message.seq]:
+                        await _moved(response, message)
+                        shown(message)
+                after = newest if found.next is None else found.next
             return True
 
         try:
@@ -130,6 +161,8 @@ def room_stream(
                     break
                 if data in (BUS_BACK, AGAIN):  # what was published meanwhile may never come
                     last = await stored_since(last)
+                    if last is not None and not await moved_since_shown():
+                        break
                     continue
                 # Each live word is a doorbell, read from the room as it stands. Sent as it
                 # came, a message could pass one stored just before it (two rooms replicas
@@ -164,3 +197,8 @@ def _cursor(http: web.Request) -> int:
 
 async def _send(response: web.StreamResponse, seq: int, data: bytes) -> None:
     await response.write(b"id: %d\nevent: message\ndata: %s\n\n" % (seq, data))
+
+
+async def _moved(response: web.StreamResponse, message: rooms.Message) -> None:
+    update = codec.encode({"seq": message.seq, "delivery": message.delivery})
+    await response.write(b"event: delivery\ndata: %s\n\n" % update)

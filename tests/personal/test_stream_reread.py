@@ -2,17 +2,21 @@
 message's live word, a nudge), sent at most once. One lost as it went out (its publisher's
 network failed there) left the stream behind until something else came: a message stored
 was not shown, nor a draft waiting on the person. Now a stream that heard nothing for
-`TETHER_STREAM_REREAD` seconds reads again what it shows.
+`TETHER_STREAM_REREAD` seconds reads again what it shows, a delivery's move too.
 
-A nudge is lost at a TCP proxy between the rooms replica and its server (`Link`), which
-drops it and cuts every connection through it for a second; a message's word, by storing
-the message as the rooms do without publishing it."""
+A nudge or a delivery's word is lost at a TCP proxy between the rooms replica and its
+server (`Link`), which drops it and cuts every connection through it for a second; a
+message's word, by storing the message as the rooms do without publishing it."""
+
+import asyncio
 
 import msgspec
 import pytest
 
 from libs.contracts import rooms
+from libs.contracts.rooms import delivery_subject
 from tests.personal.conftest import WHOLE, announce, eventually, room_with, say
+from tests.personal.test_delivery import _sent_by_line, _stream, status
 from tests.personal.test_pending import _pending_event
 from tests.personal.test_stream import _events
 
@@ -30,9 +34,9 @@ def api(whole_api):
 
 
 async def test_a_stream_whose_nudge_was_lost_reads_the_list_again(
-    client_for, gateway_settings, rooms_service, api, operator, people
+    client_for, gateway_settings, api, linked_rooms, operator, people
 ):
-    link = rooms_service
+    link = linked_rooms
     await announce(operator, people.ada_id)
     room = await room_with(api, people, people.bob_id)
     gateway = await rereading(client_for, gateway_settings)
@@ -63,6 +67,24 @@ async def test_a_stream_whose_messages_live_word_was_lost_reads_the_room_again(
         )
         [(seq, data)] = await _events(stream, 1)
     assert (seq, data["text"]) == (stored.seq, "stored, its word lost")
+
+
+async def test_a_stream_whose_deliverys_live_word_was_lost_reads_it_again(
+    client_for, gateway_settings, api, linked_rooms, operator, people
+):
+    line, room, sent = await _sent_by_line(api, operator, people)
+    gateway = await rereading(client_for, gateway_settings)
+    async with _stream(gateway, people, room) as events:
+        for _ in range(2):
+            assert (await asyncio.wait_for(events.get(), 10))[0] == "message"
+        linked_rooms.cut_at(f"PUB {delivery_subject(room['id'])}".encode(), 1.0)
+        # Its answer may be lost with the word: what the stream shows is the test.
+        told = asyncio.create_task(status(api, line, sent["delivery"]["carrier_id"], "delivered"))
+        event, heard = await asyncio.wait_for(events.get(), 20)
+        assert not linked_rooms.armed, "the delivery's word went through"
+        await told
+    assert event == "delivery"
+    assert (heard["seq"], heard["delivery"]["status"]) == (sent["seq"], "delivered")
 
 
 async def rereading(client_for, gateway_settings):
