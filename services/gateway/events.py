@@ -8,18 +8,19 @@ in seq order, even when two rooms replicas publish what they stored out of that 
 one dies between storing a message and publishing it. Live messages queued meanwhile that
 the read covered are dropped. What is published while the gateway is off the bus never
 reaches it, so once back each stream reads what was stored since its last message; and a
-live word is sent at most once, so a stream that heard none for a while reads so too.
+live word is sent at most once, so every while each stream reads so too.
 `Last-Event-ID` (or `?after=`) resumes. How a message that left by a line fares comes as
 `delivery` events `{seq, delivery}`, each read as it stands when its live word comes, so a
 move published late by another replica never sets it back (no id: the history read on
 resuming carries each message's delivery as it is then). One that moved while the gateway
 was off the bus, or whose word was lost, is read again with the others it showed as moving
-once the stream is back or has heard nothing for a while.
+once the stream is back, and every while.
 """
 
 import asyncio
 import contextlib
 import re
+import time
 from collections.abc import Awaitable, Callable
 
 import msgspec
@@ -155,14 +156,16 @@ def room_stream(
             subs.append(await nc.subscribe(rooms.delivery_subject(room_id), cb=on_delivery))
             await response.prepare(http)
             last = await stored_since(after)
+            again_at = time.monotonic() + reread  # however busy: new words move no delivery
             while last is not None and not overflowed.is_set():
-                data = await next_of(live, response, until, reread)
+                data = await next_of(live, response, until, again_at)
                 if data == END:
                     break
                 if data in (BUS_BACK, AGAIN):  # what was published meanwhile may never come
                     last = await stored_since(last)
                     if last is not None and not await moved_since_shown():
                         break
+                    again_at = time.monotonic() + reread
                     continue
                 # Each live word is a doorbell, read from the room as it stands. Sent as it
                 # came, a message could pass one stored just before it (two rooms replicas

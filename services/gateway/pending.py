@@ -15,6 +15,7 @@ is a while with none (`streams.AGAIN`): a nudge is sent at most once.
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 
@@ -119,7 +120,7 @@ async def _nudged(
 ) -> bool:
     """Until something of the person's changes (the nudges that come with it read as one),
     or `reread` seconds; False when the gateway is stopping or the token has expired."""
-    nudge = await next_of(nudges, response, until, reread)
+    nudge = await next_of(nudges, response, until, time.monotonic() + reread)
     if nudge != END:
         await asyncio.sleep(_SETTLE_S)
     while nudge != END and not nudges.empty():

@@ -49,8 +49,9 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     | TETHER_LATE_TIMEOUT      | 60                      | seconds a keyed POST's reply is still  |
     |                          |                         | awaited after its 504, its key held in |
     |                          |                         | flight so a retry never runs it twice  |
-    | TETHER_STREAM_REREAD     | 30                      | seconds a room's or a pending stream   |
-    |                          |                         | told nothing reads again all the same  |
+    | TETHER_STREAM_REREAD     | 30                      | seconds after which a room's or a      |
+    |                          |                         | pending stream reads again what it     |
+    |                          |                         | shows, in case a word of it was lost   |
     | TETHER_PUBLIC_URL        | (the request's own)     | the scheme and host carriers call; the |
     |                          |                         | URL their webhook signatures cover     |
     | TETHER_REUSE_PORT        | (off)                   | 1: share the port with the gateway's   |

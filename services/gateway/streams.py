@@ -7,8 +7,8 @@ for a watch, consumers on the NATS server) for as long as it is open.
 
 A stream told of changes by core NATS messages (a room's new message, a nudge to a pending
 list) is told at most once: a word lost as its publisher's connection failed would leave
-the stream behind until the next. So one that heard nothing for a while reads again
-(AGAIN), `TETHER_STREAM_REREAD` seconds apart.
+the stream behind until the next. So each reads again what it shows (AGAIN) when it has not
+for `TETHER_STREAM_REREAD` seconds.
 """
 
 import asyncio
@@ -99,14 +99,13 @@ async def next_of(
     queue: asyncio.Queue[bytes],
     response: web.StreamResponse,
     until: float,
-    reread: float = math.inf,
+    again_at: float = math.inf,
 ) -> bytes:
-    """A stream's next item, with a keepalive written while none comes; AGAIN once `reread`
-    seconds have passed with none; END once `until`, its token's end, has passed, told to
-    the client as a `refused` event."""
-    stale_at = time.monotonic() + reread
+    """A stream's next item, with a keepalive written while none comes; AGAIN once
+    `again_at` (on the monotonic clock) has passed first; END once `until`, its token's end,
+    has passed, told to the client as a `refused` event."""
     while (left := until - time.time()) > 0:
-        if (fresh := stale_at - time.monotonic()) <= 0:
+        if (fresh := again_at - time.monotonic()) <= 0:
             return AGAIN
         try:
             return await asyncio.wait_for(queue.get(), min(KEEPALIVE_S, left, fresh))
