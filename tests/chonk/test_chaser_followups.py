@@ -23,8 +23,11 @@ PRIYA = ROOT
 STOCKHOLM = ladder.BusinessHours(zone="Europe/Stockholm")
 
 
-async def _messages(api, room: str, headers: dict) -> list[dict]:
-    return (await (await api.get(f"/v1/rooms/{room}/messages", headers=headers)).json())["messages"]
+async def _messages(api, room: str, headers: dict, after: int = 0) -> list[dict]:
+    """The room's messages after seq `after`: a chase's own, in a room another test's chase
+    of Ben may have spoken in first."""
+    path = f"/v1/rooms/{room}/messages?after={after}"
+    return (await (await api.get(path, headers=headers)).json())["messages"]
 
 
 async def _rooms_of(api, headers: dict) -> dict[str, list[dict]]:
@@ -84,7 +87,8 @@ async def test_the_ladder_nudges_ben_tells_ana_then_escalates_to_tomas_in_busine
     ]  # fmt: skip
     asked, follow = report["delivered"]
     assert asked["to"] == follow["to"] == f"{ORG}/ben"
-    (ask,) = await _messages(api, asked["room"], BEN)
+    since = asked["seq"] - 1
+    (ask,) = await _messages(api, asked["room"], BEN, since)
     assert ask["text"].startswith("Hey Ben, #419 has been waiting") and ask["author_kind"] == "bot"
 
     # Stage 1 waits four business hours of the tenant's, on the one engine.
@@ -100,7 +104,7 @@ async def test_the_ladder_nudges_ben_tells_ana_then_escalates_to_tomas_in_busine
     first = await _fire(operator, follow["timer"])
 
     async def nudged() -> list[dict] | None:
-        found = await _messages(api, asked["room"], BEN)
+        found = await _messages(api, asked["room"], BEN, since)
         return found if len(found) >= 2 else None
 
     found = await eventually(nudged)
@@ -118,7 +122,7 @@ async def test_the_ladder_nudges_ben_tells_ana_then_escalates_to_tomas_in_busine
     anas = await _count(api, ANA, ana_before + 1)
     (told_ana,) = [m for m in anas if "#419 is still waiting on Ben" in m["text"]]
     assert told_ana["question"]["options"] == ["Find another reviewer", "Defer it"]
-    bens = await eventually(lambda: _at_least(api, asked["room"], 3))
+    bens = await eventually(lambda: _at_least(api, asked["room"], 3, since))
     assert bens[2]["text"].startswith("I've let Ana know #419 is still waiting on you")
 
     # Stage 3: Tomás gets the escalation with the receipts; Ben hears nothing more.
@@ -138,7 +142,7 @@ async def test_the_ladder_nudges_ben_tells_ana_then_escalates_to_tomas_in_busine
         if x.action == "chonk.chase.stage" and x.target == "run_chase_ben_0908"
     ]
     assert stages == [1, 2, 3]  # each once, though each fire came twice
-    assert len(await _messages(api, asked["room"], BEN)) == 3
+    assert len(await _messages(api, asked["room"], BEN, since)) == 3
 
 
 async def test_a_follow_up_at_propose_waits_for_priya_and_bens_answer_ends_the_chase(api, operator):
@@ -216,6 +220,6 @@ async def _pending(operator, key: str) -> dict | None:
     return held if held.get("state") == "pending" else None
 
 
-async def _at_least(api, room: str, n: int) -> list[dict] | None:
-    found = await _messages(api, room, BEN)
+async def _at_least(api, room: str, n: int, after: int) -> list[dict] | None:
+    found = await _messages(api, room, BEN, after)
     return found if len(found) >= n else None
