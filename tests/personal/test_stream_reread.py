@@ -38,16 +38,15 @@ def api(whole_api):
 async def test_a_stream_whose_nudge_was_lost_reads_the_list_again(
     client_for, gateway_settings, api, linked_rooms, operator, people
 ):
-    link = linked_rooms
     await announce(operator, people.ada_id)
     room = await room_with(api, people, people.bob_id)
     gateway = await rereading(client_for, gateway_settings)
     async with gateway.get("/v1/pending/stream", headers=people.ada) as stream:
         assert await _pending_event(stream) == []
-        link.cut_at(ROOMS_NUDGE, 1.0)
+        linked_rooms.cut_at(ROOMS_NUDGE, 1.0)
         await say(api, room, people.bob, "Are you in on Friday?", to=people.ada_id)
         (draft,) = await eventually(lambda: drafts_waiting(api, people.ada))
-        assert not link.armed, "the draft's nudge went through"
+        assert not linked_rooms.armed, "the draft's nudge went through"
         assert await _pending_event(stream) == [draft]
 
 
