@@ -48,6 +48,7 @@ def _gateway(env: dict[str, str]) -> GatewaySettings:
         (_gateway, "TETHER_REQUEST_TIMEOUT", "0", "Expected `float` > 0.0"),
         (_gateway, "TETHER_REQUEST_TIMEOUT", "Infinity", "Expected `float` <= 31536000.0"),
         (_gateway, "TETHER_LATE_TIMEOUT", "inf", "Expected `float` <= 31536000.0"),
+        (_gateway, "TETHER_STREAM_REREAD", "0", "Expected `float` > 0.0"),
         (_gateway, "TETHER_RATE_LIMIT", "-5", "Expected `int` >= 0"),
         (
             _gateway,
