@@ -13,7 +13,14 @@ import pytest
 from libs.contracts import ladder
 from libs.contracts.base import key_token
 from services.ladder.main import serve as serve_ladder
-from tests.personal.conftest import announce, eventually, room_with, say, set_level
+from tests.personal.conftest import (
+    announce,
+    eventually,
+    pending_send,
+    room_with,
+    say,
+    set_level,
+)
 from tests.support import serving_across_a_link
 
 INDEX_WRITE = b"PUB $KV.ladder.open."
@@ -34,7 +41,10 @@ async def test_a_window_whose_index_write_was_lost_is_canceled_by_the_ceiling(
     link = ladder_service
     await announce(operator, people.ada_id)
 
-    await eventually(lambda: has_agent(api, people.ada))
+    async def has_agent() -> bool:
+        return (await api.get("/v1/agents/me", headers=people.ada)).status == 200
+
+    await eventually(has_agent)
     await set_level(api, people.ada, "send")
     await api.put("/v1/ladder/window", json={"window": "1h"}, headers=people.ada)
     room = await room_with(api, people, people.bob_id)
@@ -64,23 +74,7 @@ async def test_an_index_entry_is_removed_by_the_server_an_hour_after_its_window_
     every ceiling; kept forever, it would be read by each one. It goes an hour after its
     window would have ended; an entry a window outlives only leaves the window to its end,
     which reads the level again."""
-    await announce(operator, people.ada_id)
-    await eventually(lambda: has_agent(api, people.ada))
-    await set_level(api, people.ada, "send")
-    await api.put("/v1/ladder/window", json={"window": "1m"}, headers=people.ada)
-    room = await room_with(api, people, people.bob_id)
-    await say(api, room, people.bob, "Send me the deck?", to=people.ada_id)
-    [window] = await eventually(lambda: open_windows(api, people.ada), timeout=30)
+    _, window = await pending_send(api, people, operator)  # a 15 m window
     subject = f"$KV.ladder.open.{people.org}.{key_token(people.ada_id)}.{window['id']}"
     entry = await operator.jetstream().get_last_msg("KV_ladder", subject)
-    assert (entry.headers or {}).get("Nats-TTL") == f"{60 + 3600}s"
-
-
-async def has_agent(api, headers: dict) -> bool:
-    return (await api.get("/v1/agents/me", headers=headers)).status == 200
-
-
-async def open_windows(api, headers: dict) -> list[dict] | None:
-    """The person's open windows, once there are any; None while the ladder is away."""
-    listed = await api.get("/v1/windows", headers=headers)
-    return (await listed.json())["windows"] if listed.status == 200 else None
+    assert (entry.headers or {}).get("Nats-TTL") == f"{15 * 60 + 3600}s"
