@@ -32,7 +32,7 @@ from services.poa.main import serve as serve_poa
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
 from services.scheduler.main import serve as serve_scheduler
-from tests.support import KEY, LINES_KEY, TEST_SERVICES, operator_on, serving
+from tests.support import KEY, LINES_KEY, TEST_SERVICES, Acks, operator_on, serving
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -130,6 +130,12 @@ def connect(stack: Stack):
 async def operator(connect) -> AsyncIterator[nats.NATS]:
     async with connect(OPERATOR) as nc:
         yield nc
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def acks(operator) -> Acks:
+    """What each reader is done with from here on: a negative waits for it."""
+    return await Acks.heard_from_now(operator)
 
 
 @pytest.fixture

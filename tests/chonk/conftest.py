@@ -17,7 +17,7 @@ from services.chonk.store import CallOut, Cover, Offer
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
 from tests.personal.conftest import eventually
-from tests.support import LINES_KEY, bearer, serving, token
+from tests.support import LINES_KEY, Acks, bearer, serving, token
 
 ORG = "sim-lanternfish"
 HARBOR = "sim-harbortable"  # EC-MGR-009's tenant
@@ -42,12 +42,12 @@ def owner_update(due: datetime) -> str:
     return f"run_owner_update_0907_{due:%Y%m%d}"
 
 
-async def deliver_cadence(api, operator, due: datetime) -> None:
+async def deliver_cadence(api, operator, acks: Acks, due: datetime) -> None:
     """What the scheduler delivers when the owner update's time `due` comes round, once,
     and until the chonk service has handled it. The cadence is started first (a stopped
     one runs nothing)."""
     await start_cadence(api)
-    await fire_cadence(operator, due)
+    await fire_cadence(operator, acks, due)
 
 
 async def start_cadence(api) -> None:
@@ -60,14 +60,10 @@ async def start_cadence(api) -> None:
     assert started.status == 201, await started.text()
 
 
-async def fire_cadence(operator, due: datetime) -> None:
+async def fire_cadence(operator, acks: Acks, due: datetime) -> None:
     """The scheduler's delivery alone, and until the chonk service has handled it."""
-    js, stored = await fire(operator, cadence_timer(due), "cadence", due, CADENCE_DUE)
-
-    async def handled() -> bool:
-        return (await js.consumer_info(stored.stream, "chonk")).ack_floor.stream_seq >= stored.seq
-
-    await eventually(handled)
+    _, stored = await fire(operator, cadence_timer(due), "cadence", due, CADENCE_DUE)
+    await acks.done("chonk", stored)
 
 
 async def fire(operator, key: str, target: str, due: datetime, payload: Any) -> tuple:
@@ -128,17 +124,6 @@ async def stopped(operator, svc, subject: str) -> None:
         return False
 
     await eventually(away)
-
-
-async def handled(js, stored) -> None:
-    """Until the chonk service has handled the message stored as `stored`: handed back to
-    be tried again, or done with."""
-
-    async def tried() -> bool:
-        info = await js.consumer_info(stored.stream, "chonk")
-        return info.num_redelivered > 0 or info.ack_floor.stream_seq >= stored.seq
-
-    await eventually(tried)
 
 
 async def answered(operator, org: str, room: str, seq: int) -> tuple:

@@ -75,24 +75,24 @@ async def test_a_cadence_runs_its_run_each_time_it_comes_round_and_times_the_nex
     assert len(runs) == 1
 
 
-async def test_a_run_whose_claimer_died_mid_run_is_run_by_a_later_delivery(api, operator):
+async def test_a_run_whose_claimer_died_mid_run_is_run_by_a_later_delivery(api, operator, acks):
     """A replica that claimed the run and died left its claim and no report: once the
     claim's lease is out, a delivery of the timer runs it."""
     due = datetime(2027, 3, 1, 15, tzinfo=UTC)  # a Monday, 07:00 in Los Angeles
     kv = await operator.jetstream().key_value("chonk-runs")
     lapsed = datetime.now(UTC) - RUN_LEASE - timedelta(seconds=1)
     await kv.put(f"claimed.{ORG}.{owner_update(due)}", lapsed.isoformat().encode())
-    await deliver_cadence(api, operator, due)
+    await deliver_cadence(api, operator, acks, due)
     assert (await report_of(api, owner_update(due)))["trigger"] == "cadence"
 
 
-async def test_a_reported_run_is_not_run_again_by_a_delivery_past_its_lease(api, operator):
+async def test_a_reported_run_is_not_run_again_by_a_delivery_past_its_lease(api, operator, acks):
     """The run reported and its delivery came again more than a minute later (its ack
     was lost with the replica that ran it): the claim, as old as the lease, is not taken
     over, and the run is not made twice. Its claim is kept a week (the default)."""
     due = datetime(2027, 3, 8, 15, tzinfo=UTC)
     run_id, js = owner_update(due), operator.jetstream()
-    await deliver_cadence(api, operator, due)
+    await deliver_cadence(api, operator, acks, due)
     assert (await report_of(api, run_id))["trigger"] == "cadence"
     claim = await js.get_last_msg("KV_chonk-runs", f"$KV.chonk-runs.claimed.{ORG}.{run_id}")
     assert (claim.headers or {}).get("Nats-TTL") == "604800s"
@@ -100,7 +100,7 @@ async def test_a_reported_run_is_not_run_again_by_a_delivery_past_its_lease(api,
     kv = await js.key_value("chonk-runs")
     lapsed = datetime.now(UTC) - RUN_LEASE - timedelta(seconds=1)
     await kv.put(f"claimed.{ORG}.{run_id}", lapsed.isoformat().encode())
-    await deliver_cadence(api, operator, due)
+    await deliver_cadence(api, operator, acks, due)
     runs = [x for x in await records(js, ORG) if x.action == "chonk.run" and x.target == run_id]
     assert len(runs) == 1
 
@@ -118,7 +118,7 @@ async def _pending(operator, key: str) -> dict | None:
     return held if held.get("state") == "pending" else None
 
 
-async def test_a_stopped_cadence_runs_nothing_when_its_time_comes_round(api, operator):
+async def test_a_stopped_cadence_runs_nothing_when_its_time_comes_round(api, operator, acks):
     """Before, a cadence ran until its timer was cancelled, and nothing could cancel it."""
     start = {"tenant": ORG, "cadence": "cad_owner_update"}
     first = await (await api.post("/v1/chonk/cadences", json=start, headers=ROOT)).json()
@@ -138,7 +138,7 @@ async def test_a_stopped_cadence_runs_nothing_when_its_time_comes_round(api, ope
 
     # A time that was already on its way when it stopped: handled, and nothing runs.
     due = datetime(2027, 3, 15, 14, tzinfo=UTC)  # a Monday, 07:00 in Los Angeles
-    await fire_cadence(operator, due)
+    await fire_cadence(operator, acks, due)
     assert await report_of(api, owner_update(due)) is None
     assert (await _timer(operator, cadence_timer(next_at(WEEKLY, due)))).get("state") is None
     again = await api.delete("/v1/chonk/cadences/cad_owner_update", headers=ROOT)

@@ -12,19 +12,11 @@ import msgspec
 from libs.contracts import chonk, rooms
 from services.chonk.main import serve as serve_chonk
 from tests.chonk.conftest import ORG, cancelled, fire, own_chase, person, said_to, stopped
-from tests.personal.conftest import eventually
 from tests.support import published_from_now, serving
 
 
-async def _done(js, stored) -> None:
-    async def acked() -> bool:
-        return (await js.consumer_info(stored.stream, "chonk")).ack_floor.stream_seq >= stored.seq
-
-    await eventually(acked)
-
-
 async def test_an_answer_unread_when_the_next_stage_comes_ends_the_chase(
-    api, operator, chonk_service, settings_for
+    api, operator, chonk_service, settings_for, acks
 ):
     mark = uuid.uuid4().hex[:8]
     owner, requester = f"owner-{mark}", f"requester-{mark}"  # rooms no other test reads
@@ -37,7 +29,7 @@ async def test_an_answer_unread_when_the_next_stage_comes_ends_the_chase(
     try:
         key = f"chase.{chase.org}.{chase.run}.1"
         _, first = await fire(operator, key, "chase", datetime.now(UTC), msgspec.to_builtins(chase))
-        await _done(js, first)  # stage 1 asked Ben, its stage 2 timed
+        await acks.done("chonk", first)  # stage 1 asked Ben, its stage 2 timed
         ben = person(owner)
         [asked] = [m for m in await said_to(api, ben) if m["text"] == chase.followup]
         await stopped(operator, chonk_service, chonk.REPORT.name)
@@ -53,7 +45,7 @@ async def test_an_answer_unread_when_the_next_stage_comes_ends_the_chase(
         async with serving(chonk.CONTRACT, settings_for("chonk"), serve_chonk):
             payload = msgspec.to_builtins(msgspec.structs.replace(chase, stage=2))
             _, second = await fire(operator, later[0], "chase", datetime.now(UTC), payload)
-            await _done(js, second)
+            await acks.done("chonk", second)
             told = await said_to(api, person(requester))
             assert told == []  # before: "#… is still waiting on Ben"
             kv = await js.key_value("chonk-runs")

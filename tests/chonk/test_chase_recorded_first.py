@@ -12,7 +12,7 @@ from libs.audit.reading import records
 from libs.contracts import audit, codec
 from services.audit.main import serve as serve_audit
 from services.chonk.store import Chased, ChaseState
-from tests.chonk.conftest import ORG, answered, fire, handled, own_chase, stopped, taken_back
+from tests.chonk.conftest import ORG, answered, fire, own_chase, stopped, taken_back
 from tests.personal.conftest import eventually
 from tests.support import serving
 
@@ -25,7 +25,7 @@ async def _recorded(js, action: str, run: str) -> list:
 
 
 async def test_an_answer_made_while_the_audit_is_away_is_recorded_once_it_is_back(
-    api, operator, audit_service, settings_for
+    api, operator, audit_service, settings_for, acks
 ):
     run = f"run_chase_answered_{uuid.uuid4().hex[:8]}"
     room, seq = f"bot-{uuid.uuid4().hex[:16]}", 3
@@ -34,7 +34,7 @@ async def test_an_answer_made_while_the_audit_is_away_is_recorded_once_it_is_bac
     await kv.create(f"chased.{room}.{seq}", codec.encode(Chased(ORG, run, f"{ORG}/ben")))
     await stopped(operator, audit_service, audit.CONTRACT.health.published_by("test"))
     js, stored = await answered(operator, ORG, room, seq)  # Ben's answer
-    await handled(js, stored)
+    await acks.tried("chonk", stored)
     async with serving(audit.CONTRACT, settings_for("audit"), serve_audit):
         [record] = await _recorded(js, "chonk.chase.answer", run)
         assert record.actor is not None and record.actor.sub == f"{ORG}/ben"
@@ -43,7 +43,7 @@ async def test_an_answer_made_while_the_audit_is_away_is_recorded_once_it_is_bac
 
 
 async def test_a_stage_that_ends_an_answered_chase_while_the_audit_is_away_records_the_end(
-    api, operator, audit_service, settings_for
+    api, operator, audit_service, settings_for, acks
 ):
     chase = own_chase("chase_ended")
     js = operator.jetstream()
@@ -52,7 +52,7 @@ async def test_a_stage_that_ends_an_answered_chase_while_the_audit_is_away_recor
     await stopped(operator, audit_service, audit.CONTRACT.health.published_by("test"))
     key = f"chase.{chase.org}.{chase.run}.1"
     js, stored = await fire(operator, key, "chase", datetime.now(UTC), msgspec.to_builtins(chase))
-    await handled(js, stored)
+    await acks.tried("chonk", stored)
     async with serving(audit.CONTRACT, settings_for("audit"), serve_audit):
         [record] = await _recorded(js, "chonk.chase.end", chase.run)
         assert record.data["answered_by"] == chase.owner

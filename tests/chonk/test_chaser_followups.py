@@ -15,6 +15,7 @@ from libs.contracts.streams import timer_subject
 from services.chonk.domain import ladder
 from tests.chonk.conftest import ORG, person
 from tests.personal.conftest import eventually
+from tests.support import Acks
 
 ROOT, BEN, ANA, TOMAS = (
     person("priya", roles=("admin",)), person("ben"), person("ana"), person("tomas")
@@ -44,7 +45,7 @@ async def _timer(operator, key: str) -> dict:
     return msgspec.json.decode(reply.data)
 
 
-async def _fire(operator, key: str) -> datetime:
+async def _fire(operator, acks: Acks, key: str) -> datetime:
     """What the scheduler delivers when `key` comes due, sent twice: a redelivery says
     nothing more. The timer's due time."""
     held = await _timer(operator, key)
@@ -58,12 +59,7 @@ async def _fire(operator, key: str) -> datetime:
         stored = await operator.jetstream().publish(
             timer_subject("chonk", "chase"), msgspec.json.encode(fired)
         )
-
-    async def handled() -> bool | None:
-        info = await operator.jetstream().consumer_info(stored.stream, "chonk")
-        return info.ack_floor.stream_seq >= stored.seq or None
-
-    await eventually(handled)
+    await acks.done("chonk", stored)
     return due
 
 
@@ -76,7 +72,7 @@ async def _count(api, headers: dict, at_least: int) -> list[dict]:
 
 
 async def test_the_ladder_nudges_ben_tells_ana_then_escalates_to_tomas_in_business_hours(
-    api, operator
+    api, operator, acks
 ):
     before = datetime.now(UTC)
     r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "chase_ben"}, headers=ROOT)
@@ -101,7 +97,7 @@ async def test_the_ladder_nudges_ben_tells_ana_then_escalates_to_tomas_in_busine
     tomas_before = sum(len(m) for m in (await _rooms_of(api, TOMAS)).values())
 
     # Stage 1: the nudge, once, as a question Ben can answer.
-    first = await _fire(operator, follow["timer"])
+    first = await _fire(operator, acks, follow["timer"])
 
     async def nudged() -> list[dict] | None:
         found = await _messages(api, asked["room"], BEN, since)
@@ -118,7 +114,7 @@ async def test_the_ladder_nudges_ben_tells_ana_then_escalates_to_tomas_in_busine
     second_key = f"chase.{ORG}.run_chase_ben_0908.2"
     held = await eventually(lambda: _pending(operator, second_key))
     assert datetime.fromisoformat(held["due_at"]) == ladder.due(first, 8, STOCKHOLM)
-    second = await _fire(operator, second_key)
+    second = await _fire(operator, acks, second_key)
     anas = await _count(api, ANA, ana_before + 1)
     (told_ana,) = [m for m in anas if "#419 is still waiting on Ben" in m["text"]]
     assert told_ana["question"]["options"] == ["Find another reviewer", "Defer it"]
@@ -129,7 +125,7 @@ async def test_the_ladder_nudges_ben_tells_ana_then_escalates_to_tomas_in_busine
     third_key = f"chase.{ORG}.run_chase_ben_0908.3"
     held = await eventually(lambda: _pending(operator, third_key))
     assert datetime.fromisoformat(held["due_at"]) == ladder.due(second, 4, STOCKHOLM)
-    await _fire(operator, third_key)
+    await _fire(operator, acks, third_key)
     tomas = await _count(api, TOMAS, tomas_before + 1)
     (escalation,) = [m for m in tomas if m["text"].startswith("Escalating #419")]
     assert "I won't message Ben about it again" in escalation["text"]
@@ -145,7 +141,9 @@ async def test_the_ladder_nudges_ben_tells_ana_then_escalates_to_tomas_in_busine
     assert len(await _messages(api, asked["room"], BEN, since)) == 3
 
 
-async def test_a_follow_up_at_propose_waits_for_priya_and_bens_answer_ends_the_chase(api, operator):
+async def test_a_follow_up_at_propose_waits_for_priya_and_bens_answer_ends_the_chase(
+    api, operator, acks
+):
     """The tenant's modes put the follow-up at PROPOSE: the chase starts on Priya's yes. Ben
     answers the nudge, so stage 2 says nothing to anyone, recorded as the chase's end."""
     r = await api.post(
@@ -167,7 +165,7 @@ async def test_a_follow_up_at_propose_waits_for_priya_and_bens_answer_ends_the_c
     )
     assert yes.status == 201, await yes.text()
     await eventually(lambda: _pending(operator, key))
-    await _fire(operator, key)
+    await _fire(operator, acks, key)
     ben_room = report["delivered"][0]["room"]
 
     async def nudge() -> dict | None:
@@ -194,8 +192,8 @@ async def test_a_follow_up_at_propose_waits_for_priya_and_bens_answer_ends_the_c
 
     await eventually(answered)
     seen = len(await _messages(api, ben_room, BEN))
-    await _fire(operator, key)  # stage 1 delivered again after the answer: said already
-    await _fire(operator, f"chase.{ORG}.run_chase_ben_answered_0915.2")
+    await _fire(operator, acks, key)  # stage 1 delivered again after the answer: said already
+    await _fire(operator, acks, f"chase.{ORG}.run_chase_ben_answered_0915.2")
 
     async def ended() -> list | None:
         found = [

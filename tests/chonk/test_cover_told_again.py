@@ -18,7 +18,6 @@ from tests.chonk.conftest import (
     answered,
     call_out,
     fire,
-    handled,
     offered,
     rooms_back,
     said_to,
@@ -34,7 +33,7 @@ async def _said(api, name: str, start: str) -> list[dict]:
 
 
 async def test_an_escalation_the_rooms_could_not_take_is_sent_once_they_are_back(
-    api, operator, rooms_service, settings_for
+    api, operator, rooms_service, settings_for, acks
 ):
     out, contact = call_out()
     js = operator.jetstream()
@@ -44,7 +43,7 @@ async def test_an_escalation_the_rooms_could_not_take_is_sent_once_they_are_back
     payload = msgspec.to_builtins(CoverDue(org=HARBOR, shift=out.shift))
     key = f"cover.{HARBOR}.{out.shift}"
     js, stored = await fire(operator, key, "cover", datetime.now(UTC), payload)
-    await handled(js, stored)
+    await acks.tried("chonk", stored)
     async with rooms_back(settings_for):
         [escalation] = await eventually(lambda: _said(api, contact, "No cover yet"), timeout=30)
         assert "Ike is not in and no one has said yes" in escalation["text"]
@@ -57,13 +56,13 @@ async def test_an_escalation_the_rooms_could_not_take_is_sent_once_they_are_back
 
 
 async def test_a_yes_that_took_the_shift_is_told_once_the_rooms_are_back(
-    api, operator, rooms_service, settings_for
+    api, operator, rooms_service, settings_for, acks
 ):
     out, offer, room, seq = await offered(operator)
     name = offer.worker.rsplit("/", 1)[1]
     await stopped(operator, rooms_service, rooms.TELL.published_by("chonk"))
     js, stored = await answered(operator, HARBOR, room, seq)  # the worker's yes
-    await handled(js, stored)
+    await acks.tried("chonk", stored)
     async with rooms_back(settings_for):
         [thanks] = await eventually(lambda: _said(api, name, "Thank you"), timeout=30)
         assert f"you're on the bar tonight until {out.end:%H:%M}" in thanks["text"]
@@ -72,16 +71,16 @@ async def test_a_yes_that_took_the_shift_is_told_once_the_rooms_are_back(
         assert cover["taken_by"] == offer.worker
 
 
-async def test_a_yes_that_took_the_shift_delivered_again_is_recorded_once(api, operator):
+async def test_a_yes_that_took_the_shift_delivered_again_is_recorded_once(api, operator, acks):
     """Told, and delivered again (its ack lost, a replica gone): the shift taken is
     recorded once, as it was taken once."""
     out, offer, room, seq = await offered(operator)
     name = offer.worker.rsplit("/", 1)[1]
     js, first = await answered(operator, HARBOR, room, seq)
-    await handled(js, first)
+    await acks.tried("chonk", first)
     [thanks] = await eventually(lambda: _said(api, name, "Thank you"))
     _, again = await answered(operator, HARBOR, room, seq)
-    await handled(js, again)
+    await acks.tried("chonk", again)
     taken = [
         r for r in await records(js, HARBOR)
         if r.action == "chonk.cover.taken" and r.target == out.shift

@@ -12,7 +12,7 @@ from libs.audit.reading import records
 from libs.contracts import chonk
 from tests.chonk.conftest import ORG, person
 from tests.personal.conftest import eventually
-from tests.support import published_from_now
+from tests.support import Acks, published_from_now
 
 ROOT = person("priya", roles=("admin",))
 
@@ -33,17 +33,15 @@ async def _next(sub, subject: str, about: set[str]) -> dict:
             return body
 
 
-async def _deliver_again(js, request: dict) -> None:
+async def _deliver_again(js, acks: Acks, request: dict) -> None:
     """The handoff `request` delivered to its receiver again, until it has handled it."""
     stored = await js.publish(chonk.HANDOFF_REQUESTED.name, msgspec.json.encode(request))
-
-    async def handled() -> bool:
-        return (await js.consumer_info(stored.stream, "chonk")).ack_floor.stream_seq >= stored.seq
-
-    await eventually(handled)
+    await acks.done("chonk", stored)
 
 
-async def test_ec_mgr_007_a_handoff_is_declined_on_the_bus_and_twice_goes_to_triage(api, operator):
+async def test_ec_mgr_007_a_handoff_is_declined_on_the_bus_and_twice_goes_to_triage(
+    api, operator, acks
+):
     js = operator.jetstream()
     sub = await published_from_now(js, "tether.evt.chonk.>")
 
@@ -61,7 +59,7 @@ async def test_ec_mgr_007_a_handoff_is_declined_on_the_bus_and_twice_goes_to_tri
     assert declined["reason"].startswith("2 stalls in 30 days and nothing said in-thread")
     # Delivered again (the receiver's replica died before it acknowledged): judged again,
     # recorded once.
-    await _deliver_again(js, requested)
+    await _deliver_again(js, acks, requested)
 
     second = await _run(api, "handoff_ben_again")
     (again,) = [d for d in second["delivered"] if d["kind"] == "HANDOFF"]
@@ -75,7 +73,9 @@ async def test_ec_mgr_007_a_handoff_is_declined_on_the_bus_and_twice_goes_to_tri
     assert actions.count(("chonk.handoff.decline", handoff["handoff"])) == 1
 
 
-async def test_an_accepted_handoff_is_the_receivers_run_on_the_same_correlation_id(api, operator):
+async def test_an_accepted_handoff_is_the_receivers_run_on_the_same_correlation_id(
+    api, operator, acks
+):
     """§8: build hands Jonas (three stalls in 30 days, the ladder through stage 2) to the
     Chief Human Officer; it takes it, and its check-in about load runs, triggered by the
     handoff on the sending run's correlation id. The work comment build proposed alongside
@@ -111,7 +111,7 @@ async def test_an_accepted_handoff_is_the_receivers_run_on_the_same_correlation_
     assert message["author"] == f"bot:{ORG}:chonk-human"
 
     # Delivered again: judged again, recorded once, and its run not made twice.
-    await _deliver_again(js, accepted["request"])
+    await _deliver_again(js, acks, accepted["request"])
     found = await records(js, ORG)
     runs = [x for x in found if x.action == "chonk.run"]
     (receiver,) = [x for x in runs if x.target == "run_checkin_jonas_load"]
@@ -122,7 +122,7 @@ async def test_an_accepted_handoff_is_the_receivers_run_on_the_same_correlation_
     assert len(accepts) == 1
 
 
-async def test_a_handoff_delivered_twice_at_once_is_recorded_once(api, operator):
+async def test_a_handoff_delivered_twice_at_once_is_recorded_once(api, operator, acks):
     """Two deliveries of one handoff judged at once (a redelivery while the first is still
     being judged, or two replicas): one decision stands. The other's record, made before
     its write as every record is, is followed by its `.failed` when the write loses;
@@ -146,12 +146,7 @@ async def test_a_handoff_delivered_twice_at_once_is_recorded_once(api, operator)
     stored = await asyncio.gather(
         *(js.publish(chonk.HANDOFF_REQUESTED.name, msgspec.json.encode(fresh)) for _ in range(2))
     )
-
-    async def handled() -> bool:
-        info = await js.consumer_info(stored[0].stream, "chonk")
-        return info.ack_floor.stream_seq >= max(s.seq for s in stored)
-
-    await eventually(handled)
+    await acks.done("chonk", *stored)
     actions = [x.action for x in await records(js, ORG) if x.target == fresh["id"]]
     made, failed = (
         actions.count("chonk.handoff.decline"),

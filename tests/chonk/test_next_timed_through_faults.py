@@ -25,7 +25,6 @@ from tests.chonk.conftest import (
     cadence_timer,
     cancelled,
     fire,
-    handled,
     own_chase,
     start_cadence,
     taken_back,
@@ -41,24 +40,24 @@ async def rooms_service():
     yield None
 
 
-async def test_a_cadence_whose_run_fails_is_timed_again(api, operator):
+async def test_a_cadence_whose_run_fails_is_timed_again(api, operator, acks):
     await start_cadence(api)
     # A Monday no other test runs the owner update for: its run is tried, and fails.
     due = next_at(WEEKLY, datetime.now(UTC) + timedelta(weeks=random.randrange(50, 5000)))
     js, stored = await fire(operator, cadence_timer(due), "cadence", due, CADENCE_DUE)
-    await handled(js, stored)
+    await acks.tried("chonk", stored)
     following = next_at(WEEKLY, due)
     held = await eventually(lambda: _pending(operator, cadence_timer(following)))
     assert datetime.fromisoformat(held["due_at"]) == following
     await taken_back(operator, js, stored, cadence_timer(due), cadence_timer(following))
 
 
-async def test_a_stage_the_rooms_cannot_take_still_times_the_next(api, operator):
+async def test_a_stage_the_rooms_cannot_take_still_times_the_next(api, operator, acks):
     chase = own_chase("chase_away")
     due = datetime.now(UTC)
     key = f"chase.{chase.org}.{chase.run}.1"
     js, stored = await fire(operator, key, "chase", due, msgspec.to_builtins(chase))
-    await handled(js, stored)
+    await acks.tried("chonk", stored)
     second = f"chase.{chase.org}.{chase.run}.2"
     held = await eventually(lambda: _pending(operator, second))
     assert datetime.fromisoformat(held["due_at"]) == ladder.due(due, 8, STOCKHOLM)

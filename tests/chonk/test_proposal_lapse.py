@@ -41,16 +41,6 @@ async def _proposed(operator, closes_at: datetime) -> tuple[str, str, Proposal, 
     return decider, recipient, held, asked
 
 
-async def _done(js, stored) -> None:
-    """Until the chonk service has acknowledged the message stored as `stored`: handled
-    for good, the definite state a negative waits for (a try that failed is not it)."""
-
-    async def acked() -> bool:
-        return (await js.consumer_info(stored.stream, "chonk")).ack_floor.stream_seq >= stored.seq
-
-    await eventually(acked)
-
-
 async def _lapse(operator, asked: dict, due: datetime) -> tuple:
     payload = {"room": asked["room"], "seq": asked["seq"]}
     return await fire(operator, f"proposal.lapse-{asked['seq']}", LAPSE, due, payload)
@@ -71,7 +61,9 @@ async def _yes_unread(api, operator, chonk_service, decider: str, asked: dict) -
     return js, await events.next_msg(timeout=10)
 
 
-async def test_an_unanswered_proposal_lapses_and_a_late_yes_carries_out_nothing(api, operator):
+async def test_an_unanswered_proposal_lapses_and_a_late_yes_carries_out_nothing(
+    api, operator, acks
+):
     closed = datetime.now(UTC) - timedelta(seconds=1)
     decider, recipient, held, asked = await _proposed(operator, closed)
     yes = await api.post(
@@ -98,7 +90,7 @@ async def test_an_unanswered_proposal_lapses_and_a_late_yes_carries_out_nothing(
     # An answer read after it (a yes the rooms took before it closed, its event late)
     # finds nothing held: nothing is told the recipient.
     _, event = await answered(operator, ORG, asked["room"], asked["seq"])
-    await _done(js, event)
+    await acks.done("chonk", event)
     assert await said_to(api, person(recipient.split("/")[1])) == []
     assert not [r for r in await records(js, ORG) if r.action == "chonk.proposal.approve"
                 and r.target == held.key]  # fmt: skip
@@ -126,7 +118,7 @@ async def test_a_yes_given_in_time_whose_event_was_not_read_is_carried_out_as_it
 
 
 async def test_a_yes_carried_out_by_its_event_and_its_lapse_at_once_is_recorded_once(
-    api, operator, chonk_service, settings_for
+    api, operator, chonk_service, settings_for, acks
 ):
     """The answer's event and the lapse's timer, read at the same moment (and the event
     delivered again, as after a failure), each find the proposal held and carry out the
@@ -139,7 +131,7 @@ async def test_a_yes_carried_out_by_its_event_and_its_lapse_at_once_is_recorded_
     _, fired = await _lapse(operator, asked, datetime.now(UTC))
     async with serving(chonk.CONTRACT, settings_for("chonk"), serve_chonk):
         for stored in (again, fired):
-            await _done(js, stored)
+            await acks.done("chonk", stored)
     [message] = await said_to(api, person(recipient.split("/")[1]))
     assert message["text"] == held.tell.text
     approved = [

@@ -17,11 +17,13 @@ def settled_kept() -> int:
     return 2
 
 
-async def test_a_reported_runs_claim_is_removed_after_its_keep_and_its_report_stays(api, operator):
+async def test_a_reported_runs_claim_is_removed_after_its_keep_and_its_report_stays(
+    api, operator, acks
+):
     # A Monday, 07:00 in Los Angeles (summer time), whose owner update no other test runs.
     due = datetime(2027, 3, 22, 14, tzinfo=UTC)
     run_id, js = owner_update(due), operator.jetstream()
-    await deliver_cadence(api, operator, due)
+    await deliver_cadence(api, operator, acks, due)
     assert (await report_of(api, run_id))["trigger"] == "cadence"
     subject = f"$KV.chonk-runs.claimed.{ORG}.{run_id}"
     assert (await js.get_last_msg("KV_chonk-runs", subject)).headers.get("Nats-TTL") == "2s"

@@ -16,19 +16,9 @@ import msgspec
 
 from libs.contracts import chonk, scheduler
 from tests.chonk.conftest import HARBOR, ORG, cancelled, fire, own_chase
-from tests.personal.conftest import eventually
 from tests.support import published_from_now
 
 OTHER = "sim-othertenant"
-
-
-async def _acked(js, stored) -> None:
-    """Until the chonk service has handled the fire stored as `stored` for good."""
-
-    async def acked() -> bool:
-        return (await js.consumer_info(stored.stream, "chonk")).ack_floor.stream_seq >= stored.seq
-
-    await eventually(acked)
 
 
 async def _pending(operator, run: str) -> list[dict]:
@@ -40,7 +30,7 @@ async def _pending(operator, run: str) -> list[dict]:
 
 
 async def test_two_tenants_chases_of_one_run_id_each_keep_their_next_stage(
-    api, operator, chonk_service
+    api, operator, chonk_service, acks
 ):
     ours = own_chase("apart")
     theirs = msgspec.structs.replace(
@@ -49,10 +39,10 @@ async def test_two_tenants_chases_of_one_run_id_each_keep_their_next_stage(
     try:
         for chase in (ours, theirs):
             key = f"chase.{chase.org}.{chase.run}.1"
-            js, stored = await fire(
+            _, stored = await fire(
                 operator, key, "chase", datetime.now(UTC), msgspec.to_builtins(chase)
             )
-            await _acked(js, stored)  # stage 1 said, its stage 2 timed
+            await acks.done("chonk", stored)  # stage 1 said, its stage 2 timed
         pending = await _pending(operator, ours.run)
         found = sorted((t["payload"]["org"], t["payload"]["stage"]) for t in pending)
         assert found == sorted([(ours.org, 2), (OTHER, 2)])
@@ -61,7 +51,7 @@ async def test_two_tenants_chases_of_one_run_id_each_keep_their_next_stage(
 
 
 async def test_two_tenants_handoffs_of_one_id_are_each_decided_on_the_bus(
-    api, operator, chonk_service
+    api, operator, chonk_service, acks
 ):
     handoff = f"hnd_run_apart_{uuid.uuid4().hex[:8]}_0"
     js = operator.jetstream()
@@ -74,7 +64,7 @@ async def test_two_tenants_handoffs_of_one_id_are_each_decided_on_the_bus(
             correlation_id="run_apart", created_by_run_id="run_apart",
         )  # fmt: skip
         stored = await js.publish(chonk.HANDOFF_REQUESTED.name, msgspec.json.encode(request))
-        await _acked(js, stored)
+        await acks.done("chonk", stored)
 
     tenants = []
     while len(tenants) < 2:

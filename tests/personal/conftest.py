@@ -263,19 +263,6 @@ def behind(seconds: float) -> Callable[[], datetime]:
     return lambda: datetime.now(UTC) - timedelta(seconds=seconds)
 
 
-async def consumed(operator, stream: str, durable: str, timeout: float = 10) -> None:
-    """Until the reader `durable` has handled everything on `stream` so far: the definite
-    state a negative ("nothing was drafted") waits for, instead of a sleep."""
-    js = operator.jetstream()
-    last = (await js.stream_info(stream)).state.last_seq
-
-    async def done() -> bool:
-        info = await js.consumer_info(stream, durable)
-        return info.delivered.stream_seq >= last and info.num_ack_pending == 0
-
-    assert await eventually(done, timeout), f"{durable} has not handled {stream} up to {last}"
-
-
 @contextlib.asynccontextmanager
 async def an_hour_on(js) -> AsyncIterator[None]:
     """The ROOMS stream recognising message ids for one second, until the block ends, as

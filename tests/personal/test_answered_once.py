@@ -13,7 +13,6 @@ from services.agents.domain.prompt import acknowledged
 from tests.personal.conftest import (
     Recorder,
     announce,
-    consumed,
     eventually,
     room_with,
     say,
@@ -35,7 +34,7 @@ def model() -> Changing:
 
 
 async def test_a_message_delivered_again_is_answered_with_what_one_run_drafted(
-    api, people, operator, model
+    api, people, operator, model, acks
 ):
     js = operator.jetstream()
     await announce(operator, people.ada_id)
@@ -57,6 +56,6 @@ async def test_a_message_delivered_again_is_answered_with_what_one_run_drafted(
     await events.unsubscribe()
 
     await js.publish(MESSAGE_STORED.name, stored.data)  # delivered again
-    await consumed(operator, "EVENTS", "agents")
+    await acks.caught_up("EVENTS", "agents")
     assert len([p for p in model.prompts if "LUNCH-ONCE" in str(p)]) == 1
     assert [c["candidates"] for c in await confirmations()] == [first]

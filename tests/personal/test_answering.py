@@ -11,7 +11,6 @@ from libs.contracts.agents import PLAN, SetPlan
 from libs.contracts.principal import PRINCIPAL_HEADER, Principal
 from tests.personal.conftest import (
     announce,
-    consumed,
     drafts,
     eventually,
     problem,
@@ -53,7 +52,9 @@ async def staffed(api, operator, people):
     return await room_with(api, people, people.bob_id, f"{people.org}/root")
 
 
-async def test_a_message_to_a_person_is_drafted_by_their_agent_only(api, people, staffed, operator):
+async def test_a_message_to_a_person_is_drafted_by_their_agent_only(
+    api, people, staffed, operator, acks
+):
     sent = await say(api, staffed, people.bob, "Ada, can you review my PR?", to=people.ada_id)
     [draft] = await eventually(lambda: drafts(api, staffed, people.ada))
     assert (draft["agent"], draft["person"], draft["reply_to"], draft["state"]) == (
@@ -63,7 +64,7 @@ async def test_a_message_to_a_person_is_drafted_by_their_agent_only(api, people,
         "open",
     )
     assert "review my PR" in draft["text"]
-    await consumed(operator, "EVENTS", "agents")
+    await acks.caught_up("EVENTS", "agents")
     assert await drafts(api, staffed, people.bob) == []
     assert await drafts(api, staffed, people.root) == []  # the ambient agent stayed silent
 
@@ -76,11 +77,11 @@ async def test_a_message_to_the_org_is_drafted_by_the_org_agent_only(api, people
     assert await drafts(api, staffed, people.bob) == []
 
 
-async def test_a_message_to_neither_is_answered_by_neither(api, people, staffed, operator):
+async def test_a_message_to_neither_is_answered_by_neither(api, people, staffed, operator, acks):
     await say(api, staffed, people.bob, "Morning all.")
     ambient = bearer(token(org=people.org, user=f"{people.org}/root", act=f"agent:{people.org}"))
     await say(api, staffed, ambient, "The org's agent's note, to Bob.", to=people.bob_id)
-    await consumed(operator, "EVENTS", "agents")
+    await acks.caught_up("EVENTS", "agents")
     for who in (people.ada, people.bob, people.root):
         assert await drafts(api, staffed, who) == []
 

@@ -12,7 +12,9 @@ from tests.personal.test_hip0524_09_personal_line import sms
 from tests.personal.test_line_limits import ALICE, _talking
 
 
-async def test_a_pick_whose_send_is_refused_is_unsent_and_the_person_told(api, operator, people):
+async def test_a_pick_whose_send_is_refused_is_unsent_and_the_person_told(
+    api, operator, people, acks
+):
     """Ada picks in the room; Alice's STOP lands before the ladder reads her answer (the
     answer's event is published here as the rooms publish it, after the STOP), so the
     room refuses what the pick sends."""
@@ -50,11 +52,7 @@ async def test_a_pick_whose_send_is_refused_is_unsent_and_the_person_told(api, o
     assert notice["reply_to"] == saturday["seq"] and notice["notice"]
     assert notice["private"] and notice["to"] == people.ada_id
 
-    async def read_both() -> bool:  # the ladder's reader holds nothing more of its events
-        info = await js.consumer_info("EVENTS", "ladder")
-        return (info.num_pending, info.num_ack_pending) == (0, 0)
-
-    assert await eventually(read_both)
+    await acks.caught_up("EVENTS", "ladder")  # both read
     assert len(await told()) == 1
     # Nothing of the agent's left: the room holds no reply to Alice's question.
     said = [m for m in await history(api, room, people.ada) if not m.get("private")]

@@ -15,13 +15,13 @@ from libs.model import Prompt
 from tests.personal.conftest import (
     Recorder,
     announce,
-    consumed,
     drafts,
     eventually,
     problem,
     room_with,
     say,
 )
+from tests.support import Acks
 
 T = TypeVar("T")
 
@@ -29,8 +29,9 @@ T = TypeVar("T")
 class Held(Recorder):
     """The built-in model, holding its reply to what `hold` names until `released`."""
 
-    def __init__(self) -> None:
+    def __init__(self, acks: Acks) -> None:
         super().__init__()
+        self.acks = acks
         self.hold, self.asked, self.released = "", asyncio.Event(), asyncio.Event()
 
     async def reply(self, prompt: Prompt) -> str:
@@ -40,7 +41,7 @@ class Held(Recorder):
         return await super().reply(prompt)
 
     async def answered_meanwhile(
-        self, operator, held: str, ask: Callable[[], Awaitable[T]], answer: Callable[[], Awaitable]
+        self, held: str, ask: Callable[[], Awaitable[T]], answer: Callable[[], Awaitable]
     ) -> T:
         """`ask` said (the message `held` names), `answer` given by its person while their
         agent drafts the reply, then the reply let go, until the agents service has handled
@@ -50,22 +51,22 @@ class Held(Recorder):
         await asyncio.wait_for(self.asked.wait(), 10)
         await answer()
         self.released.set()
-        await consumed(operator, "EVENTS", "agents")
+        await self.acks.caught_up("EVENTS", "agents")
         return asked
 
-    async def bob_asked_ada_answered(self, api, operator, people, room, ask: str, answer: str):
+    async def bob_asked_ada_answered(self, api, people, room, ask: str, answer: str):
         """Bob asks Ada `ask` in `room`, and she answers `answer` while her agent drafts:
         Bob's message."""
         return await self.answered_meanwhile(
-            operator, ask,
+            ask,
             lambda: say(api, room, people.bob, ask, to=people.ada_id),
             lambda: say(api, room, people.ada, answer),
         )  # fmt: skip
 
 
 @pytest.fixture
-def model() -> Held:
-    return Held()
+def model(acks) -> Held:
+    return Held(acks)
 
 
 @pytest.fixture
@@ -123,9 +124,7 @@ async def test_a_draft_that_comes_after_her_answer_is_let_go_at_once(api, operat
     """Her model slower than she is: she has answered before her agent's draft is held."""
     await announce(operator, people.ada_id)
     room = await room_with(api, people, people.bob_id)
-    await model.bob_asked_ada_answered(
-        api, operator, people, room, "Coffee at four?", "Can't today, sorry."
-    )
+    await model.bob_asked_ada_answered(api, people, room, "Coffee at four?", "Can't today, sorry.")
 
     async def recorded() -> dict[str, dict]:
         return await _answered(operator, people.org)

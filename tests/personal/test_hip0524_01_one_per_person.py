@@ -6,7 +6,7 @@ import asyncio
 from libs.audit.reading import records
 from libs.contracts import agents
 from services.agents.main import serve as serve_agents
-from tests.personal.conftest import announce, consumed, eventually, problem
+from tests.personal.conftest import announce, eventually, problem
 from tests.support import bearer, serving, token
 
 
@@ -31,14 +31,14 @@ async def test_an_account_made_gets_its_agent_at_once(api, operator, people):
 
 
 async def test_the_same_event_many_times_on_two_replicas_makes_one_agent(
-    api, operator, people, settings_for, model
+    api, operator, people, settings_for, model, acks
 ):
     async with serving(
         agents.CONTRACT, settings_for("agents", "r2"), lambda svc: serve_agents(svc, model)
     ):
         await asyncio.gather(*(announce(operator, people.ada_id) for _ in range(20)))
         first = await eventually(lambda: _mine(api, people.ada))
-        await consumed(operator, "EVENTS", "agents")  # every repeat handled
+        await acks.caught_up("EVENTS", "agents")  # every repeat handled
     again = await _mine(api, people.ada)
     assert again == first
     bill = await (await api.get("/v1/billing", headers=people.root)).json()

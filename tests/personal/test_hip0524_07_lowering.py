@@ -15,7 +15,6 @@ from libs.runtime.kv import current
 from tests.personal.conftest import (
     announce,
     behind,
-    consumed,
     eventually,
     history,
     room_with,
@@ -102,7 +101,7 @@ async def test_an_org_ceiling_cancels_members_windows_above_it(api, operator, pe
     assert await _windows(api, people) == []
 
 
-async def test_at_the_windows_end_the_level_is_read_again(api, operator, people):
+async def test_at_the_windows_end_the_level_is_read_again(api, operator, people, acks):
     """A lowering the window never heard of (the ceiling lowered by the operator's own
     hand, straight in the store) still stops the send at the fire."""
     room, window = await _open_window(api, operator, people)
@@ -113,7 +112,7 @@ async def test_at_the_windows_end_the_level_is_read_again(api, operator, people)
         return (await _timer(operator, window["id"]))["state"] == "fired"
 
     assert await eventually(settled, timeout=20)
-    await consumed(operator, "TIMERS", "ladder")  # the fire handled: canceled at its end
+    await acks.caught_up("TIMERS", "ladder")  # the fire handled: canceled at its end
     assert not [
         m
         for m in await history(api, room, people.bob)

@@ -27,8 +27,8 @@ from tests.personal.test_line_limits import ALICE, _at_once_on_a_line
 
 
 @pytest.fixture
-def model() -> Held:
-    return Held()
+def model(acks) -> Held:
+    return Held(acks)
 
 
 async def _at_once(api, operator, people) -> dict:
@@ -47,7 +47,7 @@ def _replies_to(messages: list[dict], seq: int) -> list[dict]:
 async def test_her_answer_while_her_agent_drafted_is_the_only_one(api, operator, people, model):
     room = await _at_once(api, operator, people)
     coffee = await model.bob_asked_ada_answered(
-        api, operator, people, room, "Coffee at four?", "Can't today, sorry."
+        api, people, room, "Coffee at four?", "Can't today, sorry."
     )
 
     assert _replies_to(await history(api, room, people.bob), coffee["seq"]) == []
@@ -75,7 +75,7 @@ async def test_with_a_window_she_is_not_told_of_a_send_she_answered_first(
     assert minute.status == 200, await minute.text()
     room = await room_with(api, people, people.bob_id)
     await model.bob_asked_ada_answered(
-        api, operator, people, room, "Drinks on Friday?", "Friday works, see you there."
+        api, people, room, "Drinks on Friday?", "Friday works, see you there."
     )
 
     assert [m for m in await history(api, room, people.ada) if m.get("notice")] == []
@@ -111,7 +111,7 @@ async def test_on_a_line_the_reply_she_answered_first_leaves_the_hours_count(
         return await (await sms(api, line, ALICE, "Saturday at ten?")).json()
 
     arrived = await model.answered_meanwhile(
-        operator, "Saturday at ten?", texted,
+        "Saturday at ten?", texted,
         lambda: say(api, room, people.ada, "Yes, see you then."),
     )  # fmt: skip
 
@@ -125,9 +125,7 @@ async def test_at_confirm_she_is_not_asked_about_what_she_answered(api, operator
     await announce(operator, people.ada_id)
     await set_level(api, people.ada, "confirm")
     room = await room_with(api, people, people.bob_id)
-    await model.bob_asked_ada_answered(
-        api, operator, people, room, "Dinner on Sunday?", "Sunday is perfect."
-    )
+    await model.bob_asked_ada_answered(api, people, room, "Dinner on Sunday?", "Sunday is perfect.")
 
     listed = await (await api.get("/v1/confirmations", headers=people.ada)).json()
     assert [c for c in listed["confirmations"] if c["room"] == room["id"]] == []

@@ -14,7 +14,6 @@ from libs.contracts.rooms import MESSAGE_STORED, MessageStored
 from libs.runtime.leader import newest_seq
 from tests.personal.conftest import (
     confirmation_asked,
-    consumed,
     eventually,
     pending_send,
     problem,
@@ -90,7 +89,7 @@ async def test_an_answered_confirmation_and_its_question_are_kept_then_gone(api,
 
 
 async def test_a_message_delivered_again_once_its_question_is_answered_leaves_it_kept(
-    api, people, operator
+    api, people, operator, acks
 ):
     """The agents service reads the message again (its replica died before acknowledging
     it) after Ada answered: the reply is routed again, as it was, and finds its
@@ -108,5 +107,5 @@ async def test_a_message_delivered_again_once_its_question_is_answered_leaves_it
         to=people.ada_id, answerer=f"agent:{people.ada_id}", first_contact=False,
     )  # fmt: skip
     await js.publish(MESSAGE_STORED.name, codec.encode(again))
-    await consumed(operator, "EVENTS", "agents")
+    await acks.caught_up("EVENTS", "agents")
     await eventually(lambda: _gone(js, asked_key), timeout=30)

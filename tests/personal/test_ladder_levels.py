@@ -7,7 +7,6 @@ from libs.contracts.streams import timer_subject
 from tests.personal.conftest import (
     announce,
     behind,
-    consumed,
     drafts,
     eventually,
     history,
@@ -181,7 +180,7 @@ async def test_during_the_window_edit_replace_or_stop_cancels_the_agents_send(
         assert await problem(again) == (409, "window-closed")
 
 
-async def test_a_retried_fire_never_sends_twice(api, people, room, operator):
+async def test_a_retried_fire_never_sends_twice(api, people, room, operator, acks):
     await set_level(api, people.ada, "send")
     await _window(api, people, "1m")
     await say(api, room, people.bob, "Numbers?", to=people.ada_id)
@@ -199,7 +198,7 @@ async def test_a_retried_fire_never_sends_twice(api, people, room, operator):
     fired = await js.get_last_msg("TIMERS", timer_subject("ladder", "window_end"))
     for i in range(3):  # the same fire, delivered again as if after a crash
         await js.publish(fired.subject, fired.data, headers={"Nats-Msg-Id": f"again-{i}"})
-    await consumed(operator, "TIMERS", "ladder")
+    await acks.caught_up("TIMERS", "ladder")
     assert len(await sent()) == 1
     assert msgspec.json.decode(fired.data)["payload"]["id"] == window["id"]
 

@@ -6,7 +6,7 @@ no answer, nothing leaves by the line to them, and START opens it again."""
 
 import pytest
 
-from tests.personal.conftest import announce, consumed, drafts, eventually, history, problem
+from tests.personal.conftest import announce, drafts, eventually, history, problem
 from tests.personal.test_hip0524_09_personal_line import connect, sms
 
 ALICE = "+14155550100"
@@ -17,7 +17,7 @@ def api(whole_api):
     return whole_api
 
 
-async def test_a_stop_is_not_answered_and_nothing_leaves_until_start(api, people, operator):
+async def test_a_stop_is_not_answered_and_nothing_leaves_until_start(api, people, operator, acks):
     await announce(operator, people.ada_id)
     line = await connect(api, operator, people)
     first = await (await sms(api, line, ALICE, "Is the flat still available?")).json()
@@ -26,7 +26,7 @@ async def test_a_stop_is_not_answered_and_nothing_leaves_until_start(api, people
 
     stop = await sms(api, line, ALICE, "Stop")
     assert stop.status == 200, await stop.text()
-    await consumed(operator, "EVENTS", "agents")
+    await acks.caught_up("EVENTS", "agents")
     assert [d["id"] for d in await drafts(api, room, people.ada)] == [draft["id"]]
 
     path = f"/v1/rooms/{room['id']}/messages"

@@ -17,7 +17,6 @@ from services.agents.main import serve as serve_agents
 from tests.personal.conftest import (
     Recorder,
     announce,
-    consumed,
     eventually,
     history,
     room_with,
@@ -85,7 +84,7 @@ async def test_a_person_is_told_alone_when_their_agent_could_not_reply(
     assert (await drafts.json())["drafts"] == []
 
 
-async def test_an_org_agents_failure_tells_no_one(api, operator, people, model):
+async def test_an_org_agents_failure_tells_no_one(api, operator, people, model, acks):
     """The org's agent drafts for the org, which has no one person to tell: its dead letter
     is parked, and no notice is stored in the room."""
     await set_plan(operator, people.org, "team")
@@ -102,7 +101,7 @@ async def test_an_org_agents_failure_tells_no_one(api, operator, people, model):
         return any((m["room"], m["seq"]) == (room["id"], asked["seq"]) for m in stored)
 
     await eventually(parked)
-    await consumed(operator, "EVENTS", "agents")
+    await acks.caught_up("EVENTS", "agents")
     assert [m["seq"] for m in await history(api, room, people.bob)] == [asked["seq"]]
     assert [m["seq"] for m in await history(api, room, people.ada)] == [asked["seq"]]
     records = await audit_records(operator.jetstream(), people.org)
