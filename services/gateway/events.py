@@ -25,10 +25,12 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 from aiohttp import web
+from nats.aio.client import Client
 from nats.aio.subscription import Subscription
 
 from libs.contracts import codec, rooms
 from libs.contracts.base import MAX_INT
+from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from services.gateway.forward import NATS, ask, caller, request_of
 from services.gateway.limits import RateLimiter
@@ -85,69 +87,7 @@ def room_stream(
         http.app[STREAMS].open(principal, live)
         subs: list[Subscription] = []
         response = web.StreamResponse(headers=EVENT_STREAM)
-
-        async def page_after(after: int, limit: int) -> rooms.MessagePage | None:
-            """The room's messages after `after`, as the caller reads them; None if they
-            could not be read (the stream then ends, for the client to resume)."""
-            page = rooms.ListMessages(id=room_id, after=after, limit=limit)
-            try:
-                problem, body = await ask(
-                    nc, rooms.MESSAGES, codec.encode(page), principal, timeout=timeout
-                )
-            except Refused:
-                return None
-            return None if problem is not None else _page(body)
-
-        # The deliveries the client was shown that a carrier may move still, by seq, to be
-        # read again when the stream hears nothing: a move's live word may be lost too.
-        moving: dict[int, rooms.Delivery] = {}
-
-        def shown(message: rooms.Message) -> None:
-            moving.pop(message.seq, None)
-            if message.delivery is not None and message.delivery.status in _MOVING:
-                moving[message.seq] = message.delivery
-                if len(moving) > _BACKLOG:
-                    del moving[next(iter(moving))]
-
-        async def stored_since(last: int) -> int | None:
-            """The room's messages after `last` sent, page by page: the new last, or None
-            if they could not be read."""
-            while (found := await page_after(last, 200)) is not None:
-                for message in found.messages:
-                    await _send(response, message.seq, codec.encode(message))
-                    shown(message)
-                    last = message.seq
-                if found.next is None:
-                    return last
-            return None
-
-        async def delivery_now(seq: int) -> bool:
-            """Message `seq`'s delivery as it stands, sent; False if it could not be read."""
-            found = await page_after(seq - 1, 1)
-            if found is None:
-                return False
-            for message in found.messages:
-                if message.seq == seq and message.delivery is not None:
-                    await _moved(response, message)
-                    shown(message)
-            return True
-
-        async def moved_since_shown() -> bool:
-            """Each delivery shown as moving, sent again if it has moved since (read page by
-            page from the oldest); False if they could not be read."""
-            if not moving:
-                return True
-            after, newest = min(moving) - 1, max(moving)
-            while after < newest:
-                found = await page_after(after, 200)
-                if found is None:
-                    return False
-                for message in found.messages:
-                    if message.seq in moving and message.delivery != moving[message.seq]:
-                        await _moved(response, message)
-                        shown(message)
-                after = newest if found.next is None else found.next
-            return True
+        stream = _RoomStream(nc, principal, room_id, response, timeout=timeout)
 
         try:
             # The members' messages, and the caller's own (their agent's notices and questions).
@@ -155,15 +95,15 @@ def room_stream(
                 subs.append(await nc.subscribe(subject, cb=on_live))
             subs.append(await nc.subscribe(rooms.delivery_subject(room_id), cb=on_delivery))
             await response.prepare(http)
-            last = await stored_since(after)
+            last = await stream.stored_since(after)
             again_at = time.monotonic() + reread  # however busy: new words move no delivery
             while last is not None and not overflowed.is_set():
                 data = await next_of(live, response, until, again_at)
                 if data == END:
                     break
                 if data in (BUS_BACK, AGAIN):  # what was published meanwhile may never come
-                    last = await stored_since(last)
-                    if last is not None and not await moved_since_shown():
+                    last = await stream.stored_since(last)
+                    if last is not None and not await stream.moved_since_shown():
                         break
                     again_at = time.monotonic() + reread
                     continue
@@ -174,8 +114,8 @@ def room_stream(
                 # older move, published last by another replica, would stand at the client.
                 seq = _seq(data.removeprefix(_DELIVERY)).seq
                 if seq > last:  # the history read sends each message with its delivery
-                    last = await stored_since(last)
-                elif data.startswith(_DELIVERY) and not await delivery_now(seq):
+                    last = await stream.stored_since(last)
+                elif data.startswith(_DELIVERY) and not await stream.delivery_now(seq):
                     break
         except ConnectionResetError:
             pass  # the client went away
@@ -187,6 +127,79 @@ def room_stream(
         return response
 
     return handler
+
+
+class _RoomStream:
+    """What one stream has sent of its room, and how it reads the room again: each
+    message sent once, and the deliveries it showed that a carrier may move still, by seq,
+    read again every while (a move's live word may be lost too)."""
+
+    def __init__(
+        self, nc: Client, principal: Principal, room: str, response: web.StreamResponse,
+        *, timeout: float,
+    ) -> None:  # fmt: skip
+        self._nc, self._principal, self._room = nc, principal, room
+        self._response, self._timeout = response, timeout
+        self._moving: dict[int, rooms.Delivery] = {}
+
+    async def stored_since(self, last: int) -> int | None:
+        """The room's messages after `last` sent, page by page: the new last, or None if
+        they could not be read."""
+        while (found := await self._page_after(last, 200)) is not None:
+            for message in found.messages:
+                await _send(self._response, message.seq, codec.encode(message))
+                self._shown(message)
+                last = message.seq
+            if found.next is None:
+                return last
+        return None
+
+    async def delivery_now(self, seq: int) -> bool:
+        """Message `seq`'s delivery as it stands, sent; False if it could not be read."""
+        found = await self._page_after(seq - 1, 1)
+        if found is None:
+            return False
+        for message in found.messages:
+            if message.seq == seq and message.delivery is not None:
+                await _moved(self._response, message)
+                self._shown(message)
+        return True
+
+    async def moved_since_shown(self) -> bool:
+        """Each delivery shown as moving, sent again if it has moved since (read page by
+        page from the oldest); False if they could not be read."""
+        if not self._moving:
+            return True
+        after, newest = min(self._moving) - 1, max(self._moving)
+        while after < newest:
+            found = await self._page_after(after, 200)
+            if found is None:
+                return False
+            for message in found.messages:
+                if message.seq in self._moving and message.delivery != self._moving[message.seq]:
+                    await _moved(self._response, message)
+                    self._shown(message)
+            after = newest if found.next is None else found.next
+        return True
+
+    def _shown(self, message: rooms.Message) -> None:
+        self._moving.pop(message.seq, None)
+        if message.delivery is not None and message.delivery.status in _MOVING:
+            self._moving[message.seq] = message.delivery
+            if len(self._moving) > _BACKLOG:
+                del self._moving[next(iter(self._moving))]
+
+    async def _page_after(self, after: int, limit: int) -> rooms.MessagePage | None:
+        """The room's messages after `after`, as the caller reads them; None if they could
+        not be read (the stream then ends, for the client to resume)."""
+        page = codec.encode(rooms.ListMessages(id=self._room, after=after, limit=limit))
+        try:
+            problem, body = await ask(
+                self._nc, rooms.MESSAGES, page, self._principal, timeout=self._timeout
+            )
+        except Refused:
+            return None
+        return None if problem is not None else _page(body)
 
 
 def _cursor(http: web.Request) -> int:
