@@ -506,6 +506,17 @@ class Acks:
             seqs = [s.seq for s in stored if s.stream == stream]
             await self._until(stream, durable, seqs, said=self._DONE | {b"-NAK"})
 
+    async def handed_back(self, stream: str, durable: str, timeout: float = 10) -> None:
+        """Until `durable` has handed back a message that came on `stream` since the test
+        began, to be tried again."""
+        since, deadline = self._since.get(stream, 0), time.monotonic() + timeout
+        while not any(
+            (s, d) == (stream, durable) and seq > since and b"-NAK" in words
+            for (s, d, seq), words in self._said.items()
+        ):
+            assert time.monotonic() < deadline, f"{durable} handed back nothing in {timeout} s"
+            await asyncio.sleep(0.05)
+
     async def caught_up(self, stream: str, durable: str) -> None:
         """Until `durable` is done with every message it reads that came on `stream`
         since the test began."""
