@@ -14,7 +14,7 @@ live word is sent at most once, so every while each stream reads so too.
 move published late by another replica never sets it back (no id: the history read on
 resuming carries each message's delivery as it is then). One that moved while the gateway
 was off the bus, or whose word was lost, is read again with the others it showed as moving
-once the stream is back, and every while.
+(within the hour) once the stream is back, and every while.
 """
 
 import asyncio
@@ -22,6 +22,7 @@ import contextlib
 import re
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 from aiohttp import web
@@ -38,11 +39,15 @@ from services.gateway.routes import Route
 from services.gateway.streams import AGAIN, BUS_BACK, END, EVENT_STREAM, STREAMS, head, next_of
 from services.gateway.tokens import refused_after
 
-__all__ = ["room_stream"]
+__all__ = ["lately_moved", "room_stream"]
 
 _DELIVERY = b"\x00delivery"  # marks a delivery update among the live messages
 _BACKLOG = 1000  # messages a slow client may fall behind before it is closed (and resumes)
 _MOVING = ("queued", "sent")  # a delivery a carrier's word may still move
+# A carrier reports a text's fate in minutes. One whose last move is older is read again
+# no more (a room's every message since it would be paged each time); a move after that
+# whose word is lost is shown on resuming, the history carrying each delivery as it is.
+_MOVING_FOR = timedelta(hours=1)
 
 
 class _Seq(msgspec.Struct):
@@ -166,8 +171,9 @@ class _RoomStream:
         return True
 
     async def moved_since_shown(self) -> bool:
-        """Each delivery shown as moving, sent again if it has moved since (read page by
-        page from the oldest); False if they could not be read."""
+        """Each delivery shown as moving, and moved within the hour, sent again if it has
+        moved since (read page by page from the oldest); False if they could not be read."""
+        self._moving = lately_moved(self._moving, datetime.now(UTC))
         if not self._moving:
             return True
         after, newest = min(self._moving) - 1, max(self._moving)
@@ -200,6 +206,12 @@ class _RoomStream:
         except Refused:
             return None
         return None if problem is not None else _page(body)
+
+
+def lately_moved(moving: dict[int, rooms.Delivery], now: datetime) -> dict[int, rooms.Delivery]:
+    """The deliveries of `moving` a carrier may still move: those it moved within the
+    hour, in the order shown."""
+    return {seq: d for seq, d in moving.items() if now - d.at <= _MOVING_FOR}
 
 
 def _cursor(http: web.Request) -> int:

@@ -11,12 +11,14 @@ message's word, by storing the message as the rooms do without publishing it."""
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pytest
 
 from libs.contracts import rooms
 from libs.contracts.rooms import delivery_subject
+from services.gateway.events import lately_moved
 from tests.personal.conftest import WHOLE, announce, eventually, room_with, say
 from tests.personal.test_delivery import _sent_by_line, _stream, status
 from tests.personal.test_pending import _pending_event
@@ -116,3 +118,15 @@ async def drafts_waiting(api, headers: dict) -> list[dict] | None:
         return None
     assert response.status == 200, await response.text()
     return [i for i in (await response.json())["items"] if i["kind"] == "draft"] or None
+
+
+def test_a_delivery_not_moved_for_an_hour_is_read_again_no_more():
+    """A carrier reports in minutes: a delivery shown as `sent` two hours ago would have
+    every message after it paged at each reread, for as long as the stream stays open."""
+    now = datetime.now(UTC)
+
+    def sent(ago: timedelta) -> rooms.Delivery:
+        return rooms.Delivery(transport="sms", carrier_id="SM1", status="sent", at=now - ago)
+
+    moving = {3: sent(timedelta(hours=2)), 8: sent(timedelta(minutes=59)), 9: sent(timedelta())}
+    assert list(lately_moved(moving, now)) == [8, 9]
