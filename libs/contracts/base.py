@@ -44,7 +44,8 @@ OrgId = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$(?!\n)")
 # paragraph separator, no zero-width space, word joiner or byte order mark, which hide in
 # it, and no bidi embedding, override or isolate, which reorder what is shown. The joiners
 # and marks that scripts and emoji need (U+200C, U+200D, U+200E, U+200F) are text.
-PRINTABLE = r"[^\x00-\x1f\x7f-\x9f\u200b\u2028-\u202e\u2060-\u2069\ufeff]"
+_HIDDEN = r"\x00-\x1f\x7f-\x9f\u200b\u2028-\u202e\u2060-\u2069\ufeff"
+PRINTABLE = rf"[^{_HIDDEN}]"
 
 # A character of a message's text, of any number of lines: any but the C0 controls and
 # DEL, which no carrier takes and no XML document (TwiML's <Say>) may hold. A tab and line
@@ -55,11 +56,11 @@ TEXT_CHARACTER, NOT_TEXT_CHARACTER = rf"[^{_CONTROLS}]", rf"[{_CONTROLS}]"
 # A short, printable name: persona names, agent ids, keys.
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=rf"^{PRINTABLE}+$(?!\n)")]
 
-# A person: `<owner>/<name>`, where the owner half is their home org (hip-0524 §2).
-UserId = Annotated[
-    str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}/[^\x00-\x20/]{1,128}$(?!\n)")
-]
-_HOME = re.compile(r"^([a-z0-9][a-z0-9_-]{0,62})/[^\x00-\x20/]{1,128}$")
+# A person: `<owner>/<name>`, where the owner half is their home org (hip-0524 §2), and
+# the name printable with no space: every person id is a `sub` a token may carry (`Name`).
+_PERSON = rf"([a-z0-9][a-z0-9_-]{{0,62}})/[^\x20/{_HIDDEN}]{{1,128}}"
+UserId = Annotated[str, msgspec.Meta(pattern=rf"^{_PERSON}$(?!\n)")]
+_HOME = re.compile(rf"^{_PERSON}$(?!\n)")
 
 
 def home_org(user: str) -> str | None:

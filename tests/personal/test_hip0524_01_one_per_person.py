@@ -3,8 +3,12 @@ account is, and no path creates a second."""
 
 import asyncio
 
+import msgspec
+import pytest
+
 from libs.audit.reading import records
 from libs.contracts import agents
+from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
 from services.agents.main import serve as serve_agents
 from tests.personal.conftest import announce, eventually, problem
 from tests.support import bearer, serving, token
@@ -85,3 +89,17 @@ async def test_an_account_without_a_home_org_gets_no_agent_and_does_not_stall_th
     await js.publish("tether.evt.accounts.account.created", b'{"user": "no-home"}')
     await announce(operator, people.bob_id)  # read after the refused one
     assert await eventually(lambda: _mine(api, people.bob))
+
+
+@pytest.mark.parametrize("hidden", ["\u202e", "\u200b", "\x85"], ids=["bidi", "zero-width", "C1"])
+async def test_an_account_whose_id_hides_a_character_gets_no_agent(
+    api, operator, people, acks, hidden
+):
+    """A person id is a token's `sub`, which is printable: an account announced as
+    `<org>/<hidden>ada` is no one who could sign in (and, shown, would read as another
+    name). Before, it was given an agent all the same."""
+    body = msgspec.json.encode(AccountCreated(user=f"{people.org}/{hidden}ada"))
+    stored = await operator.jetstream().publish(ACCOUNT_CREATED.name, body)
+    await acks.done("agents", stored)  # read, and refused
+    bill = await (await api.get("/v1/billing", headers=people.root)).json()
+    assert bill["capacity"]["personal_agents"] == 0
