@@ -32,7 +32,8 @@ from services.poa.main import serve as serve_poa
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
 from services.scheduler.main import serve as serve_scheduler
-from tests.support import KEY, LINES_KEY, TEST_SERVICES, Acks, operator_on, serving
+from tests.acks import Acks
+from tests.support import KEY, LINES_KEY, TEST_SERVICES, operator_on, serving
 
 
 @pytest.hookimpl(tryfirst=True)

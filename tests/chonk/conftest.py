@@ -16,8 +16,9 @@ from services.chonk.domain import ladder
 from services.chonk.store import CallOut, Cover, Offer
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
+from tests.acks import Acks
 from tests.personal.conftest import eventually
-from tests.support import LINES_KEY, Acks, bearer, serving, token
+from tests.support import LINES_KEY, bearer, serving, token
 
 ORG = "sim-lanternfish"
 HARBOR = "sim-harbortable"  # EC-MGR-009's tenant

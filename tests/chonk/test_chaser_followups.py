@@ -13,9 +13,9 @@ from libs.audit.reading import records
 from libs.contracts import scheduler
 from libs.contracts.streams import timer_subject
 from services.chonk.domain import ladder
+from tests.acks import Acks
 from tests.chonk.conftest import ORG, person
 from tests.personal.conftest import eventually
-from tests.support import Acks
 
 ROOT, BEN, ANA, TOMAS = (
     person("priya", roles=("admin",)), person("ben"), person("ana"), person("tomas")

@@ -10,9 +10,10 @@ import msgspec
 
 from libs.audit.reading import records
 from libs.contracts import chonk
+from tests.acks import Acks
 from tests.chonk.conftest import ORG, person
 from tests.personal.conftest import eventually
-from tests.support import Acks, published_from_now
+from tests.support import published_from_now
 
 ROOT = person("priya", roles=("admin",))
 

@@ -12,6 +12,7 @@ import pytest
 
 from libs.audit.reading import records as audit_records
 from libs.model import Prompt
+from tests.acks import Acks
 from tests.personal.conftest import (
     Recorder,
     announce,
@@ -21,7 +22,6 @@ from tests.personal.conftest import (
     room_with,
     say,
 )
-from tests.support import Acks
 
 T = TypeVar("T")
 
