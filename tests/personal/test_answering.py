@@ -52,9 +52,7 @@ async def staffed(api, operator, people):
     return await room_with(api, people, people.bob_id, f"{people.org}/root")
 
 
-async def test_a_message_to_a_person_is_drafted_by_their_agent_only(
-    api, people, staffed, operator, acks
-):
+async def test_a_message_to_a_person_is_drafted_by_their_agent_only(api, people, staffed, acks):
     sent = await say(api, staffed, people.bob, "Ada, can you review my PR?", to=people.ada_id)
     [draft] = await eventually(lambda: drafts(api, staffed, people.ada))
     assert (draft["agent"], draft["person"], draft["reply_to"], draft["state"]) == (
@@ -77,7 +75,7 @@ async def test_a_message_to_the_org_is_drafted_by_the_org_agent_only(api, people
     assert await drafts(api, staffed, people.bob) == []
 
 
-async def test_a_message_to_neither_is_answered_by_neither(api, people, staffed, operator, acks):
+async def test_a_message_to_neither_is_answered_by_neither(api, people, staffed, acks):
     await say(api, staffed, people.bob, "Morning all.")
     ambient = bearer(token(org=people.org, user=f"{people.org}/root", act=f"agent:{people.org}"))
     await say(api, staffed, ambient, "The org's agent's note, to Bob.", to=people.bob_id)
