@@ -80,8 +80,7 @@ async def test_an_unanswered_proposal_lapses_and_a_late_yes_carries_out_nothing(
         last = await js.get_last_msg("KV_chonk-runs", subject)
         return (last.headers or {}).get("KV-Operation") == "PURGE"
 
-    # What the lapse did, waited for as such: the consumer's acknowledged floor once stood
-    # behind some earlier message for more than 10 s (its cause not found).
+    # What the lapse did, waited for as such, then checked.
     await eventually(let_go)
     trail = await records(js, ORG)
     [lapsed] = [r for r in trail if r.action == "chonk.proposal.lapse"]
