@@ -11,10 +11,11 @@ from libs.contracts.streams import EVENTS, TIMERS, timer_subject
 from libs.runtime.consumer import RETRY, Consumer, Retry, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
+from services.chonk.cadencing import CADENCE
 from services.chonk.carrying import CHASE, LAPSE
 from services.chonk.covering import COVER
 from services.chonk.domain import charters
-from services.chonk.handlers import CADENCE, Handlers
+from services.chonk.handlers import Handlers
 from services.chonk.store import open_store
 
 

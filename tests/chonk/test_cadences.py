@@ -12,7 +12,7 @@ from libs.audit.reading import records
 from libs.contracts import scheduler
 from libs.contracts.streams import timer_subject
 from services.chonk.domain.cadences import Cadence, next_at
-from services.chonk.handlers import RUN_LEASE
+from services.chonk.running import RUN_LEASE
 from tests.chonk.conftest import (
     ORG,
     cadence_timer,
