@@ -45,6 +45,9 @@ _PROBLEM = "application/problem+json"
 # for the service: a gateway killed mid-request lets its keys go within it, and a retry then
 # reaches the service, which runs a key once (libs/runtime/replies).
 _LEASE_S = 6
+# A retry told its key is in flight asks again this soon: the first's answer, or its lease
+# let go, may come any moment.
+_IN_PROGRESS_RETRY_AFTER_S = 1
 # Renewed only while it holds what its holder wrote: never once settled, or marked late.
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('EXPIRE', KEYS[1], ARGV[2]) end
@@ -190,7 +193,12 @@ class IdempotencyKeys:
         if stored.fingerprint != fingerprint:
             raise KeyReused()
         if stored.status == 0 and not stored.late:
-            raise Refused("idempotency-key-in-use", 409, "a request with this key is in progress")
+            raise Refused(
+                "idempotency-key-in-use",
+                409,
+                "a request with this key is in progress",
+                retry_after=_IN_PROGRESS_RETRY_AFTER_S,
+            )
         return stored
 
     async def once(

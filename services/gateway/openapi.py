@@ -143,9 +143,10 @@ _IDEMPOTENCY_KEY_PARAMETER = {
     "required": False,
     "description": "runs the request once for the caller and this key, for a day: the same "
     "request sent again is answered as it was first, with `Idempotent-Replayed: true`; sent "
-    "again while the first still runs, it is 409 `idempotency-key-in-use` (after the first's "
-    "504, it is asked of the service again, which runs the key once); another request "
-    "with the key is 422 `idempotency-key-reused`; a 5xx is not kept, so a retry runs again",
+    "again while the first still runs, it is 409 `idempotency-key-in-use`, to ask again after "
+    "its Retry-After (after the first's 504, it is asked of the service again, which runs the "
+    "key once); another request with the key is 422 `idempotency-key-reused`; a 5xx is not "
+    "kept, so a retry runs again",
     "schema": {"type": "string", "pattern": f"^{IDEMPOTENCY_KEY.pattern}$"},
 }
 _REPLAYED_HEADER = {

@@ -12,7 +12,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from services.gateway.limits import IdempotencyKeys, Late, Stored
 from tests.gateway.conftest import ROUTES
-from tests.personal.conftest import eventually
+from tests.personal.conftest import eventually, problem
 from tests.support import ECHO, bearer, gateway_metrics, token
 
 
@@ -164,6 +164,9 @@ async def test_a_concurrent_retry_waits_its_turn(client, echo, org):
         client.post("/v1/echo", json=slow, headers=headers),
     )
     assert sorted((first.status, second.status)) == [201, 409]
+    waiting = first if first.status == 409 else second
+    assert await problem(waiting) == (409, "idempotency-key-in-use")
+    assert waiting.headers["Retry-After"] == "1"  # the first's answer may come any moment
     assert len(echo.handled) == 1
 
 
