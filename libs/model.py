@@ -13,6 +13,7 @@ import msgspec
 from libs.runtime.settings import BadSetting
 
 __all__ = [
+    "REPLY_TIMEOUT_S",
     "ChatCompletions",
     "Model",
     "ModelUnavailable",
@@ -67,10 +68,17 @@ class _Completion(msgspec.Struct):
     choices: list[_Choice]
 
 
+# A model's reply may take most of a minute; one slower is taken as its provider away (a
+# 503, asked again). A replica stopping waits this long for the reply it holds.
+REPLY_TIMEOUT_S = 60
+
+
 class ChatCompletions:
     """`POST {base_url}/chat/completions`, as OpenAI and its compatible servers serve it."""
 
-    def __init__(self, base_url: str, model: str, key: str = "", timeout: float = 60) -> None:
+    def __init__(
+        self, base_url: str, model: str, key: str = "", timeout: float = REPLY_TIMEOUT_S
+    ) -> None:
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._model, self._timeout = model, timeout
         headers = {"Authorization": f"Bearer {key}"} if key else {}

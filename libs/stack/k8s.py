@@ -15,6 +15,7 @@ import yaml
 from libs.contracts import EXTERNAL_EVENTS, SERVICES
 from libs.contracts.permissions import GATEWAY, OPERATOR, permissions
 from libs.contracts.registry import ServiceContract
+from libs.model import REPLY_TIMEOUT_S
 
 __all__ = ["base", "consumers"]
 
@@ -22,6 +23,12 @@ NAMESPACE = "tether"
 METRICS = 9100
 HTTP = 8080
 UNLISTED_S = 5  # how long a stopping gateway listens on while it leaves the Service
+# Every process drains on SIGTERM, answering what it holds first: a request or an event is
+# seconds, but an agents replica may hold a model's reply for up to its timeout. Cut off by
+# SIGKILL, that reply is asked again by another replica after the message's ack wait.
+_GRACE_S = 30
+_MODEL_GRACE_S = REPLY_TIMEOUT_S + 15
+_ASKS_A_MODEL = frozenset({"agents"})
 # The durable consumers that are not a service's EVENTS or TIMERS reader: the agents
 # service's meter and the scheduler's engine.
 OTHER_CONSUMERS = {"agents": [("METER", "meter")], "scheduler": [("SCHEDULER", "scheduler")]}
@@ -153,8 +160,9 @@ def deployment(name: str, *, gateway: bool = False) -> list[dict]:
                 "template": {
                     "metadata": {"labels": labels},
                     "spec": {
-                        # Every process drains on SIGTERM: it answers what it holds first.
-                        "terminationGracePeriodSeconds": 30,
+                        "terminationGracePeriodSeconds": (
+                            _MODEL_GRACE_S if name in _ASKS_A_MODEL else _GRACE_S
+                        ),
                         "automountServiceAccountToken": False,
                         "securityContext": {
                             "runAsNonRoot": True,
