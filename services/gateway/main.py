@@ -12,6 +12,8 @@ from libs.runtime.settings import BadSetting
 from services.gateway.app import init_app
 from services.gateway.settings import GatewaySettings
 
+_log = logging.getLogger("gateway")
+
 
 def main() -> None:
     try:
@@ -28,7 +30,10 @@ def main() -> None:
             port=settings.port,
             reuse_port=settings.reuse_port,
             access_log=None,
-            print=lambda msg: logging.getLogger("gateway").info(msg),
+            # Said when it listens, as one log line with its address, not aiohttp's banner.
+            print=lambda _: _log.info(
+                "listening", extra={"host": settings.host, "port": settings.port}
+            ),
             shutdown_timeout=10,
         )
     except BadSetting as exc:  # its metrics' address, found as it starts
@@ -40,7 +45,7 @@ def main() -> None:
             f"gateway: TETHER_HOST={settings.host!r}, TETHER_PORT={settings.port}: "
             f"cannot listen there: {exc.strerror or exc}"
         ) from None
-    logging.getLogger("gateway").info("stopped")
+    _log.info("stopped")
 
 
 # What binding the API's address fails with: a port in use, an address not this machine's.
