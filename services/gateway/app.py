@@ -59,8 +59,6 @@ def init_app(
         # timeout, when the command may have run: a claim run twice would find itself in use.
         retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     )
-    limiter = RateLimiter(redis, settings.rate_limit)
-    keys = IdempotencyKeys(redis)
     app = web.Application(client_max_size=MAX_BODY, middlewares=[problems])
     app.on_response_prepare.append(named)
     app[REDIS] = redis
@@ -69,30 +67,19 @@ def init_app(
     app.cleanup_ctx.append(_ops(settings))
     app.cleanup_ctx.append(_nats(settings))
     app.cleanup_ctx.append(_redis)
-    document = msgspec.json.encode(openapi(routes, version=version("tether")))
+    _add_probes(app, services)
+    _add_pages(app)
+    _add_api(app, settings, routes, RateLimiter(redis, settings.rate_limit), IdempotencyKeys(redis))
+    return app
 
-    async def openapi_json(_: web.Request) -> web.Response:
-        return web.Response(body=document, content_type="application/json")
 
-    pages = {
-        name: files("services.gateway").joinpath(f"{name}.html").read_bytes()
-        for name in ("console", "layout", "knows")
-    }
-
-    def page(name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        headers = {**HARDENED, "Content-Security-Policy": policy(pages[name])}
-
-        async def serve(_: web.Request) -> web.Response:
-            return web.Response(
-                body=pages[name], content_type="text/html", charset="utf-8", headers=headers
-            )
-
-        return serve
+def _add_probes(app: web.Application, services: Sequence[ServiceContract]) -> None:
+    """`/healthz` (the process answers), `/readyz` (every service on the bus) and
+    `/readyz/{service}` (one; the gateway itself: it is on the bus)."""
+    by_name = {s.name: s for s in services}
 
     async def healthz(_: web.Request) -> web.Response:
         return web.json_response({"ok": True})
-
-    by_name = {s.name: s for s in services}
 
     async def readyz(request: web.Request) -> web.Response:
         ready, body = await readiness(request.app[NATS], services)
@@ -112,49 +99,75 @@ def init_app(
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/readyz/{service}", readyz_one)
-    app.router.add_get("/v1/openapi.json", openapi_json)
-    app.router.add_get("/console", page("console"))
-    app.router.add_get("/console/layout", page("layout"))
-    app.router.add_get("/console/knows", page("knows"))
-    script = files("services.gateway").joinpath("console.js").read_bytes()
+
+
+def _add_pages(app: web.Application) -> None:
+    """The console's pages and their script, each page under a policy that runs its own
+    script and style alone."""
+    package = files("services.gateway")
+
+    def page(name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        body = package.joinpath(f"{name}.html").read_bytes()
+        headers = {**HARDENED, "Content-Security-Policy": policy(body)}
+
+        async def serve(_: web.Request) -> web.Response:
+            return web.Response(
+                body=body, content_type="text/html", charset="utf-8", headers=headers
+            )
+
+        return serve
+
+    script = package.joinpath("console.js").read_bytes()
 
     async def console_js(_: web.Request) -> web.Response:
         return web.Response(
             body=script, content_type="text/javascript", charset="utf-8", headers=HARDENED
         )
 
+    app.router.add_get("/console", page("console"))
+    app.router.add_get("/console/layout", page("layout"))
+    app.router.add_get("/console/knows", page("knows"))
     app.router.add_get("/console/console.js", console_js)
+
+
+def _add_api(
+    app: web.Application,
+    settings: GatewaySettings,
+    routes: Sequence[Route],
+    limiter: RateLimiter,
+    keys: IdempotencyKeys,
+) -> None:
+    """The OpenAPI document, `/v1/mcp`, and every route of the table, each by its kind's
+    handler."""
+    document = msgspec.json.encode(openapi(routes, version=version("tether")))
+
+    async def openapi_json(_: web.Request) -> web.Response:
+        return web.Response(body=document, content_type=_JSON)
+
+    app.router.add_get("/v1/openapi.json", openapi_json)
+    key, timeout = settings.jwt_key, settings.request_timeout
     app.router.add_post(
         "/v1/mcp",
         mcp_endpoint(
-            key=settings.jwt_key,
-            limiter=limiter,
-            keys=keys,
-            timeout=settings.request_timeout,
-            late_timeout=settings.late_timeout,
+            key=key, limiter=limiter, keys=keys, timeout=timeout, late_timeout=settings.late_timeout
         ),
     )
-    timeout = settings.request_timeout
     rereading = {"stream": room_stream, "pending_stream": pending_stream}  # told at most once
     for route in routes:
         if route.kind == "webhook":
             handler = webhook(route, public_url=settings.public_url, timeout=timeout, most=MAX_BODY)
         elif route.kind in rereading:
             handler = rereading[route.kind](
-                route,
-                key=settings.jwt_key,
-                limiter=limiter,
-                timeout=timeout,
-                reread=settings.stream_reread,
+                route, key=key, limiter=limiter, timeout=timeout, reread=settings.stream_reread
             )
         elif route.kind == "watch":
-            handler = mod_watch(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
+            handler = mod_watch(route, key=key, limiter=limiter, timeout=timeout)
         elif route.kind == "pending":
-            handler = pending_list(route, key=settings.jwt_key, limiter=limiter, timeout=timeout)
+            handler = pending_list(route, key=key, limiter=limiter, timeout=timeout)
         else:
             handler = forwarding(
                 route,
-                key=settings.jwt_key,
+                key=key,
                 limiter=limiter,
                 keys=keys,
                 timeout=timeout,
@@ -164,7 +177,6 @@ def init_app(
         if route.method == "GET":
             # Every GET answers HEAD too (RFC 9110 §9.3.2): its headers, with no body.
             app.router.add_route("HEAD", route.path, handler)
-    return app
 
 
 def _nats(settings: GatewaySettings) -> CleanupContext:
