@@ -1,4 +1,6 @@
-"""`tether up | token | contracts | nats-config | poa vectors | audit verify | dead`."""
+"""tether's command line: run the whole system here (`up`), make a development token,
+print the contracts, the NATS config or the Kubernetes base, announce accounts, run Power
+of Action vectors, verify an org's audit chain, and read or send again dead letters."""
 
 import argparse
 import asyncio
