@@ -35,3 +35,14 @@ async def test_a_person_reads_what_is_kept_about_them_redacts_and_answers(api, p
     await feedback.get_by_role("button", name="Answer it").click()
     await expect(page.locator("#status")).to_have_text("Your answer is kept with it.")
     await expect(feedback.locator(".how")).to_contain_text("Those PRs were a hotfix week.")
+
+
+async def test_enter_in_the_token_box_signs_in_and_sends_the_token_nowhere(api, page):
+    """Enter in the token's box signs in, as a click on Sign in does (before, it did
+    nothing), and the page stays where it was, the token in no address."""
+    at = page.url
+    await page.fill("#token", token(org=ORG, user=f"{ORG}/ana"))
+    await page.press("#token", "Enter")
+    await expect(page.locator("#knows")).to_be_visible()
+    await expect(page.locator("#signin")).to_be_hidden()
+    assert page.url == at

@@ -101,6 +101,22 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     assert len(sent) == 1 and sent[0]["drafted_by"] == f"agent:{people.ada_id}"
 
 
+@pytest.mark.parametrize("path", ["/console", "/console/layout"])  # knows: tests/chonk
+async def test_enter_in_the_token_box_signs_in_and_sends_the_token_nowhere(
+    api, operator, people, path
+):
+    """A person pastes their token and presses Enter, as at any sign-in: each page signs
+    in (before, only a click on Sign in did), and the page stays where it was, the token in
+    no address."""
+    await announce(operator, people.ada_id)
+    url = str(api.make_url(path))
+    async with browser_page(url) as page:
+        await page.fill("#token", token(org=people.org, user=people.ada_id))
+        await page.press("#token", "Enter")
+        await expect(page.locator("#signin")).to_be_hidden(timeout=ANSWERED)
+        assert page.url == url
+
+
 async def test_the_page_says_when_more_wait_than_it_lists(api, operator, people, page):
     await announce(operator, people.ada_id)
     await page.fill("#token", token(org=people.org, user=people.ada_id))
