@@ -60,6 +60,7 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     await say(api, room, people.bob, "Can you send the deck?", to=people.ada_id)
     draft = page.locator("#pending > li[data-kind=draft]")
     await expect(draft).to_have_count(1, timeout=10_000)
+    await expect(draft.locator(".room")).to_have_text("In team")  # made after the page
     await draft.get_by_role("button", name="Send", exact=True).click()
     await expect(page.locator("#status")).to_have_text("Sent.", timeout=ANSWERED)
 
