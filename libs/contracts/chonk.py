@@ -214,10 +214,13 @@ class MemoryRead(Contract):
 
 
 class Knows(Contract):
-    """What my manager knows: the facts about me, and who read them for what."""
+    """What my manager knows: the facts about me, and who read them for what. `titles`:
+    each Chonk they name (a fact's `written_by`, a read's `chonk`) by its title, as the
+    page says it ("read by Chief Build Officer", §6.4)."""
 
     facts: list[KnownFact]
     reads: list[MemoryRead]
+    titles: dict[str, str] = {}
 
 
 class MemoryAnswer(Contract):

@@ -4,6 +4,7 @@ table, recorded before it is stored; a person's redaction of a fact about them (
 §6.5)."""
 
 import hashlib
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -13,19 +14,25 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from services.chonk.carrying import Carrying
 from services.chonk.domain import memory
-from services.chonk.domain.types import SourceRef
+from services.chonk.domain.types import RoleCharter, SourceRef
 
 __all__ = ["Remembering"]
 
 
 class Remembering(Carrying):
+    _charters: Mapping[str, RoleCharter]  # the roster, set by the class this is part of
+
     async def knows(self, _: chonk.GetKnows, p: Principal) -> chonk.Knows:
-        """§6.4: what the Chonks know about me and still keep, and the latest reads of it."""
+        """§6.4: what the Chonks know about me and still keep, and the latest reads of it,
+        each Chonk named by its title."""
         now = self._clock()
         facts = [f for f in await self._store.facts(p.org, p.sub) if memory.held(f, now)]
+        reads = await self._store.reads(p.org, p.sub)
+        named = {f.written_by_chonk_id for f in facts} | {r.chonk for r in reads}
         return chonk.Knows(
             facts=[_known(f) for f in sorted(facts, key=lambda f: f.id)],
-            reads=await self._store.reads(p.org, p.sub),
+            reads=reads,
+            titles={c: self._charters[c].title for c in sorted(named) if c in self._charters},
         )
 
     async def answer(self, req: chonk.MemoryAnswer, p: Principal) -> chonk.KnownFact:

@@ -46,6 +46,7 @@ async def test_a_run_reports_its_receipt_and_the_person_reads_what_it_knows_and_
     assert {"mem_ana_pref_brief", "mem_ana_feedback_1", *report["memory"]} <= set(facts)
     read = next(x for x in knows["reads"] if x["run"] == report["id"])
     assert (read["chonk"], read["purpose"]) == ("human", "a check-in")
+    assert knows["titles"]["human"] == "Chief Human Officer"
     assert "mem_ana_pref_brief" in read["facts"]
     bens = await (await api.get("/v1/chonk/knows", headers=BEN)).json()
     assert [f for f in bens["facts"] if report["id"] in f["id"]] == []  # nothing of this run

@@ -20,17 +20,23 @@ async def test_a_person_reads_what_is_kept_about_them_redacts_and_answers(api, p
     assert r.status == 201, await r.text()
     await page.fill("#token", token(org=ORG, user=f"{ORG}/ana"))
     await page.click("#use")
-    await expect(page.locator("#reads li").first).to_contain_text("Read by human")
+    # Each Chonk by its title, and who may see a fact in words (§6.4's "read by Chief
+    # Build Officer"): the page once said "Read by human", "visible to self_mor".
+    await expect(page.locator("#reads li").first).to_contain_text("Read by Chief Human Officer")
     await expect(page.locator("#reads li").first).to_contain_text("for a check-in")
     # She starts her answer, redacts another fact before sending it, and her words are
     # still there to send (the page once drew every fact again after each act).
     feedback = page.locator("#facts li[data-fact=mem_ana_feedback_1]")
+    await expect(feedback.locator(".what")).to_contain_text("Feedback given: Praise")
+    await expect(feedback.locator(".how")).to_contain_text(
+        "Kept by Chief Human Officer, visible to you and your manager of record"
+    )
     await feedback.locator("textarea").fill("Those PRs were a hotfix week.")
     signal = page.locator("#facts li[data-fact=mem_run_checkin_ana_0908_signal]")
     await expect(signal.locator(".what")).to_contain_text("Wednesday meeting hours 6.0")
     await signal.get_by_role("button", name="Redact").click()
     await expect(page.locator("#status")).to_have_text("Redacted.")
-    await expect(signal.locator(".what")).to_have_text("signal: redacted")
+    await expect(signal.locator(".what")).to_have_text("Signal: redacted")
     await expect(feedback.locator("textarea")).to_have_value("Those PRs were a hotfix week.")
     await feedback.get_by_role("button", name="Answer it").click()
     await expect(page.locator("#status")).to_have_text("Your answer is kept with it.")
