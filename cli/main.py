@@ -371,7 +371,12 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("token", help="print a development token signed with the state's key")
     p.add_argument("--org", required=True, type=org)
     p.add_argument("--user", required=True, type=person, help="OWNER/NAME")
-    p.add_argument("--role", action="append", default=[], help="a role, e.g. admin; repeatable")
+    p.add_argument(
+        "--role",
+        action="append",
+        default=[],
+        help="a role (admin) or an agent's scope (mod:read, mod:write); repeatable",
+    )
     p.add_argument("--act", help="the agent acting for the user")
     p.set_defaults(run=_token)
 
