@@ -26,10 +26,12 @@ async def test_a_person_keeps_their_agent_s_draft_and_reverts_it_in_the_console(
     await expect(rail).to_have_count(15)
     await expect(page.locator("#no-drafts")).to_be_visible()
 
-    draft = (await (await write(api, people.agent, "user", [HIDE_BOARD])).json())["draft"]
+    written = await write(api, people.agent, "user", [HIDE_BOARD], note="You never open it")
+    draft = (await written.json())["draft"]
     item = page.locator(f"#drafts li[data-draft={draft['id']}]")
     await expect(item.locator(".what")).to_contain_text("1 change by your agent")
     await expect(item.locator(".what")).to_contain_text("hide board")
+    await expect(item.locator(".note")).to_have_text("Note: “You never open it”")  # its why
     await expect(item.locator(".left")).to_contain_text("Waits for your Keep")
     await expect(item.locator(".left")).to_contain_text("Expires in 24 h")
     await item.get_by_role("button", name="Keep").click()
