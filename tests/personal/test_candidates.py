@@ -2,11 +2,13 @@
 up to three candidates where the model gives them; through the running services."""
 
 import pytest
+from playwright.async_api import expect
 
 from libs.model import Scripted
 from services.agents.domain.prompt import CANDIDATES, candidates
 from tests.personal.conftest import announce, eventually, history, room_with, say, set_level
 from tests.personal.test_pending import pending
+from tests.support import browser_page, token
 
 OFFERED = ["Friday works.", "Can we do Monday?", "Let me check and come back.", "A fourth."]
 
@@ -77,3 +79,28 @@ async def test_at_draft_the_draft_is_the_first_candidate(api, operator, people):
 
     (draft,) = await eventually(drafted)
     assert draft["text"] == OFFERED[0]
+
+
+async def test_the_console_numbers_the_candidates_and_sends_the_one_picked(api, operator, people):
+    """In the console, a confirmation's candidates are a numbered list, each sent by its
+    own button ("Send: 2"); one of one candidate is plain "Send" (tests/personal/
+    test_console.py), as it has no list to number from."""
+    await announce(operator, people.ada_id)
+    room = await room_with(api, people, people.bob_id)
+    await set_level(api, people.ada, "confirm")
+    async with browser_page(str(api.make_url("/console"))) as page:
+        await page.fill("#token", token(org=people.org, user=people.ada_id))
+        await page.click("#use")
+        await say(api, room, people.bob, "When shall we meet?", to=people.ada_id)
+        confirmation = page.locator("#pending > li[data-kind=confirmation]")
+        await expect(confirmation.locator(".candidates li")).to_have_text(OFFERED[:3])
+        names = ["Send: 1", "Send: 2", "Send: 3", "Send my version", "Decline"]
+        await expect(confirmation.get_by_role("button")).to_have_text(names)
+        await confirmation.get_by_role("button", name="Send: 2").click()
+        await expect(page.locator("#status")).to_have_text("Sent.", timeout=10_000)
+
+    async def sent() -> list[dict]:
+        return [m for m in await history(api, room, people.bob) if m["author_kind"] == "agent"]
+
+    (reply,) = await eventually(sent)
+    assert reply["text"] == OFFERED[1]
