@@ -49,10 +49,14 @@ async def test_kill_9_of_the_server_loses_no_timer_and_fires_none_twice(stack, t
     try:
         async with replica(settings):
             owner = await _owner(url, stack.passwords, "echo", "ping")
+            # Due from 2 s on: a schedule asked on a busy 2-core machine can take the
+            # scheduler most of a second (due from 0.8 s, a fresh `make test` saw the first
+            # refused as due in the past), and one taken after it is due is refused (422).
             start = now()
-            due = {f"{org}.{i}": start + timedelta(milliseconds=800 + 40 * i) for i in range(100)}
+            due = {f"{org}.{i}": start + timedelta(milliseconds=2000 + 40 * i) for i in range(100)}
             await asyncio.gather(*(owner.schedule(k, d) for k, d in due.items()))
-            await asyncio.sleep(1.2)  # some have fired; most are pending
+            some_fired = start + timedelta(seconds=2.4)  # most are pending
+            await asyncio.sleep(max(0.0, (some_fired - now()).total_seconds()))
             server.send_signal(signal.SIGKILL)
             server.wait()
             killed = now()
