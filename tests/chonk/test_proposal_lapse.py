@@ -109,7 +109,9 @@ async def test_a_yes_given_in_time_whose_event_was_not_read_is_carried_out_as_it
         async def told_recipient() -> list[dict]:
             return await said_to(api, person(recipient.split("/")[1]))
 
-        [message] = await eventually(told_recipient)
+        # A chonk service started afresh, under a whole run's load: 10 s was once too
+        # short (a fresh `make test`); 30 s as its siblings in test_cover_told_again.
+        [message] = await eventually(told_recipient, timeout=30)
         assert message["text"] == held.tell.text
     actions = {(r.action, r.target) for r in await records(js, ORG)}
     assert ("chonk.proposal.approve", held.key) in actions
