@@ -206,7 +206,7 @@ def _window(w: ladder.PendingWindow) -> PendingItem:
             ("edit", "POST", f"{path}/edit", {"text": w.text}),
             ("replace", "POST", f"{path}/replace", {"text": w.text}),
         ),
-        detail={"window": w.window, "seconds_left": w.seconds_left},
+        detail={"window": w.window, "seconds_left": w.seconds_left, "reply_to": w.reply_to},
     )
 
 

@@ -61,6 +61,8 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     draft = page.locator("#pending > li[data-kind=draft]")
     await expect(draft).to_have_count(1, timeout=10_000)
     await expect(draft.locator(".room")).to_have_text("In team")  # made after the page
+    bob = people.bob_id.split("/")[1]
+    await expect(draft.locator(".answers")).to_have_text(f"Answers {bob}: “Can you send the deck?”")
     await draft.get_by_role("button", name="Send", exact=True).click()
     await expect(page.locator("#status")).to_have_text("Sent.", timeout=ANSWERED)
 
@@ -70,6 +72,7 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     confirmation = page.locator("#pending > li[data-kind=confirmation]")
     await expect(confirmation).to_have_count(1, timeout=10_000)
     await expect(confirmation.get_by_role("button", name="Decline")).to_be_visible()
+    await expect(confirmation.locator(".answers")).to_have_text(f"Answers {bob}: “And the notes?”")
     # One candidate, so no numbered list: its button is Send, not "Send: 1".
     assert await confirmation.locator(".candidates").count() == 0
     await confirmation.get_by_role("button", name="Send", exact=True).click()
@@ -82,6 +85,7 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     window = page.locator("#pending > li[data-kind=window]")
     await expect(window).to_have_count(1, timeout=10_000)
     await expect(window.locator(".left")).to_contain_text("Sends in")
+    await expect(window.locator(".answers")).to_have_text(f"Answers {bob}: “Thanks!”")
     await window.get_by_role("button", name="Stop").click()
     await expect(page.locator("#status")).to_have_text(
         "Stopped: nothing was sent.", timeout=ANSWERED
