@@ -31,6 +31,8 @@ async def test_a_person_reads_what_is_kept_about_them_redacts_and_answers(api, p
     await expect(feedback.locator(".how")).to_contain_text(
         "Kept by Chief Human Officer, visible to you and your manager of record"
     )
+    brief = page.locator("#facts li[data-fact=mem_ana_pref_brief]")
+    await expect(brief.locator(".how")).to_contain_text("used for brief timing")  # not brief_timing
     await feedback.locator("textarea").fill("Those PRs were a hotfix week.")
     signal = page.locator("#facts li[data-fact=mem_run_checkin_ana_0908_signal]")
     await expect(signal.locator(".what")).to_contain_text("Wednesday meeting hours 6.0")
