@@ -88,6 +88,12 @@ async def test_the_built_in_model_is_deterministic_and_signs_as_told():
     assert "Lunch on Friday?" in first and first.endswith("— Ada")
 
 
+async def test_the_built_in_model_says_where_it_cut_what_it_quotes():
+    said = "Can you send me the deck before Friday's review? I want to read the numbers first."
+    reply = acknowledged(Prompt(system="", turns=(Turn("user", "acme/bob", said),)))
+    assert reply.startswith(f'Thanks for your message ("{said[:79]}…").'), reply
+
+
 async def test_the_environment_chooses_the_model():
     built_in = Scripted(acknowledged)
     assert model_from_env(built_in, {}) is built_in

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import msgspec
 
 from libs.contracts.agents import Persona, Preferences
-from libs.contracts.rooms import LINE_MOST, Message, fitted_to_line
+from libs.contracts.rooms import LINE_MOST, Message, fitted, fitted_to_line
 from libs.model import Prompt, Turn
 
 __all__ = ["CANDIDATES", "acknowledged", "candidates", "compose"]
@@ -72,10 +72,11 @@ def candidates(answer: str, line: str | None = None) -> tuple[str, ...]:
 
 
 def acknowledged(prompt: Prompt) -> str:
-    """The built-in model's reply: it acknowledges the last message it was shown and signs
-    as the person's preferences say, the same for the same prompt."""
+    """The built-in model's reply: it acknowledges the last message it was shown (its first
+    line, cut to 80 characters with an ellipsis) and signs as the person's preferences say,
+    the same for the same prompt."""
     last = next((t for t in reversed(prompt.turns) if t.role == "user"), None)
-    topic = (last.content.strip().splitlines() or [""])[0][:80] if last else ""
+    topic = fitted((last.content.strip().splitlines() or [""])[0], 80) if last else ""
     sign = next(
         (
             line.removeprefix("Sign off: ")
