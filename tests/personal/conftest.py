@@ -28,6 +28,7 @@ from services.agents.domain.prompt import acknowledged
 from services.agents.main import serve as serve_agents
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
+from tests.acks import SETTLES_S
 from tests.support import LINES_KEY, Link, bearer, serving, serving_across_a_link, token
 
 
@@ -136,7 +137,7 @@ async def announce(operator, *users: str) -> None:
         await js.publish(ACCOUNT_CREATED.name, body)
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 10) -> Any:
+async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = SETTLES_S) -> Any:
     """`check()`'s first truthy result, polled until `timeout`: one that never comes fails
     the test there, not at whatever assertion happens to follow."""
     deadline = time.monotonic() + timeout
