@@ -34,6 +34,21 @@ _EVENT = {
 }
 
 
+# What holds for every operation, said once where a client's reader starts.
+_ABOUT = (
+    "The authority plane for AI agents that act for people: who an agent is, what it may "
+    "send without its person, what it may change in their app and do with their money. "
+    "Every operation but the probes, this document, the console's pages and the carriers' "
+    "webhooks takes `Authorization: Bearer <token>` (a JWT naming the org, the person "
+    "and, for an agent, `act`); what "
+    "it reads and changes is the caller's own. A refusal is `application/problem+json` "
+    "whose `type` is `urn:tether:problem:<name>` and whose `detail` (and `errors`) say "
+    "what was wrong; asking again gets the same answer. A 503, or a 429 over a rate, is "
+    "transient: ask again after its `Retry-After`. A POST sent with an `Idempotency-Key` "
+    "runs once for the caller and key, and its retry is answered as the first was."
+)
+
+
 def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
     types = {Problem, *(t for r in routes for t in (r.subject.request, r.subject.reply))}
     _, schemas = msgspec.json.schema_components(
@@ -110,7 +125,7 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
         paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, schemas)
     return {
         "openapi": "3.1.0",
-        "info": {"title": "tether", "version": version},
+        "info": {"title": "tether", "version": version, "description": _ABOUT},
         "paths": paths,
         "components": {
             "schemas": schemas,

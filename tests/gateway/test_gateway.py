@@ -118,6 +118,14 @@ async def test_an_idempotency_key_reused_for_another_request_is_refused(client, 
     assert [r.text for r in echo.handled] == ["one"]
 
 
+async def test_the_openapi_document_says_what_holds_for_every_operation(client):
+    """Its reader learns the token, the problem, when to ask again and the key once, where
+    they start, not from every operation's parameters."""
+    about = (await (await client.get("/v1/openapi.json")).json())["info"]["description"]
+    for said in ("Bearer", "application/problem+json", "Retry-After", "Idempotency-Key"):
+        assert said in about
+
+
 async def test_an_idempotency_key_is_printable_ascii_as_the_openapi_document_says(client, echo):
     """One the document's pattern refuses is refused, before anything runs; one it admits
     runs. A key of non-ASCII letters was taken before, though the document named none."""
