@@ -238,11 +238,15 @@ def _dead(args: argparse.Namespace) -> int:
             return 2
         trail, by = Trail(nc, service=OPERATOR), Principal(org=SYSTEM_ORG, sub=OPERATOR)
         try:
-            letters = [
-                letter
-                for letter in await parked(nc, args.reader)
-                if not args.seq or letter.seq in args.seq
-            ]
+            under = await parked(nc, args.reader)
+            if args.reader and not under and args.reader not in (readers := _readers()):
+                # A name mistyped would read as "0 parked": said, with the names to give.
+                print(
+                    f"no reader is named {args.reader!r}; name one of {', '.join(readers)}",
+                    file=sys.stderr,
+                )
+                return 2
+            letters = [letter for letter in under if not args.seq or letter.seq in args.seq]
             held_back = 0
             for letter in letters:
                 said = f"{letter.at:%Y-%m-%d %H:%M:%S}"
@@ -282,6 +286,17 @@ def _dead(args: argparse.Namespace) -> int:
         )
         return 2
     return asyncio.run(run())
+
+
+def _readers() -> list[str]:
+    """What `--reader` may name: each service that reads, and each of its readers."""
+    from libs.stack.k8s import consumers
+
+    return [
+        name
+        for service, reads in consumers().items()
+        for name in (service, *sorted({f"{service}.{durable}" for _, durable in reads}))
+    ]
 
 
 def _spoken(span: timedelta) -> str:

@@ -109,3 +109,14 @@ async def test_a_parked_message_is_sent_again_once_its_cause_is_fixed(
         consumer.stop()
         await reading
         await js.delete_stream(stream)
+
+
+async def test_a_reader_no_service_has_is_named_with_those_there_are(stack):
+    """A reader's name mistyped read as "0 dead letter(s) parked", which an operator
+    looking for what their service parked takes for nothing parked."""
+    mistyped = await _dead(stack, "--reader", "agnets.meter")
+    assert mistyped.returncode == 2 and mistyped.stdout == "", mistyped.stdout
+    assert "no reader is named 'agnets.meter'" in mistyped.stderr
+    assert "agents.meter" in mistyped.stderr and "ladder.ladder" in mistyped.stderr
+    named = await _dead(stack, "--reader", "agents.meter")
+    assert named.returncode == 0 and "dead letter(s) parked" in named.stdout, named.stderr
