@@ -201,6 +201,9 @@ def _audit_verify(args: argparse.Namespace) -> int:
         finally:
             await nc.close()
         valid, found = breaks(chain, org=args.org)
+        if not chain:  # an org that changed nothing yet, or a name mistyped: not "intact"
+            print(f"{args.org}: no records")
+            return 0
         if not found:
             print(f"{args.org}: {valid} records, chain intact")
             return 0

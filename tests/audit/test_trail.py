@@ -269,6 +269,14 @@ async def test_a_stored_message_that_is_not_a_record_blocks_no_write_and_verify_
     assert lines[1:] == [f"{org}: 4 valid records, 1 not"]
 
 
+async def test_verify_of_an_org_with_no_records_says_so_not_intact(trail, stack, org):
+    """An org with no records was said to be "0 records, chain intact": a name mistyped
+    read as an org whose trail was checked."""
+    await trail.append("acme", actor=ADA, action="step")
+    none = await asyncio.to_thread(_verify, stack, org)
+    assert (none.returncode, none.stdout) == (0, f"{org}: no records\n"), none.stderr
+
+
 @pytest.mark.parametrize("org", [">", "*", "acme.ada", "Acme"])
 async def test_verify_refuses_what_is_no_org_rather_than_read_other_orgs(trail, stack, org):
     # `>` and `*` are subject wildcards: the chain of every org, read as one and broken.
