@@ -13,6 +13,7 @@ import msgspec
 from libs.runtime.settings import BadSetting
 
 __all__ = [
+    "ASKING",
     "REPLY_TIMEOUT_S",
     "ChatCompletions",
     "Model",
@@ -71,6 +72,8 @@ class _Completion(msgspec.Struct):
 # A model's reply may take most of a minute; one slower is taken as its provider away (a
 # 503, asked again). A replica stopping waits this long for the reply it holds.
 REPLY_TIMEOUT_S = 60
+# The services that ask a model, and so may hold a reply that long as they stop.
+ASKING = frozenset({"agents"})
 
 
 class ChatCompletions:

@@ -15,7 +15,7 @@ import yaml
 from libs.contracts import EXTERNAL_EVENTS, SERVICES
 from libs.contracts.permissions import GATEWAY, OPERATOR, permissions
 from libs.contracts.registry import ServiceContract
-from libs.model import REPLY_TIMEOUT_S
+from libs.model import ASKING, REPLY_TIMEOUT_S
 
 __all__ = ["base", "consumers"]
 
@@ -28,7 +28,6 @@ UNLISTED_S = 5  # how long a stopping gateway listens on while it leaves the Ser
 # SIGKILL, that reply is asked again by another replica after the message's ack wait.
 _GRACE_S = 30
 _MODEL_GRACE_S = REPLY_TIMEOUT_S + 15
-_ASKS_A_MODEL = frozenset({"agents"})
 # The durable consumers that are not a service's EVENTS or TIMERS reader: the agents
 # service's meter and the scheduler's engine.
 OTHER_CONSUMERS = {"agents": [("METER", "meter")], "scheduler": [("SCHEDULER", "scheduler")]}
@@ -161,7 +160,7 @@ def deployment(name: str, *, gateway: bool = False) -> list[dict]:
                     "metadata": {"labels": labels},
                     "spec": {
                         "terminationGracePeriodSeconds": (
-                            _MODEL_GRACE_S if name in _ASKS_A_MODEL else _GRACE_S
+                            _MODEL_GRACE_S if name in ASKING else _GRACE_S
                         ),
                         "automountServiceAccountToken": False,
                         "securityContext": {

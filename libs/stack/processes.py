@@ -4,7 +4,8 @@ import ctypes
 import logging
 import signal
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 __all__ = ["spawn", "stop_all"]
 
@@ -27,19 +28,35 @@ def spawn(
     return proc
 
 
-def stop_all(procs: Iterable[subprocess.Popen[bytes]], *, grace: float = 10.0) -> None:
-    """SIGTERM every process (last started first), wait, SIGKILL what is left, reap all."""
+def stop_all(
+    procs: Iterable[subprocess.Popen[bytes]],
+    *,
+    grace: float = 10.0,
+    hurried: Callable[[], bool] = lambda: False,
+    slow: Callable[[], None] = lambda: None,
+) -> None:
+    """SIGTERM every process (last started first) and wait for them all, `grace` seconds
+    at most or until `hurried()`; then SIGKILL what is left, and reap all. `slow()` is
+    called once if they are still at it after a second."""
     procs = list(procs)
     for proc in reversed(procs):
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
+    began = time.monotonic()
+    told = False
+    while any(p.poll() is None for p in procs) and not hurried():
+        waited = time.monotonic() - began
+        if waited >= grace:
+            break
+        if waited >= 1 and not told:
+            slow()
+            told = True
+        time.sleep(0.05)
     for proc in reversed(procs):
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
+        if proc.poll() is None:
             _log.warning("killing", extra={"pid": proc.pid})
             proc.kill()
-            proc.wait()
+        proc.wait()
 
 
 def _die_with_parent() -> None:

@@ -6,19 +6,26 @@ that doubles from half a second to ten. One that crashes more than `RESTARTS` ti
 """
 
 import collections
+import functools
 import logging
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from libs.model import REPLY_TIMEOUT_S
 from libs.stack.processes import spawn, stop_all
 
-__all__ = ["FRONT", "RESTARTS", "WITHIN_S", "Supervisor", "pause"]
+__all__ = ["ASKER", "FRONT", "GRACE_S", "RESTARTS", "SERVICE", "WITHIN_S", "Supervisor", "pause"]
 
 RESTARTS, WITHIN_S = 5, 60.0
 # The order of a stop: the front (the gateway) first, so the requests it holds still find
-# their services; then the services, each draining through the servers; then the servers.
-FRONT, SERVICE, SERVER = range(3)
+# their services; then the services that ask a model, so the reply each holds still finds
+# the services it goes to; then the others, each draining through the servers; then the
+# servers.
+FRONT, ASKER, SERVICE, SERVER = range(4)
+# How long a stage is waited for before what is left of it is killed: a request or an
+# event takes seconds, a model's reply up to its timeout (as Kubernetes' grace, k8s.py).
+GRACE_S = {FRONT: 10.0, ASKER: REPLY_TIMEOUT_S + 15.0, SERVICE: 10.0, SERVER: 10.0}
 _log = logging.getLogger(__name__)
 
 
@@ -66,11 +73,14 @@ class Supervisor:
         self._children.append(_Child(name, server.args, None, server, stage=SERVER))  # type: ignore[arg-type]
         return server
 
-    def stop(self) -> None:
+    def stop(self, hurried: Callable[[], bool] = lambda: False) -> None:
         """Everything stopped, stage by stage: each stage's processes at once, and the next
-        stage only once they have all exited."""
-        for stage in (FRONT, SERVICE, SERVER):
-            stop_all(c.proc for c in self._children if c.stage == stage and c.start_at is None)
+        stage only once they have all exited, or been killed past the stage's grace or once
+        `hurried()`. A stage still at it after a second says who holds it up."""
+        for stage, grace in GRACE_S.items():
+            children = [c for c in self._children if c.stage == stage and c.start_at is None]
+            slow = functools.partial(_holding, children, grace)
+            stop_all((c.proc for c in children), grace=grace, hurried=hurried, slow=slow)
 
     @property
     def procs(self) -> list[subprocess.Popen[bytes]]:
@@ -102,3 +112,10 @@ class Supervisor:
                 return child.name
             child.start_at = now + pause(len(child.crashes))
         return None
+
+
+def _holding(children: list[_Child], grace: float) -> None:
+    _log.info(
+        "waiting for what they hold to finish; a second Ctrl-C or SIGTERM stops them at once",
+        extra={"children": [c.name for c in children if c.proc.poll() is None], "grace_s": grace},
+    )

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from libs.contracts import SERVICES
 from libs.contracts.permissions import GATEWAY, OPERATOR
+from libs.model import ASKING
 from libs.stack.home import Home
 from libs.stack.servers import (
     clustered,
@@ -22,7 +23,7 @@ from libs.stack.servers import (
     start_redis,
     wait_for,
 )
-from libs.stack.supervise import FRONT, RESTARTS, WITHIN_S, Supervisor
+from libs.stack.supervise import ASKER, FRONT, RESTARTS, SERVICE, WITHIN_S, Supervisor
 
 __all__ = ["ready", "up"]
 
@@ -79,7 +80,8 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None], cluster: 
                     "TETHER_REPLICA": f"{svc.name}-{r}",
                 }
                 argv = [sys.executable, "-m", f"services.{svc.name}.main"]
-                children.start(f"{svc.name}-{r}", argv, env)
+                stage = ASKER if svc.name in ASKING else SERVICE
+                children.start(f"{svc.name}-{r}", argv, env, stage=stage)
         for r in range(replicas):
             env = base | {
                 "NATS_USER": GATEWAY,
@@ -110,7 +112,8 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None], cluster: 
             time.sleep(0.2)
         return 0
     finally:
-        children.stop()
+        # A second signal while stopping: what is left is killed, not waited for.
+        children.stop(hurried=lambda: len(stopping) > 1)
 
 
 def _nats(

@@ -1,5 +1,6 @@
 """`tether up` as a person runs it: servers, services, gateway; then a clean stop."""
 
+import contextlib
 import json
 import os
 import signal
@@ -8,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import jwt
@@ -38,23 +40,26 @@ def _alive(pids: set[int]) -> set[int]:
     return {p for p in pids if Path(f"/proc/{p}").exists()}
 
 
-@pytest.fixture
-def up(tmp_path):
+@contextlib.contextmanager
+def tether_up(home: Path, log: Path, **extra: str) -> Iterator[tuple]:
+    """`tether up` with its state in `home`, on free ports, its log in `log`, until its
+    token is printed: (process, url, env, lines printed); killed at the end if still up."""
     env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "REDIS_URL")}
     port = free_port()
     env |= {
-        "TETHER_HOME": str(tmp_path / "home"),
+        "TETHER_HOME": str(home),
         "TETHER_PORT": str(port),
         "TETHER_NATS_PORT": str(free_port()),
         "TETHER_NATS_MONITOR_PORT": str(free_port()),
         "TETHER_REDIS_PORT": str(free_port()),
         "TETHER_METRICS_BASE_PORT": "0",
+        **extra,
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "up"],
         env=env,
         stdout=subprocess.PIPE,
-        stderr=(tmp_path / "up.log").open("w"),
+        stderr=log.open("w"),
         text=True,
     )
     lines = []
@@ -65,10 +70,18 @@ def up(tmp_path):
         if line.startswith("eyJ"):
             break
         assert proc.poll() is None, f"tether up exited: {lines}"
-    yield proc, f"http://127.0.0.1:{port}", env, lines
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
+    try:
+        yield proc, f"http://127.0.0.1:{port}", env, lines
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def up(tmp_path):
+    with tether_up(tmp_path / "home", tmp_path / "up.log") as started:
+        yield started
 
 
 def _get(url: str, token: str | None = None) -> tuple[int, dict]:
