@@ -94,3 +94,10 @@ async function follow(path, each, away) {
     await pause();
   }
 }
+
+// How long until `deadline`, as a person says it: "45 s", "59 min", "24 h".
+function timeLeft(deadline) {
+  const seconds = Math.max(0, Math.ceil((Date.parse(deadline) - Date.now()) / 1000));
+  return seconds < 120 ? `${seconds} s`
+    : seconds < 7200 ? `${Math.round(seconds / 60)} min` : `${Math.round(seconds / 3600)} h`;
+}

@@ -266,7 +266,13 @@ def _layer_draft(d: mod.LayerDraft) -> PendingItem:
         text=d.note or f"{len(d.ops)} changes to your {d.layer} layer",
         deadline=d.commits_at or d.expires_at,
         actions=_actions(("keep", "POST", f"{path}/commit", {}), ("discard", "DELETE", path, None)),
-        detail={"layer": d.layer, "base": d.base, "writer": d.writer, "ops": len(d.ops)},
+        detail={
+            "layer": d.layer,
+            "base": d.base,
+            "writer": d.writer,
+            "ops": len(d.ops),
+            "at_deadline": "commits" if d.commits_at else "expires",
+        },
     )
 
 

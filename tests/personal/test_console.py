@@ -4,6 +4,7 @@ confirmation picked, a window stopped, an ask approved); and a person sets their
 window, reads what send means before choosing it, and watches, edits and stops pending sends."""
 
 import asyncio
+import re
 
 import pytest
 from playwright.async_api import Route, expect
@@ -18,8 +19,8 @@ from tests.personal.conftest import (
     say,
     set_level,
 )
-from tests.personal.test_pending import ask_over_the_limit, large_asks, pending
-from tests.support import browser_page, expiring, token
+from tests.personal.test_pending import HIDE_BOARD, ask_over_the_limit, large_asks, pending
+from tests.support import bearer, browser_page, expiring, token
 
 # A step's answer crosses the gateway, its service and the audit: a fresh `make test` met
 # Playwright's 5 s default once on an approval, the machine busy (list steps wait 10 s).
@@ -106,6 +107,38 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     assert await pending(api, people.ada) == []
     sent = [m for m in await history(api, room, people.bob) if m["author"] == people.ada_id]
     assert len(sent) == 1 and sent[0]["drafted_by"] == f"agent:{people.ada_id}"
+
+
+async def test_a_change_to_my_app_says_whether_it_goes_or_is_dropped_at_its_deadline(
+    api, operator, people, page
+):
+    """A layer draft at draft waits for Keep and is dropped after a day; the page said
+    "Goes in 1440 min unless you act." of it, as of one that commits itself."""
+    await announce(operator, people.ada_id)
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    agent = bearer(token(org=people.org, user=people.ada_id, act=f"agent:{people.ada_id}",
+                         roles=("mod:write",)))  # fmt: skip
+    changes = page.locator("#pending > li[data-kind=layer_draft]")
+
+    async def write(note: str) -> None:
+        body = {"base": 0, "ops": [HIDE_BOARD], "note": note}
+        wrote = await api.post("/v1/mod/layers/user", json=body, headers=agent)
+        assert wrote.status == 202, await wrote.text()
+
+    await write("Hide the board")
+    held = changes.filter(has_text="Hide the board")
+    await expect(held.locator(".left")).to_have_text(
+        "Dropped in 24 h unless you keep it.", timeout=10_000
+    )
+    # At send with an hour's window, the next commits itself at the window's end.
+    await api.put("/v1/ladder/window", json={"window": "1h"}, headers=people.ada)
+    await set_level(api, people.ada, "send")
+    await write("Hide the board, at send")
+    goes = changes.filter(has_text="Hide the board, at send")
+    await expect(goes.locator(".left")).to_have_text(
+        re.compile(r"Goes in \d+ min unless you act\."), timeout=10_000
+    )
 
 
 @pytest.mark.parametrize("path", ["/console", "/console/layout"])  # knows: tests/chonk

@@ -112,6 +112,7 @@ async def test_everything_waiting_on_a_person_is_one_list_and_each_item_is_done_
                            headers=agent)  # fmt: skip
     assert wrote.status == 202, await wrote.text()
     (layer_draft,) = await _of_kind(api, people.ada, "layer_draft")
+    assert layer_draft["detail"]["at_deadline"] == "expires"  # at draft, it waits for Keep
 
     items = await pending(api, people.ada)
     assert sorted(i["kind"] for i in items) == [
