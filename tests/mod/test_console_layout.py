@@ -30,14 +30,25 @@ async def test_a_person_keeps_their_agent_s_draft_and_reverts_it_in_the_console(
     draft = (await written.json())["draft"]
     item = page.locator(f"#drafts li[data-draft={draft['id']}]")
     await expect(item.locator(".what")).to_contain_text("1 change by your agent")
-    await expect(item.locator(".what")).to_contain_text("hide board")
+    await expect(item.locator(".what")).to_contain_text("hide Board")  # by its title
     await expect(item.locator(".note")).to_have_text("Note: “You never open it”")  # its why
     await expect(item.locator(".left")).to_contain_text("Waits for your Keep")
     await expect(item.locator(".left")).to_contain_text("Expires in 24 h")
     await item.get_by_role("button", name="Keep").click()
     await expect(page.locator("#status")).to_contain_text("Kept: version")
     await expect(rail).to_have_count(14)
-    await expect(page.locator("#hidden")).to_have_text("board")
+    await expect(page.locator("#hidden")).to_have_text("Board")
+    # Each setting by its title, its value in words: no ceiling set is "none", not null.
+    settings = page.locator("#settings li")
+    await expect(settings.filter(has_text="What your agent may send")).to_have_text(
+        "What your agent may send: draft"
+    )
+    await expect(settings.filter(has_text="The org's ceiling")).to_have_text(
+        "The org's ceiling: none"
+    )
+    await expect(settings.filter(has_text="Share outside the org")).to_have_text(
+        "Share outside the org: no"
+    )
 
     rename = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": "Talk"}
     assert (await write(api, people.ada, "user", [rename])).status == 200
