@@ -101,3 +101,17 @@ function timeLeft(deadline) {
   return seconds < 120 ? `${seconds} s`
     : seconds < 7200 ? `${Math.round(seconds / 60)} min` : `${Math.round(seconds / 3600)} h`;
 }
+
+// Signing in: with the token pasted (a form, so that Enter signs in too; never sent
+// anywhere by the browser, as the page's policy lets no form go, only read here), or at
+// once with the one this tab signed in with on another of the console's pages.
+function signingIn(start) {
+  const started = () => start().catch((error) => say(error.message));
+  $("signin").onsubmit = (event) => {
+    event.preventDefault();
+    token = $("token").value.trim();
+    sessionStorage.setItem("tether-token", token);
+    started();
+  };
+  if (token) started();
+}

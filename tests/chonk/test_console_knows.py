@@ -45,6 +45,17 @@ async def test_a_person_reads_what_is_kept_about_them_redacts_and_answers(api, p
     await expect(feedback.locator(".how")).to_contain_text("Those PRs were a hotfix week.")
 
 
+async def test_a_person_nothing_is_kept_about_is_told_so_of_both_and_led_on(api, page):
+    await page.fill("#token", token(org=ORG, user=f"{ORG}/nobody"))
+    await page.click("#use")
+    await expect(page.locator("#no-facts")).to_have_text("Nothing is kept about you.")
+    await expect(page.locator("#no-reads")).to_have_text("No manager has read anything about you.")
+    nav = page.locator("nav a")
+    assert [await a.get_attribute("href") for a in await nav.all()] == [
+        "/console", "/console/layout"
+    ]  # fmt: skip
+
+
 async def test_enter_in_the_token_box_signs_in_and_sends_the_token_nowhere(api, page):
     """Enter in the token's box signs in, as a click on Sign in does (before, it did
     nothing), and the page stays where it was, the token in no address."""

@@ -141,6 +141,28 @@ async def test_a_change_to_my_app_says_whether_it_goes_or_is_dropped_at_its_dead
     )
 
 
+async def test_each_console_page_leads_to_the_others_and_the_person_stays_signed_in(
+    api, operator, people, page
+):
+    """The first page led nowhere: a person found the layout and knows pages only by
+    their addresses."""
+    await announce(operator, people.ada_id)
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    await expect(page.locator("#none")).to_be_visible()
+    await page.get_by_role("link", name="How my app is arranged").click()
+    await expect(page.locator("#rail li").first).to_be_visible()  # no second sign-in
+    nav = page.locator("nav a")
+    assert [await a.get_attribute("href") for a in await nav.all()] == [
+        "/console", "/console/knows"
+    ]  # fmt: skip
+    await page.get_by_role("link", name="What waits on me").click()
+    await expect(page.locator("#none")).to_be_visible()
+    assert [await a.get_attribute("href") for a in await nav.all()] == [
+        "/console/layout", "/console/knows"
+    ]  # fmt: skip
+
+
 @pytest.mark.parametrize("path", ["/console", "/console/layout"])  # knows: tests/chonk
 async def test_enter_in_the_token_box_signs_in_and_sends_the_token_nowhere(
     api, operator, people, path
