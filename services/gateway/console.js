@@ -51,7 +51,10 @@ async function api(method, path, body) {
   if (response.status === 401) refused(sent);
   if (response.status === 204) return null;
   const data = await response.json();
-  if (!response.ok) throw new Error(data.detail || data.title || response.statusText);
+  if (!response.ok) {
+    throw Object.assign(new Error(data.detail || data.title || response.statusText),
+      { status: response.status });
+  }
   return data;
 }
 

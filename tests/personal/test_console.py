@@ -141,6 +141,44 @@ async def test_a_change_to_my_app_says_whether_it_goes_or_is_dropped_at_its_dead
     )
 
 
+async def test_a_person_says_how_their_agent_writes_and_its_next_draft_does(
+    api, operator, people, page
+):
+    """HIP-0524 §12: the agent is configured under the person's preferences, who it is
+    among them; the console showed neither, only what it may send."""
+    await announce(operator, people.ada_id)
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    await expect(page.locator("#persona")).to_contain_text("It wears the persona “self”")
+    await page.fill("#pref-tone", "warm")
+    await page.fill("#pref-signature", "— Ada")
+    await page.get_by_role("button", name="Save my preferences").click()
+    await expect(page.locator("#status")).to_have_text(
+        "Saved: your agent drafts with these from its next reply.", timeout=ANSWERED
+    )
+    kept = await (await api.get("/v1/preferences", headers=people.ada)).json()
+    assert (kept["tone"], kept["signature"], kept["display_name"]) == ("warm", "— Ada", "")
+
+    room = await room_with(api, people, people.bob_id)
+    # Writing in a preference holds back no waiting item (only writing in an item does).
+    await page.click("#pref-instructions")
+    await say(api, room, people.bob, "Lunch on Friday?", to=people.ada_id)
+    draft = page.locator("#pending > li[data-kind=draft]")
+    await expect(draft.locator(".text")).to_contain_text("— Ada", timeout=10_000)
+
+
+async def test_a_person_without_an_agent_makes_it_from_the_console(api, people, page):
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    await expect(page.locator("#no-agent")).to_contain_text("You have no agent yet.")
+    await expect(page.locator("#preferences")).to_be_hidden()
+    await page.get_by_role("button", name="Make my agent").click()
+    await expect(page.locator("#persona")).to_contain_text("“self”", timeout=ANSWERED)
+    await expect(page.locator("#preferences")).to_be_visible()
+    mine = await api.get("/v1/agents/me", headers=people.ada)
+    assert mine.status == 200 and (await mine.json())["agent"]["persona"] == "self"
+
+
 async def test_each_console_page_leads_to_the_others_and_the_person_stays_signed_in(
     api, operator, people, page
 ):
