@@ -14,11 +14,14 @@ from tests.personal.conftest import (
     announce,
     behind,
     eventually,
+    fresh_number,
     history,
     room_with,
     say,
     set_level,
 )
+from tests.personal.test_hip0524_09_personal_line import TOKEN as LINE_SECRET
+from tests.personal.test_hip0524_09_personal_line import code_sent
 from tests.personal.test_pending import HIDE_BOARD, ask_over_the_limit, large_asks, pending
 from tests.support import bearer, browser_page, expiring, token
 
@@ -177,6 +180,39 @@ async def test_a_person_without_an_agent_makes_it_from_the_console(api, people, 
     await expect(page.locator("#preferences")).to_be_visible()
     mine = await api.get("/v1/agents/me", headers=people.ada)
     assert mine.status == 200 and (await mine.json())["agent"]["persona"] == "self"
+
+
+async def test_a_person_connects_proves_and_disconnects_a_line_from_the_console(
+    api, operator, people, page
+):
+    """§12: the lines the agent answers on are configured with the rest; the console only
+    listed what had left by them."""
+    await announce(operator, people.ada_id)
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    await expect(page.locator("#no-lines")).to_be_visible()
+    number = fresh_number()
+    await page.select_option("#line-transport", "sms")
+    await page.fill("#line-address", number)
+    await page.fill("#line-credential", LINE_SECRET)
+    await page.get_by_role("button", name="Connect it").click()
+    await expect(page.locator("#status")).to_have_text(
+        f"A code was sent to {number}: enter it above.", timeout=ANSWERED
+    )
+    line = page.locator("#lines li[data-transport=sms]")
+    await expect(line).to_contain_text(f"SMS {number}: waiting for the code sent to it")
+    await expect(page.locator("#line-credential")).to_have_value("")  # kept nowhere here
+    await line.get_by_label("the code").fill(await code_sent(operator, "sms", people.org, number))
+    await line.get_by_role("button", name="Prove it").click()
+    await expect(page.locator("#status")).to_have_text("Connected.", timeout=ANSWERED)
+    await expect(line).to_contain_text(f"SMS {number}: connected")
+    (listed,) = (await (await api.get("/v1/lines", headers=people.ada)).json())["lines"]
+    assert (listed["address"], listed["state"]) == (number, "connected")
+
+    await line.get_by_role("button", name="Disconnect").click()
+    await expect(page.locator("#status")).to_have_text("Disconnected.", timeout=ANSWERED)
+    await expect(page.locator("#no-lines")).to_be_visible()
+    assert (await (await api.get("/v1/lines", headers=people.ada)).json())["lines"] == []
 
 
 async def test_each_console_page_leads_to_the_others_and_the_person_stays_signed_in(
