@@ -219,6 +219,37 @@ async def test_a_person_connects_proves_and_disconnects_a_line_from_the_console(
     assert (await (await api.get("/v1/lines", headers=people.ada)).json())["lines"] == []
 
 
+async def test_an_org_admin_sets_and_lifts_the_org_s_ceiling_from_the_console(
+    api, operator, people, page
+):
+    """§4: the org's admin sets a ceiling no member's agent sends above; the console
+    showed it and offered no way to set it."""
+    await announce(operator, f"{people.org}/root")
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/root", roles=("admin",)))
+    await page.click("#use")
+    await page.select_option("#ceiling-level", "confirm")
+    await page.get_by_role("button", name="Set my org's ceiling").click()
+    await expect(page.locator("#status")).to_have_text(
+        "Ceiling set: no agent of the org sends above confirm.", timeout=ANSWERED
+    )
+    await expect(page.locator("#ceiling")).to_have_text("Your org allows at most: confirm.")
+    held = await (await api.get("/v1/ladder", headers=people.ada)).json()
+    assert held["ceiling"] == "confirm"  # for every member
+    await page.select_option("#ceiling-level", "")
+    await page.get_by_role("button", name="Set my org's ceiling").click()
+    await expect(page.locator("#status")).to_have_text("Ceiling lifted.", timeout=ANSWERED)
+    await expect(page.locator("#ceiling")).to_be_hidden()
+    assert (await (await api.get("/v1/ladder", headers=people.ada)).json())["ceiling"] is None
+
+
+async def test_a_member_is_offered_no_ceiling_to_set(api, operator, people, page):
+    await announce(operator, people.ada_id)
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    await expect(page.locator("#levels")).to_be_visible()
+    await expect(page.locator("#org-ceiling")).to_be_hidden()
+
+
 async def test_each_console_page_leads_to_the_others_and_the_person_stays_signed_in(
     api, operator, people, page
 ):
