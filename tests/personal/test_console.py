@@ -476,10 +476,47 @@ async def test_the_console_shows_what_applies_in_each_room_and_which_setting_dec
     await page.click("#use")
     rooms = page.locator("#rooms li")
     await expect(rooms).to_have_count(2)
-    await expect(page.locator(f"#rooms li[data-room={team['id']}]")).to_have_text(
+    await expect(page.locator(f"#rooms li[data-room={team['id']}] .applies")).to_have_text(
         "team: confirm (set for this room)"
     )
-    await expect(rooms.filter(has_text="lunch")).to_have_text("lunch: draft (my level everywhere)")
+    await expect(rooms.filter(has_text="lunch").locator(".applies")).to_have_text(
+        "lunch: draft (my level everywhere)"
+    )
+
+
+async def test_a_person_sets_and_unsets_a_room_s_own_level_from_the_console(api, page, people):
+    """§8: a level applies everywhere unless a room or a line says otherwise; the console
+    showed a room's override and offered no way to set one."""
+    team = await room_with(api, people, people.bob_id, title="team")
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    room = page.locator(f"#rooms li[data-room={team['id']}]")
+    level = room.get_by_label("my agent's level in team")
+    await level.select_option("confirm")
+    await room.get_by_role("button", name="Save for this room").click()
+    await expect(page.locator("#status")).to_have_text("Saved: confirm in team.", timeout=ANSWERED)
+    await expect(room.locator(".applies")).to_have_text("team: confirm (set for this room)")
+
+    # Raising a room to send states what it means and needs "I understand".
+    await level.select_option("send")
+    await expect(room.locator(".warning")).to_contain_text(SEND_MEANS)
+    save = room.get_by_role("button", name="Save for this room")
+    await expect(save).to_be_disabled()
+    await room.get_by_label("I understand, and I choose send in this room.").check()
+    await save.click()
+    await expect(page.locator("#status")).to_have_text("Saved: send in team.", timeout=ANSWERED)
+    held = await (await api.get("/v1/ladder", headers=people.ada)).json()
+    assert held["settings"]["rooms"] == {team["id"]: "send"}
+    assert held["settings"]["default"] == "draft"  # nowhere else
+
+    await level.select_option("")
+    await room.get_by_role("button", name="Save for this room").click()
+    await expect(page.locator("#status")).to_have_text(
+        "Saved: my level everywhere in team.", timeout=ANSWERED
+    )
+    await expect(room.locator(".applies")).to_have_text("team: draft (my level everywhere)")
+    held = await (await api.get("/v1/ladder", headers=people.ada)).json()
+    assert held["settings"]["rooms"] == {}
 
 
 async def test_what_changed_elsewhere_shows_and_what_the_person_is_choosing_stays(
