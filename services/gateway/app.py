@@ -24,7 +24,7 @@ from services.gateway.limits import IdempotencyKeys, RateLimiter
 from services.gateway.mcp import mcp_endpoint
 from services.gateway.middlewares import named, problems
 from services.gateway.openapi import openapi
-from services.gateway.pages import HARDENED, policy
+from services.gateway.pages import HARDENED, SCRIPTS, policy
 from services.gateway.pending import pending_list, pending_stream
 from services.gateway.readiness import readiness
 from services.gateway.routes import ROUTES, Route
@@ -117,17 +117,21 @@ def _add_pages(app: web.Application) -> None:
 
         return serve
 
-    script = package.joinpath("console.js").read_bytes()
+    def script(name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+        body = package.joinpath(f"{name}.js").read_bytes()
 
-    async def console_js(_: web.Request) -> web.Response:
-        return web.Response(
-            body=script, content_type="text/javascript", charset="utf-8", headers=HARDENED
-        )
+        async def serve(_: web.Request) -> web.Response:
+            return web.Response(
+                body=body, content_type="text/javascript", charset="utf-8", headers=HARDENED
+            )
+
+        return serve
 
     app.router.add_get("/console", page("console"))
     app.router.add_get("/console/layout", page("layout"))
     app.router.add_get("/console/knows", page("knows"))
-    app.router.add_get("/console/console.js", console_js)
+    for name in SCRIPTS:
+        app.router.add_get(f"/console/{name}.js", script(name))
 
 
 def _add_api(

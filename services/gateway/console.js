@@ -118,3 +118,7 @@ function signingIn(start) {
   };
   if (token) started();
 }
+
+function button(label, onclick) {
+  return Object.assign(document.createElement("button"), { textContent: label, onclick });
+}

@@ -10,6 +10,7 @@ from libs.contracts.problem import Problem
 from services.gateway.forward import KEYED
 from services.gateway.limits import IDEMPOTENCY_KEY
 from services.gateway.middlewares import REQUEST_ID
+from services.gateway.pages import SCRIPTS
 from services.gateway.routes import Route
 
 __all__ = ["openapi"]
@@ -110,9 +111,6 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
                 "text/html",
             )
         },
-        "/console/console.js": {
-            "get": _plain("What the console's pages share.", "text/javascript")
-        },
         "/console/layout": {
             "get": _plain(
                 "The console's page for a person's own layer: the composed rail and settings, "
@@ -121,6 +119,8 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
             )
         },
     }
+    for name, what in SCRIPTS.items():
+        paths[f"/console/{name}.js"] = {"get": _plain(what, "text/javascript")}
     for route in routes:
         paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, schemas)
     return {

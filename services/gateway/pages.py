@@ -1,5 +1,5 @@
 """The console's pages as served: each with a Content-Security-Policy that lets run only
-its own inline script and style (by their hashes) and the shared console.js, talk to this
+its own inline script and style (by their hashes) and the console's scripts, talk to this
 origin alone, and be framed by no one. A person pastes their token into these pages."""
 
 import base64
@@ -7,8 +7,16 @@ import hashlib
 import re
 from collections.abc import Mapping
 
-__all__ = ["HARDENED", "policy"]
+__all__ = ["HARDENED", "SCRIPTS", "policy"]
 
+# The pages' scripts, each served as `/console/<name>.js`: what every page shares, then the
+# first page's parts.
+SCRIPTS: Mapping[str, str] = {
+    "console": "What the console's pages share: the token, the API called with it.",
+    "waiting": "The first page's list of what waits on the person, live.",
+    "agent": "The first page's part on who the person's agent is: persona, preferences, lines.",
+    "ladder": "The first page's part on what the agent may send without the person.",
+}
 _INLINE = re.compile(rb"<(script|style)>(.*?)</\1>", re.DOTALL)
 # The pages and their script: each read as the type it says, and no page they link to
 # learns where the person came from.

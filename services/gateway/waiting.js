@@ -1,0 +1,208 @@
+"use strict";
+// The first page's list of what waits on the person, live, each item done from it: where it
+// waits (its room's title) and what it answers (the message, read once).
+// Each room's title by its id, to say where a waiting item is.
+const titles = new Map();
+
+const lookedFor = new Set();
+
+// The message each item answers, by "<room> <seq>", read once: a stored message's words never change.
+const answered = new Map();
+
+const quoting = new Set();
+
+const KINDS = {
+  draft: "My agent's draft", confirmation: "My agent asks which reply",
+  window: "Sending unless I act", ask: "My agent asks to act for me",
+  layer_draft: "A change to my app", delivery: "Not delivered",
+};
+
+const LABELS = {
+  send: "Send", discard: "Discard", stop: "Stop", decline: "Decline", approve: "Approve",
+  keep: "Keep", replace: "Send my text instead", dismiss: "Dismiss",
+};
+
+const DONE = {
+  "window stop": "Stopped: nothing was sent.", "window edit": "Sent your version instead.",
+  "window replace": "Sent your own text instead.", "draft send": "Sent.",
+  "draft edit": "Sent your version.", "draft discard": "Discarded.",
+  "confirmation edit": "Sent your version.", "confirmation decline": "Declined: nothing was sent.",
+  "ask decline": "Declined: your agent may not.", "layer_draft keep": "Kept.",
+  "layer_draft discard": "Discarded.", "delivery dismiss": "Dismissed.",
+};
+
+function left(item) {
+  if (!item.deadline) return "";
+  const when = timeLeft(item.deadline);
+  if (item.kind === "layer_draft") {  // committed by itself at a window's end, else dropped
+    return item.detail.at_deadline === "commits" ? `Goes in ${when} unless you act.`
+      : `Dropped in ${when} unless you keep it.`;
+  }
+  return { window: `Sends in ${when} unless you act.`, ask: `Declined in ${when} unless you answer.` }[item.kind]
+    || `${when} left.`;
+}
+
+function whereIs(item) {
+  return titles.has(item.room) ? `In ${titles.get(item.room)}` : "";
+}
+
+function answers(item) {
+  const seq = item.detail && item.detail.reply_to;
+  return item.room && seq ? `${item.room} ${seq}` : null;
+}
+
+// Who wrote what an item answers, as a person says it: someone of the org by their name, a
+// line's correspondent by their address.
+function quoted(item) {
+  const m = answered.get(answers(item));
+  if (!m) return "";
+  const who = m.author_kind === "human" ? m.author.split("/").pop() : m.author;
+  const text = m.text.length > 140 ? `${m.text.slice(0, 139)}…` : m.text;
+  return `Answers ${who}: “${text}”`;
+}
+
+async function readAnswered(key) {
+  const [room, seq] = key.split(" ");
+  const { messages } = await api("GET", `/v1/rooms/${room}/messages?after=${seq - 1}&limit=1`);
+  answered.set(key, messages.find((m) => m.seq === Number(seq)));
+  for (const li of $("pending").children) li.querySelector(".answers").textContent = quoted(li.deadline);
+}
+
+function label(item, action) {
+  if (action.name.startsWith("pick ")) {  // numbered as the list of candidates shows them
+    return (item.candidates || []).length > 1 ? `Send: ${action.body.choice.option + 1}` : "Send";
+  }
+  if (action.name === "edit") return item.kind === "window" ? "Send my version instead" : "Send my version";
+  return LABELS[action.name] || action.name;
+}
+
+function waitingItem(item) {
+  const li = document.createElement("li");
+  li.dataset.kind = item.kind;
+  li.dataset.id = item.id;
+  if (item.kind === "window") li.dataset.window = item.id;
+  const kind = document.createElement("p");
+  kind.className = "kind";
+  kind.textContent = KINDS[item.kind] || item.kind;
+  const where = document.createElement("p");
+  where.className = "room";
+  where.textContent = whereIs(item);
+  const answering = document.createElement("p");
+  answering.className = "answers";
+  answering.textContent = quoted(item);
+  const text = document.createElement("p");
+  text.className = "text";
+  text.textContent = item.text;
+  li.append(kind, where, answering, text);
+  if (item.candidates && item.candidates.length > 1) {
+    const options = document.createElement("ol");
+    options.className = "candidates";
+    options.append(...item.candidates.map((c) => Object.assign(document.createElement("li"), { textContent: c })));
+    li.append(options);
+  }
+  if (item.kind === "delivery") {
+    const why = document.createElement("p");
+    why.className = "why";
+    why.textContent = `Your ${item.detail.transport} did not arrive` +
+      (item.detail.error ? `: ${item.detail.error}.` : ".");
+    li.append(why);
+  }
+  const due = document.createElement("p");
+  due.className = "left";
+  due.textContent = left(item);
+  li.append(due);
+  const editable = item.actions.some((a) => JSON.stringify(a.body || {}).includes('"text"'));
+  const mine = document.createElement("textarea");
+  mine.value = item.text;
+  mine.setAttribute("aria-label", "my version");
+  if (editable) li.append(mine);
+  for (const action of item.actions) {
+    const button = document.createElement("button");
+    button.textContent = label(item, action);
+    button.onclick = () => act(item, action, mine.value);
+    li.append(button);
+  }
+  li.deadline = item;
+  return li;
+}
+
+function withText(body, text) {
+  if (!body) return body;
+  const copy = JSON.parse(JSON.stringify(body));
+  if ("text" in copy) copy.text = text;
+  if (copy.choice && "text" in copy.choice) copy.choice.text = text;
+  return copy;
+}
+
+async function act(item, action, text) {
+  try {
+    const done = await api(action.method, action.path, withText(action.body, text));
+    const key = `${item.kind} ${action.name.split(" ")[0]}`;
+    const said = item.kind === "ask" && action.name === "approve"
+      ? (done.state === "allowed" ? "Approved: your agent may go ahead." : `Denied: ${done.decision.rule_id}.`)
+      : DONE[key] || "Sent.";
+    say(said);
+    document.querySelector(`#pending li[data-id="${item.id}"]`)?.remove();
+    $("none").hidden = $("pending").children.length > 0;
+    return done;
+  } catch (error) { say(error.message); }
+}
+
+let waiting = null;  // a list not yet shown, held while the person writes in the one shown
+
+function showWaiting(items) {
+  waiting = items;
+  // Where each waits, by its room's title: a room made since the titles were read is
+  // looked for once, and named once found.
+  const unknown = items.filter((i) => i.room && !titles.has(i.room) && !lookedFor.has(i.room));
+  if (unknown.length) {
+    for (const item of unknown) lookedFor.add(item.room);
+    readTitles().catch((error) => {  // asked again with the next list, not given up
+      for (const item of unknown) lookedFor.delete(item.room);
+      say(error.message);
+    });
+  }
+  for (const key of new Set(items.map(answers))) {
+    if (!key || quoting.has(key)) continue;
+    quoting.add(key);
+    readAnswered(key).catch((error) => {  // as a title: asked again with the next list
+      quoting.delete(key);
+      say(error.message);
+    });
+  }
+  const editing = document.activeElement && document.activeElement.matches("#pending textarea");
+  if (editing) return;
+  // What the person wrote in an item and has not sent outlives the list drawn again.
+  const written = new Map();
+  for (const li of $("pending").children) {
+    const mine = li.querySelector("textarea");
+    if (mine && mine.value !== li.deadline.text) written.set(li.dataset.id, mine.value);
+  }
+  $("pending").replaceChildren(...items.map((item) => {
+    const li = waitingItem(item);
+    const mine = li.querySelector("textarea");
+    if (mine && written.has(item.id)) mine.value = written.get(item.id);
+    return li;
+  }));
+  $("none").hidden = items.length > 0;
+  waiting = null;
+}
+
+// The list, live. The status line stays the person's: the list says when it is away.
+function followWaiting() {
+  follow("/v1/pending/stream", (event, data) => {
+    $("away").hidden = event !== "unavailable";
+    if (event !== "pending") return;
+    const { items, more } = JSON.parse(data);
+    showWaiting(items);
+    $("more").hidden = !more;
+  }, (gone) => { if (gone) $("away").hidden = false; });
+}
+
+// The rooms, their titles kept and the waiting items drawn named by them.
+async function readTitles() {
+  const { rooms } = await api("GET", "/v1/rooms");
+  for (const room of rooms) titles.set(room.id, room.title);
+  for (const li of $("pending").children) li.querySelector(".room").textContent = whereIs(li.deadline);
+  return rooms;
+}
