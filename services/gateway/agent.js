@@ -1,8 +1,8 @@
 "use strict";
 // The first page's part on who the person's agent is (HIP-0524 §12): the persona it wears,
-// the preferences it drafts with, and the lines it answers on.
-// Who the agent is (the persona it wears, read from the library) and the preferences it
-// drafts with, the person's own document, which they alone write.
+// read from the library; the preferences it drafts with, the person's own document, which
+// they alone write; and the lines it answers on.
+
 const PREFERENCES = ["display_name", "tone", "signature", "instructions"];
 
 async function showAgent() {

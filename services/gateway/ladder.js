@@ -2,6 +2,7 @@
 // The first page's part on what the agent may send without the person: their level, a
 // room's own, the org's ceiling to its admin, the window, what left by their lines and the
 // sends that ended; and the page's start once signed in (`load`).
+
 let ladder = null;
 let following = false;
 

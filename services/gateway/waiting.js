@@ -1,14 +1,12 @@
 "use strict";
-// The first page's list of what waits on the person, live, each item done from it: where it
-// waits (its room's title) and what it answers (the message, read once).
+// The first page's list of what waits on the person, live, each item done from it.
+
 // Each room's title by its id, to say where a waiting item is.
 const titles = new Map();
-
 const lookedFor = new Set();
-
-// The message each item answers, by "<room> <seq>", read once: a stored message's words never change.
+// The message each item answers, by "<room> <seq>", read once: a stored message's words
+// never change.
 const answered = new Map();
-
 const quoting = new Set();
 
 const KINDS = {
