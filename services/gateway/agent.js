@@ -13,10 +13,27 @@ async function showAgent() {
   $("no-agent").hidden = mine !== null;
   $("preferences").hidden = mine === null;
   $("persona").textContent = mine ? `Its persona is “${mine.persona.name}”. ${mine.persona.description}` : "";
-  if (!mine) return;
+  if (!mine) {
+    await showPersonas();
+    return;
+  }
   const preferences = await api("GET", "/v1/preferences");
   for (const field of PREFERENCES) $(`pref-${field}`).value = preferences[field];
   await showLines();
+}
+
+// The org's library, to make the agent from: "self" first, as the person's own.
+async function showPersonas() {
+  const listed = [];
+  let after = null;
+  do {
+    const page = await api("GET", `/v1/agents/personas${after ? `?after=${after}` : ""}`);
+    listed.push(...page.personas.map((p) => p.persona));
+    after = page.next;
+  } while (after);
+  listed.sort((a, b) => (b.name === "self") - (a.name === "self"));
+  $("make-persona").replaceChildren(...listed.map((p) => Object.assign(
+    document.createElement("option"), { value: p.name, textContent: `${p.name}: ${p.description}` })));
 }
 
 const TRANSPORTS = { sms: "SMS", whatsapp: "WhatsApp", email: "Email", voice: "Calls" };
@@ -79,7 +96,7 @@ $("connect").onsubmit = async (event) => {
 
 $("make-agent").onclick = async () => {
   try {
-    await api("POST", "/v1/agents/me", {});
+    await api("POST", "/v1/agents/me", { persona: $("make-persona").value });
     say("Your agent is made.");
     await showAgent();
   } catch (error) { say(error.message); }

@@ -175,11 +175,16 @@ async def test_a_person_without_an_agent_makes_it_from_the_console(api, people, 
     await page.click("#use")
     await expect(page.locator("#no-agent")).to_contain_text("You have no agent yet.")
     await expect(page.locator("#preferences")).to_be_hidden()
+    # The org's library to choose from, the person's own first.
+    personas = page.locator("#make-persona option")
+    await expect(personas.first).to_have_attribute("value", "self")
+    await expect(personas).to_have_count(6)  # the platform's presets
+    await page.select_option("#make-persona", "des")
     await page.get_by_role("button", name="Make my agent").click()
-    await expect(page.locator("#persona")).to_contain_text("“self”", timeout=ANSWERED)
+    await expect(page.locator("#persona")).to_contain_text("“des”", timeout=ANSWERED)
     await expect(page.locator("#preferences")).to_be_visible()
     mine = await api.get("/v1/agents/me", headers=people.ada)
-    assert mine.status == 200 and (await mine.json())["agent"]["persona"] == "self"
+    assert mine.status == 200 and (await mine.json())["agent"]["persona"] == "des"
 
 
 async def test_a_person_connects_proves_and_disconnects_a_line_from_the_console(
