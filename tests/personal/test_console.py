@@ -46,6 +46,12 @@ async def page(api):
         yield page
 
 
+async def sign_in(page, people, user: str | None = None, **claims) -> None:
+    """Ada (or `user` of her org) signs in on the page, as a person pastes their token."""
+    await page.fill("#token", token(org=people.org, user=user or people.ada_id, **claims))
+    await page.click("#use")
+
+
 async def _pending(api, people) -> list[dict]:
     return (await (await api.get("/v1/windows", headers=people.ada)).json())["windows"]
 
@@ -54,8 +60,7 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     api, operator, people, page
 ):
     await announce(operator, people.ada_id)
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     await expect(page.locator("#none")).to_be_visible()
     items = page.locator("#pending > li")
     room = await room_with(api, people, people.bob_id)
@@ -118,8 +123,7 @@ async def test_a_change_to_my_app_says_whether_it_goes_or_is_dropped_at_its_dead
     """A layer draft at draft waits for Keep and is dropped after a day; the page said
     "Goes in 1440 min unless you act." of it, as of one that commits itself."""
     await announce(operator, people.ada_id)
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     agent = bearer(token(org=people.org, user=people.ada_id, act=f"agent:{people.ada_id}",
                          roles=("mod:write",)))  # fmt: skip
     changes = page.locator("#pending > li[data-kind=layer_draft]")
@@ -150,8 +154,7 @@ async def test_a_person_says_how_their_agent_writes_and_its_next_draft_does(
     """HIP-0524 §12: the agent is configured under the person's preferences, who it is
     among them; the console showed neither, only what it may send."""
     await announce(operator, people.ada_id)
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     await expect(page.locator("#persona")).to_contain_text("Its persona is “self”.")
     await page.fill("#pref-tone", "warm")
     await page.fill("#pref-signature", "— Ada")
@@ -171,8 +174,7 @@ async def test_a_person_says_how_their_agent_writes_and_its_next_draft_does(
 
 
 async def test_a_person_without_an_agent_makes_it_from_the_console(api, people, page):
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     await expect(page.locator("#no-agent")).to_contain_text("You have no agent yet.")
     await expect(page.locator("#preferences")).to_be_hidden()
     # The org's library to choose from, the person's own first.
@@ -193,8 +195,7 @@ async def test_a_person_connects_proves_and_disconnects_a_line_from_the_console(
     """§12: the lines the agent answers on are configured with the rest; the console only
     listed what had left by them."""
     await announce(operator, people.ada_id)
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     await expect(page.locator("#no-lines")).to_be_visible()
     # Where a call rings is asked of a line for calls alone.
     await expect(page.locator("#line-forward")).to_be_hidden()
@@ -230,8 +231,7 @@ async def test_an_org_admin_sets_and_lifts_the_org_s_ceiling_from_the_console(
     """§4: the org's admin sets a ceiling no member's agent sends above; the console
     showed it and offered no way to set it."""
     await announce(operator, f"{people.org}/root")
-    await page.fill("#token", token(org=people.org, user=f"{people.org}/root", roles=("admin",)))
-    await page.click("#use")
+    await sign_in(page, people, f"{people.org}/root", roles=("admin",))
     await page.select_option("#ceiling-level", "confirm")
     await page.get_by_role("button", name="Set my org's ceiling").click()
     await expect(page.locator("#status")).to_have_text(
@@ -249,8 +249,7 @@ async def test_an_org_admin_sets_and_lifts_the_org_s_ceiling_from_the_console(
 
 async def test_a_member_is_offered_no_ceiling_to_set(api, operator, people, page):
     await announce(operator, people.ada_id)
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     await expect(page.locator("#levels")).to_be_visible()
     await expect(page.locator("#org-ceiling")).to_be_hidden()
 
@@ -261,8 +260,7 @@ async def test_each_console_page_leads_to_the_others_and_the_person_stays_signed
     """The first page led nowhere: a person found the layout and knows pages only by
     their addresses."""
     await announce(operator, people.ada_id)
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     await expect(page.locator("#none")).to_be_visible()
     await page.get_by_role("link", name="How my app is arranged").click()
     await expect(page.locator("#rail li").first).to_be_visible()  # no second sign-in
@@ -295,8 +293,7 @@ async def test_enter_in_the_token_box_signs_in_and_sends_the_token_nowhere(
 
 async def test_the_page_says_when_more_wait_than_it_lists(api, operator, people, page):
     await announce(operator, people.ada_id)
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     await expect(page.locator("#none")).to_be_visible()
     await expect(page.locator("#more")).to_be_hidden()
     await large_asks(api, people)
@@ -328,8 +325,7 @@ async def test_a_token_refused_is_not_sent_again_until_another_is_pasted(
     await eventually(three_rounds_on)
     assert [url for url in asked if "/v1/" in url] == []
 
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     room = await room_with(api, people, people.bob_id)
     await say(api, room, people.bob, "Still there?", to=people.ada_id)
     draft = page.locator("#pending > li[data-kind=draft]")
@@ -340,8 +336,7 @@ async def test_a_person_sets_their_level_and_window_and_stops_and_edits_pending_
     api, operator, people, page
 ):
     await announce(operator, people.ada_id)
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     await expect(page.locator("input[value=draft]")).to_be_checked()
 
     await page.check("input[value=send]")
@@ -398,8 +393,7 @@ async def test_what_a_person_wrote_in_a_pending_send_outlives_the_list_changing(
     await announce(operator, people.ada_id)
     await set_level(api, people.ada, "send")
     await api.put("/v1/ladder/window", json={"window": "1m"}, headers=people.ada)
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     room = await room_with(api, people, people.bob_id)
     await say(api, room, people.bob, "Can you resend the invoice?", to=people.ada_id)
     windows = page.locator("#pending > li[data-kind=window]")
@@ -429,8 +423,7 @@ async def test_a_window_chosen_while_the_level_saves_is_the_window_saved(
     then saved that (seen on a busy machine). Here every read of the ladder after sign-in
     answers only once the window is chosen, with the ladder as it stood when asked."""
     await announce(operator, people.ada_id)
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     await expect(page.locator("input[value=draft]")).to_be_checked()
     chosen = asyncio.Event()
 
@@ -461,8 +454,7 @@ async def test_lowering_in_the_console_needs_no_confirmation(api, page, people):
     await api.put(
         "/v1/ladder", json={"level": "send", "acknowledge": SEND_MEANS}, headers=people.ada
     )
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     await expect(page.locator("input[value=send]")).to_be_checked()
     await page.check("input[value=draft]")
     await expect(page.locator("#send-warning")).to_be_hidden()
@@ -477,8 +469,7 @@ async def test_the_console_shows_what_applies_in_each_room_and_which_setting_dec
     await room_with(api, people, people.bob_id, title="lunch")
     mine = {"level": "confirm", "scope": "room", "target": team["id"]}
     assert (await api.put("/v1/ladder", json=mine, headers=people.ada)).status == 200
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     rooms = page.locator("#rooms li")
     await expect(rooms).to_have_count(2)
     await expect(page.locator(f"#rooms li[data-room={team['id']}] .applies")).to_have_text(
@@ -493,8 +484,7 @@ async def test_a_person_sets_and_unsets_a_room_s_own_level_from_the_console(api,
     """§8: a level applies everywhere unless a room or a line says otherwise; the console
     showed a room's override and offered no way to set one."""
     team = await room_with(api, people, people.bob_id, title="team")
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     room = page.locator(f"#rooms li[data-room={team['id']}]")
     level = room.get_by_label("my agent's level in team")
     await level.select_option("confirm")
@@ -530,8 +520,7 @@ async def test_what_changed_elsewhere_shows_and_what_the_person_is_choosing_stay
     """The page reads the ladder again while it is open: the level Ada saved on another
     device and the ceiling her org's admin set show there, and the window she has picked
     but not yet saved stays picked, and is what `Save window` saves."""
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     await expect(page.locator("input[value=draft]")).to_be_checked()
     await page.select_option("#window", "1h")
 
@@ -557,8 +546,7 @@ async def test_a_click_whose_answer_was_lost_is_asked_again_and_carried_out_once
     504 and her click was done with; clicked again, it was refused as already sent. Now
     the page asks again with the same Idempotency-Key, and is answered as it was."""
     await announce(operator, people.ada_id)
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     await expect(page.locator("#none")).to_be_visible()
     await api.put("/v1/ladder/window", json={"window": "1h"}, headers=people.ada)
     room = await room_with(api, people, people.bob_id)
@@ -602,8 +590,7 @@ async def test_the_console_runs_only_its_own_scripts_and_is_framed_by_no_one(api
     refused: list[str] = []
     page.on("console", lambda m: refused.append(m.text) if "Content Security" in m.text else None)
     await page.reload()
-    await page.fill("#token", token(org=people.org, user=people.ada_id))
-    await page.click("#use")
+    await sign_in(page, people)
     await expect(page.locator("#ladder")).to_be_visible()
     assert refused == []  # its own scripts ran, and it works
 
