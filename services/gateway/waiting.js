@@ -50,11 +50,12 @@ function answers(item) {
 }
 
 // Who wrote what an item answers, as a person says it: someone of the org by their name, a
-// line's correspondent by their address.
+// line's correspondent by their number or address.
 function quoted(item) {
   const m = answered.get(answers(item));
   if (!m) return "";
-  const who = m.author_kind === "human" ? m.author.split("/").pop() : m.author;
+  const who = m.author.includes("/") ? m.author.split("/").pop()  // "acme/bob": bob
+    : m.author.slice(m.author.indexOf(":") + 1);  // "sms:+15551234567": the number
   const text = m.text.length > 140 ? `${m.text.slice(0, 139)}…` : m.text;
   return `Answers ${who}: “${text}”`;
 }

@@ -246,6 +246,18 @@ async def test_the_console_shows_what_left_by_my_line_and_how_it_fares(api, oper
     await expect(mine).to_contain_text(f'"{sent["text"]}": delivered')
 
 
+async def test_a_draft_answering_a_text_names_its_sender_by_number(api, operator, people, page):
+    await announce(operator, people.ada_id)
+    line = await connect(api, operator, people)
+    await page.fill("#token", token(org=people.org, user=people.ada_id))
+    await page.click("#use")
+    await sms(api, line, CORRESPONDENT, "Still available?")
+    draft = page.locator("#pending > li[data-kind=draft]")
+    await expect(draft.locator(".answers")).to_have_text(
+        f"Answers {CORRESPONDENT}: “Still available?”", timeout=10_000
+    )
+
+
 async def test_meta_batches_messages_and_statuses_to_one_address_and_none_is_lost(
     api, operator, people
 ):
