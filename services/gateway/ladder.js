@@ -126,9 +126,9 @@ function roomLevel(room, here, chosen) {
     if (level.value === "send") body.acknowledge = ladder.send_means;
     const changed = await api("PUT", "/v1/ladder", body);
     ladder.settings = changed.settings;
+    await showRooms();  // said once the list shows it: what is clicked then is the new list
     say(`Saved: ${level.value || "my level everywhere"} in ${room.title}.` +
       (changed.canceled_windows ? ` ${changed.canceled_windows} pending send(s) stopped.` : ""));
-    await showRooms();
   }));
   // Raising a room to send states what it means, and needs "I understand", as everywhere.
   const shown = () => {
@@ -237,12 +237,12 @@ $("org-ceiling").onsubmit = (event) => {
   event.preventDefault();  // sent from here, as every form of the page
   saving(async () => {
     const set = await api("PUT", "/v1/ladder/ceiling", { level: $("ceiling-level").value || null });
-    say((set.level ? `Ceiling set: no agent of the org sends above ${set.level}.` : "Ceiling lifted.") +
-      (set.canceled_windows ? ` ${set.canceled_windows} pending send(s) stopped.` : ""));
     ladder = await api("GET", "/v1/ladder");
     showTerms();
     showLevel();
     await showRooms();
+    say((set.level ? `Ceiling set: no agent of the org sends above ${set.level}.` : "Ceiling lifted.") +
+      (set.canceled_windows ? ` ${set.canceled_windows} pending send(s) stopped.` : ""));
   });
 };
 
