@@ -95,7 +95,10 @@ async function showRooms() {
   const rooms = await readTitles();
   const choosing = new Map([...$("rooms").children]
     .filter((li) => li.querySelector("select").value !== li.dataset.saved)
-    .map((li) => [li.dataset.room, li.querySelector("select").value]));
+    .map((li) => [li.dataset.room, {
+      level: li.querySelector("select").value,
+      understood: li.querySelector("input[type=checkbox]").checked,
+    }]));
   $("rooms").replaceChildren(...await Promise.all(rooms.map(async (room) => {
     const query = new URLSearchParams({ room: room.id });
     if (room.transport) query.set("transport", room.transport);
@@ -115,8 +118,9 @@ function roomLevel(room, here, chosen) {
     .map(([value, text]) => Object.assign(document.createElement("option"), { value, textContent: text })));
   const saved = ladder.settings.rooms[room.id] || "";
   li.dataset.saved = saved;
-  level.value = chosen === undefined ? saved : chosen;
-  const understand = Object.assign(document.createElement("input"), { type: "checkbox" });
+  level.value = chosen ? chosen.level : saved;
+  const understand = Object.assign(document.createElement("input"),
+    { type: "checkbox", checked: Boolean(chosen && chosen.understood) });
   const agree = document.createElement("label");
   agree.append(understand, " I understand, and I choose send in this room.");
   const warning = Object.assign(document.createElement("div"), { className: "warning" });

@@ -225,6 +225,25 @@ async def test_a_person_connects_proves_and_disconnects_a_line_from_the_console(
     assert (await (await api.get("/v1/lines", headers=people.ada)).json())["lines"] == []
 
 
+async def test_what_a_person_is_choosing_in_a_room_outlives_a_change_made_elsewhere(
+    api, page, people
+):
+    """The rooms are drawn again when the ladder changes on another device; the level a
+    person had chosen in a room, and their "I understand", stay as they left them."""
+    team = await room_with(api, people, people.bob_id, title="team")
+    await room_with(api, people, people.bob_id, title="lunch")
+    await sign_in(page, people)
+    room = page.locator(f"#rooms li[data-room={team['id']}]")
+    await room.get_by_label("my agent's level in team").select_option("send")
+    await room.get_by_label("I understand, and I choose send in this room.").check()
+    await set_level(api, people.ada, "confirm")  # elsewhere: every room is drawn again
+    lunch = page.locator("#rooms li").filter(has_text="lunch").locator(".applies")
+    await expect(lunch).to_have_text("lunch: confirm (my level everywhere)", timeout=ANSWERED)
+    await expect(room.get_by_label("my agent's level in team")).to_have_value("send")
+    await expect(room.get_by_label("I understand, and I choose send in this room.")).to_be_checked()
+    await expect(room.get_by_role("button", name="Save for this room")).to_be_enabled()
+
+
 async def test_an_org_admin_sets_and_lifts_the_org_s_ceiling_from_the_console(
     api, operator, people, page
 ):
