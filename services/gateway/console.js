@@ -119,6 +119,14 @@ function signingIn(start) {
   if (token) started();
 }
 
+// What the token says of the person, for what a page offers them alone and how it names
+// them: the gateway decides what they may do, whatever this says.
+function claims() {
+  try {
+    return JSON.parse(atob(token.split(".")[1].replaceAll("-", "+").replaceAll("_", "/")));
+  } catch { return {}; }
+}
+
 function button(label, onclick) {
   return Object.assign(document.createElement("button"), { textContent: label, onclick });
 }

@@ -22,14 +22,6 @@ function showWindowStatement() {
   $("window-statement").textContent = option ? option.statement : "";
 }
 
-// What the token says of the person, for what the page offers them alone: the gateway
-// decides what they may do, whatever this says.
-function claims() {
-  try {
-    return JSON.parse(atob(token.split(".")[1].replaceAll("-", "+").replaceAll("_", "/")));
-  } catch { return {}; }
-}
-
 async function load() {
   ladder = await api("GET", "/v1/ladder");
   $("org-ceiling").hidden = !(claims().roles || []).includes("admin");

@@ -29,7 +29,7 @@ async def test_a_person_keeps_their_agent_s_draft_and_reverts_it_in_the_console(
     written = await write(api, people.agent, "user", [HIDE_BOARD], note="You never open it")
     draft = (await written.json())["draft"]
     item = page.locator(f"#drafts li[data-draft={draft['id']}]")
-    await expect(item.locator(".what")).to_contain_text("1 change by your agent")
+    await expect(item.locator(".what")).to_contain_text("1 change by your agent: hide")
     await expect(item.locator(".what")).to_contain_text("hide Board")  # by its title
     await expect(item.locator(".note")).to_have_text("Note: “You never open it”")  # its why
     await expect(item.locator(".left")).to_contain_text("Waits for your Keep")
