@@ -99,6 +99,12 @@ function waitingItem(item) {
     options.append(...item.candidates.map((c) => Object.assign(document.createElement("li"), { textContent: c })));
     li.append(options);
   }
+  if (item.kind === "layer_draft" && item.detail.layer === "user") {  // its ops are drawn there
+    const see = Object.assign(document.createElement("p"), { className: "see" });
+    see.append(Object.assign(document.createElement("a"),
+      { href: "/console/layout", textContent: "See each change on how my app is arranged" }));
+    li.append(see);
+  }
   if (item.kind === "delivery") {
     const why = document.createElement("p");
     why.className = "why";

@@ -138,6 +138,8 @@ async def test_a_change_to_my_app_says_whether_it_goes_or_is_dropped_at_its_dead
     await expect(held.locator(".left")).to_have_text(
         "Dropped in 24 h unless you keep it.", timeout=10_000
     )
+    # Its ops are listed one by one on the layout page, which the item leads to.
+    await expect(held.locator(".see a")).to_have_attribute("href", "/console/layout")
     # At send with an hour's window, the next commits itself at the window's end.
     await api.put("/v1/ladder/window", json={"window": "1h"}, headers=people.ada)
     await set_level(api, people.ada, "send")
