@@ -69,6 +69,32 @@ async def test_a_person_keeps_their_agent_s_draft_and_reverts_it_in_the_console(
     await expect(page.locator("#no-drafts")).to_be_visible()
 
 
+async def test_an_admin_keeps_a_draft_of_the_org_layer_from_the_page(api, people, page):
+    """An agent never commits the org layer: its draft waits for an admin's Keep, which the
+    page offered only for the person's own layer."""
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/root", roles=("admin",)))
+    await page.click("#use")
+    await page.select_option("#layer", "org")
+    await expect(page.locator("#versions-of")).to_have_text("Versions of my org's layer")
+    written = await write(api, people.root_agent, "org", [HIDE_BOARD], note="No one opens it")
+    assert written.status == 202, await written.text()
+    draft = (await written.json())["draft"]
+    item = page.locator(f"#drafts li[data-draft={draft['id']}]")
+    await expect(item.locator(".what")).to_have_text("1 change by your agent: hide Board")
+    await item.get_by_role("button", name="Keep").click()
+    await expect(page.locator("#status")).to_contain_text("Kept: version")
+    await expect(page.locator("#versions li")).to_have_count(1)
+    org = await (await api.get("/v1/mod/layers/org", headers=people.root)).json()
+    assert org["ops"] == [HIDE_BOARD]
+
+
+async def test_a_member_is_offered_their_own_layer_alone(api, people, page):
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
+    await page.click("#use")
+    await expect(page.locator("#rail li").first).to_be_visible()
+    await expect(page.locator("#which")).to_be_hidden()
+
+
 async def test_the_page_follows_changes_again_after_its_watch_is_refused(api, people, page):
     """The watch refused 503 (the bus away, as the gateway says `watch-unavailable`): the
     page says it is not following, opens the watch again a second later, and follows
