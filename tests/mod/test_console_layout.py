@@ -76,6 +76,7 @@ async def test_an_admin_keeps_a_draft_of_the_org_layer_from_the_page(api, people
     await page.click("#use")
     await page.select_option("#layer", "org")
     await expect(page.locator("#versions-of")).to_have_text("Versions of my org's layer")
+    await expect(page.locator("#no-versions")).to_be_visible()
     written = await write(api, people.root_agent, "org", [HIDE_BOARD], note="No one opens it")
     assert written.status == 202, await written.text()
     draft = (await written.json())["draft"]
@@ -84,6 +85,7 @@ async def test_an_admin_keeps_a_draft_of_the_org_layer_from_the_page(api, people
     await item.get_by_role("button", name="Keep").click()
     await expect(page.locator("#status")).to_contain_text("Kept: version")
     await expect(page.locator("#versions li")).to_have_count(1)
+    await expect(page.locator("#no-versions")).to_be_hidden()
     org = await (await api.get("/v1/mod/layers/org", headers=people.root)).json()
     assert org["ops"] == [HIDE_BOARD]
 
