@@ -1,6 +1,7 @@
 """tether's command line: run the whole system here (`up`), make a development token,
 print the contracts, the NATS config or the Kubernetes base, announce accounts, run Power
-of Action vectors, verify an org's audit chain, and read or send again dead letters."""
+of Action vectors, verify an org's audit chain, read or send again dead letters, and read
+what left by the lines."""
 
 import argparse
 import asyncio
@@ -291,6 +292,51 @@ def _dead(args: argparse.Namespace) -> int:
     return asyncio.run(run())
 
 
+def _outbox(args: argparse.Namespace) -> int:
+    """What left by the lines within the last `--minutes`, oldest first, as the recording
+    transport (the only one) keeps it on the ROOMS stream: what a carrier would have
+    delivered, a line's code among it. One batched direct get a page, no consumer."""
+    from libs.contracts.permissions import OPERATOR
+    from libs.contracts.rooms import ROOMS
+    from libs.runtime.direct import batch_get
+
+    async def run() -> int:
+        password, url = Home().password(OPERATOR), _nats_url()
+        try:  # a command answers now: no waiting for a server that is not there
+            nc = await _operator(password, url)
+        except Exception as exc:
+            print(f"cannot reach NATS at {url}: {exc!r}", file=sys.stderr)
+            return 2
+        subjects = f"rooms.outbound.*.{args.org}" if args.org else "rooms.outbound.>"
+        since = datetime.now(UTC) - timedelta(minutes=args.minutes)
+        request: dict[str, object] = {"start_time": since.isoformat(), "next_by_subj": subjects}
+        sent = 0
+        try:
+            while True:
+                msgs, pending = await batch_get(nc, ROOMS.name, request | {"batch": 256})
+                for msg in msgs:
+                    out = json.loads(msg.data)
+                    at = datetime.fromisoformat(msg.headers["Nats-Time-Stamp"])
+                    text = out["text"].replace("\n", " | ")
+                    print(f"{at:%Y-%m-%d %H:%M:%S} {out['transport']} to {out['to']}: {text}")
+                    sent += 1
+                if not msgs or not pending:
+                    break
+                request = {
+                    "seq": int(msgs[-1].headers["Nats-Sequence"]) + 1,
+                    "next_by_subj": subjects,
+                }
+        except Exception as exc:  # transient (ROOMS electing a leader): ask again
+            print(f"cannot read what left just now: {exc!r}; ask again", file=sys.stderr)
+            return 2
+        finally:
+            await nc.close()
+        print(f"{sent} sent by the lines in the last {args.minutes} minutes", file=sys.stderr)
+        return 0
+
+    return asyncio.run(run())
+
+
 def _readers() -> list[str]:
     """What `--reader` may name: each service that reads, and each of its readers."""
     from libs.stack.k8s import consumers
@@ -449,6 +495,13 @@ def _parser() -> argparse.ArgumentParser:
         help="with --send-again, also letters parked longer ago than TETHER_SETTLED_KEPT",
     )
     p.set_defaults(run=_dead)
+
+    p = sub.add_parser(
+        "outbox", help="what left by the lines, as the recording transport keeps it (codes too)"
+    )
+    p.add_argument("--org", type=org, help="one org's lines alone")
+    p.add_argument("--minutes", type=int, default=60, help="how far back (default 60)")
+    p.set_defaults(run=_outbox)
     return parser
 
 

@@ -3,9 +3,12 @@ shown back); carriers' signed webhooks land in that person's rooms, a hub room p
 transport and a room per correspondent made on first contact; replies leave by the line;
 no org-admin path connects, reads or disconnects it."""
 
+import asyncio
 import json
 import re
 import secrets
+import subprocess
+import sys
 import time
 from urllib.parse import urlencode, urlsplit
 
@@ -654,3 +657,22 @@ async def test_after_disconnecting_nothing_lands(api, people, operator):
     refused = await sms(api, line, "+14155550100", "hi")
     assert await problem(refused) == (403, "webhook-unverified")
     assert (await (await api.get("/v1/lines", headers=people.ada)).json()) == {"lines": []}
+
+
+async def test_the_outbox_shows_what_left_by_the_lines_a_code_among_it(
+    api, people, operator, stack
+):
+    """With the recording transport (the only one) nothing reaches a phone: `tether
+    outbox` is where a person running the system here reads what would have."""
+    number = fresh_number()
+    claimed = {"transport": "sms", "address": number, "credential": TOKEN}
+    assert (await api.post("/v1/lines", json=claimed, headers=people.ada)).status == 201
+    code = await code_sent(operator, "sms", people.org, number)
+    argv = [sys.executable, "-m", "cli.main", "outbox", "--org", people.org, "--minutes", "5"]
+    shown = await asyncio.to_thread(
+        subprocess.run, argv, env=stack.env(), capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0, shown.stderr
+    (line,) = [said for said in shown.stdout.splitlines() if number in said]
+    assert line.split(" ", 2)[2].startswith(f"sms to {number}: ") and code in line, line
+    assert "1 sent by the lines in the last 5 minutes" in shown.stderr
