@@ -212,6 +212,7 @@ def test_a_port_that_is_none_is_named_with_its_variable(tmp_path, variable, valu
         (["account", "created", "acme/ada"], "credentials.json"),
         (["audit", "verify", "--org", "acme"], "credentials.json"),
         (["dead"], "credentials.json"),
+        (["outbox"], "credentials.json"),
     ],
 )
 def test_a_command_with_no_state_where_it_looks_makes_none(
