@@ -399,6 +399,12 @@ def _port(value: str) -> int:
         raise argparse.ArgumentTypeError(f"{value!r} is not a port (0-65535)") from None
 
 
+def _minutes(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of minutes (1 or more)")
+    return int(value)
+
+
 def _as(kind: str, what: str):
     """An argument checked as the contracts take it (`OrgId`, `UserId`): one the system
     would refuse (a token no gateway takes, an org `>` that reads every org's records) is
@@ -500,7 +506,7 @@ def _parser() -> argparse.ArgumentParser:
         "outbox", help="what left by the lines, as the recording transport keeps it (codes too)"
     )
     p.add_argument("--org", type=org, help="one org's lines alone")
-    p.add_argument("--minutes", type=int, default=60, help="how far back (default 60)")
+    p.add_argument("--minutes", type=_minutes, default=60, help="how far back (default 60)")
     p.set_defaults(run=_outbox)
     return parser
 

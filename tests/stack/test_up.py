@@ -205,6 +205,16 @@ def test_a_port_that_is_none_is_named_with_its_variable(tmp_path, variable, valu
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("minutes", ["0", "-5", "an hour"])
+def test_outbox_refuses_a_span_that_is_no_minutes(minutes, capsys):
+    from cli.main import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["outbox", "--minutes", minutes])
+    assert stopped.value.code == 2
+    assert f"{minutes!r} is not a number of minutes (1 or more)" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "command, missing",
     [
