@@ -184,18 +184,25 @@ async def _operator(password: str, url: str):
     )
 
 
+async def _reached():
+    """The operator's connection to the bus, or None once said why: a command answers now,
+    with no waiting for a server that is not there."""
+    from libs.contracts.permissions import OPERATOR
+
+    password, url = Home().password(OPERATOR), _nats_url()
+    try:
+        return await _operator(password, url)
+    except Exception as exc:
+        print(f"cannot reach NATS at {url}: {exc!r}", file=sys.stderr)
+        return None
+
+
 def _audit_verify(args: argparse.Namespace) -> int:
     from libs.audit.chain import breaks
     from libs.audit.reading import stored
-    from libs.contracts.permissions import OPERATOR
 
     async def verify() -> int:
-        password = Home().password(OPERATOR)
-        url = _nats_url()
-        try:  # a command answers now: no waiting for a server that is not there
-            nc = await _operator(password, url)
-        except Exception as exc:
-            print(f"cannot reach NATS at {url}: {exc!r}", file=sys.stderr)
+        if (nc := await _reached()) is None:
             return 2
         try:
             chain = [m async for m in stored(nc.jetstream(), args.org)]
@@ -234,11 +241,7 @@ def _dead(args: argparse.Namespace) -> int:
         return 2
 
     async def run() -> int:
-        password, url = Home().password(OPERATOR), _nats_url()
-        try:  # a command answers now: no waiting for a server that is not there
-            nc = await _operator(password, url)
-        except Exception as exc:
-            print(f"cannot reach NATS at {url}: {exc!r}", file=sys.stderr)
+        if (nc := await _reached()) is None:
             return 2
         trail, by = Trail(nc, service=OPERATOR), Principal(org=SYSTEM_ORG, sub=OPERATOR)
         try:
@@ -296,16 +299,11 @@ def _outbox(args: argparse.Namespace) -> int:
     """What left by the lines within the last `--minutes`, oldest first, as the recording
     transport (the only one) keeps it on the ROOMS stream: what a carrier would have
     delivered, a line's code among it. One batched direct get a page, no consumer."""
-    from libs.contracts.permissions import OPERATOR
     from libs.contracts.rooms import ROOMS
     from libs.runtime.direct import batch_get
 
     async def run() -> int:
-        password, url = Home().password(OPERATOR), _nats_url()
-        try:  # a command answers now: no waiting for a server that is not there
-            nc = await _operator(password, url)
-        except Exception as exc:
-            print(f"cannot reach NATS at {url}: {exc!r}", file=sys.stderr)
+        if (nc := await _reached()) is None:
             return 2
         subjects = f"rooms.outbound.*.{args.org}" if args.org else "rooms.outbound.>"
         since = datetime.now(UTC) - timedelta(minutes=args.minutes)
