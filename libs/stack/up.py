@@ -28,6 +28,7 @@ from libs.stack.supervise import ASKER, FRONT, RESTARTS, SERVICE, WITHIN_S, Supe
 __all__ = ["ready", "up"]
 
 _log = logging.getLogger(__name__)
+_AGAIN_S = 1.0
 ROLES = (GATEWAY, OPERATOR, *(s.name for s in SERVICES))
 
 
@@ -40,9 +41,9 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None], cluster: 
     nats_url)` is called once /readyz is green. Returns the exit status.
     """
     passwords = home.ensure(ROLES)
-    stopping = []
+    stopping: list[float] = []  # when each SIGINT or SIGTERM came
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stopping.append(True))
+        signal.signal(sig, lambda *_: stopping.append(time.monotonic()))
 
     servers: list[subprocess.Popen[bytes]] = []
     nats_url, redis_url = os.environ.get("NATS_URL"), os.environ.get("REDIS_URL")
@@ -112,8 +113,15 @@ def up(home: Home, *, port: int, on_ready: Callable[[str, str], None], cluster: 
             time.sleep(0.2)
         return 0
     finally:
-        # A second signal while stopping: what is left is killed, not waited for.
-        children.stop(hurried=lambda: len(stopping) > 1)
+        children.stop(hurried=lambda: _asked_again(stopping))
+
+
+def _asked_again(signals: list[float]) -> bool:
+    """Whether a stop was asked for again, so that what is left is killed, not waited for:
+    a signal a second or more after the first. Those within it are the first ask, sent by
+    several senders at once (a process group's SIGTERM reaches `tether up` itself and
+    `make run`, which passes it on)."""
+    return any(at - signals[0] >= _AGAIN_S for at in signals[1:])
 
 
 def _nats(

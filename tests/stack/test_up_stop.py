@@ -102,7 +102,11 @@ def test_a_reply_the_model_gives_while_the_system_stops_is_kept_and_asked_for_on
     with tether_up(home, log, TETHER_MODEL_URL=model.url) as (proc, url, env, _):
         room, _ = _asked_of_ada(url, env)
         assert model.asked.wait(30), "the model was not asked"
+        # Two at once, as a process group's SIGTERM reaches `tether up` itself and `make
+        # run`, which passes it on: one ask to stop, not a second to hurry. (A SIGINT
+        # with it: the kernel would merge two SIGTERMs pending together into one.)
         proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGINT)
         stopping = time.monotonic()
         _until(lambda: ("agents", "draining") in _said(log), 30, "the agents draining")
         # A model slower than the 10 s each process was given to stop, before.
