@@ -32,8 +32,7 @@ async function showPersonas() {
     after = page.next;
   } while (after);
   listed.sort((a, b) => (b.name === "self") - (a.name === "self"));
-  $("make-persona").replaceChildren(...listed.map((p) => Object.assign(
-    document.createElement("option"), { value: p.name, textContent: `${p.name}: ${p.description}` })));
+  $("make-persona").replaceChildren(...listed.map((p) => new Option(`${p.name}: ${p.description}`, p.name)));
 }
 
 const TRANSPORTS = { sms: "SMS", whatsapp: "WhatsApp", email: "Email", voice: "Calls" };

@@ -2,7 +2,7 @@
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from importlib.metadata import version
 from importlib.resources import files
 
@@ -24,7 +24,7 @@ from services.gateway.limits import IdempotencyKeys, RateLimiter
 from services.gateway.mcp import mcp_endpoint
 from services.gateway.middlewares import named, problems
 from services.gateway.openapi import openapi
-from services.gateway.pages import HARDENED, SCRIPTS, policy
+from services.gateway.pages import HARDENED, PAGES, SCRIPTS, policy
 from services.gateway.pending import pending_list, pending_stream
 from services.gateway.readiness import readiness
 from services.gateway.routes import ROUTES, Route
@@ -102,36 +102,25 @@ def _add_probes(app: web.Application, services: Sequence[ServiceContract]) -> No
 
 
 def _add_pages(app: web.Application) -> None:
-    """The console's pages and their script, each page under a policy that runs its own
+    """The console's pages and their scripts, each page under a policy that runs its own
     script and style alone."""
     package = files("services.gateway")
-
-    def page(name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        body = package.joinpath(f"{name}.html").read_bytes()
+    for path in PAGES:
+        body = package.joinpath(f"{path.rsplit('/', 1)[1]}.html").read_bytes()
         headers = {**HARDENED, "Content-Security-Policy": policy(body)}
+        app.router.add_get(path, _served(body, "text/html", headers))
+    for path in SCRIPTS:
+        body = package.joinpath(path.rsplit("/", 1)[1]).read_bytes()
+        app.router.add_get(path, _served(body, "text/javascript", HARDENED))
 
-        async def serve(_: web.Request) -> web.Response:
-            return web.Response(
-                body=body, content_type="text/html", charset="utf-8", headers=headers
-            )
 
-        return serve
+def _served(
+    body: bytes, content_type: str, headers: Mapping[str, str]
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def serve(_: web.Request) -> web.Response:
+        return web.Response(body=body, content_type=content_type, charset="utf-8", headers=headers)
 
-    def script(name: str) -> Callable[[web.Request], Awaitable[web.Response]]:
-        body = package.joinpath(f"{name}.js").read_bytes()
-
-        async def serve(_: web.Request) -> web.Response:
-            return web.Response(
-                body=body, content_type="text/javascript", charset="utf-8", headers=HARDENED
-            )
-
-        return serve
-
-    app.router.add_get("/console", page("console"))
-    app.router.add_get("/console/layout", page("layout"))
-    app.router.add_get("/console/knows", page("knows"))
-    for name in SCRIPTS:
-        app.router.add_get(f"/console/{name}.js", script(name))
+    return serve
 
 
 def _add_api(

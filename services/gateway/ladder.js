@@ -59,6 +59,11 @@ function showLevel() {
   showSendWarning();
 }
 
+// What a save said it stopped: the pending sends a lowered level or ceiling canceled.
+function stoppedSends(canceled) {
+  return canceled ? ` ${canceled} pending send(s) stopped.` : "";
+}
+
 const ENDED = {
   sending: "Sending now.", sent: "Sent.", canceled: "Canceled: your level went below send.",
   edited: "You sent your version instead.", replaced: "You sent your own text instead.",
@@ -106,8 +111,7 @@ function roomLevel(room, here, chosen) {
     className: "applies", textContent: `${room.title}: ${here.level} (${DECIDED[here.decided_by]})` });
   const level = document.createElement("select");
   level.setAttribute("aria-label", `my agent's level in ${room.title}`);
-  level.append(...[["", "as everywhere"], ["draft", "draft"], ["confirm", "confirm"], ["send", "send"]]
-    .map(([value, text]) => Object.assign(document.createElement("option"), { value, textContent: text })));
+  level.append(new Option("as everywhere", ""), ...["draft", "confirm", "send"].map((l) => new Option(l, l)));
   const saved = ladder.settings.rooms[room.id] || "";
   li.dataset.saved = saved;
   level.value = chosen ? chosen.level : saved;
@@ -124,7 +128,7 @@ function roomLevel(room, here, chosen) {
     ladder.settings = changed.settings;
     await showRooms();  // said once the list shows it: what is clicked then is the new list
     say(`Saved: ${level.value || "my level everywhere"} in ${room.title}.` +
-      (changed.canceled_windows ? ` ${changed.canceled_windows} pending send(s) stopped.` : ""));
+      stoppedSends(changed.canceled_windows));
   }));
   // Raising a room to send states what it means, and needs "I understand", as everywhere.
   const shown = () => {
@@ -223,7 +227,7 @@ $("save-level").onclick = () => saving(async () => {
   const changed = await api("PUT", "/v1/ladder", body);
   ladder.settings = changed.settings;
   say(`Saved: ${changed.settings.default}.` +
-      (changed.canceled_windows ? ` ${changed.canceled_windows} pending send(s) stopped.` : ""));
+      stoppedSends(changed.canceled_windows));
   showLevel();
   await showRooms();
   await refresh();
@@ -238,7 +242,7 @@ $("org-ceiling").onsubmit = (event) => {
     showLevel();
     await showRooms();
     say((set.level ? `Ceiling set: no agent of the org sends above ${set.level}.` : "Ceiling lifted.") +
-      (set.canceled_windows ? ` ${set.canceled_windows} pending send(s) stopped.` : ""));
+      stoppedSends(set.canceled_windows));
   });
 };
 

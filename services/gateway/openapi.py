@@ -10,7 +10,7 @@ from libs.contracts.problem import Problem
 from services.gateway.forward import KEYED
 from services.gateway.limits import IDEMPOTENCY_KEY
 from services.gateway.middlewares import REQUEST_ID
-from services.gateway.pages import SCRIPTS
+from services.gateway.pages import PAGES, SCRIPTS
 from services.gateway.routes import Route
 
 __all__ = ["openapi"]
@@ -97,30 +97,11 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
                 },
             }
         },
-        "/console": {
-            "get": _plain(
-                "The console: a person sets their level and window and watches, edits and "
-                "stops pending sends (the token is entered on the page).",
-                "text/html",
-            )
-        },
-        "/console/knows": {
-            "get": _plain(
-                "The console's knows page: the facts the manager agents keep about me, who read "
-                "each for what, and redact or answer.",
-                "text/html",
-            )
-        },
-        "/console/layout": {
-            "get": _plain(
-                "The console's page for a person's own layer: the composed rail and settings, "
-                "drafts to keep or discard with the time left, versions to revert to.",
-                "text/html",
-            )
-        },
     }
-    for name, what in SCRIPTS.items():
-        paths[f"/console/{name}.js"] = {"get": _plain(what, "text/javascript")}
+    for path, what in PAGES.items():
+        paths[path] = {"get": _plain(what, "text/html")}
+    for path, what in SCRIPTS.items():
+        paths[path] = {"get": _plain(what, "text/javascript")}
     for route in routes:
         paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, schemas)
     return {

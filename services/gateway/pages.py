@@ -7,15 +7,24 @@ import hashlib
 import re
 from collections.abc import Mapping
 
-__all__ = ["HARDENED", "SCRIPTS", "policy"]
+__all__ = ["HARDENED", "PAGES", "SCRIPTS", "policy"]
 
-# The pages' scripts, each served as `/console/<name>.js`: what every page shares, then the
-# first page's parts.
+# The console's pages and their scripts by path, each with what it is; a page is served from
+# the file named by its path's last part and `.html`, a script from the one its path names.
+PAGES: Mapping[str, str] = {
+    "/console": "The console: what waits on me, who my agent is, its preferences and lines, "
+    "and what it may send without me (the token is entered on the page).",
+    "/console/layout": "The console's page for a person's own layer (and to an admin, their "
+    "org's): the composed rail and settings, drafts to keep or discard with the time left, "
+    "versions to revert to.",
+    "/console/knows": "The console's knows page: the facts the manager agents keep about me, "
+    "who read each for what, and redact or answer.",
+}
 SCRIPTS: Mapping[str, str] = {
-    "console": "What the console's pages share: the token, the API called with it.",
-    "waiting": "The first page's list of what waits on the person, live.",
-    "agent": "The first page's part on who the person's agent is: persona, preferences, lines.",
-    "ladder": "The first page's part on what the agent may send without the person.",
+    "/console/console.js": "What the console's pages share: the token, the API called with it.",
+    "/console/waiting.js": "The first page's list of what waits on the person, live.",
+    "/console/agent.js": "The first page's part on who the person's agent is.",
+    "/console/ladder.js": "The first page's part on what the agent may send without them.",
 }
 _INLINE = re.compile(rb"<(script|style)>(.*?)</\1>", re.DOTALL)
 # The pages and their script: each read as the type it says, and no page they link to

@@ -157,24 +157,11 @@ let waiting = null;  // a list not yet shown, held while the person writes in th
 
 function showWaiting(items) {
   waiting = items;
-  // Where each waits, by its room's title: a room made since the titles were read is
-  // looked for once, and named once found.
-  const unknown = items.filter((i) => i.room && !titles.has(i.room) && !lookedFor.has(i.room));
-  if (unknown.length) {
-    for (const item of unknown) lookedFor.add(item.room);
-    readTitles().catch((error) => {  // asked again with the next list, not given up
-      for (const item of unknown) lookedFor.delete(item.room);
-      say(error.message);
-    });
-  }
-  for (const key of new Set(items.map(answers))) {
-    if (!key || quoting.has(key)) continue;
-    quoting.add(key);
-    readAnswered(key).catch((error) => {  // as a title: asked again with the next list
-      quoting.delete(key);
-      say(error.message);
-    });
-  }
+  // Where each waits, by its room's title (a room made since the titles were read is
+  // looked for once, and named once found), and the message it answers.
+  readOnce(items.filter((i) => i.room && !titles.has(i.room)).map((i) => i.room), lookedFor,
+    readTitles);
+  for (const key of items.map(answers)) readOnce([key], quoting, () => readAnswered(key));
   const editing = document.activeElement && document.activeElement.matches("#pending textarea");
   if (editing) return;
   // What the person wrote in an item and has not sent outlives the list drawn again.
@@ -205,6 +192,18 @@ function followWaiting() {
 }
 
 // The rooms, their titles kept and the waiting items drawn named by them.
+// Read once what items name that the page does not know yet: `asked` holds what is being
+// or was read; what a failed read asked for is forgotten, to be asked with the next list.
+function readOnce(keys, asked, read) {
+  const fresh = [...new Set(keys)].filter((key) => key && !asked.has(key));
+  if (!fresh.length) return;
+  for (const key of fresh) asked.add(key);
+  read().catch((error) => {
+    for (const key of fresh) asked.delete(key);
+    say(error.message);
+  });
+}
+
 async function readTitles() {
   const { rooms } = await api("GET", "/v1/rooms");
   for (const room of rooms) titles.set(room.id, room.title);
