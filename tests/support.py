@@ -406,6 +406,11 @@ async def browser_page(url: str) -> AsyncIterator[Any]:
             await browser.close()
 
 
+async def led_to(page) -> list[str]:
+    """Where a console page's nav leads, in its order."""
+    return [await a.get_attribute("href") for a in await page.locator("nav a").all()]
+
+
 async def forget_kept_answers(nc: nats.NATS, service: str) -> None:
     """What a replica that dies between its change and keeping its answer leaves: nothing of
     `service`'s in `replies`, so a retry reaches its handler again."""

@@ -23,7 +23,7 @@ from tests.personal.conftest import (
 from tests.personal.test_hip0524_09_personal_line import TOKEN as LINE_SECRET
 from tests.personal.test_hip0524_09_personal_line import code_sent
 from tests.personal.test_pending import HIDE_BOARD, ask_over_the_limit, large_asks, pending
-from tests.support import bearer, browser_page, expiring, token
+from tests.support import bearer, browser_page, expiring, led_to, token
 
 # A step's answer crosses the gateway, its service and the audit: a fresh `make test` met
 # Playwright's 5 s default once on an approval, the machine busy (list steps wait 10 s).
@@ -285,15 +285,10 @@ async def test_each_console_page_leads_to_the_others_and_the_person_stays_signed
     await expect(page.locator("#none")).to_be_visible()
     await page.get_by_role("link", name="How my app is arranged").click()
     await expect(page.locator("#rail li").first).to_be_visible()  # no second sign-in
-    nav = page.locator("nav a")
-    assert [await a.get_attribute("href") for a in await nav.all()] == [
-        "/console", "/console/knows"
-    ]  # fmt: skip
+    assert await led_to(page) == ["/console", "/console/knows"]
     await page.get_by_role("link", name="What waits on me").click()
     await expect(page.locator("#none")).to_be_visible()
-    assert [await a.get_attribute("href") for a in await nav.all()] == [
-        "/console/layout", "/console/knows"
-    ]  # fmt: skip
+    assert await led_to(page) == ["/console/layout", "/console/knows"]
 
 
 @pytest.mark.parametrize("path", ["/console", "/console/layout"])  # knows: tests/chonk
