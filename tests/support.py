@@ -407,8 +407,8 @@ async def browser_page(url: str) -> AsyncIterator[Any]:
 
 
 async def led_to(page) -> list[str]:
-    """Where a console page's nav leads, in its order."""
-    return [await a.get_attribute("href") for a in await page.locator("nav a").all()]
+    """Where a console page's nav leads the person signed in, in its order."""
+    return [await a.get_attribute("href") for a in await page.locator("nav a:visible").all()]
 
 
 async def forget_kept_answers(nc: nats.NATS, service: str) -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "HANDOFF_REQUESTED",
     "MESSAGE",
     "PACKETS",
+    "RUNS",
     "STOP_CADENCE",
     "TRIAGE_OPENED",
     "ActionReady",
@@ -38,12 +39,15 @@ __all__ = [
     "Knows",
     "ListCadences",
     "ListPackets",
+    "ListRuns",
     "MemoryAnswer",
     "MemoryRead",
     "Packet",
     "PacketList",
+    "RunList",
     "RunRef",
     "RunReport",
+    "RunSummary",
     "StartCadence",
     "StartRun",
     "StopCadence",
@@ -62,15 +66,20 @@ class StartRun(Contract):
     run: Name
 
 
+RunId = Annotated[str, msgspec.Meta(pattern=r"^run_[A-Za-z0-9_]{1,64}$(?!\n)")]
+
+
 class RunRef(Contract):
-    id: Annotated[str, msgspec.Meta(pattern=r"^run_[A-Za-z0-9_]{1,64}$(?!\n)")]
+    id: RunId
 
 
 class RunReport(Contract):
     """A run's receipt (§5.3), its message as delivered in chat, and what it proposed, each
-    with its class; `delivered` the messages carried out: where each is (`room`, `seq`);
-    `regressed` when this run made its Chonk's third action outside its allowlist in a week,
-    so its functions are at PROPOSE from now on (RC-MGR-01)."""
+    with its class; `body` the message without its Receipts block, its [n] markers naming
+    the receipt's sources, as the owner console draws it beside them; `delivered` the
+    messages carried out: where each is (`room`, `seq`); `regressed` when this run made its
+    Chonk's third action outside its allowlist in a week, so its functions are at PROPOSE
+    from now on (RC-MGR-01)."""
 
     id: str
     chonk: str
@@ -83,6 +92,34 @@ class RunReport(Contract):
     regressed: bool = False  # this run's actions outside the allowlist regressed its Chonk
     trigger: Literal["objective", "cadence", "handoff"] = "objective"
     correlation: str = ""  # the story this run is part of: a handoff's, or its own id
+    body: str = ""  # none in a report stored by the release before
+
+
+class ListRuns(Contract):
+    """My org's runs, newest first: `limit` after the run `after`. A cadence's run is
+    stored every time it comes round, so the list is paged."""
+
+    after: RunId | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50
+
+
+class RunSummary(Contract):
+    """A run as its list names it: its Chonk also by `title`, `at` when it ran (its
+    receipt's `createdAt`)."""
+
+    id: str
+    chonk: str
+    title: str
+    trigger: Literal["objective", "cadence", "handoff"]
+    at: datetime
+    correlation: str
+
+
+class RunList(Contract):
+    """A page of runs; `next` is the cursor of the page after it, null on the last."""
+
+    runs: list[RunSummary]
+    next: RunId | None = None
 
 
 class StartCadence(Contract):
@@ -310,12 +347,13 @@ ACTION_READY = Event(
 )
 
 REPORT = _subject("report", RunRef, RunReport, "a run's receipt and actions (admin)")
+RUNS = _subject("runs", ListRuns, RunList, "my org's runs, newest first (admin)")
 KNOWS = _subject("knows", GetKnows, Knows, "what my manager knows about me")
 ANSWER = _subject("answer", MemoryAnswer, KnownFact, "redact a fact about me, or answer it")
 
 CONTRACT = service_contract(
     "chonk",
-    [START, CADENCE, CADENCES, STOP_CADENCE, REPORT, KNOWS, ANSWER, PACKETS, MESSAGE],
+    [START, CADENCE, CADENCES, STOP_CADENCE, REPORT, RUNS, KNOWS, ANSWER, PACKETS, MESSAGE],
     events=(HANDOFF_REQUESTED, HANDOFF_ACCEPTED, HANDOFF_DECLINED, TRIAGE_OPENED, ACTION_READY),
     buckets=("chonk-runs", "chonk-memory"),
     shared_streams=("EVENTS", "TIMERS", "DEAD"),

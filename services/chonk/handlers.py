@@ -7,6 +7,7 @@ fact about them `remembering.py`'s, what a run carries out `carrying.py`'s and a
 
 import contextlib
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -193,6 +194,28 @@ class Handlers(Cadencing):
             raise Refused("run-not-found", 404, f"no run {req.id}")
         return found
 
+    async def runs(self, req: chonk.ListRuns, p: Principal) -> chonk.RunList:
+        """The org's runs, for an admin of it (as a run's report is)."""
+        if p.is_agent or "admin" not in p.roles:
+            raise Refused("admin-only", 403, f"only an admin of {p.org} reads its runs")
+        found = await self._store.reports(p.org)
+        if req.after is not None:  # a cursor that is none of the org's pages nothing
+            ids = [report.id for report in found]
+            found = found[ids.index(req.after) + 1 :] if req.after in ids else []
+        summaries = [
+            chonk.RunSummary(
+                id=r.id,
+                chonk=r.chonk,
+                title=self._charters[r.chonk].title if r.chonk in self._charters else r.chonk,
+                trigger=r.trigger,
+                at=msgspec.convert(r.receipt["createdAt"], datetime),
+                correlation=r.correlation,
+            )
+            for r in found
+        ]
+        page, more = pages.first(summaries, req.limit)
+        return chonk.RunList(runs=page, next=page[-1].id if more else None)
+
     def table(self) -> Mapping[Subject, Handler]:
         return {
             chonk.START: self.start,
@@ -200,6 +223,7 @@ class Handlers(Cadencing):
             chonk.CADENCES: self.list_cadences,
             chonk.STOP_CADENCE: self.stop_cadence,
             chonk.REPORT: self.report,
+            chonk.RUNS: self.runs,
             chonk.KNOWS: self.knows,
             chonk.ANSWER: self.answer,
             chonk.PACKETS: self.packets,

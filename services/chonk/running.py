@@ -149,6 +149,7 @@ class Running(Covering, Remembering):
             regressed=await self._crept(p, charter, outcome.outside, now),
             trigger=trigger,
             correlation=correlation,
+            body=outcome.draft.body,
         )
         async with self._trail.change(
             p.org, actor=p, action="chonk.run", target=report.id,

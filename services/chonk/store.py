@@ -404,6 +404,12 @@ class ChonkStore:
         raw = await self._value(f"{org}.{run_id}")
         return _report.decode(raw) if raw else None
 
+    async def reports(self, org: str) -> list[RunReport]:
+        """The org's reports, the one stored last first (a run asked again is stored again)."""
+        entries = await self._in_runs(self._runs, f"{org}.*")  # no other key has two tokens
+        entries.sort(key=lambda e: e.revision, reverse=True)
+        return [_report.decode(e.value) for e in entries]
+
     async def facts(self, org: str, person: str) -> list[MemoryFact]:
         entries = await self._in_memory(self._memory, f"facts.{org}.{key_token(person)}.*")
         return [_fact.decode(e.value) for e in entries]

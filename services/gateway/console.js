@@ -109,7 +109,10 @@ function timeLeft(deadline) {
 // anywhere by the browser, as the page's policy lets no form go, only read here), or at
 // once with the one this tab signed in with on another of the console's pages.
 function signingIn(start) {
-  const started = () => start().catch((error) => say(error.message));
+  const started = () => {
+    for (const link of document.querySelectorAll("nav [data-admin]")) link.hidden = !admin();
+    return start().catch((error) => say(error.message));
+  };
   $("signin").onsubmit = (event) => {
     event.preventDefault();
     token = $("token").value.trim();
@@ -126,6 +129,8 @@ function claims() {
     return JSON.parse(atob(token.split(".")[1].replaceAll("-", "+").replaceAll("_", "/")));
   } catch { return {}; }
 }
+
+const admin = () => (claims().roles || []).includes("admin");
 
 function button(label, onclick) {
   return Object.assign(document.createElement("button"), { textContent: label, onclick });

@@ -24,7 +24,7 @@ function showWindowStatement() {
 
 async function load() {
   ladder = await api("GET", "/v1/ladder");
-  $("org-ceiling").hidden = !(claims().roles || []).includes("admin");
+  $("org-ceiling").hidden = !admin();
   $("ceiling-level").value = ladder.ceiling || "";
   $("signin").hidden = true;
   $("waiting").hidden = false;

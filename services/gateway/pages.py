@@ -19,6 +19,8 @@ PAGES: Mapping[str, str] = {
     "versions to revert to.",
     "/console/knows": "The console's knows page: the facts the manager agents keep about me, "
     "who read each for what, and redact or answer.",
+    "/console/runs": "The owner console, to an admin: their org's Chonk runs, each message "
+    "with its sources beside it, its rule evaluations as a table; the cadences that run.",
 }
 SCRIPTS: Mapping[str, str] = {
     "/console/console.js": "What the console's pages share: the token, the API called with it.",

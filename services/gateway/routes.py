@@ -249,6 +249,13 @@ ROUTES: tuple[Route, ...] = (
         chonk.STOP_CADENCE,
         "Stop a cadence: its run comes round no more (admin)",
     ),
+    Route(
+        "GET",
+        "/v1/chonk/runs",
+        chonk.RUNS,
+        "My org's runs, newest first, a page (admin)",
+        query=("after", "limit"),
+    ),
     Route("GET", "/v1/chonk/runs/{id}", chonk.REPORT, "A run's receipt and actions (admin)"),
     Route(
         "GET",

@@ -5,7 +5,7 @@ she may do to each (§6.2's last column, EC-MGR-006)."""
 import secrets
 
 from libs.audit.reading import records
-from tests.chonk.conftest import ORG, person
+from tests.chonk.conftest import HARBOR, ORG, person
 from tests.support import bearer, token
 
 ROOT, ANA, BEN = person("priya", roles=("admin",)), person("ana"), person("ben")
@@ -106,3 +106,34 @@ async def test_only_an_admin_of_the_tenant_starts_a_run(api):
     assert (await api.post("/v1/chonk/runs", json=body, headers=elsewhere)).status == 404
     unknown = {"tenant": ORG, "run": "nothing"}
     assert (await api.post("/v1/chonk/runs", json=unknown, headers=ROOT)).status == 404
+
+
+async def test_an_admin_lists_the_orgs_runs_newest_first_and_opens_one_from_the_list(api):
+    """Before, a run's report was found only by its id, which a cadence's runs (one each
+    time it comes round) told no one."""
+    for name in ("checkin_ana", "owner_update"):
+        r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": name}, headers=ROOT)
+        assert r.status == 201, await r.text()
+    first = await api.get("/v1/chonk/runs", params={"limit": "1"}, headers=ROOT)
+    assert first.status == 200, await first.text()
+    page = await first.json()
+    (last,) = page["runs"]
+    assert (last["id"], last["chonk"], last["title"], last["trigger"]) == (
+        "run_owner_update_0907", "chonksworth", "Chief Executive Otter", "objective"
+    )  # fmt: skip
+    assert page["next"] == last["id"]
+    after = await api.get("/v1/chonk/runs", params={"after": page["next"]}, headers=ROOT)
+    rest = [run["id"] for run in (await after.json())["runs"]]
+    assert rest[0] == "run_checkin_ana_0908" and last["id"] not in rest
+    report = await (await api.get(f"/v1/chonk/runs/{last['id']}", headers=ROOT)).json()
+    assert report["receipt"]["createdAt"].startswith(last["at"][:19])
+    # The body is the message without its Receipts block; its markers name the sources.
+    assert report["message"].startswith(report["body"] + "\n\nReceipts\n[1] ")
+    assert "[15]" in report["body"] and "\nReceipts\n" not in report["body"]
+
+    assert (await api.get("/v1/chonk/runs", headers=ANA)).status == 403
+    harbor = bearer(token(org=HARBOR, user=f"{HARBOR}/root", roles=("admin",)))
+    theirs = await (await api.get("/v1/chonk/runs", headers=harbor)).json()
+    assert ORG not in str(theirs) and last["id"] not in {run["id"] for run in theirs["runs"]}
+    nobody = await api.get("/v1/chonk/runs", params={"after": "run_none"}, headers=ROOT)
+    assert (await nobody.json()) == {"runs": [], "next": None}

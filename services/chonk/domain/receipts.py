@@ -1,14 +1,14 @@
 """A receipt formatted per surface (§5.3): chat and app with the collapsed Receipts block,
 rules and the confidence line; SMS with no markers, ending "Reply WHY", which is answered by
-the numbered list in at most three segments; the owner console's panel as data."""
+the numbered list in at most three segments. The owner console draws the body beside the
+receipt itself (the run's report carries both)."""
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 from services.chonk.domain.types import Draft, Finding, Receipt
 
-__all__ = ["SEGMENT", "block", "chat", "panel", "sms", "template", "why"]
+__all__ = ["SEGMENT", "block", "chat", "sms", "template", "why"]
 
 SEGMENT = 160
 _MARKER = re.compile(r"\s*\[\d+\]")
@@ -54,23 +54,6 @@ def why(receipt: Receipt, *, segments: int = 3) -> list[str]:
     lines = [line if len(line) <= each else line[: each - 1] + "…" for line in lines]
     text = "\n".join(lines)
     return [text[i : i + SEGMENT] for i in range(0, len(text), SEGMENT)][:segments]
-
-
-def panel(draft: Draft, receipt: Receipt) -> dict[str, Any]:
-    """The owner console's side panel: the body, sources with links, rules as a table."""
-    return {
-        "body": draft.body,
-        "sources": [
-            {"n": s.n, "label": s.label, "ref": s.ref, "asOf": s.as_of.isoformat(), "url": s.url}
-            for s in receipt.sources
-        ],
-        "rules": [
-            {"ruleId": r.rule_id, "result": r.result, "detail": r.detail}
-            for r in receipt.rule_evaluations
-        ],
-        "confidence": receipt.confidence,
-        "gaps": list(receipt.gaps),
-    }
 
 
 def template(findings: Sequence[Finding], *, step_id: str, surface: str) -> Draft:

@@ -1,0 +1,91 @@
+"""The owner console (manager-agents.md §5.3), in headless Chromium: Priya, the owner and
+an admin, reads what her org's Chonks did: a run's message with its [n] markers leading to
+its sources in a side panel, its rule evaluations as a table, its confidence and gaps, and
+what it did; she stops a cadence. A member is told the page is an admin's."""
+
+import pytest
+from playwright.async_api import expect
+
+from tests.chonk.conftest import ORG
+from tests.support import bearer, browser_page, led_to, token
+
+PRIYA = token(org=ORG, user=f"{ORG}/priya", roles=("admin",))
+
+
+@pytest.fixture
+async def page(api):
+    async with browser_page(str(api.make_url("/console/runs"))) as page:
+        yield page
+
+
+async def sign_in(page, as_token: str) -> None:
+    await page.fill("#token", as_token)
+    await page.click("#use")
+
+
+async def test_the_owner_reads_a_runs_message_beside_its_receipts_and_rules(api, page):
+    """Before, a run's receipt was read from the API alone, by a run id nothing listed."""
+    r = await api.post(
+        "/v1/chonk/runs", json={"tenant": ORG, "run": "owner_update"}, headers=bearer(PRIYA)
+    )
+    assert r.status == 201, await r.text()
+    await sign_in(page, PRIYA)
+    await page.locator("#runs li").first.get_by_role("button").click()
+    await expect(page.locator("#run-title")).to_contain_text("Chief Executive Otter")
+    await expect(page.locator("#run-title")).to_contain_text("run when asked")
+    body = page.locator("#body")
+    await expect(body).to_contain_text("Morning, Priya. Walk with me.")
+    await expect(body).not_to_contain_text("Receipts")  # the block is the side panel
+    # Each marker leads to its source in the panel.
+    await body.get_by_role("link", name="[3]").first.click()
+    assert page.url.endswith("#source-3")
+    await expect(page.locator("#sources li:target")).to_contain_text(
+        "Org Model prj_v2ga@v1291 — target 2026-10-31"
+    )
+    await expect(page.locator("#sources li")).to_have_count(15)
+    rows = page.locator("#rules tbody tr")
+    await expect(rows).to_have_count(5)
+    await expect(rows.nth(2)).to_have_text("CAP-GAP-0.5threshold exceeded")
+    await expect(page.locator("#confidence")).to_have_text(
+        "Confidence 0.86 · gaps: HubSpot mirror last synced 2026-09-06 22:00Z (9h stale)"
+    )
+    await expect(page.locator("#actions li").first).to_have_text(
+        "Send message (owner) to Priya: autonomous"
+    )
+    assert await led_to(page) == ["/console", "/console/layout", "/console/knows"]
+
+
+async def test_the_owner_stops_a_cadence_from_the_page(api, page):
+    started = await api.post(
+        "/v1/chonk/cadences",
+        json={"tenant": ORG, "cadence": "cad_owner_update"},
+        headers=bearer(PRIYA),
+    )
+    assert started.status == 201, await started.text()
+    await sign_in(page, PRIYA)
+    cadence = page.locator("#cadences li[data-cadence=cad_owner_update]")
+    await expect(cadence).to_contain_text("The owner update, running since")
+    await cadence.get_by_role("button", name="Stop").click()
+    await expect(page.locator("#status")).to_have_text("The owner update comes round no more.")
+    await expect(page.locator("#no-cadences")).to_be_visible()
+    listed = await api.get("/v1/chonk/cadences", headers=bearer(PRIYA))
+    assert (await listed.json())["cadences"] == []
+
+
+async def test_a_member_is_told_the_page_is_an_admins_and_not_led_to_it(api, page):
+    await sign_in(page, token(org=ORG, user=f"{ORG}/ana"))
+    await expect(page.locator("#status")).to_have_text(
+        f"Only an admin of {ORG} reads what its Chonks did."
+    )
+    await expect(page.locator("#owner")).to_be_hidden()
+    await page.goto(str(api.make_url("/console/knows")))
+    await expect(page.locator("#knows")).to_be_visible()
+    assert "/console/runs" not in await led_to(page)
+
+
+async def test_an_admin_is_led_to_it_from_every_other_page(api, page):
+    for path in ("/console/knows", "/console/layout", "/console"):
+        await page.goto(str(api.make_url(path)))
+        if path == "/console/knows":
+            await sign_in(page, PRIYA)
+        await expect(page.get_by_role("link", name="What my org's Chonks did")).to_be_visible()
