@@ -11,6 +11,7 @@ from functools import cache
 from itertools import accumulate
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
+from urllib.parse import quote
 
 import msgspec
 from aiohttp import web
@@ -55,6 +56,7 @@ KEYED = ("POST", "DELETE")
 # An integer in a path or a query: ASCII digits, a sign at most, and no more than 2^53 has.
 _INTEGER = re.compile(r"-?[0-9]{1,16}")
 _decode = codec.decoder().decode
+_FIELD = re.compile(r"{([\w.]+)}")  # a reply's field in a route's `location`
 _problem = codec.decoder(Problem).decode
 
 
@@ -106,9 +108,30 @@ def forwarding(
             response.headers["Retry-After"] = str(after)  # a service's limit says when
         if replayed:
             response.headers["Idempotent-Replayed"] = "true"
+        if route.location and result.status in (201, 202):
+            if (where := _located(route.location, _decode(result.body))) is not None:
+                response.headers["Location"] = where
         return response
 
     return handler
+
+
+def _located(template: str, reply: dict[str, Any]) -> str | None:
+    """`template` with each `{name}` (`{draft.id}`: a field's field) the reply's, quoted as
+    a path's segment; None if one is not set."""
+
+    def value(name: re.Match[str]) -> str:
+        found: Any = reply
+        for field in name[1].split("."):
+            found = found.get(field) if isinstance(found, dict) else None
+        if found is None:
+            raise LookupError(name[1])
+        return quote(str(found), safe="")
+
+    try:
+        return _FIELD.sub(value, template)
+    except LookupError:
+        return None
 
 
 async def answered_once(

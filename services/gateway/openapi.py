@@ -237,6 +237,15 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
             if status in op["responses"]:
                 replayed = {"Idempotent-Replayed": _REPLAYED_HEADER}
                 op["responses"][status]["headers"] = replayed
+    if route.location is not None:
+        for status, what in (("201", "made"), ("202", "holds")):
+            if status in op["responses"]:
+                where = {
+                    "description": f"where what it {what} is read: {route.location}",
+                    "schema": {"type": "string"},
+                }
+                response = op["responses"][status]
+                response["headers"] = {**response.get("headers", {}), "Location": where}
     for response in op["responses"].values():
         response["headers"] = {**response.get("headers", {}), "X-Request-Id": _REQUEST_ID_HEADER}
     if route.kind == "webhook" and not route.has_body:

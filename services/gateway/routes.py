@@ -27,6 +27,9 @@ class Route(msgspec.Struct, frozen=True):
     webhook from a transport in `acknowledged_in_twiml` is answered an empty TwiML
     `<Response/>` (what its carrier runs) unless the caller accepts application/json; a
     `handshake` webhook the reply's `challenge` as text/plain: a carrier's subscription.
+    `location` is the path of what a 201 made or a 202 holds, where it is read: its
+    `{names}` are the reply's fields (`draft.id` a field's field); the answer's Location
+    when each is set.
     """
 
     method: str
@@ -41,6 +44,7 @@ class Route(msgspec.Struct, frozen=True):
     twiml: bool = False
     acknowledged_in_twiml: tuple[str, ...] = ()
     handshake: bool = False
+    location: str | None = None
 
     @property
     def path_params(self) -> tuple[str, ...]:
@@ -68,7 +72,14 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("POST", "/v1/poa/verify", poa.VERIFY, "Verify an act against grants given whole"),
     Route("POST", "/v1/poa/contain", poa.CONTAIN, "Is a child grant contained in its parent"),
-    Route("POST", "/v1/poa/grants", poa.ISSUE, "Issue a root grant in my name", status=201),
+    Route(
+        "POST",
+        "/v1/poa/grants",
+        poa.ISSUE,
+        "Issue a root grant in my name",
+        status=201,
+        location="/v1/poa/grants/{id}",
+    ),
     Route("GET", "/v1/poa/grants", poa.LIST, "My grants, a page", query=("after", "limit")),
     Route("GET", "/v1/poa/grants/{id}", poa.GET, "One of my grants"),
     Route("POST", "/v1/poa/grants/{id}/revoke", poa.REVOKE, "Revoke a grant and its descendants"),
@@ -79,6 +90,7 @@ ROUTES: tuple[Route, ...] = (
         "Delegate a child",
         status=201,
         delegates=True,
+        location="/v1/poa/grants/{id}",
     ),
     Route(
         "POST",
@@ -87,12 +99,20 @@ ROUTES: tuple[Route, ...] = (
         "Verify an act on a grant; record it (202 when it asks the person)",
         delegates=True,
         accepted="ask",
+        location="/v1/poa/asks/{ask}",
     ),
     Route("GET", "/v1/poa/asks", poa.ASKS, "The asks waiting on me"),
     Route("GET", "/v1/poa/asks/{id}", poa.ASK, "An ask: mine, or my agent's own", delegates=True),
     Route("POST", "/v1/poa/asks/{id}/answer", poa.ANSWER, "Approve or decline an ask of mine"),
     Route("GET", "/v1/agents/me", agents.GET_MINE, "My agent and the persona it wears"),
-    Route("POST", "/v1/agents/me", agents.CREATE_MINE, "Make my agent from a persona", status=201),
+    Route(
+        "POST",
+        "/v1/agents/me",
+        agents.CREATE_MINE,
+        "Make my agent from a persona",
+        status=201,
+        location="/v1/agents/me",
+    ),
     Route(
         "GET",
         "/v1/agents/personas",
@@ -119,7 +139,9 @@ ROUTES: tuple[Route, ...] = (
         "Capacity in use and metered runtime (admin)",
         query=("month", "after", "limit"),
     ),
-    Route("POST", "/v1/rooms", rooms.CREATE, "Create a room", status=201),
+    Route(
+        "POST", "/v1/rooms", rooms.CREATE, "Create a room", status=201, location="/v1/rooms/{id}"
+    ),
     Route("GET", "/v1/rooms", rooms.LIST, "The rooms I am a member of", query=("after", "limit")),
     Route("GET", "/v1/rooms/{id}", rooms.GET, "A room I am a member of"),
     Route(
@@ -206,6 +228,7 @@ ROUTES: tuple[Route, ...] = (
         mod.WRITE,
         "Write a layer at its version (202 when held as a draft)",
         accepted="draft",
+        location="/v1/mod/drafts/{draft.id}",
     ),
     Route(
         "GET",
@@ -234,6 +257,7 @@ ROUTES: tuple[Route, ...] = (
         chonk.START,
         "Run a Chonk on a simulation tenant (admin)",
         status=201,
+        location="/v1/chonk/runs/{id}",
     ),
     Route(
         "POST",

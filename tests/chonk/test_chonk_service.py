@@ -114,6 +114,7 @@ async def test_an_admin_lists_the_orgs_runs_newest_first_and_opens_one_from_the_
     for name in ("checkin_ana", "owner_update"):
         r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": name}, headers=ROOT)
         assert r.status == 201, await r.text()
+        assert r.headers["Location"] == f"/v1/chonk/runs/{(await r.json())['id']}"
     first = await api.get("/v1/chonk/runs", params={"limit": "1"}, headers=ROOT)
     assert first.status == 200, await first.text()
     page = await first.json()

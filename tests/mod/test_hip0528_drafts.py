@@ -39,6 +39,9 @@ async def test_hip0528_09_4_rule_2_at_draft_and_confirm_the_agent_s_write_waits_
         draft = (await r.json())["draft"]
         assert draft["state"] == "open" and draft["act"] == f"agent:{people.org}/ada"
         assert "commits_at" not in draft and f"your level is {level_}" in draft["waits"]
+        # Where what waits is read (a 202's Location), by the person who keeps it.
+        assert r.headers["Location"] == f"/v1/mod/drafts/{draft['id']}"
+        assert await (await api.get(r.headers["Location"], headers=people.ada)).json() == draft
     assert await version(api, people.ada, "user") == 0
 
 

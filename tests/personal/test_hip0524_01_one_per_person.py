@@ -67,6 +67,7 @@ async def test_no_path_creates_a_second(api, operator, people):
 async def test_a_person_without_an_agent_yet_can_make_it_from_a_persona_in_one_call(api, people):
     response = await api.post("/v1/agents/me", json={"persona": "cto"}, headers=people.bob)
     assert response.status == 201, await response.text()
+    assert response.headers["Location"] == "/v1/agents/me"
     made = await response.json()
     assert (made["agent"]["persona"], made["persona"]["name"]) == ("cto", "cto")
     assert (await _mine(api, people.bob))["agent"] == made["agent"]

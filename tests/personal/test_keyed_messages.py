@@ -64,6 +64,10 @@ async def test_a_keyed_room_made_again_is_made_once(api, people, stack):
     again = await api.post("/v1/rooms", json=body, headers=keyed)
     assert again.status == 201, await again.text()
     assert await again.json() == await first.json()
+    # Where the room is read, said by the answer and by its replay alike.
+    where = f"/v1/rooms/{(await first.json())['id']}"
+    assert first.headers["Location"] == again.headers["Location"] == where
+    assert await (await api.get(where, headers=people.bob)).json() == await first.json()
 
     listed = await api.get("/v1/rooms", headers=people.bob)
     assert [r["id"] for r in (await listed.json())["rooms"]] == [(await first.json())["id"]]

@@ -320,3 +320,36 @@ async def test_a_child_delegated_while_its_parent_is_revoked_is_revoked_with_it(
     for grant in made:
         one = await (await api.get(f"/v1/poa/grants/{grant}", headers=ada["me"])).json()
         assert one["revoked"] is True and one["revoked_at"] is not None
+
+
+async def test_what_an_issue_or_a_delegation_made_and_what_an_act_asks_is_where_location_says(
+    api, ada
+):
+    """Before, a 201 named what it made only in its body: a client that follows Location
+    (RFC 9110 §10.2.2) found nothing to follow."""
+    issued = await api.post(
+        "/v1/poa/grants", json={"grant": root_grant(ada["user"])}, headers=ada["me"]
+    )
+    assert issued.status == 201, await issued.text()
+    assert issued.headers["Location"] == "/v1/poa/grants/poa_8c21"
+    read = await api.get(issued.headers["Location"], headers=ada["me"])
+    assert await read.json() == await issued.json()
+    child = copy.deepcopy(case("verification", "child_within_parent")["grant"])
+    child["principal"]["sub"] = ada["user"]
+    made = await api.post(
+        "/v1/poa/grants/poa_8c21/children", json={"child": child}, headers=ada["agent"]
+    )
+    assert made.status == 201, await made.text()
+    assert made.headers["Location"] == f"/v1/poa/grants/{child['grant_id']}"
+    asked = await api.post(
+        "/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase(140)}, headers=ada["agent"]
+    )
+    outcome = await asked.json()
+    assert asked.status == 202, outcome
+    assert asked.headers["Location"] == f"/v1/poa/asks/{outcome['ask']}"
+    ask = await (await api.get(asked.headers["Location"], headers=ada["me"])).json()
+    assert (ask["id"], ask["grant_id"]) == (outcome["ask"], "poa_8c21")
+    done = await api.post(
+        "/v1/poa/grants/poa_8c21/acts", json={"envelope": purchase(40)}, headers=ada["agent"]
+    )
+    assert done.status == 200 and "Location" not in done.headers  # nothing waits
