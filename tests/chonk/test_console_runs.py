@@ -52,7 +52,7 @@ async def test_the_owner_reads_a_runs_message_beside_its_receipts_and_rules(api,
     await expect(page.locator("#actions li").first).to_have_text(
         "Send message (owner) to Priya: autonomous"
     )
-    assert await led_to(page) == ["/console", "/console/layout", "/console/knows"]
+    assert await led_to(page) == ["/console", "/console/layout", "/console/knows", "/console/org"]
 
 
 async def test_the_owner_stops_a_cadence_from_the_page(api, page):
