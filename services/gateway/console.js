@@ -132,6 +132,10 @@ function claims() {
 
 const admin = () => (claims().roles || []).includes("admin");
 
+function item(text, className = "") {
+  return Object.assign(document.createElement("li"), { textContent: text, className });
+}
+
 function button(label, onclick) {
   return Object.assign(document.createElement("button"), { textContent: label, onclick });
 }
