@@ -405,7 +405,8 @@ class ChonkStore:
         return _report.decode(raw) if raw else None
 
     async def reports(self, org: str) -> list[RunReport]:
-        """The org's reports, the one stored last first (a run asked again is stored again)."""
+        """The org's reports, the one stored last first (a run asked again is stored again).
+        Each is read whole to list it: a weekly cadence stores some fifty a year."""
         entries = await self._in_runs(self._runs, f"{org}.*")  # no other key has two tokens
         entries.sort(key=lambda e: e.revision, reverse=True)
         return [_report.decode(e.value) for e in entries]
