@@ -41,6 +41,7 @@ __all__ = [
     "MESSAGE_STORED",
     "ORG",
     "OWN_ANSWER",
+    "QUESTIONS",
     "TEXT_MOST",
     "UNDRAFTED",
     "AnswerQuestion",
@@ -74,6 +75,7 @@ __all__ = [
     "ListLines",
     "ListMessages",
     "ListMyDrafts",
+    "ListQuestions",
     "ListRooms",
     "Member",
     "Message",
@@ -83,6 +85,7 @@ __all__ = [
     "Pick",
     "PostDraft",
     "Question",
+    "QuestionList",
     "Room",
     "RoomId",
     "RoomList",
@@ -435,6 +438,20 @@ class FailedList(Contract):
     more: bool = False
 
 
+class ListQuestions(Contract):
+    """The questions asked of me in my rooms that wait on my answer: a person's, or a
+    service's bot's (a manager agent's proposal or offer). My own agent's (the ladder's
+    confirmations, Power of Action's asks) are listed by the service that asked, with what
+    answering them does."""
+
+
+class QuestionList(Contract):
+    """The oldest first, as many as one answer carries; `more`: others wait behind them."""
+
+    questions: list[Message]
+    more: bool = False
+
+
 class DismissFailed(Contract):
     id: RoomId
     seq: Seq
@@ -724,6 +741,9 @@ CHALLENGE = _subject(
     "challenge", Inbound, Challenged, "Meta's handshake for a line's callback URL", public=True
 )
 FAILED = _subject("failed", ListFailed, FailedList, "my messages whose delivery failed")
+QUESTIONS = _subject(
+    "questions", ListQuestions, QuestionList, "the questions that wait on my answer"
+)
 DISMISS = _subject("dismiss", DismissFailed, FailedDelivery, "dismiss a failed delivery")
 HISTORY = _subject("history", History, MessagePage, "one room's recent history", **_AGENTS)
 POST_DRAFT = _subject(
@@ -818,6 +838,7 @@ CONTRACT = service_contract(
         CHALLENGE,
         FAILED,
         DISMISS,
+        QUESTIONS,
         HISTORY,
         POST_DRAFT,
         DELIVER,

@@ -1,10 +1,11 @@
 """`GET /v1/pending` and `GET /v1/pending/stream`: everything waiting on the person.
 
-What waits lives where it is decided: drafts and failed deliveries in rooms, windows and
-confirmations in the ladder, asks in poa, layer drafts in mod. Each is asked, as the
-person, for theirs alone; the gateway only puts the answers side by side, each with the
-actions it admits. Any of them unavailable, the whole list is (503): a list missing a kind
-would say nothing waits.
+What waits lives where it is decided: drafts, failed deliveries and the questions asked of
+the person (by a person, or a manager agent's bot) in rooms, windows and confirmations in
+the ladder, asks in poa, layer drafts in mod. Each is asked, as the person, for theirs
+alone; the gateway only puts the answers side by side, each with the actions it admits.
+Any of them unavailable, the whole list is (503): a list missing a kind would say nothing
+waits.
 
 The stream subscribes to the person's nudges (`tether.live.*.pending.<org>.<person>`, and
 the org's `admins` for an admin) before it reads the list, so no change is missed between;
@@ -45,6 +46,7 @@ _confirmations = codec.decoder(ladder.ConfirmationList).decode
 _asks = codec.decoder(poa.AskList).decode
 _layer_drafts = codec.decoder(mod.LayerDraftList).decode
 _failed = codec.decoder(rooms.FailedList).decode
+_questions = codec.decoder(rooms.QuestionList).decode
 
 
 def pending_list(
@@ -137,6 +139,7 @@ async def gathered(nc: Client, p: Principal, *, timeout: float) -> Pending:
         poa.ASKS,
         mod.DRAFTS,
         rooms.FAILED,
+        rooms.QUESTIONS,
     )
     replies = await asyncio.gather(*(ask(nc, s, b"{}", p, timeout=timeout) for s in sources))
     for subject, (status, body) in zip(sources, replies, strict=True):
@@ -149,6 +152,7 @@ async def gathered(nc: Client, p: Principal, *, timeout: float) -> Pending:
     raw = [body for _, body in replies]
     drafts, windows, confirmations = _drafts(raw[0]), _windows(raw[1]), _confirmations(raw[2])
     asks, layer_drafts, failed = _asks(raw[3]), _layer_drafts(raw[4]), _failed(raw[5])
+    questions = _questions(raw[6])
     items = [
         *map(_draft, drafts.drafts),
         *map(_window, (w for w in windows.windows if w.state == "open")),
@@ -156,8 +160,9 @@ async def gathered(nc: Client, p: Principal, *, timeout: float) -> Pending:
         *map(_ask, asks.asks),
         *map(_layer_draft, (d for d in layer_drafts.drafts if d.state == "open")),
         *map(_delivery, failed.failed),
+        *map(_question, questions.questions),
     ]
-    more = drafts.more or windows.more or confirmations.more or asks.more or failed.more
+    more = any(found.more for found in (drafts, windows, confirmations, asks, failed, questions))
     return Pending(items=sorted(items, key=_soonest), more=more)
 
 
@@ -229,6 +234,28 @@ def _confirmation(c: ladder.PendingConfirmation) -> PendingItem:
         candidates=list(c.candidates),
         actions=_actions(*((n, "POST", path, {"choice": body}) for n, body in choices)),
         detail={"question_seq": c.question_seq, "reply_to": c.reply_to},
+    )
+
+
+def _question(q: rooms.Message) -> PendingItem:
+    """Answered in its room: an option picked, the person's own words where it takes them,
+    or declined."""
+    assert q.question is not None
+    path = f"/v1/rooms/{q.room}/questions/{q.seq}/answer"
+    choices: Iterable[tuple[str, dict]] = (
+        *((f"pick {i}", {"type": "pick", "option": i}) for i in range(len(q.question.options))),
+        *((("edit", {"type": "edit", "text": ""}),) if q.question.editable else ()),
+        ("decline", {"type": "decline"}),
+    )
+    return PendingItem(
+        kind="question",
+        id=f"{q.room}-{q.seq}",
+        room=q.room,
+        text=q.text,
+        deadline=q.question.closes_at,
+        candidates=list(q.question.options),
+        actions=_actions(*((n, "POST", path, {"choice": body}) for n, body in choices)),
+        detail={"seq": q.seq, "author": q.author, "asked_at": q.at.isoformat()},
     )
 
 

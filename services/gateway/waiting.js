@@ -12,7 +12,7 @@ const quoting = new Set();
 const KINDS = {
   draft: "My agent's draft", confirmation: "My agent asks which reply",
   window: "Sending unless I act", ask: "My agent asks to act for me",
-  layer_draft: "A change to my app", delivery: "Not delivered",
+  layer_draft: "A change to my app", delivery: "Not delivered", question: "Asked of me",
 };
 
 const LABELS = {
@@ -27,6 +27,8 @@ const DONE = {
   "confirmation edit": "Sent your version.", "confirmation decline": "Declined: nothing was sent.",
   "ask decline": "Declined: your agent may not.", "layer_draft keep": "Kept.",
   "layer_draft discard": "Discarded.", "delivery dismiss": "Dismissed.",
+  "question pick": "Answered.", "question edit": "Answered in your words.",
+  "question decline": "Declined.",
 };
 
 function left(item) {
@@ -36,8 +38,10 @@ function left(item) {
     return item.detail.at_deadline === "commits" ? `Goes in ${when} unless you act.`
       : `Dropped in ${when} unless you keep it.`;
   }
-  return { window: `Sends in ${when} unless you act.`, ask: `Declined in ${when} unless you answer.` }[item.kind]
-    || `${when} left.`;
+  return {
+    window: `Sends in ${when} unless you act.`, ask: `Declined in ${when} unless you answer.`,
+    question: `Closes in ${when}: no answer counts after.`,
+  }[item.kind] || `${when} left.`;
 }
 
 function whereIs(item) {
@@ -49,15 +53,22 @@ function answers(item) {
   return item.room && seq ? `${item.room} ${seq}` : null;
 }
 
-// Who wrote what an item answers, as a person says it: someone of the org by their name, a
-// line's correspondent by their number or address.
+// Someone of the org by their name, a line's correspondent by their number or address.
+function named(author) {
+  return author.includes("/") ? author.split("/").pop()  // "acme/bob": bob
+    : author.slice(author.indexOf(":") + 1);  // "sms:+15551234567": the number
+}
+
+// Who wrote what an item answers, and what; or who asks a question (a bot is named by its
+// room's title, where the item says it waits).
 function quoted(item) {
+  if (item.kind === "question") {
+    return item.detail.author.startsWith("bot:") ? "" : `From ${named(item.detail.author)}`;
+  }
   const m = answered.get(answers(item));
   if (!m) return "";
-  const who = m.author.includes("/") ? m.author.split("/").pop()  // "acme/bob": bob
-    : m.author.slice(m.author.indexOf(":") + 1);  // "sms:+15551234567": the number
   const text = m.text.length > 140 ? `${m.text.slice(0, 139)}…` : m.text;
-  return `Answers ${who}: “${text}”`;
+  return `Answers ${named(m.author)}: “${text}”`;
 }
 
 async function readAnswered(key) {
@@ -68,6 +79,10 @@ async function readAnswered(key) {
 }
 
 function label(item, action) {
+  if (item.kind === "question" && action.name.startsWith("pick ")) {  // the option itself
+    return item.candidates[action.body.choice.option];
+  }
+  if (item.kind === "question" && action.name === "edit") return "Answer in my words";
   if (action.name.startsWith("pick ")) {  // numbered as the list of candidates shows them
     return (item.candidates || []).length > 1 ? `Send: ${action.body.choice.option + 1}` : "Send";
   }
@@ -93,7 +108,7 @@ function waitingItem(item) {
   text.className = "text";
   text.textContent = item.text;
   li.append(kind, where, answering, text);
-  if (item.candidates && item.candidates.length > 1) {
+  if (item.kind !== "question" && item.candidates && item.candidates.length > 1) {
     const options = document.createElement("ol");
     options.className = "candidates";
     options.append(...item.candidates.map((c) => Object.assign(document.createElement("li"), { textContent: c })));
@@ -118,8 +133,8 @@ function waitingItem(item) {
   li.append(due);
   const editable = item.actions.some((a) => JSON.stringify(a.body || {}).includes('"text"'));
   const mine = document.createElement("textarea");
-  mine.value = item.text;
-  mine.setAttribute("aria-label", "my version");
+  mine.value = item.kind === "question" ? "" : item.text;  // an answer is the person's own
+  mine.setAttribute("aria-label", item.kind === "question" ? "my answer" : "my version");
   if (editable) li.append(mine);
   for (const action of item.actions) {
     const button = document.createElement("button");

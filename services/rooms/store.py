@@ -16,6 +16,10 @@ Keys in `rooms`:
                                      stored: "<room> <seq>"; kept while it may be asked again
     failed.<person>.<room>.<seq>     a failed delivery waiting on its person; dismissed, its
                                      marker removed in turn after a while
+    asked.<person>.<room>.<seq>      a question waiting on its person's answer (a person's or
+                                     a bot's: their own agent's wait in the ladder and PoA);
+                                     answered, its marker removed in turn after a while; one
+                                     that closes, removed by the server a minute after
     opted_out.<room>                 a line's room whose correspondent opted out (STOP,
                                      an email's spam complaint or unsubscribe)
     heard.<room>                     when a WhatsApp room last heard from its correspondent
@@ -57,6 +61,7 @@ from libs.contracts.rooms import (
     FailedDelivery,
     Message,
     MessageStored,
+    Question,
     Room,
     Transport,
     delivery_subject,
@@ -96,6 +101,8 @@ _ARRIVED_KEPT = timedelta(days=8)
 # ladder its settled windows and confirmations, a week by default), or when a reader's
 # message parked on DEAD is sent again, once its cause is fixed: most often within days.
 _KEYED_KEPT = timedelta(days=8)
+# A question that closes waits on its person until then; read after, it is not listed.
+_CLOSED_KEPT = timedelta(minutes=1)
 
 
 class StoredLine(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -458,6 +465,34 @@ class RoomStore:
         await self._nudge_person(org, person)
         return True
 
+    async def put_question(self, org: str, question: Message, now: datetime) -> None:
+        """`question` waits on the person it asks, until answered or closed."""
+        assert question.question is not None and question.to is not None
+        closes = question.question.closes_at
+        if closes is not None and closes <= now:
+            return
+        keep = None if closes is None else closes - now + _CLOSED_KEPT
+        key = _asked_key(question.to, question.room, question.seq)
+        await put(self._rooms, key, codec.encode(question), keep=keep)
+        await self._nudge_person(org, question.to)
+
+    async def questions(self, person: str, now: datetime) -> list[Message]:
+        """The questions waiting on `person`: asked, not closed, and not answered, whatever
+        a question asked again after its answer (a retry of its asker's) wrote."""
+        entries = await current(self._rooms, _asked_key(person, "*", "*"))
+        asked = [_message.decode(e.value) for e in entries]
+        asked = [q for q in asked if q.question and not _closed(q.question, now)]
+        keys = [f"answered.{q.room}.{q.seq}" for q in asked]
+        answered = {e.key for e in await current(self._rooms, *keys)} if keys else set()
+        return [q for q, key in zip(asked, keys, strict=True) if key not in answered]
+
+    async def question_answered(self, org: str, person: str, room_id: str, seq: int) -> None:
+        key = _asked_key(person, room_id, seq)
+        if await _get(self._rooms, key) is None:  # none of theirs, or its answer's retry
+            return
+        await remove(self._rooms, key, keep=self._kept)
+        await self._nudge_person(org, person)
+
     async def _tell(self, room_id: str, seq: int, delivery: Delivery) -> None:
         body = msgspec.json.encode({"seq": seq, "delivery": delivery})
         await self._nc.publish(delivery_subject(room_id), body)
@@ -615,6 +650,14 @@ def _carrier_key(transport: str, carrier_id: str) -> str:
 
 def _failed_key(person: str, room_id: str, seq: int | str) -> str:
     return f"failed.{key_token(person)}.{room_id}.{seq}"
+
+
+def _asked_key(person: str, room_id: str, seq: int | str) -> str:
+    return f"asked.{key_token(person)}.{room_id}.{seq}"
+
+
+def _closed(question: Question, now: datetime) -> bool:
+    return question.closes_at is not None and question.closes_at <= now
 
 
 def _draft_key(person: str, room_id: str, draft_id: str) -> str:

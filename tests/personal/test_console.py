@@ -150,6 +150,30 @@ async def test_a_change_to_my_app_says_whether_it_goes_or_is_dropped_at_its_dead
     )
 
 
+async def test_a_question_asked_of_the_person_is_answered_from_the_first_page(api, people, page):
+    """Before, what a colleague asked waited in its room alone, which the console does
+    not show: the first page said nothing waited."""
+    await sign_in(page, people)
+    await expect(page.locator("#none")).to_be_visible()
+    room = await room_with(api, people, people.bob_id)
+    body = {"text": "Lunch on Friday or Monday?", "to": people.ada_id}
+    asked = await api.post(
+        f"/v1/rooms/{room['id']}/questions", json=body | {"options": ["Friday", "Monday"]},
+        headers=people.bob,
+    )  # fmt: skip
+    assert asked.status == 201, await asked.text()
+    question = page.locator("#pending > li[data-kind=question]")
+    await expect(question.locator(".kind")).to_have_text("Asked of me", timeout=10_000)
+    await expect(question.locator(".answers")).to_have_text(f"From {people.bob_id.split('/')[1]}")
+    await expect(question.locator(".text")).to_have_text("Lunch on Friday or Monday?")
+    await expect(question.locator("textarea")).to_have_value("")  # an answer is hers to write
+    await question.get_by_role("button", name="Monday").click()
+    await expect(page.locator("#status")).to_have_text("Answered.", timeout=ANSWERED)
+    await expect(question).to_have_count(0)
+    (answer,) = [m for m in await history(api, room, people.bob) if m.get("answers")]
+    assert (answer["author"], answer["text"]) == (people.ada_id, "Monday")
+
+
 async def test_a_person_says_how_their_agent_writes_and_its_next_draft_does(
     api, operator, people, page
 ):

@@ -6,10 +6,13 @@ mod services."""
 import asyncio
 import contextlib
 import json
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pytest
 
+from libs.contracts import rooms
+from libs.runtime.calls import call
 from services.gateway.app import NATS
 from services.poa.domain.open_asks import OPEN_MOST
 from tests.personal.conftest import (
@@ -22,7 +25,7 @@ from tests.personal.conftest import (
     set_level,
 )
 from tests.poa.conftest import purchase, root_grant, valid_now
-from tests.support import Link, bearer, token
+from tests.support import Link, bearer, forget_idempotency_key, token
 
 SHOPPER = "urn:example:agent:a_456"
 HIDE_BOARD = {"op": "hide", "kind": "apps", "id": "hanzo/board/board"}
@@ -248,3 +251,51 @@ async def test_a_delegate_cannot_make_what_waits_on_its_person_unreadable(api, p
     waiting = await everything.json()
     assert [i["kind"] for i in waiting["items"]] == ["ask"] * len(listed["asks"])
     assert waiting["more"] is True
+
+
+async def test_a_question_asked_of_a_person_waits_on_them_until_they_answer_it(api, people, stack):
+    """Before, a question a colleague asked waited in its room alone: the list said
+    nothing waited. Asked again after its answer (a retry that reaches the rooms once its
+    key is forgotten), it is not listed again."""
+    room = await room_with(api, people, people.bob_id)
+    keyed = people.bob | {"Idempotency-Key": "lunch-question"}
+    body = {
+        "text": "Lunch on Friday or Monday?",
+        "to": people.ada_id,
+        "options": ["Friday", "Monday"],
+    }
+    asked = await api.post(f"/v1/rooms/{room['id']}/questions", json=body, headers=keyed)
+    assert asked.status == 201, await asked.text()
+    (question,) = await _of_kind(api, people.ada, "question")
+    assert (question["room"], question["text"], question["candidates"]) == (
+        room["id"], "Lunch on Friday or Monday?", ["Friday", "Monday"]
+    )  # fmt: skip
+    assert [a["name"] for a in question["actions"]] == ["pick 0", "pick 1", "edit", "decline"]
+    assert question["detail"]["author"] == people.bob_id and "deadline" not in question
+    assert await pending(api, people.bob) == []  # the asker waits on no one's list
+
+    answer = await _do(api, people.ada, question, "pick 1")
+    assert (answer["text"], answer["answers"]) == ("Monday", (await asked.json())["seq"])
+    assert await eventually(lambda: _empty(api, people.ada))
+    await forget_idempotency_key(stack.redis_url, "lunch-question")
+    again = await api.post(f"/v1/rooms/{room['id']}/questions", json=body, headers=keyed)
+    assert (await again.json())["seq"] == (await asked.json())["seq"]  # stored once
+    assert await pending(api, people.ada) == []
+
+
+async def test_a_manager_agents_question_waits_until_it_closes(api, people, connect):
+    """A Chonk's question (a proposal for its decider's yes, an offered shift) takes an
+    option or a decline, never other words, and is not listed once it closes."""
+    closes = datetime.now(UTC) + timedelta(seconds=3)
+    tell = rooms.Tell(
+        org=people.org, person=people.ada_id, bot="chonk-ops", title="Chief Operating Orca",
+        text="Can you take Thursday's late shift?", key="offer-thursday",
+        options=("Yes, I'll take it", "No"), closes_at=closes,
+    )  # fmt: skip
+    async with connect("chonk") as nc:
+        await call(nc, rooms.TELL, tell, caller="chonk")
+    (question,) = await _of_kind(api, people.ada, "question")
+    assert [a["name"] for a in question["actions"]] == ["pick 0", "pick 1", "decline"]
+    assert datetime.fromisoformat(question["deadline"]) == closes
+    assert question["detail"]["author"] == f"bot:{people.org}:chonk-ops"
+    assert await eventually(lambda: _empty(api, people.ada))  # closed: not listed

@@ -38,6 +38,7 @@ class Handlers(Messages, Drafts, Calls):
             rooms.VOICEMAIL: self.voicemail,  # type: ignore[dict-item]
             rooms.FAILED: self.failed,
             rooms.DISMISS: self.dismiss,
+            rooms.QUESTIONS: self.questions,
             rooms.HISTORY: self.history,
             rooms.POST_DRAFT: self.post_draft,
             rooms.DELIVER: self.deliver,

@@ -12,7 +12,7 @@ from libs.runtime import pages
 from libs.runtime.calls import call
 from libs.runtime.service import request_key
 from services.rooms.domain import members, messages, questions
-from services.rooms.handlers.common import Rooms
+from services.rooms.handlers.common import Rooms, person_of
 
 __all__ = ["Messages"]
 
@@ -81,7 +81,9 @@ class Messages(Rooms):
         question = rooms.Question(options=req.options)
         message = messages.authored(room, p, req.text, self._clock(), to=req.to, question=question)
         key = request_key()  # as a message sent is
-        return await self._store_message(room, message, msg_id=key and f"ask-{key}")
+        asked = await self._store_message(room, message, msg_id=key and f"ask-{key}")
+        await self._store.put_question(room.org, asked, self._clock())
+        return asked
 
     async def answer(self, req: rooms.AnswerQuestion, p: Principal) -> rooms.Message:
         room = await self._room(req.id, p)
@@ -103,6 +105,7 @@ class Messages(Rooms):
             if request_key() and first:  # its answer lost in a failover: answered as it was
                 stored = await self._store.message(room.org, room.id, first, reader=p.sub)
                 if stored is not None and messages.same(stored, message):
+                    await self._store.question_answered(room.org, p.sub, room.id, req.seq)
                     return stored
             raise answered
         # Stored, then claimed with its seq: a replica that dies between the two leaves an
@@ -113,7 +116,14 @@ class Messages(Rooms):
         except KeyReused:
             raise answered from None
         await self._store.claim_answer(room.id, req.seq, stored.seq)
+        await self._store.question_answered(room.org, p.sub, room.id, req.seq)
         return stored
+
+    async def questions(self, _: rooms.ListQuestions, p: Principal) -> rooms.QuestionList:
+        _, person = person_of(p, "read the questions asked of their person")
+        found = await self._store.questions(person, self._clock())
+        page, more = pages.first(sorted(found, key=lambda q: q.at))
+        return rooms.QuestionList(questions=page, more=more)
 
     async def deliver(self, req: rooms.Deliver, _: Principal) -> rooms.Message:
         """From the ladder: the person's agent (or, for `own`, the person) in a room of
@@ -246,7 +256,10 @@ class Messages(Rooms):
         )  # fmt: skip
         # The bot speaks for its org, not for the person it tells (hip-0524 §7).
         said = msgspec.structs.replace(said, on_behalf_of=None)
-        return await self._store_message(room, said, key=req.key)
+        told = await self._store_message(room, said, key=req.key)
+        if told.question is not None:
+            await self._store.put_question(req.org, told, self._clock())
+        return told
 
     # from the agents service
 
