@@ -156,7 +156,7 @@ async def test_a_question_asked_of_the_person_is_answered_from_the_first_page(ap
     await sign_in(page, people)
     await expect(page.locator("#none")).to_be_visible()
     room = await room_with(api, people, people.bob_id)
-    body = {"text": "Lunch on Friday or Monday?", "to": people.ada_id}
+    body = {"text": "Lunch on Friday or Monday?\nThe usual place.", "to": people.ada_id}
     asked = await api.post(
         f"/v1/rooms/{room['id']}/questions", json=body | {"options": ["Friday", "Monday"]},
         headers=people.bob,
@@ -165,7 +165,10 @@ async def test_a_question_asked_of_the_person_is_answered_from_the_first_page(ap
     question = page.locator("#pending > li[data-kind=question]")
     await expect(question.locator(".kind")).to_have_text("Asked of me", timeout=10_000)
     await expect(question.locator(".answers")).to_have_text(f"From {people.bob_id.split('/')[1]}")
-    await expect(question.locator(".text")).to_have_text("Lunch on Friday or Monday?")
+    await expect(question.locator(".text")).to_contain_text("Lunch on Friday or Monday?")
+    # Its lines as it was written (a Chonk's proposal is paragraphs and receipts).
+    said = await question.locator(".text").inner_text()
+    assert said == "Lunch on Friday or Monday?\nThe usual place."
     await expect(question.locator("textarea")).to_have_value("")  # an answer is hers to write
     await question.get_by_role("button", name="Monday").click()
     await expect(page.locator("#status")).to_have_text("Answered.", timeout=ANSWERED)
