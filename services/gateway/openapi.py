@@ -104,6 +104,9 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
         paths[path] = {"get": _plain(what, "text/javascript")}
     for route in routes:
         paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, schemas)
+    for route in routes:
+        if route.location is not None:
+            _link(paths[route.path][route.method.lower()], route.location, routes)
     return {
         "openapi": "3.1.0",
         "info": {"title": "tether", "version": version, "description": _ABOUT},
@@ -155,10 +158,33 @@ _REQUEST_ID_HEADER = {
 }
 
 
+def _operation_id(route: Route) -> str:
+    return "_".join([route.method.lower(), *re.findall(r"\w+", route.path)])
+
+
+def _link(op: dict[str, Any], location: str, routes: Sequence[Route]) -> None:
+    """What a 201 made or a 202 holds, read by the GET its Location names: an OpenAPI link,
+    its parameters the reply's fields, which a client (or a fuzzer's stateful phase)
+    follows."""
+    fields = re.findall(r"{([\w.]+)}", location)
+    shape = re.sub(r"{[\w.]+}", "{}", location)
+    read = next(r for r in routes if r.method == "GET" and re.sub(r"{\w+}", "{}", r.path) == shape)
+    link = {
+        "operationId": _operation_id(read),
+        "parameters": {
+            name: f"$response.body#/{field.replace('.', '/')}"
+            for name, field in zip(read.path_params, fields, strict=True)
+        },
+    }
+    for status in ("201", "202"):
+        if status in op["responses"]:
+            op["responses"][status]["links"] = {f"read_{read.subject.reply.__name__}": link}
+
+
 def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
     request, reply = route.subject.request.__name__, route.subject.reply.__name__
     op: dict[str, Any] = {
-        "operationId": "_".join([route.method.lower(), *re.findall(r"\w+", route.path)]),
+        "operationId": _operation_id(route),
         "summary": route.summary,
         "x-subject": route.subject.name,
         "parameters": [

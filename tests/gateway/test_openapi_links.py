@@ -1,0 +1,57 @@
+"""The OpenAPI document of the real route table: what a 201 made or a 202 holds is linked
+to the GET that reads it, as its Location says, so a client (or schemathesis's stateful
+phase) follows it to what was made rather than to an id it guessed."""
+
+import msgspec
+from openapi_spec_validator import validate
+
+from services.gateway.openapi import openapi
+from services.gateway.routes import ROUTES
+
+DOCUMENT = msgspec.json.decode(msgspec.json.encode(openapi(ROUTES, version="test")))  # as served
+OPERATIONS = {
+    op["operationId"]: (path, op)
+    for path, ops in DOCUMENT["paths"].items()
+    for op in ops.values()
+    if "operationId" in op
+}
+
+
+def _field(schema_name: str, pointer: str) -> dict:
+    """The property a `$response.body#/a/b` pointer names in the reply's schema."""
+    schema = DOCUMENT["components"]["schemas"][schema_name]
+    for name in pointer.split("/"):
+        options = schema.get("anyOf", [schema])  # a nullable field: its object, or null
+        (found,) = [o for o in options if "$ref" in o or "properties" in o]
+        if "$ref" in found:
+            found = DOCUMENT["components"]["schemas"][found["$ref"].rsplit("/", 1)[1]]
+        schema = found["properties"][name]
+    return schema
+
+
+def test_what_a_request_made_is_linked_to_the_get_that_reads_it():
+    validate(DOCUMENT)
+    linked = {}
+    for route in ROUTES:
+        if route.location is None:
+            continue
+        op = DOCUMENT["paths"][route.path][route.method.lower()]
+        for status, response in op["responses"].items():
+            for link in response.get("links", {}).values():
+                path, read = OPERATIONS[link["operationId"]]
+                assert "Location" in response["headers"]
+                params = [p["name"] for p in read["parameters"] if p["in"] == "path"]
+                assert sorted(link["parameters"]) == sorted(params)
+                reply = response["content"]["application/json"]["schema"]["$ref"].rsplit("/")[-1]
+                for expression in link["parameters"].values():
+                    assert _field(reply, expression.removeprefix("$response.body#/"))
+                linked[(route.method, route.path, status)] = path
+    assert linked == {
+        ("POST", "/v1/poa/grants", "201"): "/v1/poa/grants/{id}",
+        ("POST", "/v1/poa/grants/{id}/children", "201"): "/v1/poa/grants/{id}",
+        ("POST", "/v1/poa/grants/{id}/acts", "202"): "/v1/poa/asks/{id}",
+        ("POST", "/v1/agents/me", "201"): "/v1/agents/me",
+        ("POST", "/v1/rooms", "201"): "/v1/rooms/{id}",
+        ("POST", "/v1/mod/layers/{layer}", "202"): "/v1/mod/drafts/{id}",
+        ("POST", "/v1/chonk/runs", "201"): "/v1/chonk/runs/{id}",
+    }
