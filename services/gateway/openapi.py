@@ -106,7 +106,7 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
         paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, schemas)
     for route in routes:
         if route.location is not None:
-            _link(paths[route.path][route.method.lower()], route.location, routes)
+            _link(route, paths[route.path][route.method.lower()], routes)
     return {
         "openapi": "3.1.0",
         "info": {"title": "tether", "version": version, "description": _ABOUT},
@@ -162,23 +162,36 @@ def _operation_id(route: Route) -> str:
     return "_".join([route.method.lower(), *re.findall(r"\w+", route.path)])
 
 
-def _link(op: dict[str, Any], location: str, routes: Sequence[Route]) -> None:
-    """What a 201 made or a 202 holds, read by the GET its Location names: an OpenAPI link,
-    its parameters the reply's fields, which a client (or a fuzzer's stateful phase)
-    follows."""
-    fields = re.findall(r"{([\w.]+)}", location)
-    shape = re.sub(r"{[\w.]+}", "{}", location)
-    read = next(r for r in routes if r.method == "GET" and re.sub(r"{\w+}", "{}", r.path) == shape)
-    link = {
-        "operationId": _operation_id(read),
-        "parameters": {
-            name: f"$response.body#/{field.replace('.', '/')}"
-            for name, field in zip(read.path_params, fields, strict=True)
-        },
+def _link(route: Route, op: dict[str, Any], routes: Sequence[Route]) -> None:
+    """What a 201 made or a 202 holds, and each operation on it, linked from the answer as
+    its Location names it: OpenAPI links whose parameters are the reply's fields, which a
+    client (or a fuzzer's stateful phase) follows rather than guess an id."""
+    assert route.location is not None
+    fields = re.findall(r"{([\w.]+)}", route.location)
+    made = re.sub(r"{[\w.]+}", "{}", route.location)
+    links = {
+        _operation_id(r): {
+            "operationId": _operation_id(r),
+            "parameters": {
+                name: f"$response.body#/{field.replace('.', '/')}"
+                for name, field in zip(r.path_params, fields, strict=True)
+            },
+        }
+        for r in routes
+        if r is not route
+        and r.kind == "json"
+        and len(r.path_params) == len(fields)
+        and _on(re.sub(r"{\w+}", "{}", r.path), made)
     }
     for status in ("201", "202"):
         if status in op["responses"]:
-            op["responses"][status]["links"] = {f"read_{read.subject.reply.__name__}": link}
+            op["responses"][status]["links"] = links
+
+
+def _on(path: str, made: str) -> bool:
+    """Whether an operation at `path` acts on what is at `made` (each parameter `{}`): on
+    it, or on something under it."""
+    return path == made or path.startswith(f"{made}/")
 
 
 def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """The OpenAPI document of the real route table: what a 201 made or a 202 holds is linked
-to the GET that reads it, as its Location says, so a client (or schemathesis's stateful
-phase) follows it to what was made rather than to an id it guessed."""
+to each operation on it (the GET its Location names, and those under it), so a client (or
+schemathesis's stateful phase) follows it to what was made rather than to an id it
+guessed."""
 
 import msgspec
 from openapi_spec_validator import validate
@@ -29,29 +30,41 @@ def _field(schema_name: str, pointer: str) -> dict:
     return schema
 
 
-def test_what_a_request_made_is_linked_to_the_get_that_reads_it():
+def test_what_a_request_made_is_linked_to_each_operation_on_it():
     validate(DOCUMENT)
-    linked = {}
+    linked: dict[tuple[str, str, str], set[str]] = {}
     for route in ROUTES:
         if route.location is None:
             continue
         op = DOCUMENT["paths"][route.path][route.method.lower()]
         for status, response in op["responses"].items():
             for link in response.get("links", {}).values():
-                path, read = OPERATIONS[link["operationId"]]
+                path, target = OPERATIONS[link["operationId"]]
                 assert "Location" in response["headers"]
-                params = [p["name"] for p in read["parameters"] if p["in"] == "path"]
+                params = [p["name"] for p in target["parameters"] if p["in"] == "path"]
                 assert sorted(link["parameters"]) == sorted(params)
                 reply = response["content"]["application/json"]["schema"]["$ref"].rsplit("/")[-1]
                 for expression in link["parameters"].values():
                     assert _field(reply, expression.removeprefix("$response.body#/"))
-                linked[(route.method, route.path, status)] = path
+                linked.setdefault((route.method, route.path, status), set()).add(
+                    f"{link['operationId'].split('_')[0].upper()} {path}"
+                )
+    grant = {"GET /v1/poa/grants/{id}", "POST /v1/poa/grants/{id}/acts"}
+    grant |= {"POST /v1/poa/grants/{id}/revoke"}
     assert linked == {
-        ("POST", "/v1/poa/grants", "201"): "/v1/poa/grants/{id}",
-        ("POST", "/v1/poa/grants/{id}/children", "201"): "/v1/poa/grants/{id}",
-        ("POST", "/v1/poa/grants/{id}/acts", "202"): "/v1/poa/asks/{id}",
-        ("POST", "/v1/agents/me", "201"): "/v1/agents/me",
-        ("POST", "/v1/rooms", "201"): "/v1/rooms/{id}",
-        ("POST", "/v1/mod/layers/{layer}", "202"): "/v1/mod/drafts/{id}",
-        ("POST", "/v1/chonk/runs", "201"): "/v1/chonk/runs/{id}",
-    }
+        ("POST", "/v1/poa/grants", "201"): grant | {"POST /v1/poa/grants/{id}/children"},
+        ("POST", "/v1/poa/grants/{id}/children", "201"): grant,
+        ("POST", "/v1/poa/grants/{id}/acts", "202"): {
+            "GET /v1/poa/asks/{id}", "POST /v1/poa/asks/{id}/answer"
+        },
+        ("POST", "/v1/agents/me", "201"): {"GET /v1/agents/me"},
+        ("POST", "/v1/rooms", "201"): {
+            "GET /v1/rooms/{id}", "GET /v1/rooms/{id}/drafts", "GET /v1/rooms/{id}/messages",
+            "POST /v1/rooms/{id}/messages", "POST /v1/rooms/{id}/questions",
+        },
+        ("POST", "/v1/mod/layers/{layer}", "202"): {
+            "GET /v1/mod/drafts/{id}", "POST /v1/mod/drafts/{id}/commit",
+            "DELETE /v1/mod/drafts/{id}",
+        },
+        ("POST", "/v1/chonk/runs", "201"): {"GET /v1/chonk/runs/{id}"},
+    }  # fmt: skip
