@@ -12,6 +12,7 @@ import msgspec
 import pytest
 
 from libs.contracts import rooms
+from libs.contracts.streams import EVENTS
 from libs.runtime.calls import call
 from services.gateway.app import NATS
 from services.poa.domain.open_asks import OPEN_MOST
@@ -20,6 +21,7 @@ from tests.personal.conftest import (
     announce,
     eventually,
     problem,
+    raised,
     room_with,
     say,
     set_level,
@@ -299,3 +301,30 @@ async def test_a_manager_agents_question_waits_until_it_closes(api, people, conn
     assert datetime.fromisoformat(question["deadline"]) == closes
     assert question["detail"]["author"] == f"bot:{people.org}:chonk-ops"
     assert await eventually(lambda: _empty(api, people.ada))  # closed: not listed
+
+
+async def test_a_question_waits_on_its_person_alone_and_their_agent_drafts_no_reply(
+    api, operator, people
+):
+    """Before, the person's agent drafted a reply in words to a question asked of them:
+    sent, it answered nothing, and the question and a draft both waited on their list."""
+    await announce(operator, people.ada_id)
+
+    async def has_agent() -> bool:
+        return (await api.get("/v1/agents/me", headers=people.ada)).status == 200
+
+    await eventually(has_agent)
+    room = await room_with(api, people, people.bob_id)
+    since = (await operator.jetstream().stream_info(EVENTS.name)).state.last_seq + 1
+    body = {"text": "Standup at nine or ten?", "to": people.ada_id, "options": ["9", "10"]}
+    asked = await api.post(f"/v1/rooms/{room['id']}/questions", json=body, headers=people.bob)
+    assert asked.status == 201, await asked.text()
+    event = await raised(operator, since, room["id"], (await asked.json())["seq"])
+    assert msgspec.json.decode(event.data, type=rooms.MessageStored).answerer is None
+    said = await say(api, room, people.bob, "And the notes?", to=people.ada_id)
+    event = await raised(operator, since, room["id"], said["seq"])
+    stored = msgspec.json.decode(event.data, type=rooms.MessageStored)
+    assert stored.answerer == f"agent:{people.ada_id}"  # a message in words is answered
+    (draft,) = await _of_kind(api, people.ada, "draft")
+    assert draft["detail"]["reply_to"] == said["seq"]
+    assert [i["kind"] for i in await pending(api, people.ada)].count("question") == 1

@@ -148,9 +148,12 @@ def _with_agents(ids: Iterable[str]) -> tuple[Member, ...]:
 
 def answerer(room: Room, message: Message) -> str | None:
     """The one agent that answers `message`: the person's for one to that person, the
-    org's for one to the org, none for one to neither, and none for what an agent or a bot
-    wrote (agents do not answer each other)."""
+    org's for one to the org, none for one to neither, none for what an agent or a bot
+    wrote (agents do not answer each other), and none for a question, which the person
+    asked answers themself (no agent may answer it, and a reply in words answers nothing)."""
     if message.author_kind != "human" or message.to is None or message.to == message.author:
+        return None
+    if message.question is not None:
         return None
     if message.to == ORG:
         found = ambient_id(room.org)
