@@ -25,7 +25,7 @@ from libs.contracts.registry import Subject
 from libs.runtime import bus
 from libs.runtime.calls import headers_of
 from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored
-from services.gateway.routes import Route
+from services.gateway.routes import LOCATED, Route
 from services.gateway.tokens import is_delegate, principal_from
 
 __all__ = [
@@ -56,7 +56,6 @@ KEYED = ("POST", "DELETE")
 # An integer in a path or a query: ASCII digits, a sign at most, and no more than 2^53 has.
 _INTEGER = re.compile(r"-?[0-9]{1,16}")
 _decode = codec.decoder().decode
-_FIELD = re.compile(r"{([\w.]+)}")  # a reply's field in a route's `location`
 _problem = codec.decoder(Problem).decode
 
 
@@ -129,7 +128,7 @@ def _located(template: str, reply: dict[str, Any]) -> str | None:
         return quote(str(found), safe="")
 
     try:
-        return _FIELD.sub(value, template)
+        return LOCATED.sub(value, template)
     except LookupError:
         return None
 

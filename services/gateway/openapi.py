@@ -11,7 +11,7 @@ from services.gateway.forward import KEYED
 from services.gateway.limits import IDEMPOTENCY_KEY
 from services.gateway.middlewares import REQUEST_ID
 from services.gateway.pages import PAGES, SCRIPTS
-from services.gateway.routes import Route
+from services.gateway.routes import LOCATED, Route
 
 __all__ = ["openapi"]
 
@@ -167,8 +167,8 @@ def _link(route: Route, op: dict[str, Any], routes: Sequence[Route]) -> None:
     its Location names it: OpenAPI links whose parameters are the reply's fields, which a
     client (or a fuzzer's stateful phase) follows rather than guess an id."""
     assert route.location is not None
-    fields = re.findall(r"{([\w.]+)}", route.location)
-    made = re.sub(r"{[\w.]+}", "{}", route.location)
+    fields = LOCATED.findall(route.location)
+    made = LOCATED.sub("{}", route.location)
     links = {
         _operation_id(r): {
             "operationId": _operation_id(r),

@@ -8,7 +8,10 @@ import msgspec
 from libs.contracts import agents, chonk, ladder, mod, pending, poa, rooms
 from libs.contracts.registry import Subject
 
-__all__ = ["ROUTES", "Route"]
+__all__ = ["LOCATED", "ROUTES", "Route"]
+
+# A reply's field in a route's `location`: `{id}`, or a field's field, `{draft.id}`.
+LOCATED = re.compile(r"{([\w.]+)}")
 
 
 class Route(msgspec.Struct, frozen=True):
