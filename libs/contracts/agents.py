@@ -18,6 +18,7 @@ __all__ = [
     "AddPersona",
     "Agent",
     "AgentKind",
+    "AgentList",
     "AgentRuntime",
     "Allowance",
     "Billing",
@@ -27,6 +28,7 @@ __all__ = [
     "CreateMine",
     "GetMine",
     "GetPreferences",
+    "ListAgents",
     "ListPersonas",
     "ListedPersona",
     "MyAgent",
@@ -102,6 +104,21 @@ class Agent(Contract):
     created_at: datetime
     user: UserId | None = None
     ambient: bool = False
+
+
+class ListAgents(Contract):
+    """The org's own agents and bots by id (a person's agent is theirs, never listed here):
+    `limit` after the agent `after`."""
+
+    after: Short | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 100
+
+
+class AgentList(Contract):
+    """A page of them; `next` is the cursor of the page after it, null on the last."""
+
+    agents: list[Agent]
+    next: str | None = None
 
 
 class GetMine(Contract):
@@ -258,6 +275,7 @@ CREATE_MINE = _subject("create_mine", CreateMine, MyAgent, "make my agent from a
 PERSONAS = _subject("personas", ListPersonas, PersonaList, "the persona library of my org")
 ADD_PERSONA = _subject("add_persona", AddPersona, ListedPersona, "add an org persona (admin)")
 CREATE = _subject("create", CreateAgent, Agent, "create an org agent from a persona (admin)")
+ORG_AGENTS = _subject("org_agents", ListAgents, AgentList, "the org's own agents and bots (admin)")
 PREFERENCES = _subject("preferences", GetPreferences, Preferences, "my preferences")
 SET_PREFERENCES = _subject("set_preferences", Preferences, Preferences, "replace my preferences")
 BILLING = _subject("billing", BillingRequest, Billing, "capacity in use and metered runtime")
@@ -293,6 +311,7 @@ CONTRACT = service_contract(
         PERSONAS,
         ADD_PERSONA,
         CREATE,
+        ORG_AGENTS,
         PREFERENCES,
         SET_PREFERENCES,
         BILLING,

@@ -110,6 +110,14 @@ class Handlers:
                 raise Refused("agent-exists", 409, f"{agent.id} exists")
         return agent
 
+    async def org_agents(self, req: agents.ListAgents, p: Principal) -> agents.AgentList:
+        _admin(p, "list the org's agents")
+        found = await self._store.org_agents(p.org)
+        if req.after is not None:
+            found = [agent for agent in found if agent.id > req.after]
+        page, more = pages.first(found, req.limit)
+        return agents.AgentList(agents=page, next=page[-1].id if more else None)
+
     async def _note_making(self, key: str | None, agent: agents.Agent) -> None:
         if key is not None:
             await self._store.note_making(key, Making(agent=agent, request=request_digest()))
@@ -226,6 +234,7 @@ class Handlers:
             agents.PERSONAS: self.personas,
             agents.ADD_PERSONA: self.add_persona,
             agents.CREATE: self.create,
+            agents.ORG_AGENTS: self.org_agents,
             agents.PREFERENCES: self.preferences,
             agents.SET_PREFERENCES: self.set_preferences,
             agents.BILLING: self.billing,

@@ -87,6 +87,11 @@ class AgentStore:
         found = await self._get(self._agents, f"org.{org}.{key_token(agent_id)}")
         return None if found is None else _agent.decode(found)
 
+    async def org_agents(self, org: str) -> list[Agent]:
+        """The org's own agents and bots, by id: as many as its plan lets exist."""
+        entries = await self._exact(self._agents, f"org.{org}.*")
+        return sorted((_agent.decode(e.value) for e in entries), key=lambda a: a.id)
+
     async def create_org_agent(self, agent: Agent) -> bool:
         return await _create(self._agents, f"org.{agent.org}.{key_token(agent.id)}", agent)
 

@@ -22,7 +22,8 @@ PAGES: Mapping[str, str] = {
     "/console/runs": "The owner console, to an admin: their org's Chonk runs, each message "
     "with its sources beside it, its rule evaluations as a table; the cadences that run.",
     "/console/org": "To an admin, their org: the personas its agents wear (added or changed "
-    "there), the mods installed for it (uninstalled there), the bill by month.",
+    "there), its own agents and bots (made there), the mods installed for it (uninstalled "
+    "there), the bill by month.",
 }
 SCRIPTS: Mapping[str, str] = {
     "/console/console.js": "What the console's pages share: the token, the API called with it.",

@@ -127,6 +127,13 @@ ROUTES: tuple[Route, ...] = (
         "POST", "/v1/agents/personas", agents.ADD_PERSONA, "Add an org persona (admin)", status=201
     ),
     Route(
+        "GET",
+        "/v1/agents",
+        agents.ORG_AGENTS,
+        "The org's own agents and bots, a page (admin)",
+        query=("after", "limit"),
+    ),
+    Route(
         "POST",
         "/v1/agents",
         agents.CREATE,

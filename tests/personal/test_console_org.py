@@ -11,6 +11,7 @@ from libs.contracts import codec
 from libs.contracts.agents import RunEnded
 from tests.mod.conftest import install, weather
 from tests.personal.conftest import announce, eventually
+from tests.personal.test_answering import set_plan
 from tests.support import browser_page, led_to, token
 
 
@@ -110,3 +111,20 @@ async def test_a_member_is_told_the_page_is_an_admins_and_not_led_to_it(api, peo
     )
     await expect(page.locator("#org")).to_be_hidden()
     assert await led_to(page) == ["/console", "/console/layout", "/console/knows"]
+
+
+async def test_an_admin_makes_an_agent_of_the_org_within_its_plan(api, operator, people, page):
+    """Before, an org's agents were made and read through the API alone."""
+    await sign_in(page, people, f"{people.org}/root", roles=("admin",))
+    await expect(page.locator("#no-agents")).to_be_visible()
+    await page.select_option("#make-persona", "dev")
+    await page.click("#make-it")
+    await expect(page.locator("#status")).to_contain_text("plan free allows 0 agents")
+    await set_plan(operator, people.org, "pro")
+    await page.click("#make-it")
+    await expect(page.locator("#status")).to_have_text(f"Made agent:{people.org}:dev.")
+    made = page.locator(f"#agents li[data-agent='agent:{people.org}:dev']")
+    await expect(made).to_contain_text("@dev: an agent, made ")
+    await expect(page.locator("#capacity")).to_contain_text("The org's agents: 1 of 3.")
+    listed = await (await api.get("/v1/agents", headers=people.root)).json()
+    assert [a["id"] for a in listed["agents"]] == [f"agent:{people.org}:dev"]

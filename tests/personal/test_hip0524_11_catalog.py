@@ -19,6 +19,7 @@ from services.agents.domain import meter, roster
 from services.agents.domain.catalog import load_catalog
 from tests.personal.conftest import announce, eventually, problem
 from tests.personal.test_answering import set_plan
+from tests.support import bearer, token
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = files("services.agents").joinpath("catalog.json")
@@ -208,3 +209,25 @@ async def test_each_agent_is_metered_apart_and_the_bill_pages_its_agents(api, op
     kv = await js.key_value("agents-meter")
     month = start.strftime("%Y-%m")
     assert len(await current(kv, f"{people.org}.{month}.*")) == len(ids)
+
+
+async def test_an_admin_lists_the_orgs_own_agents_and_bots_and_no_one_else_does(
+    api, operator, people
+):
+    """Before, an org's agents counted against its plan and none could be read back."""
+    await set_plan(operator, people.org, "pro")
+    for body in ({"persona": "dev"}, {"persona": "cto"}, {"persona": "marketer", "kind": "bot"}):
+        made = await api.post("/v1/agents", json=body, headers=people.root)
+        assert made.status == 201, await made.text()
+    listed = await api.get("/v1/agents", params={"limit": "2"}, headers=people.root)
+    assert listed.status == 200, await listed.text()
+    page = await listed.json()
+    org = people.org
+    assert [a["id"] for a in page["agents"]] == [f"agent:{org}:cto", f"agent:{org}:dev"]
+    assert page["next"] == f"agent:{org}:dev"
+    rest = await api.get("/v1/agents", params={"after": page["next"]}, headers=people.root)
+    ((bot,),) = [(await rest.json())["agents"]]
+    assert (bot["id"], bot["kind"], bot["persona"]) == (f"bot:{org}:marketer", "bot", "marketer")
+    assert await problem(await api.get("/v1/agents", headers=people.ada)) == (403, "admin-only")
+    theirs = bearer(token(org=f"{org}-x", user=f"{org}-x/root", roles=("admin",)))
+    assert (await (await api.get("/v1/agents", headers=theirs)).json())["agents"] == []
