@@ -174,7 +174,7 @@ class Heard(Contract):
     """What the Chonk read the message as, and what it did: `delivered` as a run's report
     says it (where each message is, what waits for whom)."""
 
-    intent: Literal["call_out", "none"]
+    intent: Literal["call_out", "disputed", "none"]
     shift: str | None = None
     delivered: list[dict[str, Any]] = []
 

@@ -2,8 +2,8 @@
 admin starts, its report, an answer to a Chonk's question, a proposal's lapse, a handoff
 to judge, a person's message to a Chonk, and a decider's packets. A run itself is
 `running.py`'s, a cadence `cadencing.py`'s, a person's knows page and their answer to a
-fact about them `remembering.py`'s, what a run carries out `carrying.py`'s and a call-out
-`covering.py`'s."""
+fact about them `remembering.py`'s, what a run carries out `carrying.py`'s, a call-out
+`covering.py`'s and a dispute of what a Chonk said `disputing.py`'s."""
 
 import contextlib
 from collections.abc import Mapping
@@ -23,6 +23,7 @@ from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler
 from services.chonk.cadencing import Cadencing
 from services.chonk.carrying import Lapse
+from services.chonk.disputing import Disputing
 from services.chonk.domain import handoffs, intents
 from services.chonk.running import tenant_for
 from services.chonk.simulations import tenant
@@ -30,7 +31,7 @@ from services.chonk.simulations import tenant
 __all__ = ["Handlers"]
 
 
-class Handlers(Cadencing):
+class Handlers(Cadencing, Disputing):
     async def start(self, req: chonk.StartRun, p: Principal) -> chonk.RunReport:
         data = tenant_for(req.tenant, p, "starts a Chonk's run")
         spec = data["runs"].get(req.run)
@@ -163,7 +164,8 @@ class Handlers(Cadencing):
 
     async def message(self, req: chonk.ToChonk, p: Principal) -> chonk.Heard:
         """A person's message to one of their org's Chonks (IC_MESSAGE): a call-out to the
-        Chief Operating Orca is covered (EC-MGR-009); anything else is not read here yet."""
+        Chief Operating Orca is covered (EC-MGR-009); one saying what the Chonk told them is
+        not true is met with its receipt (RC-MGR-02); anything else is not read here yet."""
         if p.is_agent:
             raise Refused("agent-may-not", 403, "a person writes to their Chonks themselves")
         charter = self._charters.get(req.chonk)
@@ -175,6 +177,8 @@ class Handlers(Cadencing):
             raise Refused("tenant-not-found", 404, f"no simulation tenant {p.org}") from None
         if req.chonk == "ops" and intents.CALL_OUT.search(req.text):
             return await self._call_out(p, data, charter, req.text)
+        if intents.DISPUTE.search(req.text):
+            return await self._disputed(p, charter, req.text)
         return chonk.Heard(intent="none")
 
     async def packets(self, req: chonk.ListPackets, p: Principal) -> chonk.PacketList:

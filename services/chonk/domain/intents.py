@@ -10,6 +10,7 @@ from services.chonk.domain.types import ProposedAction
 
 __all__ = [
     "CALL_OUT",
+    "DISPUTE",
     "HUMAN_DECISIONS",
     "RANKING",
     "Answer",
@@ -47,6 +48,15 @@ CALL_OUT = re.compile(
     r"\b(didn'?t|did not|hasn'?t|has not) (show|come in|turn up)"
     r"|\bno[- ]show\b|\bcalled (out|in sick)\b|\bnot coming in\b"
     r"|\balone on the \w+",
+    re.IGNORECASE,
+)
+
+
+# A person telling a Chonk that what it said is not so (RC-MGR-02's "that's wrong", "I
+# never said that").
+DISPUTE = re.compile(
+    r"\b(that|this|it)(?:'?s| is| was) (not (true|right|correct|so)|wrong|false|incorrect|untrue)\b"
+    r"|\bi (never said|didn'?t say|did not say) (that|this|it)\b|\bnot what i said\b",
     re.IGNORECASE,
 )
 

@@ -1,0 +1,67 @@
+"""A person telling a Chonk that what it said is not true (§11, RC-MGR-02). Detect: the
+message is read as a dispute, counted, and recorded as a review item. Contain: the Chonk
+annotates its thread with the receipt of the last message it delivered to that person and
+offers to correct it; a fact kept about them is theirs to redact on their knows page. The
+Chonk does not argue, and changes nothing itself."""
+
+import hashlib
+
+import msgspec
+from prometheus_client import Counter
+
+from libs.contracts import chonk
+from libs.contracts.principal import Principal
+from services.chonk.carrying import Carrying, told
+from services.chonk.domain import receipts
+from services.chonk.domain.types import Receipt, RoleCharter
+
+__all__ = ["DISPUTED", "Disputing"]
+
+DISPUTED = Counter(
+    "tether_chonk_disputed",
+    "Messages a person told a Chonk were not true: review items (RC-MGR-02).",
+    ["chonk"],
+)
+
+
+class Disputing(Carrying):
+    async def _disputed(self, p: Principal, charter: RoleCharter, text: str) -> chonk.Heard:
+        """The Chonk's last message to the person, annotated with its receipt; nothing when
+        it has told them nothing."""
+        DISPUTED.labels(charter.chonk_id).inc()
+        told_them = next(
+            (
+                (report, sent)
+                for report in await self._store.reports(p.org)
+                if report.chonk == charter.chonk_id
+                for sent in report.delivered
+                if sent.get("to") == p.sub and "room" in sent
+            ),
+            None,
+        )
+        if told_them is None:
+            return chonk.Heard(intent="disputed")
+        report, sent = told_them
+        receipt = msgspec.convert(report.receipt, Receipt)
+        annotation = (
+            "You said this is not right. It was based on these, as they stood then:\n"
+            f"{receipts.block(receipt)}\n"
+            "Tell me what is wrong and I will correct it. If it is something kept about you, "
+            "you can redact it on your knows page."
+        )
+        words = hashlib.sha256(text.encode()).hexdigest()[:16]
+        key = f"disputed-{report.id}-{words}"
+        async with self._trail.change(
+            p.org, actor=p, action="chonk.claim.disputed", target=report.id,
+            data={"room": sent["room"], "seq": sent["seq"], "chonk": charter.chonk_id},
+        ):  # fmt: skip
+            annotated = await self._send(
+                told(p.org, charter.chonk_id, charter.title, p.sub, annotation, key)
+            )
+        return chonk.Heard(
+            intent="disputed",
+            delivered=[
+                {"kind": "ANNOTATE", "to": p.sub, "run": report.id,
+                 "room": annotated.room, "seq": annotated.seq}
+            ],
+        )  # fmt: skip

@@ -1,0 +1,58 @@
+"""RC-MGR-02's detection and containment through the running services: Ana tells the Chief
+Human Officer that what it said is not true. It is counted and recorded as a review item,
+and the Chonk annotates its thread with the receipt of what it last told her, offering to
+correct it and pointing her to her knows page. Before, the message was read as nothing."""
+
+from libs.audit.reading import records
+from services.chonk.disputing import DISPUTED
+from services.chonk.domain import intents
+from tests.chonk.conftest import ORG, person
+
+ROOT, ANA = person("priya", roles=("admin",)), person("ana")
+
+
+async def test_a_person_who_says_a_message_was_not_true_is_shown_its_receipt(api, operator):
+    r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "checkin_ana"}, headers=ROOT)
+    assert r.status == 201, await r.text()
+    report = await r.json()
+    (told,) = report["delivered"]
+    before = len(await records(operator.jetstream(), ORG))
+    counted = DISPUTED.labels("human")._value.get()
+
+    said = {"chonk": "human", "text": "That's not true, I never said that."}
+    heard = await api.post("/v1/chonk/messages", json=said, headers=ANA)
+    assert heard.status == 200, await heard.text()
+    body = await heard.json()
+    assert body["intent"] == "disputed"
+    (annotated,) = body["delivered"]
+    assert (annotated["kind"], annotated["run"], annotated["room"]) == (
+        "ANNOTATE", report["id"], told["room"]
+    )  # fmt: skip
+    page = await (await api.get(f"/v1/rooms/{told['room']}/messages", headers=ANA)).json()
+    (note,) = [m for m in page["messages"] if m["seq"] == annotated["seq"]]
+    assert note["author"] == f"bot:{ORG}:chonk-human" and note["to"] == f"{ORG}/ana"
+    assert "\nReceipts\n[1] GitHub" in note["text"] and "knows page" in note["text"]
+    # Sent again (a client's retry), the thread is annotated once.
+    again = await (await api.post("/v1/chonk/messages", json=said, headers=ANA)).json()
+    assert again["delivered"][0]["seq"] == annotated["seq"]
+
+    reviews = [
+        x for x in (await records(operator.jetstream(), ORG))[before:]
+        if x.action == "chonk.claim.disputed"
+    ]  # fmt: skip
+    assert reviews and {(x.target, x.actor.sub) for x in reviews} == {(report["id"], f"{ORG}/ana")}
+    assert DISPUTED.labels("human")._value.get() == counted + 2  # each said, counted
+
+
+async def test_a_chonk_that_told_the_person_nothing_annotates_nothing(api):
+    heard = await api.post(
+        "/v1/chonk/messages", json={"chonk": "fin", "text": "That is wrong."}, headers=ANA
+    )
+    assert (await heard.json()) == {"intent": "disputed", "shift": None, "delivered": []}
+
+
+def test_what_reads_as_a_dispute_and_what_does_not():
+    for text in ("That's wrong", "this is not true!", "I never said that", "It was incorrect"):
+        assert intents.DISPUTE.search(text), text
+    for text in ("Thanks, that's right", "Is that true?", "I said I'd be late", "Wrong room?"):
+        assert not intents.DISPUTE.search(text), text
