@@ -93,6 +93,7 @@ class RunReport(Contract):
     trigger: Literal["objective", "cadence", "handoff"] = "objective"
     correlation: str = ""  # the story this run is part of: a handoff's, or its own id
     body: str = ""  # none in a report stored by the release before
+    disputed: int = 0  # how often a reader said its message was not so (RC-MGR-02)
 
 
 class ListRuns(Contract):
@@ -113,6 +114,7 @@ class RunSummary(Contract):
     trigger: Literal["objective", "cadence", "handoff"]
     at: datetime
     correlation: str
+    disputed: int = 0  # how often a reader said its message was not so (RC-MGR-02)
 
 
 class RunList(Contract):

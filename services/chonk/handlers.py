@@ -196,13 +196,14 @@ class Handlers(Cadencing, Disputing):
         found = await self._store.report(p.org, req.id) if "admin" in p.roles else None
         if found is None:
             raise Refused("run-not-found", 404, f"no run {req.id}")
-        return found
+        disputed = await self._store.disputed(p.org, req.id)
+        return msgspec.structs.replace(found, disputed=disputed[req.id])
 
     async def runs(self, req: chonk.ListRuns, p: Principal) -> chonk.RunList:
         """The org's runs, for an admin of it (as a run's report is)."""
         if p.is_agent or "admin" not in p.roles:
             raise Refused("admin-only", 403, f"only an admin of {p.org} reads its runs")
-        found = await self._store.reports(p.org)
+        found, disputed = await self._store.reports(p.org), await self._store.disputed(p.org)
         if req.after is not None:  # a cursor that is none of the org's pages nothing
             ids = [report.id for report in found]
             found = found[ids.index(req.after) + 1 :] if req.after in ids else []
@@ -214,6 +215,7 @@ class Handlers(Cadencing, Disputing):
                 trigger=r.trigger,
                 at=msgspec.convert(r.receipt["createdAt"], datetime),
                 correlation=r.correlation,
+                disputed=disputed[r.id],
             )
             for r in found
         ]

@@ -14,6 +14,9 @@
                    outside.<org>.<chonk>                when it proposed outside its allowlist
                    modes.<org>.<chonk>                  its function modes (RC-MGR-01's PROPOSE)
                    cadence.<org>.<cadence>              a cadence that runs: since when
+                   disputed.<org>.<run>.<digest>        a run's message said not to be so, by
+                                                        whom and in what words digested:
+                                                        when (RC-MGR-02's review item)
     chonk-memory   facts.<org>.<person>.<fact id>      a fact about a person
                    reads.<org>.<person>                 who read that person's facts, for what:
                                                         the latest 200 reads
@@ -39,6 +42,8 @@ often enough for the leader's cost to matter.
 """
 
 import contextlib
+import hashlib
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
@@ -410,6 +415,16 @@ class ChonkStore:
         entries = await self._in_runs(self._runs, f"{org}.*")  # no other key has two tokens
         entries.sort(key=lambda e: e.revision, reverse=True)
         return [_report.decode(e.value) for e in entries]
+
+    async def put_disputed(self, org: str, run_id: str, said: str, at: datetime) -> None:
+        """A review item of `run_id`'s, once for what `said` digests (who, in what words)."""
+        digest = hashlib.sha256(said.encode()).hexdigest()[:16]
+        await put(self._runs, f"disputed.{org}.{run_id}.{digest}", at.isoformat().encode())
+
+    async def disputed(self, org: str, run_id: str = "*") -> Counter[str]:
+        """How often each of the org's runs (or `run_id`) was said not to be so."""
+        entries = await self._in_runs(self._runs, f"disputed.{org}.{run_id}.*")
+        return Counter(e.key.split(".")[2] for e in entries)
 
     async def facts(self, org: str, person: str) -> list[MemoryFact]:
         entries = await self._in_memory(self._memory, f"facts.{org}.{key_token(person)}.*")

@@ -7,6 +7,7 @@ import pytest
 from playwright.async_api import expect
 
 from tests.chonk.conftest import ORG
+from tests.chonk.test_rc_mgr_02_disputed import dispute_the_check_in
 from tests.support import bearer, browser_page, led_to, token
 
 PRIYA = token(org=ORG, user=f"{ORG}/priya", roles=("admin",))
@@ -53,6 +54,19 @@ async def test_the_owner_reads_a_runs_message_beside_its_receipts_and_rules(api,
         "Send message (owner) to Priya: autonomous"
     )
     assert await led_to(page) == ["/console", "/console/layout", "/console/knows", "/console/org"]
+
+
+async def test_the_owner_sees_a_run_its_reader_said_was_not_so(api, page):
+    """RC-MGR-02's review item, where the owner reads the run (before, it was in the audit
+    trail alone)."""
+    report, _ = await dispute_the_check_in(api)
+    await sign_in(page, PRIYA)
+    listed = page.locator(f"#runs li[data-run={report['id']}]")
+    await expect(listed).to_contain_text("run when asked, disputed once")
+    await listed.get_by_role("button").click()
+    await expect(page.locator("#disputed")).to_have_text(
+        "A reader said this was not so: disputed once. Check its sources."
+    )
 
 
 async def test_the_owner_stops_a_cadence_from_the_page(api, page):

@@ -9,20 +9,24 @@ from services.chonk.domain import intents
 from tests.chonk.conftest import ORG, person
 
 ROOT, ANA = person("priya", roles=("admin",)), person("ana")
+NOT_SO = "That's not true, I never said that."
+
+
+async def dispute_the_check_in(api) -> tuple[dict, dict]:
+    """The check-in run, and Ana telling the Chief Human Officer it was not so."""
+    r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "checkin_ana"}, headers=ROOT)
+    assert r.status == 201, await r.text()
+    said = {"chonk": "human", "text": NOT_SO}
+    heard = await api.post("/v1/chonk/messages", json=said, headers=ANA)
+    assert heard.status == 200, await heard.text()
+    return await r.json(), await heard.json()
 
 
 async def test_a_person_who_says_a_message_was_not_true_is_shown_its_receipt(api, operator):
-    r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "checkin_ana"}, headers=ROOT)
-    assert r.status == 201, await r.text()
-    report = await r.json()
-    (told,) = report["delivered"]
     before = len(await records(operator.jetstream(), ORG))
     counted = DISPUTED.labels("human")._value.get()
-
-    said = {"chonk": "human", "text": "That's not true, I never said that."}
-    heard = await api.post("/v1/chonk/messages", json=said, headers=ANA)
-    assert heard.status == 200, await heard.text()
-    body = await heard.json()
+    report, body = await dispute_the_check_in(api)
+    (told,) = report["delivered"]
     assert body["intent"] == "disputed"
     (annotated,) = body["delivered"]
     assert (annotated["kind"], annotated["run"], annotated["room"]) == (
@@ -32,9 +36,16 @@ async def test_a_person_who_says_a_message_was_not_true_is_shown_its_receipt(api
     (note,) = [m for m in page["messages"] if m["seq"] == annotated["seq"]]
     assert note["author"] == f"bot:{ORG}:chonk-human" and note["to"] == f"{ORG}/ana"
     assert "\nReceipts\n[1] GitHub" in note["text"] and "knows page" in note["text"]
-    # Sent again (a client's retry), the thread is annotated once.
+    # Sent again (a client's retry), the thread is annotated once, one review item.
+    said = {"chonk": "human", "text": NOT_SO}
     again = await (await api.post("/v1/chonk/messages", json=said, headers=ANA)).json()
     assert again["delivered"][0]["seq"] == annotated["seq"]
+    # The owner's review item: the run says how often it was disputed, never by whom.
+    read = await (await api.get(f"/v1/chonk/runs/{report['id']}", headers=ROOT)).json()
+    assert read["disputed"] == 1
+    listed = await (await api.get("/v1/chonk/runs", headers=ROOT)).json()
+    (summary,) = [run for run in listed["runs"] if run["id"] == report["id"]]
+    assert summary["disputed"] == 1 and f"{ORG}/ana" not in str(summary)
 
     reviews = [
         x for x in (await records(operator.jetstream(), ORG))[before:]
