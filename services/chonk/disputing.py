@@ -49,13 +49,13 @@ class Disputing(Carrying):
             "Tell me what is wrong and I will correct it. If it is something kept about you, "
             "you can redact it on your knows page."
         )
-        words = hashlib.sha256(text.encode()).hexdigest()[:16]
-        key = f"disputed-{report.id}-{words}"
+        said = hashlib.sha256(f"{p.sub}\n{text}".encode()).hexdigest()[:16]  # who, what words
+        key = f"disputed-{report.id}-{said}"
         async with self._trail.change(
             p.org, actor=p, action="chonk.claim.disputed", target=report.id,
             data={"room": sent["room"], "seq": sent["seq"], "chonk": charter.chonk_id},
         ):  # fmt: skip
-            await self._store.put_disputed(p.org, report.id, f"{p.sub}\n{text}", self._clock())
+            await self._store.put_disputed(p.org, report.id, said, self._clock())
             annotated = await self._send(
                 told(p.org, charter.chonk_id, charter.title, p.sub, annotation, key)
             )

@@ -42,7 +42,6 @@ often enough for the leader's cost to matter.
 """
 
 import contextlib
-import hashlib
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
@@ -417,9 +416,9 @@ class ChonkStore:
         return [_report.decode(e.value) for e in entries]
 
     async def put_disputed(self, org: str, run_id: str, said: str, at: datetime) -> None:
-        """A review item of `run_id`'s, once for what `said` digests (who, in what words)."""
-        digest = hashlib.sha256(said.encode()).hexdigest()[:16]
-        await put(self._runs, f"disputed.{org}.{run_id}.{digest}", at.isoformat().encode())
+        """A review item of `run_id`'s, once for `said`: a digest of who said it in what
+        words, never either."""
+        await put(self._runs, f"disputed.{org}.{run_id}.{said}", at.isoformat().encode())
 
     async def disputed(self, org: str, run_id: str = "*") -> Counter[str]:
         """How often each of the org's runs (or `run_id`) was said not to be so."""
