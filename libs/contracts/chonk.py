@@ -18,6 +18,7 @@ __all__ = [
     "ACTION_READY",
     "CADENCE",
     "CADENCES",
+    "CHONKS",
     "CONTRACT",
     "HANDOFF_ACCEPTED",
     "HANDOFF_DECLINED",
@@ -31,6 +32,8 @@ __all__ = [
     "CadenceList",
     "CadenceStarted",
     "CadenceStopped",
+    "ChonkList",
+    "ChonkTitle",
     "GetKnows",
     "HandoffDecided",
     "HandoffRequest",
@@ -38,6 +41,7 @@ __all__ = [
     "KnownFact",
     "Knows",
     "ListCadences",
+    "ListChonks",
     "ListPackets",
     "ListRuns",
     "MemoryAnswer",
@@ -163,6 +167,19 @@ class CadenceStopped(Contract):
     was_running: bool
 
 
+class ListChonks(Contract):
+    """The Chonks of my org, to write to: none where the org runs none."""
+
+
+class ChonkTitle(Contract):
+    id: str
+    title: str
+
+
+class ChonkList(Contract):
+    chonks: list[ChonkTitle]
+
+
 class ToChonk(Contract):
     """A person's message to one of their org's Chonks (an IC_MESSAGE)."""
 
@@ -279,6 +296,7 @@ CADENCES = _subject("cadences", ListCadences, CadenceList, "my org's cadences th
 STOP_CADENCE = _subject("stop_cadence", StopCadence, CadenceStopped, "stop a cadence (admin)")
 PACKETS = _subject("packets", ListPackets, PacketList, "the HUMAN_ONLY packets I decide")
 MESSAGE = _subject("message", ToChonk, Heard, "write to one of my org's Chonks")
+CHONKS = _subject("chonks", ListChonks, ChonkList, "my org's Chonks, to write to")
 HandoffReason = Literal[
     "people_problem",
     "budget_impact",
@@ -355,7 +373,19 @@ ANSWER = _subject("answer", MemoryAnswer, KnownFact, "redact a fact about me, or
 
 CONTRACT = service_contract(
     "chonk",
-    [START, CADENCE, CADENCES, STOP_CADENCE, REPORT, RUNS, KNOWS, ANSWER, PACKETS, MESSAGE],
+    [
+        START,
+        CADENCE,
+        CADENCES,
+        STOP_CADENCE,
+        REPORT,
+        RUNS,
+        KNOWS,
+        ANSWER,
+        PACKETS,
+        MESSAGE,
+        CHONKS,
+    ],
     events=(HANDOFF_REQUESTED, HANDOFF_ACCEPTED, HANDOFF_DECLINED, TRIAGE_OPENED, ACTION_READY),
     buckets=("chonk-runs", "chonk-memory"),
     shared_streams=("EVENTS", "TIMERS", "DEAD"),

@@ -55,7 +55,7 @@ class Disputing(Carrying):
             p.org, actor=p, action="chonk.claim.disputed", target=report.id,
             data={"room": sent["room"], "seq": sent["seq"], "chonk": charter.chonk_id},
         ):  # fmt: skip
-            await self._store.put_disputed(p.org, report.id, said, self._clock())
+            await self._store.put_disputed(p.org, report, said)
             annotated = await self._send(
                 told(p.org, charter.chonk_id, charter.title, p.sub, annotation, key)
             )

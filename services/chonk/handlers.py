@@ -162,6 +162,15 @@ class Handlers(Cadencing, Disputing):
             correlation=request.correlation_id, handoff=request,
         )  # fmt: skip
 
+    async def chonks(self, _: chonk.ListChonks, p: Principal) -> chonk.ChonkList:
+        try:
+            tenant(p.org)
+        except FileNotFoundError:
+            return chonk.ChonkList(chonks=[])  # the org runs no Chonk here
+        return chonk.ChonkList(
+            chonks=[chonk.ChonkTitle(id=c.chonk_id, title=c.title) for c in self._charters.values()]
+        )
+
     async def message(self, req: chonk.ToChonk, p: Principal) -> chonk.Heard:
         """A person's message to one of their org's Chonks (IC_MESSAGE): a call-out to the
         Chief Operating Orca is covered (EC-MGR-009); one saying what the Chonk told them is
@@ -197,7 +206,7 @@ class Handlers(Cadencing, Disputing):
         if found is None:
             raise Refused("run-not-found", 404, f"no run {req.id}")
         disputed = await self._store.disputed(p.org, req.id)
-        return msgspec.structs.replace(found, disputed=disputed[req.id])
+        return msgspec.structs.replace(found, disputed=disputed[_ran(found)])
 
     async def runs(self, req: chonk.ListRuns, p: Principal) -> chonk.RunList:
         """The org's runs, for an admin of it (as a run's report is)."""
@@ -215,7 +224,7 @@ class Handlers(Cadencing, Disputing):
                 trigger=r.trigger,
                 at=msgspec.convert(r.receipt["createdAt"], datetime),
                 correlation=r.correlation,
-                disputed=disputed[r.id],
+                disputed=disputed[_ran(r)],
             )
             for r in found
         ]
@@ -234,4 +243,10 @@ class Handlers(Cadencing, Disputing):
             chonk.ANSWER: self.answer,
             chonk.PACKETS: self.packets,
             chonk.MESSAGE: self.message,
+            chonk.CHONKS: self.chonks,
         }
+
+
+def _ran(report: chonk.RunReport) -> tuple[str, str]:
+    """A run as its review items name it: a run asked again is another's."""
+    return report.id, report.receipt["createdAt"]

@@ -15,8 +15,9 @@
                    modes.<org>.<chonk>                  its function modes (RC-MGR-01's PROPOSE)
                    cadence.<org>.<cadence>              a cadence that runs: since when
                    disputed.<org>.<run>.<digest>        a run's message said not to be so, by
-                                                        whom and in what words digested:
-                                                        when (RC-MGR-02's review item)
+                                                        whom and in what words digested: when
+                                                        that run ran (a run asked again is
+                                                        another's), RC-MGR-02's review item
     chonk-memory   facts.<org>.<person>.<fact id>      a fact about a person
                    reads.<org>.<person>                 who read that person's facts, for what:
                                                         the latest 200 reads
@@ -415,15 +416,17 @@ class ChonkStore:
         entries.sort(key=lambda e: e.revision, reverse=True)
         return [_report.decode(e.value) for e in entries]
 
-    async def put_disputed(self, org: str, run_id: str, said: str, at: datetime) -> None:
-        """A review item of `run_id`'s, once for `said`: a digest of who said it in what
+    async def put_disputed(self, org: str, report: RunReport, said: str) -> None:
+        """A review item of `report`'s, once for `said`: a digest of who said it in what
         words, never either."""
-        await put(self._runs, f"disputed.{org}.{run_id}.{said}", at.isoformat().encode())
+        ran = report.receipt["createdAt"].encode()
+        await put(self._runs, f"disputed.{org}.{report.id}.{said}", ran)
 
-    async def disputed(self, org: str, run_id: str = "*") -> Counter[str]:
-        """How often each of the org's runs (or `run_id`) was said not to be so."""
+    async def disputed(self, org: str, run_id: str = "*") -> Counter[tuple[str, str]]:
+        """How often each of the org's runs (or `run_id`), by its id and when it ran, was
+        said not to be so."""
         entries = await self._in_runs(self._runs, f"disputed.{org}.{run_id}.*")
-        return Counter(e.key.split(".")[2] for e in entries)
+        return Counter((e.key.split(".")[2], (e.value or b"").decode()) for e in entries)
 
     async def facts(self, org: str, person: str) -> list[MemoryFact]:
         entries = await self._in_memory(self._memory, f"facts.{org}.{key_token(person)}.*")

@@ -18,7 +18,7 @@ PAGES: Mapping[str, str] = {
     "org's): the composed rail and settings, drafts to keep or discard with the time left, "
     "versions to revert to.",
     "/console/knows": "The console's knows page: the facts the manager agents keep about me, "
-    "who read each for what, and redact or answer.",
+    "who read each for what, and redact or answer; and a message to one of them.",
     "/console/runs": "The owner console, to an admin: their org's Chonk runs, each message "
     "with its sources beside it, its rule evaluations as a table; the cadences that run.",
     "/console/org": "To an admin, their org: the personas its agents wear (added or changed "

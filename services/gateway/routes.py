@@ -298,6 +298,7 @@ ROUTES: tuple[Route, ...] = (
         "The HUMAN_ONLY packets I decide, a page",
         query=("after", "limit"),
     ),
+    Route("GET", "/v1/chonk/roster", chonk.CHONKS, "My org's Chonks, each by its title"),
     Route("POST", "/v1/chonk/messages", chonk.MESSAGE, "Write to one of my org's Chonks"),
     Route("GET", "/v1/chonk/knows", chonk.KNOWS, "What my manager knows about me, and who read it"),
     Route(

@@ -138,3 +138,11 @@ async def test_an_admin_lists_the_orgs_runs_newest_first_and_opens_one_from_the_
     assert ORG not in str(theirs) and last["id"] not in {run["id"] for run in theirs["runs"]}
     nobody = await api.get("/v1/chonk/runs", params={"after": "run_none"}, headers=ROOT)
     assert (await nobody.json()) == {"runs": [], "next": None}
+
+
+async def test_a_person_reads_which_chonks_their_org_runs_to_write_to(api):
+    roster = await (await api.get("/v1/chonk/roster", headers=ANA)).json()
+    titles = {c["id"]: c["title"] for c in roster["chonks"]}
+    assert len(titles) == 9 and titles["human"] == "Chief Human Officer"
+    elsewhere = bearer(token(org="acme", user="acme/ada"))  # no simulation tenant: none
+    assert (await (await api.get("/v1/chonk/roster", headers=elsewhere)).json()) == {"chonks": []}

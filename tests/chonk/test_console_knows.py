@@ -62,3 +62,23 @@ async def test_enter_in_the_token_box_signs_in_and_sends_the_token_nowhere(api, 
     await expect(page.locator("#knows")).to_be_visible()
     await expect(page.locator("#signin")).to_be_hidden()
     assert page.url == at
+
+
+async def test_a_person_tells_a_manager_agent_that_what_it_said_is_not_so(api, page):
+    """Before, a person could write to a Chonk through the API alone."""
+    root = bearer(token(org=ORG, user=f"{ORG}/priya", roles=("admin",)))
+    r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "checkin_ana"}, headers=root)
+    assert r.status == 201, await r.text()
+    (told,) = (await r.json())["delivered"]
+    await page.fill("#token", token(org=ORG, user=f"{ORG}/ana"))
+    await page.click("#use")
+    await page.select_option("#chonk", label="Chief Human Officer")
+    await page.fill("#words", "That is not true: I was in the review all week.")
+    await page.click("#send")
+    await expect(page.locator("#status")).to_have_text(
+        "Chief Human Officer showed you, in your thread with it, what it told you was based "
+        "on, and offers to correct it."
+    )
+    ana = bearer(token(org=ORG, user=f"{ORG}/ana"))
+    thread = await (await api.get(f"/v1/rooms/{told['room']}/messages", headers=ana)).json()
+    assert "Tell me what is wrong" in thread["messages"][-1]["text"]
