@@ -164,6 +164,9 @@ async def remove(kv: KeyValue, key: str, *, keep: timedelta | None) -> None:
 _WRONG_LAST_SEQUENCE = (10071, 10164)
 # A compare-and-set's own id, to tell it among what landed after the place it was asked at.
 _WRITE_ID = "Tether-Write"
+# The longest TTL the server takes: its nanoseconds in an int64 (some 292 years); one asked
+# to keep longer (a question closing in the year 3093) is kept that long, for good.
+_MOST_TTL_S = (2**63 - 1) // 10**9
 # A write whose answer never came is asked this often in all (5 s each, nats-py's
 # wait): a node stalled for seconds answers the last.
 _ASKS = 3
@@ -176,7 +179,7 @@ async def _published(
     no form for (a compare-and-set over a filter; a time to live, which the bucket's stream
     allows one per message, with `keep`; an id to be stored once under)."""
     if keep is not None:
-        headers["Nats-TTL"] = f"{max(1, int(keep.total_seconds()))}s"
+        headers["Nats-TTL"] = f"{min(max(1, int(keep.total_seconds())), _MOST_TTL_S)}s"
     subject = f"{kv._pre}{key}"
     # A write whose answer never came may have landed: it is asked again, and lands once at
     # most. A compare-and-set is the same write at the same place; one that meets a write

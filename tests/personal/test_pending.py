@@ -328,3 +328,17 @@ async def test_a_question_waits_on_its_person_alone_and_their_agent_drafts_no_re
     (draft,) = await _of_kind(api, people.ada, "draft")
     assert draft["detail"]["reply_to"] == said["seq"]
     assert [i["kind"] for i in await pending(api, people.ada)].count("question") == 1
+
+
+async def test_a_question_that_closes_centuries_from_now_waits_like_any_other(api, people, connect):
+    """Found by the bus's edge fuzzer: a bot's question closing in the year 3093 failed the
+    rooms' handler (a TTL past what the server can say), a 500."""
+    far = datetime(3093, 4, 10, 16, 21, 31, tzinfo=UTC)
+    tell = rooms.Tell(
+        org=people.org, person=people.ada_id, bot="chonk-ops", title="Chief Operating Orca",
+        text="Will you still be here?", key="offer-far", options=("Yes", "No"), closes_at=far,
+    )  # fmt: skip
+    async with connect("chonk") as nc:
+        await call(nc, rooms.TELL, tell, caller="chonk")
+    (question,) = await _of_kind(api, people.ada, "question")
+    assert datetime.fromisoformat(question["deadline"]) == far
