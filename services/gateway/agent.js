@@ -24,13 +24,7 @@ async function showAgent() {
 
 // The org's library, to make the agent from: "self" first, as the person's own.
 async function showPersonas() {
-  const listed = [];
-  let after = null;
-  do {
-    const page = await api("GET", `/v1/agents/personas${after ? `?after=${after}` : ""}`);
-    listed.push(...page.personas.map((p) => p.persona));
-    after = page.next;
-  } while (after);
+  const listed = (await everyPage("/v1/agents/personas", "personas")).map((p) => p.persona);
   listed.sort((a, b) => (b.name === "self") - (a.name === "self"));
   $("make-persona").replaceChildren(...listed.map((p) => new Option(`${p.name}: ${p.description}`, p.name)));
 }

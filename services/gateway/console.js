@@ -132,6 +132,18 @@ function claims() {
 
 const admin = () => (claims().roles || []).includes("admin");
 
+// Every item of a paged list: each page of `path`'s `field`, the next after the last's `next`.
+async function everyPage(path, field) {
+  const found = [];
+  let after = null;
+  do {
+    const page = await api("GET", after ? `${path}?after=${encodeURIComponent(after)}` : path);
+    found.push(...page[field]);
+    after = page.next;
+  } while (after);
+  return found;
+}
+
 function item(text, className = "") {
   return Object.assign(document.createElement("li"), { textContent: text, className });
 }
