@@ -10,6 +10,10 @@ async function showAgent() {
     if (error.status === 404) return null;
     throw error;
   });
+  if (mine) {  // filled before it shows, so nothing the person writes there is written over
+    const preferences = await api("GET", "/v1/preferences");
+    for (const field of PREFERENCES) $(`pref-${field}`).value = preferences[field];
+  }
   $("no-agent").hidden = mine !== null;
   $("preferences").hidden = mine === null;
   $("persona").textContent = mine ? `Its persona is “${mine.persona.name}”. ${mine.persona.description}` : "";
@@ -17,8 +21,6 @@ async function showAgent() {
     await showPersonas();
     return;
   }
-  const preferences = await api("GET", "/v1/preferences");
-  for (const field of PREFERENCES) $(`pref-${field}`).value = preferences[field];
   await showLines();
 }
 
