@@ -217,15 +217,8 @@ def _window(w: ladder.PendingWindow) -> PendingItem:
 
 def _confirmation(c: ladder.PendingConfirmation) -> PendingItem:
     path = f"/v1/confirmations/{c.id}"
-    choices: Iterable[tuple[str, dict]] = (
-        *((f"pick {i}", {"type": "pick", "option": i}) for i in range(len(c.candidates))),
-        *(
-            (("edit", {"type": "edit", "text": c.candidates[0]}),)
-            if "edit" in c.actions and c.candidates
-            else ()
-        ),
-        *((("decline", {"type": "decline"}),) if "decline" in c.actions else ()),
-    )
+    edit = c.candidates[0] if "edit" in c.actions and c.candidates else None
+    choices = _choices(len(c.candidates), edit, decline="decline" in c.actions)
     return PendingItem(
         kind="confirmation",
         id=c.id,
@@ -237,16 +230,22 @@ def _confirmation(c: ladder.PendingConfirmation) -> PendingItem:
     )
 
 
+def _choices(options: int, edit: str | None, *, decline: bool = True) -> Iterable[tuple[str, dict]]:
+    """An answer's choices, each named: every option picked, the person's own words (`edit`
+    the box's first text) where taken, and decline where offered."""
+    yield from ((f"pick {i}", {"type": "pick", "option": i}) for i in range(options))
+    if edit is not None:
+        yield "edit", {"type": "edit", "text": edit}
+    if decline:
+        yield "decline", {"type": "decline"}
+
+
 def _question(q: rooms.Message) -> PendingItem:
     """Answered in its room: an option picked, the person's own words where it takes them,
     or declined."""
     assert q.question is not None
     path = f"/v1/rooms/{q.room}/questions/{q.seq}/answer"
-    choices: Iterable[tuple[str, dict]] = (
-        *((f"pick {i}", {"type": "pick", "option": i}) for i in range(len(q.question.options))),
-        *((("edit", {"type": "edit", "text": ""}),) if q.question.editable else ()),
-        ("decline", {"type": "decline"}),
-    )
+    choices = _choices(len(q.question.options), "" if q.question.editable else None)
     return PendingItem(
         kind="question",
         id=f"{q.room}-{q.seq}",
