@@ -26,7 +26,7 @@ from services.chonk.carrying import Lapse
 from services.chonk.disputing import Disputing
 from services.chonk.domain import handoffs, intents
 from services.chonk.running import tenant_for
-from services.chonk.simulations import tenant
+from services.chonk.simulations import exists, tenant
 
 __all__ = ["Handlers"]
 
@@ -163,9 +163,7 @@ class Handlers(Cadencing, Disputing):
         )  # fmt: skip
 
     async def chonks(self, _: chonk.ListChonks, p: Principal) -> chonk.ChonkList:
-        try:
-            tenant(p.org)
-        except FileNotFoundError:
+        if not exists(p.org):
             return chonk.ChonkList(chonks=[])  # the org runs no Chonk here
         return chonk.ChonkList(
             chonks=[chonk.ChonkTitle(id=c.chonk_id, title=c.title) for c in self._charters.values()]

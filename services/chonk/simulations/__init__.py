@@ -11,9 +11,14 @@ import msgspec
 from libs.model import Prompt
 from services.chonk.harness import Run
 
-__all__ = ["run_of", "script", "tenant"]
+__all__ = ["exists", "run_of", "script", "tenant"]
 
 _ASKED = re.compile(r"^sub-agent: (\w+); step: ([\w-]+)", re.MULTILINE)
+
+
+def exists(name: str) -> bool:
+    """Whether a simulation tenant of this name is shipped, read without decoding it."""
+    return files(__package__).joinpath(f"{name}.json").is_file()
 
 
 def tenant(name: str) -> dict[str, Any]:
