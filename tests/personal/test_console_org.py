@@ -12,7 +12,8 @@ from libs.contracts.agents import RunEnded
 from tests.mod.conftest import install, weather
 from tests.personal.conftest import announce, eventually
 from tests.personal.test_answering import set_plan
-from tests.support import browser_page, led_to, token
+from tests.personal.test_console import sign_in
+from tests.support import browser_page, led_to
 
 
 @pytest.fixture
@@ -24,11 +25,6 @@ def api(whole_api):
 async def page(api):
     async with browser_page(str(api.make_url("/console/org"))) as page:
         yield page
-
-
-async def sign_in(page, people, user: str, **claims) -> None:
-    await page.fill("#token", token(org=people.org, user=user, **claims))
-    await page.click("#use")
 
 
 async def test_an_admin_adds_a_persona_their_people_make_their_agents_from(api, people, page):
