@@ -193,7 +193,9 @@ class Heard(Contract):
     """What the Chonk read the message as, and what it did: `delivered` as a run's report
     says it (where each message is, what waits for whom)."""
 
-    intent: Literal["call_out", "disputed", "none"]
+    intent: Literal[
+        "call_out", "disputed", "human_decision", "ranking", "anonymous_feedback", "none"
+    ]
     shift: str | None = None
     delivered: list[dict[str, Any]] = []
 

@@ -24,7 +24,7 @@ from services.chonk.domain import ladder, proposals
 from services.chonk.domain.types import ProposedAction
 from services.chonk.store import Asked, Chased, ChaseState, ChonkStore, Proposal
 
-__all__ = ["CHASE", "LAPSE", "UNDONE", "Carrying", "Lapse", "bot", "told"]
+__all__ = ["CHASE", "LAPSE", "UNDONE", "Carrying", "Lapse", "bot", "told", "waiting"]
 
 CHASE = "chase"
 LAPSE = "proposal_lapse"
@@ -197,6 +197,8 @@ class Carrying:
         decider = Principal(org=org, sub=held.decider)
         once = f"{action}.{key_token(org)}.{key_token(held.key)}"
         async with self._trail.change(org, actor=decider, action=action, target=held.key, key=once):
+            if approved and held.packet is not None:
+                await self._open(held.packet)
             if approved and held.tell is not None:
                 sent = await self._send(held.tell)
                 if held.offer is not None:
@@ -250,19 +252,8 @@ class Carrying:
     async def _packet(self, action: ProposedAction, packet: chonk.Packet, title: str) -> dict:
         """HUMAN_ONLY: a decision record for its decider, under its own access control and
         never in memory; the decider is told it waits, not what it says."""
-        actor = bot(packet.tenant, packet.chonk)
-        async with self._trail.change(
-            packet.tenant, actor=actor, action="chonk.packet.open", target=packet.id,
-            data={"decider": packet.decider, "subject": packet.subject},
-        ):  # fmt: skip
-            await self._store.put_packet(packet)
-        notice = (
-            f"{title} has prepared a packet for you to decide: {packet.about}. It is in your "
-            "packets; nothing happens until you decide."
-        )
-        sent = await self._send(
-            told(packet.tenant, packet.chonk, title, packet.decider, notice, f"packet-{packet.id}")
-        )
+        await self._open(packet)
+        sent = await self._send(waiting(packet, title))
         return {
             "kind": action.kind,
             "to": packet.decider,
@@ -271,6 +262,13 @@ class Carrying:
             "room": sent.room,
             "seq": sent.seq,
         }
+
+    async def _open(self, packet: chonk.Packet) -> None:
+        async with self._trail.change(
+            packet.tenant, actor=bot(packet.tenant, packet.chonk), action="chonk.packet.open",
+            target=packet.id, data={"decider": packet.decider, "subject": packet.subject},
+        ):  # fmt: skip
+            await self._store.put_packet(packet)
 
     async def _hand_off(self, request: chonk.HandoffRequest) -> dict[str, Any]:
         """§8: a handoff is data on the bus, on the run's correlation id, recorded first;
@@ -331,6 +329,15 @@ def told(
         key=key,
         options=options,
     )
+
+
+def waiting(packet: chonk.Packet, title: str) -> rooms.Tell:
+    """What the Chonk tells a packet's decider: that it waits, never what it says."""
+    notice = (
+        f"{title} has prepared a packet for you to decide: {packet.about}. It is in your "
+        "packets; nothing happens until you decide."
+    )
+    return told(packet.tenant, packet.chonk, title, packet.decider, notice, f"packet-{packet.id}")
 
 
 def _noted(asked: Asked, state: ChaseState) -> ChaseState:

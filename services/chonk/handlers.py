@@ -23,6 +23,7 @@ from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler
 from services.chonk.cadencing import Cadencing
 from services.chonk.carrying import Lapse
+from services.chonk.declining import NEVER, Declining
 from services.chonk.disputing import Disputing
 from services.chonk.domain import handoffs, intents
 from services.chonk.running import tenant_for
@@ -31,7 +32,7 @@ from services.chonk.simulations import exists, tenant
 __all__ = ["Handlers"]
 
 
-class Handlers(Cadencing, Disputing):
+class Handlers(Cadencing, Disputing, Declining):
     async def start(self, req: chonk.StartRun, p: Principal) -> chonk.RunReport:
         data = tenant_for(req.tenant, p, "starts a Chonk's run")
         spec = data["runs"].get(req.run)
@@ -146,6 +147,10 @@ class Handlers(Cadencing, Disputing):
         """The receiver's run for an accepted handoff: the tenant's run that takes this
         kind of handoff about this person, once."""
         subject = next(iter(request.subject_refs), "")
+        if request.context_bundle_ref.startswith(NEVER):  # EC-MGR-001's, to `human` alone
+            decision = request.context_bundle_ref.removeprefix(NEVER)
+            await self._offer_packet(data, subject, decision, request.receipt_id)
+            return
         wanted = {"from": request.from_chonk, "reason": request.reason, "subject": subject}
         spec = next(
             (
@@ -172,7 +177,9 @@ class Handlers(Cadencing, Disputing):
     async def message(self, req: chonk.ToChonk, p: Principal) -> chonk.Heard:
         """A person's message to one of their org's Chonks (IC_MESSAGE): a call-out to the
         Chief Operating Orca is covered (EC-MGR-009); one saying what the Chonk told them is
-        not true is met with its receipt (RC-MGR-02); anything else is not read here yet."""
+        not true is met with its receipt (RC-MGR-02); a question a person decides names who
+        does (EC-MGR-001); a ranking of people is declined (EC-MGR-004), and so is
+        anonymous feedback (EC-MGR-005); anything else is not read here yet."""
         if p.is_agent:
             raise Refused("agent-may-not", 403, "a person writes to their Chonks themselves")
         charter = self._charters.get(req.chonk)
@@ -186,6 +193,12 @@ class Handlers(Cadencing, Disputing):
             return await self._call_out(p, data, charter, req.text)
         if intents.DISPUTE.search(req.text):
             return await self._disputed(p, charter, req.text)
+        if (decision := intents.human_decision(req.text)) is not None:
+            return await self._human_decision(p, data, charter, decision, req.text)
+        if intents.RANKING.search(req.text):
+            return await self._ranking(p, data, charter, req.text)
+        if intents.ANONYMOUS.search(req.text):
+            return await self._anonymous(p, data, charter, req.text)
         return chonk.Heard(intent="none")
 
     async def packets(self, req: chonk.ListPackets, p: Principal) -> chonk.PacketList:

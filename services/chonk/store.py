@@ -132,6 +132,9 @@ class Proposal(msgspec.Struct, frozen=True, omit_defaults=True):
     chase: Chase | None = None
     ready: ActionReady | None = None
     offer: Offer | None = None  # the told question offers a shift: its answers are read
+    # A packet the person asked about wants (EC-MGR-001): opened on their yes, and `tell`
+    # tells its decider it waits.
+    packet: Packet | None = None
 
     @property
     def org(self) -> str:

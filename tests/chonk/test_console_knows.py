@@ -82,3 +82,16 @@ async def test_a_person_tells_a_manager_agent_that_what_it_said_is_not_so(api, p
     ana = bearer(token(org=ORG, user=f"{ORG}/ana"))
     thread = await (await api.get(f"/v1/rooms/{told['room']}/messages", headers=ana)).json()
     assert "Tell me what is wrong" in thread["messages"][-1]["text"]
+
+
+async def test_a_person_asks_a_manager_agent_for_a_raise_and_is_told_who_decides(api, page):
+    """Before, the page said the Chonk read nothing in it."""
+    await page.fill("#token", token(org=ORG, user=f"{ORG}/ana"))
+    await page.click("#use")
+    await page.select_option("#chonk", label="Chief Build Officer")
+    await page.fill("#words", "Can I get a raise this year?")
+    await page.click("#send")
+    await expect(page.locator("#status")).to_have_text(
+        "Chief Build Officer told you, in your thread with it, who decides this. The Chief "
+        "Human Officer asks you, in your thread with it, whether you'd like a packet prepared."
+    )

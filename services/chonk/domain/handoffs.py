@@ -26,6 +26,10 @@ ROUTES: frozenset[tuple[str, str, str]] = frozenset(
         ("*", "marketing", "recognition"),
         ("*", "security", "security_or_safety"),
         ("*", "chonksworth", "cross_org_dependency"),
+        # §2 and EC-MGR-001: a question the never list reserves for a person, asked of any
+        # Chonk, goes to the Chief Human Officer to prepare a packet; §8's table names no
+        # reason for it.
+        ("*", "human", "other"),
     }
 )
 

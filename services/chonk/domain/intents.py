@@ -1,22 +1,29 @@
-"""What a person asks a Chonk, read for the shared never list (§2, EC-MGR-001): a question a
-human decides is answered by saying so, naming who decides, and offering to have the Chief
-Human Officer prepare a packet; the asking Chonk decides nothing."""
+"""What a person asks a Chonk, read for what no Chonk answers. A question the shared never
+list reserves for a person (§2, EC-MGR-001) is answered by saying so, naming who decides,
+and handing off to the Chief Human Officer, which asks the person whether they want a
+packet; the asking Chonk decides nothing. A ranking of people is declined (EC-MGR-004), and
+feedback about a colleague given anonymously is not kept (EC-MGR-005)."""
 
 import re
+from collections.abc import Mapping
 
 import msgspec
 
 from services.chonk.domain.types import ProposedAction
 
 __all__ = [
+    "ANONYMOUS",
     "CALL_OUT",
     "DISPUTE",
     "HUMAN_DECISIONS",
     "RANKING",
     "Answer",
     "absent",
+    "anonymous_declined",
     "human_decision",
+    "manager_of",
     "never_answer",
+    "packet_offer",
     "ranking_declined",
 ]
 
@@ -61,6 +68,15 @@ DISPUTE = re.compile(
 )
 
 
+# Feedback about someone that its giver asks to keep their name off (EC-MGR-005).
+ANONYMOUS = re.compile(
+    r"\banonymous(ly)?\b"
+    r"|\b(don'?t|do not) (tell|let) (him|her|them)( know)? (it was|it's|it is|it came from) me\b"
+    r"|\bwithout (my name|saying (it was|it's) me)\b|\bkeep (my name|me) out of it\b",
+    re.IGNORECASE,
+)
+
+
 def absent(text: str, names: dict[str, str]) -> str | None:
     """Whom a call-out message says is missing: the first of `names` (name → person) it
     names, by whole word."""
@@ -80,13 +96,26 @@ def human_decision(text: str) -> str | None:
     return next((kind for kind, p in HUMAN_DECISIONS.items() if p.search(text)), None)
 
 
+def manager_of(
+    person: str, *, people: Mapping[str, str], managers: Mapping[str, str], owner: str
+) -> tuple[str, str]:
+    """Who decides for `person`, by name and by id: their manager of record as the tenant
+    knows them (`people` name → id, `managers` name → name), else the tenant's owner."""
+    names = {id_: name for name, id_ in people.items()}
+    found = managers.get(names.get(person, ""))
+    if found is not None and found in people:
+        return found, people[found]
+    return names.get(owner, owner), owner
+
+
 def never_answer(decision: str, *, chonk: str, mor: str, person: str, receipt: str) -> Answer:
     """The reply (AUTONOMOUS) and, where the asker is not already the Chief Human Officer,
     the handoff that lets it prepare a HUMAN_ONLY packet if the person wants one."""
+    who = "I'll" if chonk == "human" else "The Chief Human Officer will"
     text = (
         f"That's a {decision} question, and a person decides it: {mor}, your manager of "
-        "record. I can't decide it or promise anything about it. If you'd like, the Chief "
-        f"Human Officer will prepare a packet for {mor} with you; say yes and it starts."
+        f"record. I can't decide it or promise anything about it. {who} ask you whether "
+        f"you'd like a packet prepared for {mor}; nothing happens until you say."
     )
     handoff = ProposedAction(
         kind="HANDOFF",
@@ -96,6 +125,31 @@ def never_answer(decision: str, *, chonk: str, mor: str, person: str, receipt: s
         receipt_id=receipt,
     )
     return Answer(text=text, actions=() if chonk == "human" else (handoff,))
+
+
+def packet_offer(decision: str, mor: str) -> str:
+    """The Chief Human Officer's question: whether the person wants a packet for their
+    manager of record (a HUMAN_ONLY decision record; it says what they asked about, not in
+    their words)."""
+    return (
+        f"You asked about {decision}, which {mor} decides. Would you like me to prepare a "
+        f"packet for {mor}? It says that you asked about {decision} and would like to talk "
+        f"it through; it recommends nothing, and nothing is decided until {mor} decides."
+    )
+
+
+def anonymous_declined(mor: str) -> Answer:
+    """EC-MGR-005: anonymous feedback is not kept; the paths that are (AUTONOMOUS,
+    nothing written)."""
+    return Answer(
+        text=(
+            "I can't keep feedback about a colleague anonymously: feedback is kept only "
+            "with who gave it, so the person it is about can see it and answer it. If you'd "
+            "like, tell me again with your name on it, or talk it through with your manager "
+            f"of record, {mor}. I haven't kept anything you said."
+        ),
+        actions=(),
+    )
 
 
 def ranking_declined(projects: list[str], org: str) -> Answer:
