@@ -28,3 +28,24 @@ def test_the_chief_human_officer_asked_itself_prepares_no_handoff_to_itself():
     answer = never_answer("promotion", chonk="human", mor="Tomás", person="p", receipt="r")
     assert answer.actions == ()
     assert human_decision("what's the status of #412?") is None
+
+
+def test_what_reads_as_a_question_a_person_decides_and_what_only_shares_a_word():
+    asked = {
+        "compensation": ("can I get a raise?", "What's my pay band?", "when are bonuses paid"),
+        "promotion": ("Will I be promoted this cycle?", "is there a promotion for me"),
+        "termination": ("should we fire him?", "am I getting fired", "any layoffs coming?"),
+        "discipline": ("Should Ben get a written warning?", "put him on a PIP"),
+    }
+    for decision, texts in asked.items():
+        for text in texts:
+            assert human_decision(text) == decision, text
+    for text in (
+        "I'll raise it with Ben",
+        "can you pay attention to #412?",
+        "we have a fire drill at 3",
+        "please promote the launch post",
+        "pip install failed on my laptop",
+        "let it go, the PR merged",
+    ):
+        assert human_decision(text) is None, text

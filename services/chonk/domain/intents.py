@@ -27,13 +27,30 @@ __all__ = [
     "ranking_declined",
 ]
 
-# The never list's decisions, as a person would ask about them.
+# The never list's decisions, as a person would ask about them; not what shares a word
+# with them ("raise a PR", "pay attention", "a fire drill", "promote the post").
+_SOMEONE = r"(me|him|her|them|someone|anyone|people)"
 HUMAN_DECISIONS: dict[str, re.Pattern[str]] = {
-    "compensation": re.compile(r"\b(raise|salary|pay|bonus|compensation|equity)\b", re.I),
-    "promotion": re.compile(r"\b(promot\w*|level up|title change)\b", re.I),
-    "termination": re.compile(r"\b(fire|fired|let go|terminat\w*|lay ?off)\b", re.I),
+    "compensation": re.compile(
+        r"\b(a|my|her|his|their) raise\b|\bpay (rise|raise|increase|cut|band)\b|\bmy pay\b"
+        r"|\b(salary|salaries|bonus|bonuses|compensation|equity)\b",
+        re.I,
+    ),
+    "promotion": re.compile(
+        r"\b(be|get|getting|being) promoted\b|\bpromotions?\b|\blevel up\b|\btitle change\b",
+        re.I,
+    ),
+    "termination": re.compile(
+        rf"\bfir(e|ing) {_SOMEONE}\b|\b(be|get|getting|being) fired\b|\blet {_SOMEONE} go\b"
+        r"|\bterminat\w*|\blay ?offs?\b|\blaid off\b",
+        re.I,
+    ),
     "hiring": re.compile(r"\b(hire|hiring decision|offer letter)\b", re.I),
-    "discipline": re.compile(r"\b(disciplin\w*|written warning|PIP)\b", re.I),
+    "discipline": re.compile(
+        r"\bdisciplin\w*|\bwritten warning\b|\bperformance improvement plan\b"
+        rf"|\bput {_SOMEONE} on a pip\b",
+        re.I,
+    ),
 }
 
 
