@@ -36,6 +36,8 @@ from libs.contracts.streams import StreamSpec
 __all__ = [
     "ANSWER_OF",
     "ANSWER_STORED",
+    "BOT_MESSAGE",
+    "BOT_MESSAGE_READ",
     "CONTRACT",
     "LINE_MOST",
     "MESSAGE_STORED",
@@ -48,6 +50,8 @@ __all__ = [
     "Answered",
     "Ask",
     "AskPerson",
+    "BotMessage",
+    "BotMessageRef",
     "Challenged",
     "ConnectLine",
     "CreateRoom",
@@ -609,6 +613,26 @@ class MessageStored(Contract):
     choice: Choice | None = None
 
 
+class BotMessage(Contract):
+    """A person wrote in the room they share with a service's bot (a manager agent): where,
+    and who, for the bot's service to read with `BOT_MESSAGE_READ`. The words are never
+    carried on the bus."""
+
+    org: str
+    room: str
+    seq: Seq
+    author: str
+    bot: str
+
+
+class BotMessageRef(Contract):
+    """Message `seq` of `room`, which a person wrote in the room they share with a bot."""
+
+    org: OrgId
+    room: RoomId
+    seq: Seq
+
+
 def delivery_subject(room: str) -> str:
     """Where a room's delivery updates are heard live, `{seq, delivery}`. Its last token is
     never a reader's: a reader's always holds a `/` (a person, their agent) or an escaped
@@ -781,6 +805,14 @@ ANSWER_OF = _subject(
     callers=frozenset({"poa", "chonk"}),
     by_caller=True,
 )
+BOT_MESSAGE_READ = _subject(
+    "bot_message",
+    BotMessageRef,
+    Message,
+    "what a person wrote in the room they share with a service's bot",
+    callers=frozenset({"chonk"}),
+    by_caller=True,
+)
 ASK_PERSON = _subject(
     "ask_person",
     AskPerson,
@@ -801,6 +833,13 @@ ANSWER_STORED = Event(
     MessageStored,
     "a confirmation question's answer was stored in a room (`answers`, `choice`)",
     readers=frozenset({"ladder", "poa", "chonk"}),
+)
+
+BOT_MESSAGE = Event(
+    "tether.evt.rooms.bot_message.stored",
+    BotMessage,
+    "a person wrote in the room they share with a service's bot; that service reads it",
+    readers=frozenset({"chonk"}),
 )
 
 # Each room's history on `rooms.msg.<org>.<room>`, and what left through a transport on
@@ -846,9 +885,10 @@ CONTRACT = service_contract(
         ANSWER_OF,
         ASK_PERSON,
         TELL,
+        BOT_MESSAGE_READ,
         UNDRAFTED,
     ],
-    events=(MESSAGE_STORED, ANSWER_STORED),
+    events=(MESSAGE_STORED, ANSWER_STORED, BOT_MESSAGE),
     buckets=("rooms", "rooms-lines"),
     streams=(ROOMS,),
 )

@@ -26,6 +26,7 @@ from services.chonk.carrying import Lapse
 from services.chonk.declining import NEVER, Declining
 from services.chonk.disputing import Disputing
 from services.chonk.domain import handoffs, intents
+from services.chonk.domain.types import RoleCharter
 from services.chonk.running import tenant_for
 from services.chonk.simulations import exists, tenant
 
@@ -189,16 +190,42 @@ class Handlers(Cadencing, Disputing, Declining):
             data = tenant(p.org)
         except FileNotFoundError:
             raise Refused("tenant-not-found", 404, f"no simulation tenant {p.org}") from None
-        if req.chonk == "ops" and intents.CALL_OUT.search(req.text):
-            return await self._call_out(p, data, charter, req.text)
-        if intents.DISPUTE.search(req.text):
-            return await self._disputed(p, charter, req.text)
-        if (decision := intents.human_decision(req.text)) is not None:
-            return await self._human_decision(p, data, charter, decision, req.text)
-        if intents.RANKING.search(req.text):
-            return await self._ranking(p, data, charter, req.text)
-        if intents.ANONYMOUS.search(req.text):
-            return await self._anonymous(p, data, charter, req.text)
+        return await self._read(p, data, charter, req.text)
+
+    async def written(self, to_bot: rooms.BotMessage) -> None:
+        """What a person wrote in the room they share with a Chonk, read as a message to it:
+        the thread is where §12's tests send their phrases."""
+        mine = f"bot:{to_bot.org}:chonk-"
+        charter = None
+        if to_bot.bot.startswith(mine):
+            charter = self._charters.get(to_bot.bot.removeprefix(mine))
+        if charter is None or not exists(to_bot.org):
+            return  # another service's bot, or an org that runs no Chonk here
+        ref = rooms.BotMessageRef(org=to_bot.org, room=to_bot.room, seq=to_bot.seq)
+        try:
+            said: rooms.Message = await call(
+                self._nc, rooms.BOT_MESSAGE_READ, ref, caller=CONTRACT.name
+            )
+        except Refused as exc:
+            if exc.problem.status >= 500:
+                raise
+            return  # its room gone
+        p = Principal(org=to_bot.org, sub=said.author)
+        await self._read(p, tenant(to_bot.org), charter, said.text)
+
+    async def _read(
+        self, p: Principal, data: dict[str, Any], charter: RoleCharter, text: str
+    ) -> chonk.Heard:
+        if charter.chonk_id == "ops" and intents.CALL_OUT.search(text):
+            return await self._call_out(p, data, charter, text)
+        if intents.DISPUTE.search(text):
+            return await self._disputed(p, charter, text)
+        if (decision := intents.human_decision(text)) is not None:
+            return await self._human_decision(p, data, charter, decision, text)
+        if intents.RANKING.search(text):
+            return await self._ranking(p, data, charter, text)
+        if intents.ANONYMOUS.search(text):
+            return await self._anonymous(p, data, charter, text)
         return chonk.Heard(intent="none")
 
     async def packets(self, req: chonk.ListPackets, p: Principal) -> chonk.PacketList:

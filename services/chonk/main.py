@@ -5,7 +5,7 @@ from importlib.resources import files
 
 from libs.audit.trail import Trail
 from libs.contracts.chonk import CONTRACT, HANDOFF_REQUESTED, HandoffRequest
-from libs.contracts.rooms import ANSWER_STORED, MessageStored
+from libs.contracts.rooms import ANSWER_STORED, BOT_MESSAGE, BotMessage, MessageStored
 from libs.contracts.scheduler import Fired
 from libs.contracts.streams import EVENTS, TIMERS, timer_subject
 from libs.runtime.consumer import RETRY, Consumer, Retry, events
@@ -63,14 +63,16 @@ async def serve(svc: Service, *, retry: Retry = RETRY) -> None:
         trail=trail,
     )
 
-    async def heard(event: HandoffRequest | MessageStored) -> None:
+    async def heard(event: HandoffRequest | MessageStored | BotMessage) -> None:
         match event:
             case HandoffRequest():
                 await handlers.received(event)
+            case BotMessage():
+                await handlers.written(event)
             case MessageStored(room=room, answers=int(seq), choice=choice) if choice is not None:
                 await handlers.decided(room, seq, choice)
 
-    async def unheard(event: HandoffRequest | MessageStored, _: str) -> None:
+    async def unheard(event: HandoffRequest | MessageStored | BotMessage, _: str) -> None:
         match event:
             case MessageStored(room=room, answers=int(seq), choice=choice) if choice is not None:
                 await handlers.undone(room, seq, choice)
@@ -79,8 +81,14 @@ async def serve(svc: Service, *, retry: Retry = RETRY) -> None:
         svc.js,
         stream=EVENTS.name,
         durable=CONTRACT.name,
-        subjects=[HANDOFF_REQUESTED.name, ANSWER_STORED.name],
-        read=events({HANDOFF_REQUESTED.name: HandoffRequest, ANSWER_STORED.name: MessageStored}),
+        subjects=[HANDOFF_REQUESTED.name, ANSWER_STORED.name, BOT_MESSAGE.name],
+        read=events(
+            {
+                HANDOFF_REQUESTED.name: HandoffRequest,
+                ANSWER_STORED.name: MessageStored,
+                BOT_MESSAGE.name: BotMessage,
+            }
+        ),
         handle=heard,
         retry=retry,
         dead=unheard,

@@ -53,9 +53,11 @@ from libs.contracts import codec, pending
 from libs.contracts.base import key_token
 from libs.contracts.rooms import (
     ANSWER_STORED,
+    BOT_MESSAGE,
     MESSAGE_STORED,
     ORG,
     ROOMS,
+    BotMessage,
     Delivery,
     Draft,
     FailedDelivery,
@@ -218,13 +220,19 @@ class RoomStore:
                 await write_at(self._rooms, _keyed_key(msg_id), where, 0, keep=_KEYED_KEPT)
         return stored, not ack.duplicate
 
-    async def announce(self, message: Message, live: str, event: MessageStored) -> None:
-        """A stored message, heard live on `live`, and its event for the services that
-        answer it (a repeat of one seq is dropped by the stream)."""
+    async def announce(
+        self, message: Message, live: str, event: MessageStored, to_bot: BotMessage | None
+    ) -> None:
+        """A stored message, heard live on `live`, its event for the services that answer
+        it, and, written to a bot, the event for the bot's service (a repeat of one seq is
+        dropped by the stream)."""
         await self._nc.publish(live, codec.encode(message))
         subject = MESSAGE_STORED if event.answers is None else ANSWER_STORED
         headers = {"Nats-Msg-Id": f"stored-{event.seq}", **logs.carried()}
         await self._js.publish(subject.name, codec.encode(event), headers=headers)
+        if to_bot is not None:
+            headers = {"Nats-Msg-Id": f"to-bot-{event.seq}", **logs.carried()}
+            await self._js.publish(BOT_MESSAGE.name, codec.encode(to_bot), headers=headers)
 
     async def message(
         self, org: str, room_id: str, seq: int, *, reader: str | None = None

@@ -161,3 +161,27 @@ async def test_ec_mgr_005_anonymous_feedback_is_not_kept_and_a_path_is_offered(a
     assert [a for a, _ in await _actions(operator, offset)] == ["chonk.reply"]
     lena = await (await api.get("/v1/chonk/knows", headers=person("lena"))).json()
     assert lena["facts"] == lena_before["facts"]
+
+
+async def test_a_raise_asked_in_the_thread_itself_is_read_as_one_asked_through_the_api(api):
+    """§12's tests send their phrases to the person's thread: before, a person's message
+    there was read by no Chonk."""
+    r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "checkin_ana"}, headers=PRIYA)
+    assert r.status == 201, await r.text()
+    (checkin,) = (await r.json())["delivered"]
+    asked = f"Can I get a raise? ({uuid.uuid4().hex[:6]})"
+    sent = await api.post(
+        f"/v1/rooms/{checkin['room']}/messages", json={"text": asked}, headers=ANA
+    )
+    assert sent.status == 201, await sent.text()
+    mine = (await sent.json())["seq"]
+
+    async def answered() -> list[dict] | None:
+        page = await api.get(f"/v1/rooms/{checkin['room']}/messages?after={mine}", headers=ANA)
+        said = [m for m in (await page.json())["messages"] if m["seq"] > mine]
+        return said if len(said) == 2 else None
+
+    reply, offer = await eventually(answered)
+    assert reply["author"] == offer["author"] == f"bot:{ORG}:chonk-human"
+    assert "a person decides it: Tomás" in reply["text"] and "I'll ask you" in reply["text"]
+    assert offer["question"]["options"] == ["Prepare it", "No, thanks"]

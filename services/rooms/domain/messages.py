@@ -10,6 +10,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.rooms import (
     ORG,
+    BotMessage,
     Choice,
     Message,
     MessageStored,
@@ -33,6 +34,7 @@ __all__ = [
     "replied",
     "same",
     "stored",
+    "to_bot",
 ]
 
 
@@ -172,6 +174,19 @@ def stored(
         transport=room.transport,
         answers=message.answers,
         choice=message.choice,
+    )
+
+
+def to_bot(room: Room, message: Message) -> BotMessage | None:
+    """What a person's own message (not an answer, which its question's asker reads) in a
+    room a bot shares raises for the bot's service."""
+    bots = [m.id for m in room.members if m.kind == "bot"]
+    if not bots or message.author_kind != "human" or message.answers is not None:
+        return None
+    if message.private or not is_member(room, message.author):
+        return None
+    return BotMessage(
+        org=room.org, room=room.id, seq=message.seq, author=message.author, bot=bots[0]
     )
 
 

@@ -92,6 +92,7 @@ class Rooms:
             stored,
             messages.heard_on(stored),
             messages.stored(room, stored, first_contact=first_contact, opted_out=opted_out),
+            messages.to_bot(room, stored),
         )
         await self._answered_drafts(room, stored)
         if line is not None:

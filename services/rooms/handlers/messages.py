@@ -261,6 +261,19 @@ class Messages(Rooms):
             await self._store.put_question(req.org, told, self._clock())
         return told
 
+    async def bot_message(self, req: rooms.BotMessageRef, _: Principal) -> rooms.Message:
+        """From a service that runs a bot of the org: what a person wrote in the room they
+        share with its bot, and nothing else of any room."""
+        room = await self._store.room(req.room)
+        found = None
+        if room is not None and room.org == req.org:
+            found = await self._store.message(room.org, room.id, req.seq)
+        if room is None or found is None or messages.to_bot(room, found) is None:
+            raise Refused(
+                "message-not-found", 404, f"no message {req.seq} to a bot in room {req.room}"
+            )
+        return found
+
     # from the agents service
 
     async def history(self, req: rooms.History, _: Principal) -> rooms.MessagePage:

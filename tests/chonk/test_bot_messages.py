@@ -1,0 +1,70 @@
+"""What the rooms let a bot's service read: a person's own message in the room they share
+with its bot, raised on the bus without its words and read by one call, and nothing else
+of any room (the bot's own messages, an answer, another room's, another org's)."""
+
+from datetime import UTC, datetime
+
+import msgspec
+import pytest
+
+from libs.contracts import rooms
+from libs.contracts.problem import Refused
+from libs.runtime.calls import call
+from services.rooms.domain import members, messages
+from tests.chonk.conftest import ORG, person
+from tests.support import published_from_now
+
+ANA, PRIYA = person("ana"), person("priya", roles=("admin",))
+
+
+async def test_a_persons_message_to_a_bot_is_raised_without_its_words_and_read_once_asked(
+    api, operator, connect
+):
+    r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "checkin_ana"}, headers=PRIYA)
+    assert r.status == 201, await r.text()
+    (checkin,) = (await r.json())["delivered"]
+    raised = await published_from_now(operator.jetstream(), rooms.BOT_MESSAGE.name)
+    words = "Thanks, lunch at 12:30 works."
+    sent = await api.post(
+        f"/v1/rooms/{checkin['room']}/messages", json={"text": words}, headers=ANA
+    )
+    assert sent.status == 201, await sent.text()
+    seq = (await sent.json())["seq"]
+
+    seen = msgspec.json.decode((await raised.next_msg(10)).data, type=rooms.BotMessage)
+    assert seen == rooms.BotMessage(
+        org=ORG, room=checkin["room"], seq=seq, author=f"{ORG}/ana", bot=f"bot:{ORG}:chonk-human"
+    )
+
+    def ref(room: str, at: int, org: str = ORG) -> rooms.BotMessageRef:
+        return rooms.BotMessageRef(org=org, room=room, seq=at)
+
+    async with connect("chonk") as nc:
+        read = await call(nc, rooms.BOT_MESSAGE_READ, ref(checkin["room"], seq), caller="chonk")
+        assert (read.text, read.author) == (words, f"{ORG}/ana")
+        for refused in (
+            ref(checkin["room"], checkin["seq"]),  # the bot's own
+            ref(checkin["room"], seq, org="acme"),  # named under another org
+        ):
+            with pytest.raises(Refused) as exc:
+                await call(nc, rooms.BOT_MESSAGE_READ, refused, caller="chonk")
+            assert exc.value.problem.status == 404, refused
+
+
+def test_only_a_persons_own_message_in_a_room_a_bot_shares_is_raised_for_it():
+    now = datetime.now(UTC)
+    shared = members.bot_room(
+        ORG, f"{ORG}/ana", f"bot:{ORG}:chonk-human", "Chief Human Officer", now
+    )
+    said = rooms.Message(
+        seq=7, room=shared.id, author=f"{ORG}/ana", author_kind="human", text="hi", at=now
+    )
+    assert messages.to_bot(shared, said) is not None
+    ben = rooms.Member(kind="human", id=f"{ORG}/ben")
+    team = msgspec.structs.replace(shared, members=(shared.members[0], ben))
+    answer = msgspec.structs.replace(said, answers=3)
+    private = msgspec.structs.replace(said, private=True, to=f"{ORG}/ana")
+    bots = msgspec.structs.replace(said, author=shared.members[1].id, author_kind="bot")
+    assert messages.to_bot(team, said) is None  # a room no bot shares
+    for unraised in (answer, private, bots):
+        assert messages.to_bot(shared, unraised) is None, unraised
