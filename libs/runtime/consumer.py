@@ -142,11 +142,15 @@ class Consumer(Generic[T]):
         `wait` seconds for new messages, and a stop waits for the pull in flight, so that
         nothing it delivers is left unacknowledged until `ack_wait`: what it brings after
         the stop is handed back at once."""
+        one = len(self._subjects) == 1
         config = ConsumerConfig(
+            name=self._durable,
+            durable_name=self._durable,
             ack_policy=AckPolicy.EXPLICIT,
             ack_wait=self._ack_wait,
             max_ack_pending=self._pending,
-            filter_subjects=self._subjects if len(self._subjects) > 1 else None,
+            filter_subject=self._subjects[0] if one else None,
+            filter_subjects=None if one else self._subjects,
         )
         sub = await self._subscribed(config)
         while sub is not None and not self._stop.is_set():
@@ -178,19 +182,20 @@ class Consumer(Generic[T]):
             await sub.unsubscribe()
 
     async def _subscribed(self, config: ConsumerConfig) -> JetStreamContext.PullSubscription | None:
-        """The durable, made or found. Asked again while the bus or the consumer's leader is
-        away (a cluster starting elects one per consumer), each failure said in one line,
-        for `_SUBSCRIBE_WITHIN_S`; past that the reader stops, and its service with it,
-        loudly (a durable it may not make never answers at all). None if stopped first."""
+        """The durable, made, or made what this release asks for: one a release before
+        made reads the subjects (and waits the ack wait) this one names, where a durable
+        found and used as it was never read what an upgrade subscribes to. Asked again
+        while the bus or the consumer's leader is away (a cluster starting elects one per
+        consumer), each failure said in one line, for `_SUBSCRIBE_WITHIN_S`; past that the
+        reader stops, and its service with it, loudly (a durable it may not make never
+        answers at all). None if stopped first."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _SUBSCRIBE_WITHIN_S
         while not self._stop.is_set():
             try:
-                return await self._js.pull_subscribe(
-                    self._subjects[0] if len(self._subjects) == 1 else "",
-                    durable=self._durable,
-                    stream=self._stream,
-                    config=config,
+                await self._js.add_consumer(self._stream, config)
+                return await self._js.pull_subscribe_bind(
+                    durable=self._durable, stream=self._stream
                 )
             except AWAY as exc:
                 if loop.time() > deadline:
