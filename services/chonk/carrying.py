@@ -21,7 +21,7 @@ from libs.contracts.principal import Principal
 from libs.runtime import logs
 from libs.runtime.calls import call
 from services.chonk.domain import ladder, proposals
-from services.chonk.domain.types import ProposedAction
+from services.chonk.domain.types import ProposedAction, RoleCharter
 from services.chonk.store import Asked, Chased, ChaseState, ChonkStore, Proposal
 
 __all__ = ["CHASE", "LAPSE", "UNDONE", "Carrying", "Lapse", "bot", "told", "waiting"]
@@ -282,6 +282,24 @@ class Carrying:
                 request.tenant_id, chonk.HANDOFF_REQUESTED.name, request, request.id
             )
         return {"kind": "HANDOFF", "to": request.to_chonk, "handoff": request.id}
+
+    async def _reply(
+        self, p: Principal, charter: RoleCharter, text: str, key: str, **data: str
+    ) -> dict[str, Any]:
+        """The Chonk's reply in the thread it shares with the person (AUTONOMOUS), recorded
+        first and stored once by `key`."""
+        async with self._trail.change(
+            p.org, actor=bot(p.org, charter.chonk_id), action="chonk.reply", target=key,
+            data={"to": p.sub, **data},
+        ):  # fmt: skip
+            sent = await self._send(told(p.org, charter.chonk_id, charter.title, p.sub, text, key))
+        return {
+            "kind": "SEND_MESSAGE",
+            "to": p.sub,
+            "class": "AUTONOMOUS",
+            "room": sent.room,
+            "seq": sent.seq,
+        }
 
     async def _publish(self, org: str, subject: str, event: msgspec.Struct, msg_id: str) -> None:
         """Published once by `msg_id`, which is its org's own: two tenants may name their

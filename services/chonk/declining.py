@@ -9,13 +9,12 @@ for their manager of record, and opens it on their yes, as a proposal of theirs:
 three days, and lapses unanswered. The packet says what they asked about, never in their
 words, and recommends nothing."""
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
 from libs.contracts import chonk
 from libs.contracts.principal import Principal
-from services.chonk.carrying import Carrying, bot, told, waiting
+from services.chonk.carrying import Carrying, told, waiting
 from services.chonk.domain import intents
 from services.chonk.domain.types import ProposedAction, RoleCharter
 from services.chonk.store import Proposal
@@ -114,28 +113,10 @@ class Declining(Carrying):
         action = ProposedAction(kind="PACKET", to=mor_name, receipt_id=heard)
         return await self._propose(action, held, question, to=mor)
 
-    async def _reply(
-        self, p: Principal, charter: RoleCharter, text: str, key: str, **data: str
-    ) -> dict[str, Any]:
-        """The Chonk's reply in the thread it shares with the person (AUTONOMOUS), recorded
-        first and stored once by `key`."""
-        async with self._trail.change(
-            p.org, actor=bot(p.org, charter.chonk_id), action="chonk.reply", target=key,
-            data={"to": p.sub, **data},
-        ):  # fmt: skip
-            sent = await self._send(told(p.org, charter.chonk_id, charter.title, p.sub, text, key))
-        return {
-            "kind": "SEND_MESSAGE",
-            "to": p.sub,
-            "class": "AUTONOMOUS",
-            "room": sent.room,
-            "seq": sent.seq,
-        }
-
 
 def _heard(p: Principal, text: str) -> str:
-    """What a person said, as its records name it: who said it in what words, digested."""
-    return "heard_" + hashlib.sha256(f"{p.sub}\n{text}".encode()).hexdigest()[:16]
+    """What a person said, as its records name it."""
+    return f"heard_{intents.digest(p.sub, text)}"
 
 
 def _manager(data: dict[str, Any], person: str) -> tuple[str, str]:

@@ -4,15 +4,13 @@ annotates its thread with the receipt of the last message it delivered to that p
 offers to correct it; a fact kept about them is theirs to redact on their knows page. The
 Chonk does not argue, and changes nothing itself."""
 
-import hashlib
-
 import msgspec
 from prometheus_client import Counter
 
 from libs.contracts import chonk
 from libs.contracts.principal import Principal
 from services.chonk.carrying import Carrying, told
-from services.chonk.domain import receipts
+from services.chonk.domain import intents, receipts
 from services.chonk.domain.types import Receipt, RoleCharter
 
 __all__ = ["DISPUTED", "Disputing"]
@@ -49,7 +47,7 @@ class Disputing(Carrying):
             "Tell me what is wrong and I will correct it. If it is something kept about you, "
             "you can redact it on your knows page."
         )
-        said = hashlib.sha256(f"{p.sub}\n{text}".encode()).hexdigest()[:16]  # who, what words
+        said = intents.digest(p.sub, text)
         key = f"disputed-{report.id}-{said}"
         async with self._trail.change(
             p.org, actor=p, action="chonk.claim.disputed", target=report.id,

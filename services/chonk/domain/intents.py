@@ -4,6 +4,7 @@ and handing off to the Chief Human Officer, which asks the person whether they w
 packet; the asking Chonk decides nothing. A ranking of people is declined (EC-MGR-004), and
 feedback about a colleague given anonymously is not kept (EC-MGR-005)."""
 
+import hashlib
 import re
 from collections.abc import Mapping
 
@@ -17,9 +18,11 @@ __all__ = [
     "DISPUTE",
     "HUMAN_DECISIONS",
     "RANKING",
+    "REMEMBER",
     "Answer",
     "absent",
     "anonymous_declined",
+    "digest",
     "human_decision",
     "manager_of",
     "never_answer",
@@ -92,6 +95,16 @@ ANONYMOUS = re.compile(
     r"|\bwithout (my name|saying (it was|it's) me)\b|\bkeep (my name|me) out of it\b",
     re.IGNORECASE,
 )
+
+
+# A person asking a Chonk to keep something about them, in their words (§10: "say
+# 'remember' and tell me the dates"); only as they begin, not "I don't remember".
+REMEMBER = re.compile(r"^\W*remember\b", re.IGNORECASE)
+
+
+def digest(person: str, text: str) -> str:
+    """Who said what, as a key names it: never either."""
+    return hashlib.sha256(f"{person}\n{text}".encode()).hexdigest()[:16]
 
 
 def absent(text: str, names: dict[str, str]) -> str | None:
