@@ -194,7 +194,13 @@ class Heard(Contract):
     says it (where each message is, what waits for whom)."""
 
     intent: Literal[
-        "call_out", "disputed", "human_decision", "ranking", "anonymous_feedback", "none"
+        "call_out",
+        "disputed",
+        "remember",
+        "human_decision",
+        "ranking",
+        "anonymous_feedback",
+        "none",
     ]
     shift: str | None = None
     delivered: list[dict[str, Any]] = []

@@ -25,12 +25,15 @@ from services.chonk.cadencing import Cadencing
 from services.chonk.carrying import Lapse
 from services.chonk.declining import NEVER, Declining
 from services.chonk.disputing import Disputing
-from services.chonk.domain import handoffs, intents
+from services.chonk.domain import handoffs, intents, memory
 from services.chonk.domain.types import RoleCharter
 from services.chonk.running import tenant_for
 from services.chonk.simulations import exists, tenant
 
 __all__ = ["Handlers"]
+
+# The Chonks that may keep a consideration (§6.2).
+CONSIDERING = memory.KINDS["consideration"].writers
 
 
 class Handlers(Cadencing, Disputing, Declining):
@@ -220,6 +223,8 @@ class Handlers(Cadencing, Disputing, Declining):
             return await self._call_out(p, data, charter, text)
         if intents.DISPUTE.search(text):
             return await self._disputed(p, charter, text)
+        if intents.REMEMBER.search(text) and charter.chonk_id in CONSIDERING:
+            return await self._remember(p, charter, text)
         if (decision := intents.human_decision(text)) is not None:
             return await self._human_decision(p, data, charter, decision, text)
         if intents.RANKING.search(text):

@@ -13,7 +13,7 @@ from libs.contracts.base import key_token
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from services.chonk.carrying import Carrying
-from services.chonk.domain import memory
+from services.chonk.domain import intents, memory
 from services.chonk.domain.types import RoleCharter, SourceRef
 
 __all__ = ["Remembering"]
@@ -73,6 +73,48 @@ class Remembering(Carrying):
                 key=f"chonk.decision.open.{key_token(p.org)}.{req.id}.{said}",
             )
         return _known(after)
+
+    async def _remember(self, p: Principal, charter: RoleCharter, text: str) -> chonk.Heard:
+        """§10: a person saying "remember" in their thread is their yes to a consideration,
+        kept in their own words (never a paraphrase), shared by themself, for §6.2's 90
+        days, and theirs to redact on their knows page; what §6.3 never stores is not kept,
+        and they are told why."""
+        now, heard = self._clock(), f"heard_{intents.digest(p.sub, text)}"
+        fact = memory.MemoryFact(
+            id=f"mem_{heard}",
+            tenant_id=p.org,
+            subject_id=p.sub,
+            kind="consideration",
+            content=text,
+            source=SourceRef(n=0, kind="message", ref=heard, label="your message", as_of=now),
+            shared_by="self",
+            written_by_run_id=heard,
+            written_by_chonk_id=charter.chonk_id,
+            used_for=("scheduling", "brief_timing"),
+        )
+        try:
+            stored = memory.committed(
+                fact, writer=charter.chonk_id, manages=True, consent=True, now=now
+            )
+        except memory.MemoryRefused as exc:
+            said = f"I haven't kept that: {exc}."
+            refused = await self._reply(p, charter, said, f"unkept-{heard}")
+            return chonk.Heard(intent="remember", delivered=[refused])
+        kept_before = {f.id: f for f in await self._store.facts(p.org, p.sub)}.get(fact.id)
+        if kept_before is None or kept_before.redacted_at is not None:  # else said again
+            async with self._trail.change(
+                p.org, actor=p, action="chonk.memory.write", target=p.sub,
+                data={"fact": fact.id, "kind": fact.kind},
+            ):  # fmt: skip
+                await self._store.change_fact(p.org, p.sub, fact.id, lambda _: stored, now=now)
+        kept = memory.KINDS["consideration"].keep
+        assert kept is not None
+        said = (
+            f"Kept, in your words, for {kept.days} days, and I'll plan around it. It's on "
+            "your knows page, where you can take it back any time."
+        )
+        replied = await self._reply(p, charter, said, f"kept-{heard}")
+        return chonk.Heard(intent="remember", delivered=[{**replied, "fact": fact.id}])
 
     async def _fixtures(self, p: Principal, fixtures: list[dict[str, Any]]) -> None:
         """A simulation tenant's memory, stored once, each fact as if written

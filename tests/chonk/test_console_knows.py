@@ -95,3 +95,17 @@ async def test_a_person_asks_a_manager_agent_for_a_raise_and_is_told_who_decides
         "Chief Build Officer told you, in your thread with it, who decides this. The Chief "
         "Human Officer asks you, in your thread with it, whether you'd like a packet prepared."
     )
+
+
+async def test_a_person_asks_the_chief_human_officer_to_remember_and_sees_it_kept(api, page):
+    """§10's "say 'remember'": kept in her words, and shown with what is known of her."""
+    await page.fill("#token", token(org=ORG, user=f"{ORG}/ana"))
+    await page.click("#use")
+    await page.select_option("#chonk", label="Chief Human Officer")
+    words = "remember, I'm out Sept 10-20 for a family thing"
+    await page.fill("#words", words)
+    await page.click("#send")
+    await expect(page.locator("#status")).to_have_text(
+        "Chief Human Officer kept it, in your words: it is with what is known about you, above."
+    )
+    await expect(page.locator("#facts")).to_contain_text(words)
