@@ -45,7 +45,11 @@ async def test_remember_in_ana_s_thread_keeps_a_consideration_in_her_words(api, 
     assert ("chonk.memory.write", f"{ORG}/ana") in actions  # her act: her yes
 
     page = await api.get(f"/v1/rooms/{checkin['room']}/messages", headers=ANA)
-    (reply,) = [m for m in (await page.json())["messages"] if m["text"].startswith("Kept, in")]
+    said = (await sent.json())["seq"]
+    (reply,) = [
+        m for m in (await page.json())["messages"]
+        if m["seq"] > said and m["text"].startswith("Kept, in")
+    ]  # fmt: skip
     assert "for 90 days" in reply["text"] and "knows page" in reply["text"]
 
     # Said again through the API (a client's retry), one fact, one record of it.
