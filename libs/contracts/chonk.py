@@ -20,6 +20,7 @@ __all__ = [
     "CADENCES",
     "CHONKS",
     "CONTRACT",
+    "DECIDED",
     "HANDOFF_ACCEPTED",
     "HANDOFF_DECLINED",
     "HANDOFF_REQUESTED",
@@ -47,6 +48,7 @@ __all__ = [
     "MemoryAnswer",
     "MemoryRead",
     "Packet",
+    "PacketDecided",
     "PacketList",
     "RunList",
     "RunRef",
@@ -211,11 +213,20 @@ PacketId = Annotated[str, msgspec.Meta(pattern=r"^pkt_[A-Za-z0-9_]{1,120}$(?!\n)
 
 class ListPackets(Contract):
     """The packets I decide, oldest first: `limit` after the packet `after`, fewer where a
-    page would pass 512 KiB. A cadence's run opens its packets every time it runs, and
-    none leaves the list, so the list is paged."""
+    page would pass 512 KiB; `state` the open ones or the decided ones alone (both
+    unless given). A cadence's run opens its packets every time it runs, and none leaves
+    the list, so the list is paged."""
 
     after: PacketId | None = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50
+    state: Literal["open", "decided"] | None = None
+
+
+class PacketDecided(Contract):
+    """I have decided packet `id`: what I decided happens outside (a packet is a decision
+    record); it leaves what waits on me."""
+
+    id: PacketId
 
 
 class Packet(Contract):
@@ -232,6 +243,7 @@ class Packet(Contract):
     receipt: str
     correlation: str
     opened_at: datetime
+    decided_at: datetime | None = None  # when its decider said they had decided
 
 
 class PacketList(Contract):
@@ -303,6 +315,7 @@ CADENCE = _subject("cadence", StartCadence, CadenceStarted, "start a tenant's ca
 CADENCES = _subject("cadences", ListCadences, CadenceList, "my org's cadences that run (admin)")
 STOP_CADENCE = _subject("stop_cadence", StopCadence, CadenceStopped, "stop a cadence (admin)")
 PACKETS = _subject("packets", ListPackets, PacketList, "the HUMAN_ONLY packets I decide")
+DECIDED = _subject("decided", PacketDecided, Packet, "say I have decided a packet")
 MESSAGE = _subject("message", ToChonk, Heard, "write to one of my org's Chonks")
 CHONKS = _subject("chonks", ListChonks, ChonkList, "my org's Chonks, to write to")
 HandoffReason = Literal[
@@ -391,6 +404,7 @@ CONTRACT = service_contract(
         KNOWS,
         ANSWER,
         PACKETS,
+        DECIDED,
         MESSAGE,
         CHONKS,
     ],

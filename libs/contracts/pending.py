@@ -18,7 +18,9 @@ __all__ = ["ADMINS", "PENDING", "Action", "ListPending", "Pending", "PendingItem
 # Never a person's token: a person's id, and so their token, always holds a `/`.
 ADMINS = "admins"
 
-Kind = Literal["draft", "confirmation", "window", "ask", "layer_draft", "delivery", "question"]
+Kind = Literal[
+    "draft", "confirmation", "window", "ask", "layer_draft", "delivery", "question", "packet"
+]
 
 
 class Action(Contract, omit_defaults=True):

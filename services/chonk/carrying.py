@@ -14,7 +14,7 @@ import msgspec
 from nats.aio.client import Client
 
 from libs.audit.trail import Trail
-from libs.contracts import chonk, codec, rooms, scheduler
+from libs.contracts import chonk, codec, pending, rooms, scheduler
 from libs.contracts.base import key_token
 from libs.contracts.chonk import CONTRACT
 from libs.contracts.principal import Principal
@@ -264,11 +264,17 @@ class Carrying:
         }
 
     async def _open(self, packet: chonk.Packet) -> None:
-        async with self._trail.change(
-            packet.tenant, actor=bot(packet.tenant, packet.chonk), action="chonk.packet.open",
-            target=packet.id, data={"decider": packet.decider, "subject": packet.subject},
-        ):  # fmt: skip
-            await self._store.put_packet(packet)
+        """Opened once by its id, recorded first: a run asked again opens it as it was,
+        and one its decider has decided stays decided."""
+        await self._store.change_packet(
+            packet.tenant, packet.decider, packet.id, lambda found: found or packet,
+            record=lambda _, __: self._trail.change(
+                packet.tenant, actor=bot(packet.tenant, packet.chonk),
+                action="chonk.packet.open", target=packet.id,
+                data={"decider": packet.decider, "subject": packet.subject},
+            ),
+        )  # fmt: skip
+        await self._nudge(packet.tenant, packet.decider)
 
     async def _hand_off(self, request: chonk.HandoffRequest) -> dict[str, Any]:
         """§8: a handoff is data on the bus, on the run's correlation id, recorded first;
@@ -300,6 +306,10 @@ class Carrying:
             "room": sent.room,
             "seq": sent.seq,
         }
+
+    async def _nudge(self, org: str, person: str) -> None:
+        """What waits on `person` changed: their pending list is read again."""
+        await self._nc.publish(pending.changed(CONTRACT.name, org, key_token(person)), b"")
 
     async def _publish(self, org: str, subject: str, event: msgspec.Struct, msg_id: str) -> None:
         """Published once by `msg_id`, which is its org's own: two tenants may name their

@@ -238,11 +238,38 @@ class Handlers(Cadencing, Disputing, Declining):
         if p.is_agent:
             raise Refused("agent-may-not", 403, "a packet is for the person who decides it")
         found = await self._store.packets(p.org, p.sub)
+        if req.state is not None:
+            found = [f for f in found if (f.decided_at is None) == (req.state == "open")]
         if req.after is not None:  # a cursor that is none of theirs pages nothing of theirs
             ids = [packet.id for packet in found]
             found = found[ids.index(req.after) + 1 :] if req.after in ids else []
         page, more = pages.first(found, req.limit)
         return chonk.PacketList(packets=page, next=page[-1].id if more else None)
+
+    async def decided_packet(self, req: chonk.PacketDecided, p: Principal) -> chonk.Packet:
+        """Its decider says they have decided (§2: a packet is a decision record; what
+        they decided happens outside): recorded first, once, and it leaves what waits on
+        them. Said again, it is as it was."""
+        if p.is_agent:
+            raise Refused("agent-may-not", 403, "a packet is for the person who decides it")
+        now = self._clock()
+
+        def decided(packet: chonk.Packet | None) -> chonk.Packet:
+            if packet is None:  # none of theirs: another's is never read
+                raise Refused("packet-not-found", 404, f"you decide no packet {req.id}")
+            if packet.decided_at is not None:
+                return packet
+            return msgspec.structs.replace(packet, decided_at=now)
+
+        after = await self._store.change_packet(
+            p.org, p.sub, req.id, decided,
+            record=lambda _, __: self._trail.change(
+                p.org, actor=p, action="chonk.packet.decide", target=req.id
+            ),
+        )  # fmt: skip
+        assert after is not None
+        await self._nudge(p.org, p.sub)
+        return after
 
     async def report(self, req: chonk.RunRef, p: Principal) -> chonk.RunReport:
         found = await self._store.report(p.org, req.id) if "admin" in p.roles else None
@@ -285,6 +312,7 @@ class Handlers(Cadencing, Disputing, Declining):
             chonk.KNOWS: self.knows,
             chonk.ANSWER: self.answer,
             chonk.PACKETS: self.packets,
+            chonk.DECIDED: self.decided_packet,
             chonk.MESSAGE: self.message,
             chonk.CHONKS: self.chonks,
         }

@@ -32,8 +32,8 @@ removed by the server: a run's claim once its report is stored, a cover once it 
 closed, a handoff's acceptance, and when a proposal's question opened, once it has
 closed (`domain/proposals.py`). A released claim, an answered proposal or a stopped
 cadence leaves only a marker that is removed within the hour. Reports, declines (two
-Chonks disagreeing twice names no period), packets (nothing closes one yet), chases and
-the questions they asked stay.
+Chonks disagreeing twice names no period), packets (a decision record, kept decided once
+its decider says so), chases and the questions they asked stay.
 
 Every read has every acknowledged write in it (through the stream's leader on a replicated
 bucket, `libs.runtime.leader`), and so does the entry each compare-and-set starts from: an
@@ -376,9 +376,27 @@ class ChonkStore:
         raw = await self._value(f"offered.{room}.{seq}")
         return _offer.decode(raw) if raw else None
 
-    async def put_packet(self, packet: Packet) -> None:
-        key = f"packet.{packet.tenant}.{key_token(packet.decider)}.{packet.id}"
-        await put(self._runs, key, codec.encode(packet))
+    async def change_packet(
+        self,
+        org: str,
+        decider: str,
+        packet_id: str,
+        change: Callable[[Packet | None], Packet | None],
+        *,
+        record: Record,
+    ) -> Packet | None:
+        """The packet `decider` decides, changed by `change` (None where there is none),
+        its change recorded first."""
+        _, after = await swap(
+            self._runs,
+            f"packet.{org}.{key_token(decider)}.{packet_id}",
+            change,
+            decode=lambda raw: _packet.decode(raw) if raw else None,
+            default=None,
+            record=record,
+            read=self._in_runs,
+        )
+        return after
 
     async def packets(self, org: str, decider: str) -> list[Packet]:
         """The packets `decider` decides: the key names them, so no one else's are read."""

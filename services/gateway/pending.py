@@ -2,7 +2,8 @@
 
 What waits lives where it is decided: drafts, failed deliveries and the questions asked of
 the person (by a person, or a manager agent's bot) in rooms, windows and confirmations in
-the ladder, asks in poa, layer drafts in mod. Each is asked, as the person, for theirs
+the ladder, asks in poa, layer drafts in mod, the HUMAN_ONLY packets the person decides in
+chonk. Each is asked, as the person, for theirs
 alone; the gateway only puts the answers side by side, each with the actions it admits.
 Any of them unavailable, the whole list is (503): a list missing a kind would say nothing
 waits.
@@ -24,7 +25,7 @@ from aiohttp import web
 from nats.aio.client import Client
 from nats.aio.subscription import Subscription
 
-from libs.contracts import codec, ladder, mod, poa, rooms
+from libs.contracts import chonk, codec, ladder, mod, poa, rooms
 from libs.contracts.base import key_token
 from libs.contracts.pending import ADMINS, Action, Pending, PendingItem
 from libs.contracts.principal import Principal
@@ -47,6 +48,7 @@ _asks = codec.decoder(poa.AskList).decode
 _layer_drafts = codec.decoder(mod.LayerDraftList).decode
 _failed = codec.decoder(rooms.FailedList).decode
 _questions = codec.decoder(rooms.QuestionList).decode
+_packets = codec.decoder(chonk.PacketList).decode
 
 
 def pending_list(
@@ -132,16 +134,19 @@ async def _nudged(
 
 async def gathered(nc: Client, p: Principal, *, timeout: float) -> Pending:
     """Each source asked at once, as the person."""
-    sources = (
-        rooms.MY_DRAFTS,
-        ladder.WINDOWS,
-        ladder.CONFIRMATIONS,
-        poa.ASKS,
-        mod.DRAFTS,
-        rooms.FAILED,
-        rooms.QUESTIONS,
+    sources = {
+        rooms.MY_DRAFTS: b"{}",
+        ladder.WINDOWS: b"{}",
+        ladder.CONFIRMATIONS: b"{}",
+        poa.ASKS: b"{}",
+        mod.DRAFTS: b"{}",
+        rooms.FAILED: b"{}",
+        rooms.QUESTIONS: b"{}",
+        chonk.PACKETS: b'{"state": "open"}',
+    }
+    replies = await asyncio.gather(
+        *(ask(nc, s, body, p, timeout=timeout) for s, body in sources.items())
     )
-    replies = await asyncio.gather(*(ask(nc, s, b"{}", p, timeout=timeout) for s in sources))
     for subject, (status, body) in zip(sources, replies, strict=True):
         if status is not None:
             raise Refused(
@@ -152,7 +157,7 @@ async def gathered(nc: Client, p: Principal, *, timeout: float) -> Pending:
     raw = [body for _, body in replies]
     drafts, windows, confirmations = _drafts(raw[0]), _windows(raw[1]), _confirmations(raw[2])
     asks, layer_drafts, failed = _asks(raw[3]), _layer_drafts(raw[4]), _failed(raw[5])
-    questions = _questions(raw[6])
+    questions, packets = _questions(raw[6]), _packets(raw[7])
     items = [
         *map(_draft, drafts.drafts),
         *map(_window, (w for w in windows.windows if w.state == "open")),
@@ -161,8 +166,10 @@ async def gathered(nc: Client, p: Principal, *, timeout: float) -> Pending:
         *map(_layer_draft, (d for d in layer_drafts.drafts if d.state == "open")),
         *map(_delivery, failed.failed),
         *map(_question, questions.questions),
+        *map(_packet, packets.packets),
     ]
-    more = any(found.more for found in (drafts, windows, confirmations, asks, failed, questions))
+    listed = (drafts, windows, confirmations, asks, failed, questions)
+    more = packets.next is not None or any(found.more for found in listed)
     return Pending(items=sorted(items, key=_soonest), more=more)
 
 
@@ -255,6 +262,22 @@ def _question(q: rooms.Message) -> PendingItem:
         candidates=list(q.question.options),
         actions=_actions(*((n, "POST", path, {"choice": body}) for n, body in choices)),
         detail={"seq": q.seq, "author": q.author, "asked_at": q.at.isoformat()},
+    )
+
+
+def _packet(packet: chonk.Packet) -> PendingItem:
+    """A HUMAN_ONLY packet its decider decides (§2): what they decide happens outside;
+    they say here when they have."""
+    return PendingItem(
+        kind="packet",
+        id=packet.id,
+        text=f"{packet.about}\n\n{packet.text}",
+        actions=_actions(("decided", "POST", f"/v1/chonk/packets/{packet.id}/decided", {})),
+        detail={
+            "chonk": packet.chonk,
+            "subject": packet.subject,
+            "opened_at": packet.opened_at.isoformat(),
+        },
     )
 
 

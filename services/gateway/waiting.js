@@ -13,11 +13,12 @@ const KINDS = {
   draft: "My agent's draft", confirmation: "My agent asks which reply",
   window: "Sending unless I act", ask: "My agent asks to act for me",
   layer_draft: "A change to my app", delivery: "Not delivered", question: "Asked of me",
+  packet: "Mine to decide",
 };
 
 const LABELS = {
   send: "Send", discard: "Discard", stop: "Stop", decline: "Decline", approve: "Approve",
-  keep: "Keep", replace: "Send my text instead", dismiss: "Dismiss",
+  keep: "Keep", replace: "Send my text instead", dismiss: "Dismiss", decided: "I've decided",
 };
 
 const DONE = {
@@ -28,7 +29,7 @@ const DONE = {
   "ask decline": "Declined: your agent may not.", "layer_draft keep": "Kept.",
   "layer_draft discard": "Discarded.", "delivery dismiss": "Dismissed.",
   "question pick": "Answered.", "question edit": "Answered in your words.",
-  "question decline": "Declined.",
+  "question decline": "Declined.", "packet decided": "Marked decided: it leaves your list.",
 };
 
 function left(item) {

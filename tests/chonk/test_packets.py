@@ -89,3 +89,37 @@ async def test_packets_are_paged_as_they_pile_up(api, operator):
     # A cursor that is none of hers pages nothing of hers.
     other = await (await api.get(f"/v1/chonk/packets?after={ids[0]}", headers=BEN)).json()
     assert other == {"packets": [], "next": None}
+
+
+async def test_priya_says_she_has_decided_and_the_packet_stays_decided(api, operator):
+    """Before, nothing closed a packet: it waited on its decider for good."""
+    r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "packet_lena"}, headers=PRIYA)
+    (opened,) = (await r.json())["delivered"]
+    path = f"/v1/chonk/packets/{opened['packet']}/decided"
+    # Only its decider, in person: Lena (whom it is about) and Priya's agent find none.
+    agent = bearer(token(org=ORG, user=f"{ORG}/priya", act=f"agent:{ORG}/priya"))
+    assert (await api.post(path, json={}, headers=agent)).status == 403
+    refused = await api.post(path, json={}, headers=LENA)
+    assert refused.status == 404 and opened["packet"] in (await refused.json())["detail"]
+
+    decided = await api.post(path, json={}, headers=PRIYA)
+    assert decided.status == 200, await decided.text()
+    at = (await decided.json())["decided_at"]
+    assert at is not None
+    again = await api.post(path, json={}, headers=PRIYA)  # said again: as it was
+    assert (await again.json())["decided_at"] == at
+    opened_now = await api.get("/v1/chonk/packets?state=open", headers=PRIYA)
+    assert opened["packet"] not in [p["id"] for p in (await opened_now.json())["packets"]]
+    done = await api.get("/v1/chonk/packets?state=decided", headers=PRIYA)
+    assert opened["packet"] in [p["id"] for p in (await done.json())["packets"]]
+    (record,) = [
+        x for x in await records(operator.jetstream(), ORG)
+        if x.action == "chonk.packet.decide" and x.target == opened["packet"]
+    ]  # fmt: skip
+    assert record.actor.sub == f"{ORG}/priya"
+
+    # The run asked again opens it as it was: decided.
+    r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "packet_lena"}, headers=PRIYA)
+    assert r.status == 201, await r.text()
+    (packet,) = [p for p in await _packets(api, PRIYA) if p["id"] == opened["packet"]]
+    assert packet["decided_at"] == at

@@ -19,7 +19,7 @@ import pytest
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
-from libs.contracts import agents, ladder, mod, poa, rooms, scheduler
+from libs.contracts import agents, chonk, ladder, mod, poa, rooms, scheduler
 from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
 from libs.contracts.ladder import SEND_MEANS
 from libs.contracts.problem import PROBLEM_HEADER
@@ -71,7 +71,7 @@ async def linked_rooms(settings_for, audit_service) -> AsyncIterator[Link]:
 
 SERVED = (agents.CONTRACT, rooms.CONTRACT, ladder.CONTRACT, scheduler.CONTRACT)
 # And every service a person's pending list is gathered from.
-WHOLE = (*SERVED, poa.CONTRACT, mod.CONTRACT)
+WHOLE = (*SERVED, poa.CONTRACT, mod.CONTRACT, chonk.CONTRACT)
 
 
 @pytest.fixture
@@ -91,6 +91,7 @@ async def whole_api(
     scheduler_service,
     poa_service,
     mod_service,
+    chonk_service,
 ):
     """The gateway before every service a person's pending list is gathered from."""
     return await client_for(gateway_settings, services=WHOLE)

@@ -5,6 +5,7 @@ window, reads what send means before choosing it, and watches, edits and stops p
 
 import asyncio
 import re
+import uuid
 
 import pytest
 from playwright.async_api import Route, expect
@@ -649,3 +650,23 @@ async def test_the_console_runs_only_its_own_scripts_and_is_framed_by_no_one(api
         policy = served.headers["Content-Security-Policy"]
         assert "frame-ancestors 'none'" in policy and "unsafe" not in policy, path
         assert served.headers["X-Content-Type-Options"] == "nosniff", path
+
+
+async def test_a_packet_is_decided_from_the_first_page(api, page):
+    """Before, a HUMAN_ONLY packet reached its decider through the API alone."""
+    org = "sim-lanternfish"
+    ana = bearer(token(org=org, user=f"{org}/ana"))
+    asked = {"chonk": "human", "text": f"Can I be promoted? ({uuid.uuid4().hex[:6]})"}
+    heard = await (await api.post("/v1/chonk/messages", json=asked, headers=ana)).json()
+    offer = heard["delivered"][1]
+    yes = {"choice": {"type": "pick", "option": 0}}
+    path = f"/v1/rooms/{offer['room']}/questions/{offer['seq']}/answer"
+    assert (await api.post(path, json=yes, headers=ana)).status == 201
+    await page.fill("#token", token(org=org, user=f"{org}/tomas"))
+    await page.click("#use")
+    packet = page.locator("#pending > li[data-kind=packet]", has_text="a question about promotion")
+    await expect(packet.locator(".kind")).to_have_text("Mine to decide", timeout=ANSWERED)
+    await expect(packet.locator(".text")).to_contain_text("recommends nothing")
+    await packet.get_by_role("button", name="I've decided").click()
+    await expect(page.locator("#status")).to_have_text("Marked decided: it leaves your list.")
+    await expect(packet).to_have_count(0)

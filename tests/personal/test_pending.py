@@ -6,6 +6,7 @@ mod services."""
 import asyncio
 import contextlib
 import json
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -342,3 +343,28 @@ async def test_a_question_that_closes_centuries_from_now_waits_like_any_other(ap
         await call(nc, rooms.TELL, tell, caller="chonk")
     (question,) = await _of_kind(api, people.ada, "question")
     assert datetime.fromisoformat(question["deadline"]) == far
+
+
+async def test_a_packet_waits_on_its_decider_until_they_say_they_have_decided(whole_api):
+    """§9: "Packet in Approvals; nothing happens until you say." Before, a HUMAN_ONLY
+    packet was in no one's pending list, and nothing closed it."""
+    org = "sim-lanternfish"
+    ana, tomas = (bearer(token(org=org, user=f"{org}/{who}")) for who in ("ana", "tomas"))
+    asked = {"chonk": "human", "text": f"Could I get a raise? ({uuid.uuid4().hex[:6]})"}
+    heard = await (await whole_api.post("/v1/chonk/messages", json=asked, headers=ana)).json()
+    offer = heard["delivered"][1]
+    yes = {"choice": {"type": "pick", "option": 0}}
+    path = f"/v1/rooms/{offer['room']}/questions/{offer['seq']}/answer"
+    assert (await whole_api.post(path, json=yes, headers=ana)).status == 201
+
+    async def waiting() -> list[dict] | None:
+        items = [i for i in await pending(whole_api, tomas) if i["kind"] == "packet"]
+        return [i for i in items if i["detail"]["subject"] == f"{org}/ana"] or None
+
+    (item,) = await eventually(waiting)
+    assert item["text"].startswith("a question about compensation\n\nAna asked about")
+    (decided,) = item["actions"]
+    assert (decided["name"], decided["method"]) == ("decided", "POST")
+    done = await whole_api.post(decided["path"], json=decided["body"], headers=tomas)
+    assert done.status == 200, await done.text()
+    assert item["id"] not in [i["id"] for i in await pending(whole_api, tomas)]
