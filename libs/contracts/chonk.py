@@ -199,6 +199,7 @@ class Heard(Contract):
         "call_out",
         "disputed",
         "remember",
+        "why",
         "human_decision",
         "ranking",
         "anonymous_feedback",

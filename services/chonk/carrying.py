@@ -203,6 +203,9 @@ class Carrying:
                 sent = await self._send(held.tell)
                 if held.offer is not None:
                     await self._store.put_offer(sent.room, sent.seq, held.offer)
+                if held.why is not None:
+                    chonk_id = held.tell.bot.removeprefix("chonk-")
+                    await self._store.put_why(org, held.tell.person, chonk_id, held.why)
             elif approved and held.chase is not None:
                 await self._stage_timer(held.chase, self._clock())
             elif approved and held.ready is not None:

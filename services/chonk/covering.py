@@ -20,7 +20,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from services.chonk.carrying import Carrying, bot, told
 from services.chonk.domain import cover, intents
-from services.chonk.domain.types import ProposedAction, RoleCharter
+from services.chonk.domain.types import ProposedAction, Receipt, RoleCharter, SourceRef
 from services.chonk.store import CallOut, Cover, Offer, Proposal
 
 __all__ = ["COVER", "Covering"]
@@ -103,15 +103,18 @@ class Covering(Carrying):
                 await self._timed(
                     scheduler.Schedule(key=key, due_at=due, target=COVER, payload=covered)
                 )
-            delivered = [await self._offer(out, c, scene) for c in offered]
-            delivered.append(await self._confirm(out, offered))
+            delivered = [await self._offer(out, c, scene, shift) for c in offered]
+            delivered.append(await self._confirm(out, offered, scene, shift))
             delivered.append(await self._check_in(out, missing))
         if not offered:  # no one may cover: the escalation cannot wait
             await self._escalate(out)
         return chonk.Heard(intent="call_out", shift=shift.id, delivered=delivered)
 
-    async def _offer(self, out: CallOut, c: cover.Candidate, scene: Scene) -> dict[str, Any]:
-        """A text to one candidate; one in overtime waits for the escalation contact's yes."""
+    async def _offer(
+        self, out: CallOut, c: cover.Candidate, scene: Scene, shift: cover.Shift
+    ) -> dict[str, Any]:
+        """A text to one candidate; one in overtime waits for the escalation contact's yes.
+        What it rests on is kept for its "Reply WHY" once it is sent."""
         hours = f"{c.hours_after:.1f} hours this week"
         if c.overtime:
             hours += f", overtime {_first(out.escalate_to)} approved under the call-out rule"
@@ -123,9 +126,12 @@ class Covering(Carrying):
         key = f"cover-{out.shift}-{c.name.lower()}"
         question = told(out.org, out.chonk, out.title, c.worker, text, key, (CAN, CANT))
         offer = Offer(org=out.org, shift=out.shift, worker=c.worker, name=c.name)
+        needs = scene.stations[shift.station]
+        why = _receipt(out, key, cover.offered_because(shift, needs, scene.rules, c, now=scene.now))
         if not c.overtime:
             sent = await self._send(question)
             await self._store.put_offer(sent.room, sent.seq, offer)
+            await self._store.put_why(out.org, c.worker, out.chonk, why)
             return {"kind": "SEND_MESSAGE:ic_thread", "to": c.worker, "surface": "sms",
                     "room": sent.room, "seq": sent.seq}  # fmt: skip
         cap = scene.rules.max_weekly_hours
@@ -134,13 +140,15 @@ class Covering(Carrying):
             f"{out.end:%H:%M} would put them at {c.hours_after:.1f} hours this week, over the "
             f"{cap:g} hour cap; the call-out rule allows it. Shall I ask {c.name} too?"
         )
-        held = Proposal(key=key, decider=out.escalate_to, tell=question, offer=offer)
+        held = Proposal(key=key, decider=out.escalate_to, tell=question, offer=offer, why=why)
         asking = told(out.org, out.chonk, out.title, out.escalate_to, ask, f"propose-{key}",
                       ("Go ahead", "Don't"))  # fmt: skip
         action = ProposedAction(kind="SEND_MESSAGE:ic_thread", to=c.name, text=text)
         return await self._propose(action, held, asking, to=c.worker)
 
-    async def _confirm(self, out: CallOut, offered: list[cover.Candidate]) -> dict[str, Any]:
+    async def _confirm(
+        self, out: CallOut, offered: list[cover.Candidate], scene: Scene, shift: cover.Shift
+    ) -> dict[str, Any]:
         """The reporter hears who was asked; nothing about the one who is missing."""
         asked = [c.name for c in offered if not c.overtime]
         waiting = [c.name for c in offered if c.overtime]
@@ -163,6 +171,9 @@ class Covering(Carrying):
             text += f"I'll tell you as soon as someone is on the way. {WHY}"
         key = f"cover-{out.shift}-confirm"
         sent = await self._send(told(out.org, out.chonk, out.title, out.reporter, text, key))
+        needs, names = scene.stations[shift.station], [c.name for c in offered]
+        because = cover.asked_because(shift, needs, scene.rules, names, now=scene.now)
+        await self._store.put_why(out.org, out.reporter, out.chonk, _receipt(out, key, because))
         return {"kind": "SEND_MESSAGE:ic_thread", "to": out.reporter, "surface": "sms",
                 "room": sent.room, "seq": sent.seq}  # fmt: skip
 
@@ -304,3 +315,11 @@ def _names(names: list[str]) -> str:
 
 def _refused(rule: str, detail: str) -> Refused:
     return Refused(rule, 422, detail)
+
+
+def _receipt(out: CallOut, key: str, sources: tuple[SourceRef, ...]) -> Receipt:
+    """A call-out's text's receipt: the roster, rules and hours it rests on."""
+    return Receipt(
+        id=f"rcp_{key}", run_id=f"cover_{out.shift}", tenant_id=out.org,
+        created_at=min(s.as_of for s in sources), sources=sources,
+    )  # fmt: skip

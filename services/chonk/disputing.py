@@ -2,7 +2,10 @@
 message is read as a dispute, counted, and recorded as a review item. Contain: the Chonk
 annotates its thread with the receipt of the last message it delivered to that person and
 offers to correct it; a fact kept about them is theirs to redact on their knows page. The
-Chonk does not argue, and changes nothing itself."""
+Chonk does not argue, and changes nothing itself.
+
+A person texting "WHY" after a text that ended "Reply WHY for sources" (§7's SMS surface,
+which shows no markers) is answered with that text's numbered sources."""
 
 import msgspec
 from prometheus_client import Counter
@@ -23,6 +26,17 @@ DISPUTED = Counter(
 
 
 class Disputing(Carrying):
+    async def _why(self, p: Principal, charter: RoleCharter, text: str) -> chonk.Heard:
+        """§7: "WHY" answered with the numbered sources of the Chonk's last text to the
+        person that ended "Reply WHY", in at most three SMS segments."""
+        receipt = await self._store.why(p.org, p.sub, charter.chonk_id)
+        if receipt is None:
+            said, key = "Nothing I've texted you has sources to show.", "why-none"
+        else:
+            said, key = "".join(receipts.why(receipt)), f"why-{receipt.id}"
+        replied = await self._reply(p, charter, said, f"{key}-{intents.digest(p.sub, text)}")
+        return chonk.Heard(intent="why", delivered=[replied])
+
     async def _disputed(self, p: Principal, charter: RoleCharter, text: str) -> chonk.Heard:
         """The Chonk's last message to the person, annotated with its receipt; nothing when
         it has told them nothing."""

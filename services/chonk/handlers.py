@@ -219,6 +219,8 @@ class Handlers(Cadencing, Disputing, Declining):
     async def _read(
         self, p: Principal, data: dict[str, Any], charter: RoleCharter, text: str
     ) -> chonk.Heard:
+        if intents.WHY.search(text):
+            return await self._why(p, charter, text)
         if charter.chonk_id == "ops" and intents.CALL_OUT.search(text):
             return await self._call_out(p, data, charter, text)
         if intents.DISPUTE.search(text):

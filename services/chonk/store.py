@@ -14,6 +14,8 @@
                    outside.<org>.<chonk>                when it proposed outside its allowlist
                    modes.<org>.<chonk>                  its function modes (RC-MGR-01's PROPOSE)
                    cadence.<org>.<cadence>              a cadence that runs: since when
+                   why.<org>.<person>.<chonk>           what its last text to them that ends
+                                                        "Reply WHY" rests on: its sources
                    disputed.<org>.<run>.<digest>        a run's message said not to be so, by
                                                         whom and in what words digested: when
                                                         that run ran (a run asked again is
@@ -29,9 +31,10 @@ rolls up the ones before it: what a person redacted is in no revision of the buc
 
 What has settled is kept for a while (`TETHER_SETTLED_KEPT`, a week by default) and then
 removed by the server: a run's claim once its report is stored, a cover once it is
-closed, a handoff's acceptance, and when a proposal's question opened, once it has
-closed (`domain/proposals.py`). A released claim, an answered proposal or a stopped
-cadence leaves only a marker that is removed within the hour. Reports, declines (two
+closed, a handoff's acceptance, when a proposal's question opened, once it has closed
+(`domain/proposals.py`), and what a text that ends "Reply WHY" rests on. A released
+claim, an answered proposal or a stopped cadence leaves only a marker that is removed
+within the hour. Reports, declines (two
 Chonks disagreeing twice names no period), packets (a decision record, kept decided once
 its decider says so), chases and the questions they asked stay.
 
@@ -73,6 +76,7 @@ from libs.runtime.settings import SETTLED_KEPT
 from services.chonk.domain import proposals
 from services.chonk.domain.ladder import Chase
 from services.chonk.domain.memory import MemoryFact
+from services.chonk.domain.types import Receipt
 
 __all__ = [
     "Asked",
@@ -135,6 +139,7 @@ class Proposal(msgspec.Struct, frozen=True, omit_defaults=True):
     # A packet the person asked about wants (EC-MGR-001): opened on their yes, and `tell`
     # tells its decider it waits.
     packet: Packet | None = None
+    why: Receipt | None = None  # what `tell` rests on, for its "Reply WHY", once told
 
     @property
     def org(self) -> str:
@@ -177,6 +182,7 @@ _chased = codec.decoder(Chased)
 _cover = codec.decoder(Cover)
 _offer = codec.decoder(Offer)
 _packet = codec.decoder(Packet)
+_receipt = codec.decoder(Receipt)
 _times = msgspec.json.Decoder(list[datetime]).decode
 _modes = msgspec.json.Decoder(dict[str, str]).decode
 _reads = msgspec.json.Decoder(list[MemoryRead])
@@ -371,6 +377,15 @@ class ChonkStore:
 
     async def put_offer(self, room: str, seq: int, offer: Offer) -> None:
         await put(self._runs, f"offered.{room}.{seq}", codec.encode(offer))
+
+    async def put_why(self, org: str, person: str, chonk_id: str, receipt: Receipt) -> None:
+        """What the Chonk's last text to `person` that ends "Reply WHY" rests on."""
+        key = f"why.{org}.{key_token(person)}.{chonk_id}"
+        await put(self._runs, key, codec.encode(receipt), keep=self._kept)
+
+    async def why(self, org: str, person: str, chonk_id: str) -> Receipt | None:
+        raw = await self._value(f"why.{org}.{key_token(person)}.{chonk_id}")
+        return _receipt.decode(raw) if raw else None
 
     async def offer(self, room: str, seq: int) -> Offer | None:
         raw = await self._value(f"offered.{room}.{seq}")

@@ -15,6 +15,7 @@ from libs.audit.reading import records
 from libs.contracts import chonk, scheduler
 from libs.contracts.streams import timer_subject
 from tests.chonk.conftest import HARBOR, worker
+from tests.chonk.test_why import why
 from tests.personal.conftest import eventually, problem
 from tests.support import bearer, published_from_now, token
 
@@ -124,6 +125,23 @@ async def test_ec_mgr_009_a_call_out_is_covered_within_the_labor_rules(api, oper
     assert "I've asked Marco to come in and cover the line until 23:00." in confirm["text"]
     assert "I've asked Kwame about Dee, who would be in overtime." in confirm["text"]
 
+    # "Reply WHY for sources": Marco asks in his thread, Rosa as well.
+    sent = await api.post(
+        f"/v1/rooms/{offer['room']}/messages", json={"text": "WHY"}, headers=worker("marco")
+    )
+    assert sent.status == 201, await sent.text()
+    sources = await eventually(lambda: _said(api, "marco", "[1] Roster"))
+    assert sources["seq"] > (await sent.json())["seq"] and sources["text"].splitlines() == [
+        "[1] Roster: the line until 23:00, one short",
+        "[2] The line needs food_safety, line_cook; you hold each",
+        "[3] Your hours this week with tonight: 36.1",
+        "[4] Labor rules: 40 h a week (a call-out lifts it; past it is overtime); 10 h rest "
+        "between shifts",
+    ]
+    assert len(sources["text"]) <= 3 * 160  # three SMS segments at most
+    fit = "[3] Free tonight, certified and within the rules, fewest hours first: Marco, Dee"
+    assert fit in await why(api, "rosa")
+
     # The Chief Human Officer takes the check-in with Jamal: quiet HR, nothing guessed.
     while (decided := msgspec.json.decode((await accepted.next_msg(timeout=10)).data))["request"][
         "id"
@@ -139,6 +157,8 @@ async def test_ec_mgr_009_a_call_out_is_covered_within_the_labor_rules(api, oper
     await _answer(api, "kwame", ask, 0)
     dee = await eventually(lambda: _said(api, "dee", "Hi Dee, the line needs cover"))
     assert "overtime Kwame approved under the call-out rule" in dee["text"]
+    # Her WHY reads what her text, sent on Kwame's yes, rests on.
+    assert "[3] Your hours this week with tonight: 44.1" in await why(api, "dee")
     await _answer(api, "marco", offer, 0)
     coming = await eventually(lambda: _said(api, "rosa", "Marco is coming in"))
     assert coming["text"] == "Marco is coming in to cover the line until 23:00."

@@ -13,7 +13,18 @@ from datetime import datetime, timedelta
 
 import msgspec
 
-__all__ = ["Candidate", "LaborRules", "Shift", "Unfit", "Worker", "solve"]
+from services.chonk.domain.types import SourceRef
+
+__all__ = [
+    "Candidate",
+    "LaborRules",
+    "Shift",
+    "Unfit",
+    "Worker",
+    "asked_because",
+    "offered_because",
+    "solve",
+]
 
 
 class Shift(msgspec.Struct, frozen=True):
@@ -108,3 +119,68 @@ def _unfit(
     if after > rules.max_weekly_hours and not (call_out and rules.call_out_lifts_caps):
         return f"would work {after:g} h of a {rules.max_weekly_hours:g} h week"
     return None
+
+
+def offered_because(
+    shift: Shift, needs: frozenset[str], rules: LaborRules, candidate: Candidate, *, now: datetime
+) -> tuple[SourceRef, ...]:
+    """What a candidate's text rests on: the SMS surface shows no markers and ends "Reply
+    WHY", which these answer (§7: the receipt exists in full regardless)."""
+    hours = SourceRef(
+        n=3, kind="org", ref=f"hours:{candidate.worker}",
+        label=f"Your hours this week with tonight: {candidate.hours_after:.1f}", as_of=now,
+    )  # fmt: skip
+    return (
+        _roster(shift, now),
+        _needs(shift, needs, now, "you hold each"),
+        hours,
+        _rules(rules, now),
+    )
+
+
+def asked_because(
+    shift: Shift,
+    needs: frozenset[str],
+    rules: LaborRules,
+    asked: Sequence[str],
+    *,
+    now: datetime,
+) -> tuple[SourceRef, ...]:
+    """What the reporter's confirmation rests on: who was free and fit, fewest hours first."""
+    fit = ", ".join(asked) or "no one"
+    free = SourceRef(
+        n=3, kind="org", ref=f"roster:{shift.id}:free",
+        label=f"Free tonight, certified and within the rules, fewest hours first: {fit}",
+        as_of=now,
+    )  # fmt: skip
+    return (
+        _roster(shift, now),
+        _needs(shift, needs, now, "each one asked holds them"),
+        free,
+        _rules(rules, now),
+    )
+
+
+def _roster(shift: Shift, now: datetime) -> SourceRef:
+    return SourceRef(
+        n=1, kind="org", ref=f"roster:{shift.id}",
+        label=f"Roster: the {shift.station} until {shift.end:%H:%M}, one short", as_of=now,
+    )  # fmt: skip
+
+
+def _needs(shift: Shift, needs: frozenset[str], now: datetime, held: str) -> SourceRef:
+    return SourceRef(
+        n=2, kind="org", ref=f"certifications:{shift.station}",
+        label=f"The {shift.station} needs {', '.join(sorted(needs)) or 'no certification'}; {held}",
+        as_of=now,
+    )  # fmt: skip
+
+
+def _rules(rules: LaborRules, now: datetime) -> SourceRef:
+    cap = f"{rules.max_weekly_hours:g} h a week"
+    if rules.call_out_lifts_caps:
+        cap += " (a call-out lifts it; past it is overtime)"
+    return SourceRef(
+        n=4, kind="policy", ref="labor-rules",
+        label=f"Labor rules: {cap}; {rules.min_rest_hours:g} h rest between shifts", as_of=now,
+    )  # fmt: skip

@@ -19,6 +19,7 @@ __all__ = [
     "HUMAN_DECISIONS",
     "RANKING",
     "REMEMBER",
+    "WHY",
     "Answer",
     "absent",
     "anonymous_declined",
@@ -100,6 +101,10 @@ ANONYMOUS = re.compile(
 # A person asking a Chonk to keep something about them, in their words (§10: "say
 # 'remember' and tell me the dates"); only as they begin, not "I don't remember".
 REMEMBER = re.compile(r"^\W*remember\b", re.IGNORECASE)
+
+
+# A person asking what a text rests on (§7: an SMS ends "Reply WHY for sources").
+WHY = re.compile(r"^\W*why\W*$", re.IGNORECASE)
 
 
 def digest(person: str, text: str) -> str:
