@@ -19,10 +19,11 @@ from services.chonk.domain import intents
 from services.chonk.domain.types import ProposedAction, RoleCharter
 from services.chonk.store import Proposal
 
-__all__ = ["NEVER", "Declining"]
+__all__ = ["PACKET", "Declining"]
 
-# A never-list handoff's bundle: the decision asked about, and nothing of the asker's words.
-NEVER = "never:"
+# The bundle of a handoff for a packet: what it is about (a never-list decision, or
+# `conduct`), and nothing of the person's words.
+PACKET = "packet:"
 
 PACKET_OPTIONS = ("Prepare it", "No, thanks")
 
@@ -41,25 +42,9 @@ class Declining(Carrying):
             decision, chonk=charter.chonk_id, mor=mor_name, person=p.sub, receipt=heard
         )
         delivered = [
-            await self._reply(p, charter, answer.text, f"never-{heard}", decision=decision)
+            await self._reply(p, charter, answer.text, f"never-{heard}", decision=decision),
+            await self._to_human(p, data, charter, decision, heard),
         ]
-        if charter.chonk_id == "human":
-            delivered.append(await self._offer_packet(data, p.sub, decision, heard))
-        for action in answer.actions:
-            request = chonk.HandoffRequest(
-                id=f"hof_{heard}",
-                tenant_id=p.org,
-                from_chonk=charter.chonk_id,
-                to_chonk="human",
-                reason="other",
-                subject_refs=(p.sub,),
-                requested_action=action.text,
-                context_bundle_ref=f"{NEVER}{decision}",
-                receipt_id=heard,
-                correlation_id=heard,
-                created_by_run_id=heard,
-            )
-            delivered.append(await self._hand_off(request))
         return chonk.Heard(intent="human_decision", delivered=delivered)
 
     async def _ranking(
@@ -73,13 +58,44 @@ class Declining(Carrying):
     async def _anonymous(
         self, p: Principal, data: dict[str, Any], charter: RoleCharter, text: str
     ) -> chonk.Heard:
-        """EC-MGR-005: anonymous feedback is not kept; the reply offers the paths that are."""
-        answer = intents.anonymous_declined(_manager(data, p.sub)[0])
-        replied = await self._reply(p, charter, answer.text, f"anonymous-{_heard(p, text)}")
-        return chonk.Heard(intent="anonymous_feedback", delivered=[replied])
+        """EC-MGR-005: anonymous feedback is not kept; the reply offers the paths that are.
+        Conduct or safety goes on to the Chief Human Officer, which offers a packet for the
+        manager of record."""
+        conduct, heard = bool(intents.CONDUCT.search(text)), _heard(p, text)
+        said = intents.anonymous_declined(
+            _manager(data, p.sub)[0], conduct=conduct, chonk=charter.chonk_id
+        )
+        delivered = [await self._reply(p, charter, said, f"anonymous-{heard}")]
+        if conduct:
+            delivered.append(await self._to_human(p, data, charter, "conduct", heard))
+        return chonk.Heard(intent="anonymous_feedback", delivered=delivered)
+
+    async def _to_human(
+        self, p: Principal, data: dict[str, Any], charter: RoleCharter, kind: str, heard: str
+    ) -> dict[str, Any]:
+        """A packet for the person's manager of record, offered by the Chief Human Officer:
+        at once where it is the one asked, else handed off to it (§8, on the bus)."""
+        if charter.chonk_id == "human":
+            return await self._offer_packet(data, p.sub, kind, heard)
+        mor_name, _ = _manager(data, p.sub)
+        handoff = intents.packet_handoff(kind, person=p.sub, mor=mor_name, receipt=heard)
+        request = chonk.HandoffRequest(
+            id=f"hof_{heard}",
+            tenant_id=p.org,
+            from_chonk=charter.chonk_id,
+            to_chonk="human",
+            reason="other",
+            subject_refs=(p.sub,),
+            requested_action=handoff.text,
+            context_bundle_ref=f"{PACKET}{kind}",
+            receipt_id=heard,
+            correlation_id=heard,
+            created_by_run_id=heard,
+        )
+        return await self._hand_off(request)
 
     async def _offer_packet(
-        self, data: dict[str, Any], person: str, decision: str, heard: str
+        self, data: dict[str, Any], person: str, kind: str, heard: str
     ) -> dict[str, Any]:
         """The Chief Human Officer asks `person` whether they want a packet for their
         manager of record, held as a proposal they decide: on their yes it is opened and
@@ -87,26 +103,22 @@ class Declining(Carrying):
         mor_name, mor = _manager(data, person)
         title = self._charters["human"].title
         org = data["tenant"]
+        offer = intents.packet_offer(kind, name=_name(data, person), mor=mor_name)
         packet = chonk.Packet(
             id=f"pkt_{heard}",
             tenant=org,
             chonk="human",
             decider=mor,
             subject=person,
-            about=f"a question about {decision}",
-            text=(
-                f"{_name(data, person)} asked about {decision}, which you decide, and asked "
-                "for this packet to talk it through with you. The Chief Human Officer "
-                "recommends nothing: this is yours to decide."
-            ),
+            about=offer.about,
+            text=offer.text,
             receipt=heard,
             correlation=heard,
             opened_at=self._clock(),
         )
         question = told(
-            org, "human", title, person, intents.packet_offer(decision, mor_name),
-            f"offer-{heard}", PACKET_OPTIONS,
-        )  # fmt: skip
+            org, "human", title, person, offer.question, f"offer-{heard}", PACKET_OPTIONS
+        )
         held = Proposal(
             key=f"{heard}-packet", decider=person, tell=waiting(packet, title), packet=packet
         )

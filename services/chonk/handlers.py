@@ -23,7 +23,7 @@ from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler
 from services.chonk.cadencing import Cadencing
 from services.chonk.carrying import Lapse
-from services.chonk.declining import NEVER, Declining
+from services.chonk.declining import PACKET, Declining
 from services.chonk.disputing import Disputing
 from services.chonk.domain import handoffs, intents, memory
 from services.chonk.domain.types import RoleCharter
@@ -151,9 +151,9 @@ class Handlers(Cadencing, Disputing, Declining):
         """The receiver's run for an accepted handoff: the tenant's run that takes this
         kind of handoff about this person, once."""
         subject = next(iter(request.subject_refs), "")
-        if request.context_bundle_ref.startswith(NEVER):  # EC-MGR-001's, to `human` alone
-            decision = request.context_bundle_ref.removeprefix(NEVER)
-            await self._offer_packet(data, subject, decision, request.receipt_id)
+        if request.context_bundle_ref.startswith(PACKET):  # EC-MGR-001's and -005's
+            kind = request.context_bundle_ref.removeprefix(PACKET)
+            await self._offer_packet(data, subject, kind, request.receipt_id)
             return
         wanted = {"from": request.from_chonk, "reason": request.reason, "subject": subject}
         spec = next(

@@ -185,3 +185,38 @@ async def test_a_raise_asked_in_the_thread_itself_is_read_as_one_asked_through_t
     assert reply["author"] == offer["author"] == f"bot:{ORG}:chonk-human"
     assert "a person decides it: Tomás" in reply["text"] and "I'll ask you" in reply["text"]
     assert offer["question"]["options"] == ["Prepare it", "No, thanks"]
+
+
+async def test_ec_mgr_005_anonymous_conduct_goes_to_the_mor_as_a_packet_if_asked(api):
+    """ "MoR if the peer describes conduct or safety (HUMAN_ONLY packet)"."""
+    before = await _messages(api, BEN)
+    said = f"Someone keeps bullying Lena in reviews; keep it anonymous ({uuid.uuid4().hex[:6]})"
+    body = await _said(api, BEN, said, "ops")
+    assert body["intent"] == "anonymous_feedback"
+    replied, handoff = body["delivered"]
+    assert (handoff["kind"], handoff["to"]) == ("HANDOFF", "human")
+    reply = await _told(api, BEN, replied["room"], replied["seq"])
+    assert "can't keep feedback about a colleague anonymously" in reply["text"]
+    assert "sounds like conduct or safety: The Chief Human Officer will ask" in reply["text"]
+
+    async def offered() -> dict | None:
+        new = [m for m in await _messages(api, BEN) if m not in before]
+        return next((m for m in new if m["author"] == f"bot:{ORG}:chonk-human"), None)
+
+    question = await eventually(offered)
+    assert question["text"].startswith("What you describe is conduct or safety")
+    answer = await api.post(
+        f"/v1/rooms/{question['room']}/questions/{question['seq']}/answer",
+        json={"choice": {"type": "pick", "option": 0}},
+        headers=BEN,
+    )
+    assert answer.status == 201, await answer.text()
+
+    async def opened() -> list[dict]:
+        return [
+            p for p in await _packets(api, TOMAS)
+            if p["subject"] == f"{ORG}/ben" and p["about"] == "a conduct or safety concern"
+        ]  # fmt: skip
+
+    (packet,) = await eventually(opened)
+    assert "Lena" not in packet["text"] and "bullying" not in packet["text"]

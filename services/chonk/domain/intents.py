@@ -15,18 +15,21 @@ from services.chonk.domain.types import ProposedAction
 __all__ = [
     "ANONYMOUS",
     "CALL_OUT",
+    "CONDUCT",
     "DISPUTE",
     "HUMAN_DECISIONS",
     "RANKING",
     "REMEMBER",
     "WHY",
     "Answer",
+    "PacketOffer",
     "absent",
     "anonymous_declined",
     "digest",
     "human_decision",
     "manager_of",
     "never_answer",
+    "packet_handoff",
     "packet_offer",
     "ranking_declined",
 ]
@@ -103,6 +106,13 @@ ANONYMOUS = re.compile(
 REMEMBER = re.compile(r"^\W*remember\b", re.IGNORECASE)
 
 
+# What a report about a colleague's conduct or safety speaks of (EC-MGR-005's escalation).
+CONDUCT = re.compile(
+    r"\b(harass\w*|bull(y|ied|ies|ying)|threat\w*|unsafe|safety|assault\w*|discriminat\w*"
+    r"|abus(e|ed|ive)|inappropriate(ly)?|intimidat\w*)\b",
+    re.IGNORECASE,
+)
+
 # A person asking what a text rests on (§7: an SMS ends "Reply WHY for sources").
 WHY = re.compile(r"^\W*why\W*$", re.IGNORECASE)
 
@@ -152,39 +162,84 @@ def never_answer(decision: str, *, chonk: str, mor: str, person: str, receipt: s
         f"record. I can't decide it or promise anything about it. {who} ask you whether "
         f"you'd like a packet prepared for {mor}; nothing happens until you say."
     )
-    handoff = ProposedAction(
-        kind="HANDOFF",
-        to="human",
-        text=f"{person} asked about {decision}; prepare a HUMAN_ONLY packet for {mor} if "
-        "they want one",
-        receipt_id=receipt,
-    )
+    handoff = packet_handoff(decision, person=person, mor=mor, receipt=receipt)
     return Answer(text=text, actions=() if chonk == "human" else (handoff,))
 
 
-def packet_offer(decision: str, mor: str) -> str:
-    """The Chief Human Officer's question: whether the person wants a packet for their
-    manager of record (a HUMAN_ONLY decision record; it says what they asked about, not in
-    their words)."""
-    return (
-        f"You asked about {decision}, which {mor} decides. Would you like me to prepare a "
-        f"packet for {mor}? It says that you asked about {decision} and would like to talk "
-        f"it through; it recommends nothing, and nothing is decided until {mor} decides."
+def packet_handoff(kind: str, *, person: str, mor: str, receipt: str) -> ProposedAction:
+    """The handoff to the Chief Human Officer (AUTONOMOUS: it moves work inside the
+    system) that lets it prepare a HUMAN_ONLY packet, for a never-list decision or for
+    `conduct`, if the person wants one."""
+    what = "raised a conduct or safety concern" if kind == "conduct" else f"asked about {kind}"
+    return ProposedAction(
+        kind="HANDOFF",
+        to="human",
+        text=f"{person} {what}; prepare a HUMAN_ONLY packet for {mor} if they want one",
+        receipt_id=receipt,
     )
 
 
-def anonymous_declined(mor: str) -> Answer:
-    """EC-MGR-005: anonymous feedback is not kept; the paths that are (AUTONOMOUS,
-    nothing written)."""
-    return Answer(
+class PacketOffer(msgspec.Struct, frozen=True):
+    """A packet the Chief Human Officer offers to prepare for a person's manager of
+    record: what it is about, what it says (never the person's words, and no
+    recommendation), and the question that asks the person whether they want it."""
+
+    about: str
+    text: str
+    question: str
+
+
+def packet_offer(kind: str, *, name: str, mor: str) -> PacketOffer:
+    """For a never-list decision `name` asked about (EC-MGR-001), or for `conduct`, a
+    conduct or safety concern they raised about a colleague (EC-MGR-005)."""
+    if kind == "conduct":
+        return PacketOffer(
+            about="a conduct or safety concern",
+            text=(
+                f"{name} raised a conduct or safety concern about a colleague and asked for "
+                "this packet, with their name on it, to talk it through with you. It holds "
+                "none of their words. The Chief Human Officer recommends nothing: this is "
+                "yours to decide."
+            ),
+            question=(
+                f"What you describe is conduct or safety, which {mor} should hear about. "
+                f"Would you like me to prepare a packet for {mor}, with your name on it? It "
+                "says you raised a concern and would like to talk it through, none of your "
+                f"words, and nothing happens until {mor} decides."
+            ),
+        )
+    return PacketOffer(
+        about=f"a question about {kind}",
         text=(
-            "I can't keep feedback about a colleague anonymously: feedback is kept only "
-            "with who gave it, so the person it is about can see it and answer it. If you'd "
-            "like, tell me again with your name on it, or talk it through with your manager "
-            f"of record, {mor}. I haven't kept anything you said."
+            f"{name} asked about {kind}, which you decide, and asked for this packet to talk "
+            "it through with you. The Chief Human Officer recommends nothing: this is yours "
+            "to decide."
         ),
-        actions=(),
+        question=(
+            f"You asked about {kind}, which {mor} decides. Would you like me to prepare a "
+            f"packet for {mor}? It says that you asked about {kind} and would like to talk "
+            f"it through; it recommends nothing, and nothing is decided until {mor} decides."
+        ),
     )
+
+
+def anonymous_declined(mor: str, *, conduct: bool, chonk: str) -> str:
+    """EC-MGR-005: anonymous feedback is not kept; the paths that are (AUTONOMOUS,
+    nothing written). Conduct or safety goes to the manager of record as a packet, which
+    the Chief Human Officer offers to prepare."""
+    text = (
+        "I can't keep feedback about a colleague anonymously: feedback is kept only "
+        "with who gave it, so the person it is about can see it and answer it. If you'd "
+        "like, tell me again with your name on it, or talk it through with your manager "
+        f"of record, {mor}. I haven't kept anything you said."
+    )
+    if conduct:
+        who = "I'll" if chonk == "human" else "The Chief Human Officer will"
+        text += (
+            f" What you describe sounds like conduct or safety: {who} ask you whether you'd "
+            f"like a packet prepared for {mor}."
+        )
+    return text
 
 
 def ranking_declined(projects: list[str], org: str) -> Answer:
