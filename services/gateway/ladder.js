@@ -86,10 +86,13 @@ const DECIDED = {
   ceiling: "my org's ceiling",
 };
 
-// What applies in each room, and its own level to set: what the person is choosing in a
-// room and has not saved outlives the list drawn again.
+// What applies in each room their agent answers in, and its own level to set: what the
+// person is choosing in a room and has not saved outlives the list drawn again.
 async function showRooms() {
-  const rooms = await readTitles();
+  // Only where the person's agent answers: a manager agent's room with them holds no
+  // agent of theirs, so a level there would govern nothing.
+  const mine = `agent:${claims().sub}`;
+  const rooms = (await readTitles()).filter((r) => r.members.some((m) => m.id === mine));
   const choosing = new Map([...$("rooms").children]
     .filter((li) => li.querySelector("select").value !== li.dataset.saved)
     .map((li) => [li.dataset.room, {

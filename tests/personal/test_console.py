@@ -10,7 +10,9 @@ import uuid
 import pytest
 from playwright.async_api import Route, expect
 
+from libs.contracts import rooms
 from libs.contracts.ladder import SEND_MEANS
+from libs.runtime.calls import call
 from tests.personal.conftest import (
     announce,
     behind,
@@ -522,6 +524,21 @@ async def test_the_console_shows_what_applies_in_each_room_and_which_setting_dec
     await expect(rooms.filter(has_text="lunch").locator(".applies")).to_have_text(
         "lunch: draft (my level everywhere)"
     )
+
+
+async def test_a_room_the_persons_agent_is_not_in_offers_no_level(api, page, people, connect):
+    """A manager agent's room with the person holds no agent of theirs: a level set there
+    governed nothing, and the console offered one."""
+    team = await room_with(api, people, people.bob_id, title="team")
+    tell = rooms.Tell(
+        org=people.org, person=people.ada_id, bot="chonk-ops", title="Chief Operating Orca",
+        text="The late shift is covered.", key="covered",
+    )  # fmt: skip
+    async with connect("chonk") as nc:
+        await call(nc, rooms.TELL, tell, caller="chonk")
+    await sign_in(page, people)
+    await expect(page.locator(f"#rooms li[data-room={team['id']}]")).to_have_count(1)
+    await expect(page.locator("#rooms li")).to_have_count(1)
 
 
 async def test_a_person_sets_and_unsets_a_room_s_own_level_from_the_console(api, page, people):
