@@ -271,7 +271,7 @@ def _packet(packet: chonk.Packet) -> PendingItem:
     return PendingItem(
         kind="packet",
         id=packet.id,
-        text=f"{packet.about}\n\n{packet.text}",
+        text=f"{packet.about[:1].upper()}{packet.about[1:]}\n\n{packet.text}",
         actions=_actions(("decided", "POST", f"/v1/chonk/packets/{packet.id}/decided", {})),
         detail={
             "chonk": packet.chonk,

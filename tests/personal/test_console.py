@@ -681,7 +681,7 @@ async def test_a_packet_is_decided_from_the_first_page(api, page):
     assert (await api.post(path, json=yes, headers=ana)).status == 201
     await page.fill("#token", token(org=org, user=f"{org}/tomas"))
     await page.click("#use")
-    packet = page.locator("#pending > li[data-kind=packet]", has_text="a question about promotion")
+    packet = page.locator("#pending > li[data-kind=packet]", has_text="A question about promotion")
     await expect(packet.locator(".kind")).to_have_text("Mine to decide", timeout=ANSWERED)
     await expect(packet.locator(".text")).to_contain_text("recommends nothing")
     await packet.get_by_role("button", name="I've decided").click()

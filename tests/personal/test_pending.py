@@ -362,7 +362,7 @@ async def test_a_packet_waits_on_its_decider_until_they_say_they_have_decided(wh
         return [i for i in items if i["detail"]["subject"] == f"{org}/ana"] or None
 
     (item,) = await eventually(waiting)
-    assert item["text"].startswith("a question about compensation\n\nAna asked about")
+    assert item["text"].startswith("A question about compensation\n\nAna asked about")
     (decided,) = item["actions"]
     assert (decided["name"], decided["method"]) == ("decided", "POST")
     done = await whole_api.post(decided["path"], json=decided["body"], headers=tomas)
