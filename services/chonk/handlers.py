@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
+from prometheus_client import Counter
 
 from libs.contracts import chonk, rooms, scheduler
 from libs.contracts.chonk import CONTRACT
@@ -31,6 +32,13 @@ from services.chonk.running import tenant_for
 from services.chonk.simulations import exists, tenant
 
 __all__ = ["Handlers"]
+
+HEARD = Counter(
+    "tether_chonk_heard",
+    "Messages a person wrote to a Chonk, by what it read them as (RC-MGR-02's 'that's not "
+    "true' replies per 1,000 messages: disputed over all).",
+    ["chonk", "intent"],
+)
 
 # The Chonks that may keep a consideration (§6.2).
 CONSIDERING = memory.KINDS["consideration"].writers
@@ -217,6 +225,13 @@ class Handlers(Cadencing, Disputing, Declining):
         await self._read(p, tenant(to_bot.org), charter, said.text)
 
     async def _read(
+        self, p: Principal, data: dict[str, Any], charter: RoleCharter, text: str
+    ) -> chonk.Heard:
+        heard = await self._heard(p, data, charter, text)
+        HEARD.labels(charter.chonk_id, heard.intent).inc()
+        return heard
+
+    async def _heard(
         self, p: Principal, data: dict[str, Any], charter: RoleCharter, text: str
     ) -> chonk.Heard:
         if intents.WHY.search(text):

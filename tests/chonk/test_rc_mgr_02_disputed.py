@@ -6,6 +6,7 @@ correct it and pointing her to her knows page. Before, the message was read as n
 from libs.audit.reading import records
 from services.chonk.disputing import DISPUTED
 from services.chonk.domain import intents
+from services.chonk.handlers import HEARD
 from tests.chonk.conftest import ORG, person
 
 ROOT, ANA = person("priya", roles=("admin",)), person("ana")
@@ -25,6 +26,7 @@ async def dispute_the_check_in(api) -> tuple[dict, dict]:
 async def test_a_person_who_says_a_message_was_not_true_is_shown_its_receipt(api, operator):
     before = len(await records(operator.jetstream(), ORG))
     counted = DISPUTED.labels("human")._value.get()
+    heard = HEARD.labels("human", "disputed")._value.get()
     report, body = await dispute_the_check_in(api)
     (told,) = report["delivered"]
     assert body["intent"] == "disputed"
@@ -53,6 +55,8 @@ async def test_a_person_who_says_a_message_was_not_true_is_shown_its_receipt(api
     ]  # fmt: skip
     assert reviews and {(x.target, x.actor.sub) for x in reviews} == {(report["id"], f"{ORG}/ana")}
     assert DISPUTED.labels("human")._value.get() == counted + 2  # each said, counted
+    # And over every message heard, the rate RC-MGR-02 watches.
+    assert HEARD.labels("human", "disputed")._value.get() == heard + 2
 
 
 async def test_a_chonk_that_told_the_person_nothing_annotates_nothing(api):
