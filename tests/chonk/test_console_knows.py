@@ -95,6 +95,14 @@ async def test_a_person_asks_a_manager_agent_for_a_raise_and_is_told_who_decides
         "Chief Build Officer told you, in your thread with it, who decides this. The Chief "
         "Human Officer asks you, in your thread with it, whether you'd like a packet prepared."
     )
+    # The thread is on the page: before, the console showed no room, and "in your thread
+    # with it" led nowhere.
+    heading = page.get_by_role("heading", name="Chief Build Officer", exact=True)
+    build = page.locator("#threads .with", has=heading)
+    await expect(build.locator("li").last).to_contain_text(
+        "Chief Build Officer, 20"  # its title and when
+    )
+    await expect(build.locator("li").last).to_contain_text("a person decides it: Tomás")
 
 
 async def test_a_person_asks_the_chief_human_officer_to_remember_and_sees_it_kept(api, page):
