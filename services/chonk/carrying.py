@@ -198,7 +198,7 @@ class Carrying:
         once = f"{action}.{key_token(org)}.{key_token(held.key)}"
         async with self._trail.change(org, actor=decider, action=action, target=held.key, key=once):
             if approved and held.packet is not None:
-                await self._open(held.packet)
+                await self._open(msgspec.structs.replace(held.packet, opened_at=self._clock()))
             if approved and held.tell is not None:
                 sent = await self._send(held.tell)
                 if held.offer is not None:

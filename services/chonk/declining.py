@@ -3,11 +3,12 @@ for a person (§2, EC-MGR-001), a ranking of people (§5.4, EC-MGR-004), and fee
 colleague given anonymously (§6.2, EC-MGR-005). Each is answered in the thread the Chonk
 shares with the person, recorded first, and nothing is decided or kept.
 
-A never-list question asked of any Chonk but the Chief Human Officer is handed off to it
-(§8, on the bus). The Chief Human Officer then asks the person whether they want a packet
-for their manager of record, and opens it on their yes, as a proposal of theirs: it waits
-three days, and lapses unanswered. The packet says what they asked about, never in their
-words, and recommends nothing."""
+A never-list question, or anonymous feedback that speaks of conduct or safety, asked of
+any Chonk but the Chief Human Officer is handed off to it (§8, on the bus). The Chief
+Human Officer then asks the person whether they want a packet for their manager of
+record, and opens it on their yes, as a proposal of theirs: it waits three days, and
+lapses unanswered. The packet says what they asked about or raised, never in their words,
+and recommends nothing."""
 
 from collections.abc import Mapping
 from typing import Any
