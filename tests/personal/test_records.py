@@ -74,8 +74,10 @@ RECORDED = {
     ("POST", "/v1/chonk/cadences"): "chonk.cadence.start",
     ("DELETE", "/v1/chonk/cadences/{cadence}"): "chonk.cadence.stop",
     ("POST", "/v1/chonk/messages"): "chonk.cover.start / chonk.handoff.request"
-    " / chonk.proposal.approve / chonk.cover.escalate",
+    " / chonk.proposal.approve / chonk.cover.escalate / chonk.claim.disputed / chonk.reply"
+    " / chonk.memory.write",
     ("POST", "/v1/chonk/memory/{id}"): "chonk.memory.redact",
+    ("POST", "/v1/chonk/packets/{id}/decided"): "chonk.packet.decide",
 }
 # Writes whose record is the stored thing itself: a room's history is its own append-only
 # record (author, kind, on-behalf person, time), kept on the ROOMS stream.
@@ -138,6 +140,15 @@ READERS = {
         "chonk.proposal.decline",
         "chonk.chase.answer",
         "chonk.cover.taken",
+        "chonk.packet.open",
+    ),
+    # What a person writes in their thread with a Chonk, read as POST /v1/chonk/messages is.
+    "tether.evt.rooms.bot_message.stored": (
+        "chonk.reply",
+        "chonk.claim.disputed",
+        "chonk.memory.write",
+        "chonk.handoff.request",
+        "chonk.cover.start",
     ),
 }
 

@@ -69,7 +69,7 @@ class World:
         return bearer(token(org=org, user=f"{org}/{name}", **claims))
 
     def caller(self, name: str, *, owner: str = "ada", member: str = "bob") -> dict[str, str]:
-        org = SIM if owner == "ana" else self.org
+        org = SIM if owner in ("ana", "priya") else self.org
         return {
             "owner": self.who(owner),
             "member": self.who(member),
@@ -363,6 +363,12 @@ async def _cadence(w: World) -> tuple[str, Any]:
     return f"/v1/chonk/cadences/{await w.cadence()}", None
 
 
+async def _packet(w: World) -> tuple[str, Any]:
+    priya = bearer(token(org=SIM, user=f"{SIM}/priya", roles=("admin",)))
+    run = await w.ok("POST", "/v1/chonk/runs", priya, {"tenant": SIM, "run": "packet_lena"})
+    return f"/v1/chonk/packets/{run['delivered'][0]['packet']}/decided", {}
+
+
 async def _fact(w: World) -> tuple[str, Any]:
     report = await w.run()
     return f"/v1/chonk/memory/{report['memory'][0]}", {"response": ""}
@@ -421,6 +427,11 @@ ROWS: dict[tuple[str, str], Row] = {
     # The Chonks' tenant: a run is its admins' to read; a fact about Ana, Ana's to answer.
     ("GET", "/v1/chonk/runs/{id}"): row(_run, 404, 404, 200, 404, 404, 404, owned_by="ana"),
     ("POST", "/v1/chonk/memory/{id}"): row(_fact, 200, 404, 404, 404, 403, 403, owned_by="ana"),
+    # A packet is its decider's alone (Priya decides Lena's): another admin of the org, or
+    # the person it is about, finds none.
+    ("POST", "/v1/chonk/packets/{id}/decided"): row(
+        _packet, 200, 404, 404, 404, 403, 403, owned_by="priya"
+    ),
     # A cadence is its tenant's, started and stopped by its admins alone.
     ("DELETE", "/v1/chonk/cadences/{cadence}"): row(
         _cadence, 403, 403, 200, 403, 403, 403, owned_by="ana"
@@ -448,7 +459,7 @@ async def test_the_matrix(api, people, operator):
         shared = await r.make(world) if r.shared else None
         for caller in (*CALLERS[1:], "owner") if r.shared else CALLERS:
             url, body = shared or await r.make(world)
-            member = "ben" if r.owned_by == "ana" else "bob"
+            member = "ben" if r.owned_by in ("ana", "priya") else "bob"
             headers = world.caller(caller, owner=r.owned_by, member=member)
             response = await api.request(method, url, json=body, headers=headers)
             text = await response.text() if response.content_type != "text/event-stream" else ""
