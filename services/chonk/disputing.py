@@ -37,19 +37,26 @@ class Disputing(Carrying):
         replied = await self._reply(p, charter, said, f"{key}-{intents.digest(p.sub, text)}")
         return chonk.Heard(intent="why", delivered=[replied])
 
-    async def _disputed(self, p: Principal, charter: RoleCharter, text: str) -> chonk.Heard:
-        """The Chonk's last message to the person, annotated with its receipt; nothing when
-        it has told them nothing."""
+    async def _disputed(
+        self,
+        p: Principal,
+        charter: RoleCharter,
+        text: str,
+        replying: tuple[str, int] | None = None,
+    ) -> chonk.Heard:
+        """The Chonk's message the person answers in the thread (`replying`), else its last
+        to them, annotated with its receipt; nothing when it has told them nothing."""
         DISPUTED.labels(charter.chonk_id).inc()
+        sent_them = [
+            (report, sent)
+            for report in await self._store.reports(p.org)
+            if report.chonk == charter.chonk_id
+            for sent in report.delivered
+            if sent.get("to") == p.sub and "room" in sent
+        ]
         told_them = next(
-            (
-                (report, sent)
-                for report in await self._store.reports(p.org)
-                if report.chonk == charter.chonk_id
-                for sent in report.delivered
-                if sent.get("to") == p.sub and "room" in sent
-            ),
-            None,
+            (t for t in sent_them if (t[1]["room"], t[1]["seq"]) == replying),
+            next(iter(sent_them), None),
         )
         if told_them is None:
             return chonk.Heard(intent="disputed")

@@ -222,24 +222,37 @@ class Handlers(Cadencing, Disputing, Declining):
                 raise
             return  # its room gone
         p = Principal(org=to_bot.org, sub=said.author)
-        await self._read(p, tenant(to_bot.org), charter, said.text)
+        replying = (said.room, said.reply_to) if said.reply_to is not None else None
+        await self._read(p, tenant(to_bot.org), charter, said.text, replying)
 
     async def _read(
-        self, p: Principal, data: dict[str, Any], charter: RoleCharter, text: str
+        self,
+        p: Principal,
+        data: dict[str, Any],
+        charter: RoleCharter,
+        text: str,
+        replying: tuple[str, int] | None = None,
     ) -> chonk.Heard:
-        heard = await self._heard(p, data, charter, text)
+        """What `text` is read as, and done: `replying` the Chonk's message it answers in
+        the thread, where it names one."""
+        heard = await self._heard(p, data, charter, text, replying)
         HEARD.labels(charter.chonk_id, heard.intent).inc()
         return heard
 
     async def _heard(
-        self, p: Principal, data: dict[str, Any], charter: RoleCharter, text: str
+        self,
+        p: Principal,
+        data: dict[str, Any],
+        charter: RoleCharter,
+        text: str,
+        replying: tuple[str, int] | None,
     ) -> chonk.Heard:
         if intents.WHY.search(text):
             return await self._why(p, charter, text)
         if charter.chonk_id == "ops" and intents.CALL_OUT.search(text):
             return await self._call_out(p, data, charter, text)
         if intents.DISPUTE.search(text):
-            return await self._disputed(p, charter, text)
+            return await self._disputed(p, charter, text, replying)
         if intents.REMEMBER.search(text) and charter.chonk_id in CONSIDERING:
             return await self._remember(p, charter, text)
         if (decision := intents.human_decision(text)) is not None:

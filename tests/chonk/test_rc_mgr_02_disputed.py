@@ -8,6 +8,7 @@ from services.chonk.disputing import DISPUTED
 from services.chonk.domain import intents
 from services.chonk.handlers import HEARD
 from tests.chonk.conftest import ORG, person
+from tests.personal.conftest import eventually
 
 ROOT, ANA = person("priya", roles=("admin",)), person("ana")
 NOT_SO = "That's not true, I never said that."
@@ -71,3 +72,31 @@ def test_what_reads_as_a_dispute_and_what_does_not():
         assert intents.DISPUTE.search(text), text
     for text in ("Thanks, that's right", "Is that true?", "I said I'd be late", "Wrong room?"):
         assert not intents.DISPUTE.search(text), text
+
+
+async def test_a_reply_in_the_thread_disputes_the_message_it_answers(api):
+    """Ben answers the chase's ask, not the Chonk's later message: the review item is the
+    chase's. Before, a dispute was always of the last message told."""
+    ben = person("ben")
+    runs = {}
+    for name in ("chase_ben", "handoff_ben"):  # the handoff's message comes last
+        r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": name}, headers=ROOT)
+        assert r.status == 201, await r.text()
+        runs[name] = await r.json()
+    (asked,) = [d for d in runs["chase_ben"]["delivered"] if d.get("to") == f"{ORG}/ben"
+                and "room" in d]  # fmt: skip
+    sent = await api.post(
+        f"/v1/rooms/{asked['room']}/messages",
+        json={"text": "That's wrong, I reviewed it yesterday.", "reply_to": asked["seq"]},
+        headers=ben,
+    )
+    assert sent.status == 201, await sent.text()
+
+    async def disputed() -> dict | None:
+        read = await api.get(f"/v1/chonk/runs/{runs['chase_ben']['id']}", headers=ROOT)
+        report = await read.json()
+        return report if report["disputed"] == 1 else None
+
+    await eventually(disputed)
+    later = await api.get(f"/v1/chonk/runs/{runs['handoff_ben']['id']}", headers=ROOT)
+    assert (await later.json())["disputed"] == 0
