@@ -187,11 +187,8 @@ class Handlers(Cadencing, Disputing, Declining):
         )
 
     async def message(self, req: chonk.ToChonk, p: Principal) -> chonk.Heard:
-        """A person's message to one of their org's Chonks (IC_MESSAGE): a call-out to the
-        Chief Operating Orca is covered (EC-MGR-009); one saying what the Chonk told them is
-        not true is met with its receipt (RC-MGR-02); a question a person decides names who
-        does (EC-MGR-001); a ranking of people is declined (EC-MGR-004), and so is
-        anonymous feedback (EC-MGR-005); anything else is not read here yet."""
+        """A person's message to one of their org's Chonks (IC_MESSAGE), read as `_heard`
+        reads it."""
         if p.is_agent:
             raise Refused("agent-may-not", 403, "a person writes to their Chonks themselves")
         charter = self._charters.get(req.chonk)
@@ -247,6 +244,12 @@ class Handlers(Cadencing, Disputing, Declining):
         text: str,
         replying: tuple[str, int] | None,
     ) -> chonk.Heard:
+        """The first of these it is: WHY after a text (§7); a call-out to the Chief
+        Operating Orca, covered (EC-MGR-009); what the Chonk told them said not to be so,
+        met with its receipt (RC-MGR-02); "remember", kept in their words (§10); a
+        question a person decides, who does (EC-MGR-001); a ranking of people, declined
+        (EC-MGR-004); anonymous feedback, not kept (EC-MGR-005). Anything else is read as
+        nothing here yet."""
         if intents.WHY.search(text):
             return await self._why(p, charter, text)
         if charter.chonk_id == "ops" and intents.CALL_OUT.search(text):

@@ -34,9 +34,9 @@ removed by the server: a run's claim once its report is stored, a cover once it 
 closed, a handoff's acceptance, when a proposal's question opened, once it has closed
 (`domain/proposals.py`), and what a text that ends "Reply WHY" rests on. A released
 claim, an answered proposal or a stopped cadence leaves only a marker that is removed
-within the hour. Reports, declines (two
-Chonks disagreeing twice names no period), packets (a decision record, kept decided once
-its decider says so), chases and the questions they asked stay.
+within the hour. Reports, declines (two Chonks disagreeing twice names no period), packets
+(a decision record, kept decided once its decider says so), chases and the questions they
+asked stay.
 
 Every read has every acknowledged write in it (through the stream's leader on a replicated
 bucket, `libs.runtime.leader`), and so does the entry each compare-and-set starts from: an
@@ -128,7 +128,8 @@ class Offer(msgspec.Struct, frozen=True):
 
 class Proposal(msgspec.Struct, frozen=True, omit_defaults=True):
     """What a PROPOSE_CONFIRM holds until its decider's yes: a message to tell, a chase to
-    start, or an action for a connector; exactly one."""
+    start, or an action for a connector; exactly one, but a packet, which comes with the
+    message that tells its decider it waits."""
 
     key: str  # the action's, `<run>-<n>`
     decider: str
@@ -136,8 +137,8 @@ class Proposal(msgspec.Struct, frozen=True, omit_defaults=True):
     chase: Chase | None = None
     ready: ActionReady | None = None
     offer: Offer | None = None  # the told question offers a shift: its answers are read
-    # A packet the person asked about wants (EC-MGR-001): opened on their yes, and `tell`
-    # tells its decider it waits.
+    # A packet the person may want for their manager (EC-MGR-001, -005): opened on their
+    # yes, and `tell` tells its decider it waits.
     packet: Packet | None = None
     why: Receipt | None = None  # what `tell` rests on, for its "Reply WHY", once told
 
