@@ -614,9 +614,9 @@ class MessageStored(Contract):
 
 
 class BotMessage(Contract):
-    """A person wrote in the room they share with a service's bot (a manager agent): where,
-    and who, for the bot's service to read with `BOT_MESSAGE_READ`. The words are never
-    carried on the bus."""
+    """A person wrote in the room they share with a service's bot alone (a manager agent):
+    where, and who, for the bot's service to read with `BOT_MESSAGE_READ`. The words are
+    never carried on the bus."""
 
     org: str
     room: str

@@ -3,8 +3,8 @@
 What waits lives where it is decided: drafts, failed deliveries and the questions asked of
 the person (by a person, or a manager agent's bot) in rooms, windows and confirmations in
 the ladder, asks in poa, layer drafts in mod, the HUMAN_ONLY packets the person decides in
-chonk. Each is asked, as the person, for theirs
-alone; the gateway only puts the answers side by side, each with the actions it admits.
+chonk. Each is asked, as the person, for theirs alone; the gateway only puts the answers
+side by side, each with the actions it admits.
 Any of them unavailable, the whole list is (503): a list missing a kind would say nothing
 waits.
 

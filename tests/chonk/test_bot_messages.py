@@ -51,7 +51,7 @@ async def test_a_persons_message_to_a_bot_is_raised_without_its_words_and_read_o
             assert exc.value.problem.status == 404, refused
 
 
-def test_only_a_persons_own_message_in_a_room_a_bot_shares_is_raised_for_it():
+def test_only_a_persons_own_message_in_the_room_they_share_with_a_bot_alone_is_raised():
     now = datetime.now(UTC)
     shared = members.bot_room(
         ORG, f"{ORG}/ana", f"bot:{ORG}:chonk-human", "Chief Human Officer", now
@@ -62,9 +62,11 @@ def test_only_a_persons_own_message_in_a_room_a_bot_shares_is_raised_for_it():
     assert messages.to_bot(shared, said) is not None
     ben = rooms.Member(kind="human", id=f"{ORG}/ben")
     team = msgspec.structs.replace(shared, members=(shared.members[0], ben))
+    with_bot = msgspec.structs.replace(shared, members=(*shared.members, ben))
     answer = msgspec.structs.replace(said, answers=3)
     private = msgspec.structs.replace(said, private=True, to=f"{ORG}/ana")
     bots = msgspec.structs.replace(said, author=shared.members[1].id, author_kind="bot")
     assert messages.to_bot(team, said) is None  # a room no bot shares
+    assert messages.to_bot(with_bot, said) is None  # said to the others, not to the bot
     for unraised in (answer, private, bots):
         assert messages.to_bot(shared, unraised) is None, unraised

@@ -12,6 +12,7 @@ from libs.contracts.rooms import (
     ORG,
     BotMessage,
     Choice,
+    Member,
     Message,
     MessageStored,
     Question,
@@ -178,16 +179,17 @@ def stored(
 
 
 def to_bot(room: Room, message: Message) -> BotMessage | None:
-    """What a person's own message (not an answer, which its question's asker reads) in a
-    room a bot shares raises for the bot's service."""
-    bots = [m.id for m in room.members if m.kind == "bot"]
-    if not bots or message.author_kind != "human" or message.answers is not None:
+    """What a person's own message (not an answer, which its question's asker reads) in the
+    room they share with a bot alone raises for the bot's service. In a room of others, what
+    they say is to the others: no bot's service reads it."""
+    match sorted(room.members, key=lambda m: m.kind):
+        case [Member(kind="bot", id=bot), Member(kind="human", id=person)]:
+            pass
+        case _:
+            return None
+    if message.author != person or message.answers is not None or message.private:
         return None
-    if message.private or not is_member(room, message.author):
-        return None
-    return BotMessage(
-        org=room.org, room=room.id, seq=message.seq, author=message.author, bot=bots[0]
-    )
+    return BotMessage(org=room.org, room=room.id, seq=message.seq, author=person, bot=bot)
 
 
 def heard_on(message: Message) -> str:
