@@ -103,6 +103,13 @@ async def test_a_person_asks_a_manager_agent_for_a_raise_and_is_told_who_decides
         "Chief Build Officer, 20"  # its title and when
     )
     await expect(build.locator("li").last).to_contain_text("a person decides it: Tomás")
+    # The Chief Human Officer's question comes after the handoff: the threads are read
+    # again while the page is open.
+    heading = page.get_by_role("heading", name="Chief Human Officer", exact=True)
+    human = page.locator("#threads .with", has=heading)
+    await expect(human.locator("li").last).to_contain_text(
+        "You asked about compensation, which Tomás decides.", timeout=15_000
+    )
 
 
 async def test_a_person_asks_the_chief_human_officer_to_remember_and_sees_it_kept(api, page):
