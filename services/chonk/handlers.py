@@ -26,7 +26,7 @@ from services.chonk.cadencing import Cadencing
 from services.chonk.carrying import Lapse
 from services.chonk.declining import PACKET, Declining
 from services.chonk.disputing import Disputing
-from services.chonk.domain import handoffs, intents, memory
+from services.chonk.domain import handoffs, intents
 from services.chonk.domain.types import RoleCharter
 from services.chonk.running import tenant_for
 from services.chonk.simulations import exists, tenant
@@ -39,9 +39,6 @@ HEARD = Counter(
     "true' replies per 1,000 messages: disputed over all).",
     ["chonk", "intent"],
 )
-
-# The Chonks that may keep a consideration (§6.2).
-CONSIDERING = memory.KINDS["consideration"].writers
 
 
 class Handlers(Cadencing, Disputing, Declining):
@@ -256,7 +253,7 @@ class Handlers(Cadencing, Disputing, Declining):
             return await self._call_out(p, data, charter, text)
         if intents.DISPUTE.search(text):
             return await self._disputed(p, charter, text, replying)
-        if intents.REMEMBER.search(text) and charter.chonk_id in CONSIDERING:
+        if intents.REMEMBER.search(text):
             return await self._remember(p, charter, text)
         if (decision := intents.human_decision(text)) is not None:
             return await self._human_decision(p, data, charter, decision, text)

@@ -78,8 +78,18 @@ class Remembering(Carrying):
         """§10: a person saying "remember" in their thread is their yes to a consideration,
         kept in their own words (never a paraphrase), shared by themself, for §6.2's 90
         days, and theirs to redact on their knows page; what §6.3 never stores is not kept,
-        and they are told why."""
+        and they are told why. A Chonk §6.2 does not let keep one says which do."""
         now, heard = self._clock(), f"heard_{intents.digest(p.sub, text)}"
+        writers = memory.KINDS["consideration"].writers
+        if charter.chonk_id not in writers:
+            keepers = " or ".join(self._charters[c].title for c in sorted(writers))
+            said = (
+                "I don't keep what to plan around. The "
+                f'{keepers} does: tell it there, beginning with "remember", and it keeps '
+                "it in your words."
+            )
+            pointed = await self._reply(p, charter, said, f"unkept-{heard}")
+            return chonk.Heard(intent="remember", delivered=[pointed])
         fact = memory.MemoryFact(
             id=f"mem_{heard}",
             tenant_id=p.org,

@@ -69,14 +69,23 @@ async def test_remember_in_ana_s_thread_keeps_a_consideration_in_her_words(api, 
 
 
 async def test_only_a_chonk_that_may_keep_a_consideration_keeps_one_and_only_when_asked(api):
-    for chonk, text in (
-        ("build", "remember, I'm out Sept 10-20"),  # §6.2: human and ops alone keep one
-        ("human", "I don't remember the dates"),
-    ):
-        heard = await api.post(
-            "/v1/chonk/messages", json={"chonk": chonk, "text": text}, headers=ANA
-        )
-        assert (await heard.json())["intent"] == "none", text
+    before = await _facts(api)
+    heard = await api.post(
+        "/v1/chonk/messages", json={"chonk": "human", "text": "I don't remember the dates"},
+        headers=ANA,
+    )  # fmt: skip
+    assert (await heard.json())["intent"] == "none"
+    # §6.2: the Chief Human Officer and the Chief Operating Orca alone keep one; another
+    # says so, and which do.
+    said = {"chonk": "build", "text": "remember, I'm out Sept 10-20"}
+    body = await (await api.post("/v1/chonk/messages", json=said, headers=ANA)).json()
+    assert body["intent"] == "remember" and "fact" not in body["delivered"][0]
+    (told,) = body["delivered"]
+    page = await api.get(f"/v1/rooms/{told['room']}/messages", headers=ANA)
+    (reply,) = [m for m in (await page.json())["messages"] if m["seq"] == told["seq"]]
+    assert reply["text"].startswith("I don't keep what to plan around. The Chief Human "
+                                    "Officer or Chief Operating Orca does")  # fmt: skip
+    assert await _facts(api) == before
 
 
 async def test_what_is_never_stored_is_not_kept_and_she_is_told_why(api):
