@@ -132,10 +132,11 @@ function claims() {
 
 const admin = () => (claims().roles || []).includes("admin");
 
-// Every item of a paged list: each page of `path`'s `field`, the next after the last's `next`.
-async function everyPage(path, field) {
+// Every item of a paged list: each page of `path`'s `field` (after `from`, if given), the
+// next after the last's `next`.
+async function everyPage(path, field, from = null) {
   const found = [];
-  let after = null;
+  let after = from;
   do {
     const page = await api("GET", after ? `${path}?after=${encodeURIComponent(after)}` : path);
     found.push(...page[field]);
