@@ -7,6 +7,8 @@ Chonk does not argue, and changes nothing itself.
 A person texting "WHY" after a text that ended "Reply WHY for sources" (§7's SMS surface,
 which shows no markers) is answered with that text's numbered sources."""
 
+from typing import Any
+
 import msgspec
 from prometheus_client import Counter
 
@@ -26,12 +28,26 @@ DISPUTED = Counter(
 
 
 class Disputing(Carrying):
-    async def _why(self, p: Principal, charter: RoleCharter, text: str) -> chonk.Heard:
+    async def _why(
+        self,
+        p: Principal,
+        charter: RoleCharter,
+        text: str,
+        replying: tuple[str, int] | None = None,
+    ) -> chonk.Heard:
         """§7: "WHY" answered with the numbered sources of the Chonk's last text to the
-        person that ended "Reply WHY", in at most three SMS segments."""
-        receipt = await self._store.why(p.org, p.sub, charter.chonk_id)
+        person that ended "Reply WHY", in at most three SMS segments; else of the run's
+        message they answer in the thread, or of the last it told them."""
+        sent_them = await self._sent_them(p, charter)
+        answered = _answered(sent_them, replying)
+        if answered is not None:
+            receipt: Receipt | None = _receipt(answered[0])
+        else:  # a text that ended "Reply WHY", else the last it told them
+            receipt = await self._store.why(p.org, p.sub, charter.chonk_id)
+            if receipt is None and sent_them:
+                receipt = _receipt(sent_them[0][0])
         if receipt is None:
-            said, key = "Nothing I've texted you has sources to show.", "why-none"
+            said, key = "Nothing I've told you has sources to show.", "why-none"
         else:
             said, key = "".join(receipts.why(receipt)), f"why-{receipt.id}"
         replied = await self._reply(p, charter, said, f"{key}-{intents.digest(p.sub, text)}")
@@ -47,21 +63,12 @@ class Disputing(Carrying):
         """The Chonk's message the person answers in the thread (`replying`), else its last
         to them, annotated with its receipt; nothing when it has told them nothing."""
         DISPUTED.labels(charter.chonk_id).inc()
-        sent_them = [
-            (report, sent)
-            for report in await self._store.reports(p.org)
-            if report.chonk == charter.chonk_id
-            for sent in report.delivered
-            if sent.get("to") == p.sub and "room" in sent
-        ]
-        told_them = next(
-            (t for t in sent_them if (t[1]["room"], t[1]["seq"]) == replying),
-            next(iter(sent_them), None),
-        )
+        sent_them = await self._sent_them(p, charter)
+        told_them = _answered(sent_them, replying) or next(iter(sent_them), None)
         if told_them is None:
             return chonk.Heard(intent="disputed")
         report, sent = told_them
-        receipt = msgspec.convert(report.receipt, Receipt)
+        receipt = _receipt(report)
         annotation = (
             "You said this is not right. It was based on these, as they stood then:\n"
             f"{receipts.block(receipt)}\n"
@@ -85,3 +92,26 @@ class Disputing(Carrying):
                  "room": annotated.room, "seq": annotated.seq}
             ],
         )  # fmt: skip
+
+    async def _sent_them(
+        self, p: Principal, charter: RoleCharter
+    ) -> list[tuple[chonk.RunReport, dict[str, Any]]]:
+        """What the Chonk's runs told the person, the last first, with where each was told."""
+        return [
+            (report, sent)
+            for report in await self._store.reports(p.org)
+            if report.chonk == charter.chonk_id
+            for sent in report.delivered
+            if sent.get("to") == p.sub and "room" in sent
+        ]
+
+
+def _answered(
+    sent_them: list[tuple[chonk.RunReport, dict[str, Any]]], replying: tuple[str, int] | None
+) -> tuple[chonk.RunReport, dict[str, Any]] | None:
+    """The run's message the person answers in the thread, if they name one a run told."""
+    return next((t for t in sent_them if (t[1]["room"], t[1]["seq"]) == replying), None)
+
+
+def _receipt(report: chonk.RunReport) -> Receipt:
+    return msgspec.convert(report.receipt, Receipt)

@@ -248,7 +248,7 @@ class Handlers(Cadencing, Disputing, Declining):
         (EC-MGR-004); anonymous feedback, not kept (EC-MGR-005). Anything else is read as
         nothing here yet."""
         if intents.WHY.search(text):
-            return await self._why(p, charter, text)
+            return await self._why(p, charter, text, replying)
         if charter.chonk_id == "ops" and intents.CALL_OUT.search(text):
             return await self._call_out(p, data, charter, text)
         if intents.DISPUTE.search(text):
