@@ -29,13 +29,13 @@ async def _messages(api, who: dict) -> list[dict]:
     """Every message in `who`'s rooms (other tests of the session may have written some)."""
     found = []
     for room in (await (await api.get("/v1/rooms", headers=who)).json())["rooms"]:
-        page = await api.get(f"/v1/rooms/{room['id']}/messages", headers=who)
+        page = await api.get(f"/v1/rooms/{room['id']}/messages?limit=200", headers=who)
         found += (await page.json())["messages"]
     return found
 
 
 async def _told(api, who: dict, room: str, seq: int) -> dict:
-    page = await (await api.get(f"/v1/rooms/{room}/messages", headers=who)).json()
+    page = await (await api.get(f"/v1/rooms/{room}/messages?limit=200", headers=who)).json()
     (found,) = [m for m in page["messages"] if m["seq"] == seq]
     return found
 

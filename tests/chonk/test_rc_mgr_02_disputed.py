@@ -35,7 +35,7 @@ async def test_a_person_who_says_a_message_was_not_true_is_shown_its_receipt(api
     assert (annotated["kind"], annotated["run"], annotated["room"]) == (
         "ANNOTATE", report["id"], told["room"]
     )  # fmt: skip
-    page = await (await api.get(f"/v1/rooms/{told['room']}/messages", headers=ANA)).json()
+    page = await (await api.get(f"/v1/rooms/{told['room']}/messages?limit=200", headers=ANA)).json()
     (note,) = [m for m in page["messages"] if m["seq"] == annotated["seq"]]
     assert note["author"] == f"bot:{ORG}:chonk-human" and note["to"] == f"{ORG}/ana"
     assert "\nReceipts\n[1] GitHub" in note["text"] and "knows page" in note["text"]

@@ -44,7 +44,7 @@ async def test_remember_in_ana_s_thread_keeps_a_consideration_in_her_words(api, 
     actions = [(x.action, x.actor.sub) for x in (await records(operator.jetstream(), ORG))[offset:]]
     assert ("chonk.memory.write", f"{ORG}/ana") in actions  # her act: her yes
 
-    page = await api.get(f"/v1/rooms/{checkin['room']}/messages", headers=ANA)
+    page = await api.get(f"/v1/rooms/{checkin['room']}/messages?limit=200", headers=ANA)
     said = (await sent.json())["seq"]
     (reply,) = [
         m for m in (await page.json())["messages"]
@@ -81,7 +81,7 @@ async def test_only_a_chonk_that_may_keep_a_consideration_keeps_one_and_only_whe
     body = await (await api.post("/v1/chonk/messages", json=said, headers=ANA)).json()
     assert body["intent"] == "remember" and "fact" not in body["delivered"][0]
     (told,) = body["delivered"]
-    page = await api.get(f"/v1/rooms/{told['room']}/messages", headers=ANA)
+    page = await api.get(f"/v1/rooms/{told['room']}/messages?limit=200", headers=ANA)
     (reply,) = [m for m in (await page.json())["messages"] if m["seq"] == told["seq"]]
     assert reply["text"].startswith("I don't keep what to plan around. The Chief Human "
                                     "Officer or Chief Operating Orca does")  # fmt: skip
@@ -95,7 +95,9 @@ async def test_what_is_never_stored_is_not_kept_and_she_is_told_why(api):
     body = await heard.json()
     assert body["intent"] == "remember" and "fact" not in body["delivered"][0]
     assert await _facts(api) == before
-    page = await api.get(f"/v1/rooms/{body['delivered'][0]['room']}/messages", headers=ANA)
+    page = await api.get(
+        f"/v1/rooms/{body['delivered'][0]['room']}/messages?limit=200", headers=ANA
+    )
     (reply,) = [
         m for m in (await page.json())["messages"] if m["seq"] == body["delivered"][0]["seq"]
     ]

@@ -17,7 +17,7 @@ async def why(api, name: str) -> str:
     body = await heard.json()
     assert body["intent"] == "why", body
     (replied,) = body["delivered"]
-    page = await api.get(f"/v1/rooms/{replied['room']}/messages", headers=worker(name))
+    page = await api.get(f"/v1/rooms/{replied['room']}/messages?limit=200", headers=worker(name))
     (said,) = [m for m in (await page.json())["messages"] if m["seq"] == replied["seq"]]
     return said["text"]
 
