@@ -5,7 +5,6 @@ window, reads what send means before choosing it, and watches, edits and stops p
 
 import asyncio
 import re
-import uuid
 
 import pytest
 from playwright.async_api import Route, expect
@@ -25,7 +24,14 @@ from tests.personal.conftest import (
 )
 from tests.personal.test_hip0524_09_personal_line import TOKEN as LINE_SECRET
 from tests.personal.test_hip0524_09_personal_line import code_sent
-from tests.personal.test_pending import HIDE_BOARD, ask_over_the_limit, large_asks, pending
+from tests.personal.test_pending import (
+    HIDE_BOARD,
+    SIM,
+    ana_asks_for_a_packet,
+    ask_over_the_limit,
+    large_asks,
+    pending,
+)
 from tests.support import bearer, browser_page, expiring, led_to, token
 
 # A step's answer crosses the gateway, its service and the audit: a fresh `make test` met
@@ -671,15 +677,8 @@ async def test_the_console_runs_only_its_own_scripts_and_is_framed_by_no_one(api
 
 async def test_a_packet_is_decided_from_the_first_page(api, page):
     """Before, a HUMAN_ONLY packet reached its decider through the API alone."""
-    org = "sim-lanternfish"
-    ana = bearer(token(org=org, user=f"{org}/ana"))
-    asked = {"chonk": "human", "text": f"Can I be promoted? ({uuid.uuid4().hex[:6]})"}
-    heard = await (await api.post("/v1/chonk/messages", json=asked, headers=ana)).json()
-    offer = heard["delivered"][1]
-    yes = {"choice": {"type": "pick", "option": 0}}
-    path = f"/v1/rooms/{offer['room']}/questions/{offer['seq']}/answer"
-    assert (await api.post(path, json=yes, headers=ana)).status == 201
-    await page.fill("#token", token(org=org, user=f"{org}/tomas"))
+    await ana_asks_for_a_packet(api, "Can I be promoted?")
+    await page.fill("#token", token(org=SIM, user=f"{SIM}/tomas"))
     await page.click("#use")
     packet = page.locator("#pending > li[data-kind=packet]", has_text="A question about promotion")
     await expect(packet.locator(".kind")).to_have_text("Mine to decide", timeout=ANSWERED)

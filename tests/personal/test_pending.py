@@ -345,17 +345,27 @@ async def test_a_question_that_closes_centuries_from_now_waits_like_any_other(ap
     assert datetime.fromisoformat(question["deadline"]) == far
 
 
-async def test_a_packet_waits_on_its_decider_until_they_say_they_have_decided(whole_api):
-    """§9: "Packet in Approvals; nothing happens until you say." Before, a HUMAN_ONLY
-    packet was in no one's pending list, and nothing closed it."""
-    org = "sim-lanternfish"
-    ana, tomas = (bearer(token(org=org, user=f"{org}/{who}")) for who in ("ana", "tomas"))
-    asked = {"chonk": "human", "text": f"Could I get a raise? ({uuid.uuid4().hex[:6]})"}
-    heard = await (await whole_api.post("/v1/chonk/messages", json=asked, headers=ana)).json()
+SIM = "sim-lanternfish"
+
+
+async def ana_asks_for_a_packet(api, question: str) -> None:
+    """Ana asks the Chief Human Officer `question` (a decision Tomás makes) and says yes to
+    a packet for him."""
+    ana = bearer(token(org=SIM, user=f"{SIM}/ana"))
+    asked = {"chonk": "human", "text": f"{question} ({uuid.uuid4().hex[:6]})"}
+    heard = await (await api.post("/v1/chonk/messages", json=asked, headers=ana)).json()
     offer = heard["delivered"][1]
     yes = {"choice": {"type": "pick", "option": 0}}
     path = f"/v1/rooms/{offer['room']}/questions/{offer['seq']}/answer"
-    assert (await whole_api.post(path, json=yes, headers=ana)).status == 201
+    assert (await api.post(path, json=yes, headers=ana)).status == 201
+
+
+async def test_a_packet_waits_on_its_decider_until_they_say_they_have_decided(whole_api):
+    """§9: "Packet in Approvals; nothing happens until you say." Before, a HUMAN_ONLY
+    packet was in no one's pending list, and nothing closed it."""
+    org = SIM
+    tomas = bearer(token(org=org, user=f"{org}/tomas"))
+    await ana_asks_for_a_packet(whole_api, "Could I get a raise?")
 
     async def waiting() -> list[dict] | None:
         items = [i for i in await pending(whole_api, tomas) if i["kind"] == "packet"]
