@@ -1,8 +1,10 @@
-"""What a person asks a Chonk, read for what no Chonk answers. A question the shared never
-list reserves for a person (§2, EC-MGR-001) is answered by saying so, naming who decides,
-and handing off to the Chief Human Officer, which asks the person whether they want a
-packet; the asking Chonk decides nothing. A ranking of people is declined (EC-MGR-004), and
-feedback about a colleague given anonymously is not kept (EC-MGR-005)."""
+"""What a person writes a Chonk, read by keyword patterns: a call-out (EC-MGR-009), a
+dispute (RC-MGR-02), "remember" (§10), WHY after a text (§7), and what no Chonk answers. A
+question the shared never list reserves for a person (§2, EC-MGR-001) is answered by
+saying so, naming who decides, and handing off to the Chief Human Officer, which asks the
+person whether they want a packet; the asking Chonk decides nothing. A ranking of people is
+declined (EC-MGR-004), and feedback about a colleague given anonymously is not kept
+(EC-MGR-005), but conduct or safety may go to the manager of record as a packet."""
 
 import hashlib
 import re
