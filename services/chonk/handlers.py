@@ -85,15 +85,8 @@ class Handlers(Cadencing, Disputing, Declining):
             return  # answered, or said undone
         org = held.org
         asked = rooms.FindAnswer(org=org, room=lapse.room, person=held.decider, seq=lapse.seq)
-        try:
-            found: rooms.FoundAnswer = await call(
-                self._nc, rooms.ANSWER_OF, asked, caller=CONTRACT.name
-            )
-        except Refused as exc:
-            if exc.problem.status >= 500:
-                raise
-            found = rooms.FoundAnswer()  # its room gone: no answer came
-        if found.choice is not None:
+        found = await self._of_room(rooms.ANSWER_OF, asked)  # None: its room gone, no answer
+        if found is not None and found.choice is not None:
             await self.decided(lapse.room, lapse.seq, found.choice)
             return
         async with self._trail.change(
@@ -207,17 +200,22 @@ class Handlers(Cadencing, Disputing, Declining):
         if charter is None or not exists(to_bot.org):
             return  # another service's bot, or an org that runs no Chonk here
         ref = rooms.BotMessageRef(org=to_bot.org, room=to_bot.room, seq=to_bot.seq)
-        try:
-            said: rooms.Message = await call(
-                self._nc, rooms.BOT_MESSAGE_READ, ref, caller=CONTRACT.name
-            )
-        except Refused as exc:
-            if exc.problem.status >= 500:
-                raise
+        said = await self._of_room(rooms.BOT_MESSAGE_READ, ref)
+        if said is None:
             return  # its room gone
         p = Principal(org=to_bot.org, sub=said.author)
         replying = (said.room, said.reply_to) if said.reply_to is not None else None
         await self._read(p, tenant(to_bot.org), charter, said.text, replying)
+
+    async def _of_room(self, subject: Subject, request: msgspec.Struct) -> Any:
+        """What the rooms answer, or None where they refuse (the room gone); a transient
+        failure is raised, to be asked again."""
+        try:
+            return await call(self._nc, subject, request, caller=CONTRACT.name)
+        except Refused as exc:
+            if exc.problem.status >= 500:
+                raise
+            return None
 
     async def _read(
         self,
