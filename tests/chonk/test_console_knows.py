@@ -110,6 +110,23 @@ async def test_a_person_asks_a_manager_agent_for_a_raise_and_is_told_who_decides
     await expect(human.locator("li").last).to_contain_text(
         "You asked about compensation, which Tomás decides.", timeout=15_000
     )
+    # It is answered where what waits on her is, and the page leads there.
+    answer = human.locator("li").last.locator("a.answer")
+    await expect(answer).to_have_text("Answer it with what waits on me")
+    await expect(answer).to_have_attribute("href", "/console")
+    # Answered (here through the API, as the first page does), it leads there no more.
+    room = await human.get_attribute("data-room")
+    ana = bearer(token(org=ORG, user=f"{ORG}/ana"))
+    said = await (await api.get(f"/v1/rooms/{room}/messages?limit=200", headers=ana)).json()
+    asked = [m for m in said["messages"] if m.get("question")][-1]
+    no = {"choice": {"type": "pick", "option": 1}}
+    path = f"/v1/rooms/{room}/questions/{asked['seq']}/answer"
+    assert (await api.post(path, json=no, headers=ana)).status == 201
+    said = human.locator("li")
+    await expect(said.last).to_contain_text("Me, ", timeout=15_000)
+    asked_there = said.nth(await said.count() - 2)  # the question, just before its answer
+    await expect(asked_there).to_contain_text("You asked about compensation")
+    await expect(asked_there.locator("a.answer")).to_have_count(0)
 
 
 async def test_a_person_asks_the_chief_human_officer_to_remember_and_sees_it_kept(api, page):
