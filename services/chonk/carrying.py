@@ -204,8 +204,8 @@ class Carrying:
                 if held.offer is not None:
                     await self._store.put_offer(sent.room, sent.seq, held.offer)
                 if held.why is not None:
-                    chonk_id = held.tell.bot.removeprefix("chonk-")
-                    await self._store.put_why(org, held.tell.person, chonk_id, held.why)
+                    asker, _ = _asker(held)
+                    await self._store.put_why(org, held.tell.person, asker, held.why)
             elif approved and held.chase is not None:
                 await self._stage_timer(held.chase, self._clock())
             elif approved and held.ready is not None:

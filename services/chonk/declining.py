@@ -38,7 +38,7 @@ class Declining(Carrying):
         """EC-MGR-001: the reply names who decides; the Chief Human Officer, asked or
         handed the question, asks whether the person wants a packet."""
         mor_name, _ = _manager(data, p.sub)
-        heard = _heard(p, text)
+        heard = intents.heard(p.sub, text)
         answer = intents.never_answer(
             decision, chonk=charter.chonk_id, mor=mor_name, person=p.sub, receipt=heard
         )
@@ -53,7 +53,8 @@ class Declining(Carrying):
     ) -> chonk.Heard:
         """EC-MGR-004: declined plainly, offering what names no one."""
         answer = intents.ranking_declined(data.get("projects", []), p.org)
-        replied = await self._reply(p, charter, answer.text, f"ranking-{_heard(p, text)}")
+        key = f"ranking-{intents.heard(p.sub, text)}"
+        replied = await self._reply(p, charter, answer.text, key)
         return chonk.Heard(intent="ranking", delivered=[replied])
 
     async def _anonymous(
@@ -62,7 +63,7 @@ class Declining(Carrying):
         """EC-MGR-005: anonymous feedback is not kept; the reply offers the paths that are.
         Conduct or safety goes on to the Chief Human Officer, which offers a packet for the
         manager of record."""
-        conduct, heard = bool(intents.CONDUCT.search(text)), _heard(p, text)
+        conduct, heard = bool(intents.CONDUCT.search(text)), intents.heard(p.sub, text)
         said = intents.anonymous_declined(
             _manager(data, p.sub)[0], conduct=conduct, chonk=charter.chonk_id
         )
@@ -125,11 +126,6 @@ class Declining(Carrying):
         )
         action = ProposedAction(kind="PACKET", to=mor_name, receipt_id=heard)
         return await self._propose(action, held, question, to=mor)
-
-
-def _heard(p: Principal, text: str) -> str:
-    """What a person said, as its records name it."""
-    return f"heard_{intents.digest(p.sub, text)}"
 
 
 def _manager(data: dict[str, Any], person: str) -> tuple[str, str]:

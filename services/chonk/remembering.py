@@ -79,7 +79,7 @@ class Remembering(Carrying):
         kept in their own words (never a paraphrase), shared by themself, for §6.2's 90
         days, and theirs to redact on their knows page; what §6.3 never stores is not kept,
         and they are told why. A Chonk §6.2 does not let keep one says which do."""
-        now, heard = self._clock(), f"heard_{intents.digest(p.sub, text)}"
+        now, heard = self._clock(), intents.heard(p.sub, text)
         writers = memory.KINDS["consideration"].writers
         if charter.chonk_id not in writers:
             keepers = " or ".join(self._charters[c].title for c in sorted(writers))
@@ -110,13 +110,19 @@ class Remembering(Carrying):
             said = f"I haven't kept that: {exc}."
             refused = await self._reply(p, charter, said, f"unkept-{heard}")
             return chonk.Heard(intent="remember", delivered=[refused])
-        kept_before = {f.id: f for f in await self._store.facts(p.org, p.sub)}.get(fact.id)
-        if kept_before is None or kept_before.redacted_at is not None:  # else said again
-            async with self._trail.change(
+
+        def kept_once(before: memory.MemoryFact | None) -> memory.MemoryFact:
+            """Said again, it is as it was (nothing written, nothing recorded); taken back,
+            it is kept anew."""
+            return before if before is not None and before.redacted_at is None else stored
+
+        await self._store.change_fact(
+            p.org, p.sub, fact.id, kept_once, now=now,
+            record=lambda _, __: self._trail.change(
                 p.org, actor=p, action="chonk.memory.write", target=p.sub,
                 data={"fact": fact.id, "kind": fact.kind},
-            ):  # fmt: skip
-                await self._store.change_fact(p.org, p.sub, fact.id, lambda _: stored, now=now)
+            ),
+        )  # fmt: skip
         kept = memory.KINDS["consideration"].keep
         assert kept is not None
         said = (

@@ -28,6 +28,7 @@ __all__ = [
     "absent",
     "anonymous_declined",
     "digest",
+    "heard",
     "human_decision",
     "manager_of",
     "never_answer",
@@ -122,6 +123,11 @@ WHY = re.compile(r"^\W*why\W*$", re.IGNORECASE)
 def digest(person: str, text: str) -> str:
     """Who said what, as a key names it: never either."""
     return hashlib.sha256(f"{person}\n{text}".encode()).hexdigest()[:16]
+
+
+def heard(person: str, text: str) -> str:
+    """What a person said, as its records and what is made of it name it."""
+    return f"heard_{digest(person, text)}"
 
 
 def absent(text: str, names: dict[str, str]) -> str | None:
