@@ -9,7 +9,7 @@ import secrets
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -309,6 +309,34 @@ async def module_process(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+def _stopped(pid: int) -> bool:
+    """Every thread of `pid` stopped: a SIGSTOP is delivered to each thread as it next
+    runs, and until the last one has, the process may still answer (a nats-server's
+    follower acking an append, on a loaded machine)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that just exited
+            if (task / "stat").read_text().rsplit(")", 1)[1].split()[0] not in "tT":
+                return False
+    return True
+
+
+@contextlib.contextmanager
+def frozen(*pids: int) -> Iterator[None]:
+    """The processes stopped (SIGSTOP) for the block, each thread of each stopped before
+    it begins, and let go on (SIGCONT) after it."""
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 10
+        while not all(_stopped(pid) for pid in pids):
+            assert time.monotonic() < deadline, f"not stopped in 10 s: {pids}"
+            time.sleep(0.001)
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
 
 
 async def status_of(http: ClientSession, path: str) -> int | None:

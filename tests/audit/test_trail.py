@@ -4,8 +4,6 @@ the verify command."""
 import asyncio
 import contextlib
 import logging
-import os
-import signal
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -22,7 +20,7 @@ from libs.contracts.principal import BEFORE_HEADER, Principal
 from libs.contracts.problem import PROBLEM_HEADER
 from libs.contracts.streams import audit_subject
 from services.audit.main import serve as serve_audit
-from tests.support import module_process, serving
+from tests.support import frozen, module_process, serving
 
 ADA = Principal(org="acme", sub="acme/ada")
 CREATE_ROOM = "rooms.room.create"
@@ -153,14 +151,10 @@ async def test_a_record_stored_after_its_caller_gave_up_never_names_the_change_a
                     await trail.append(org, actor=ADA, action="test.before")
                     break
                 await asyncio.sleep(0.1)
-        os.kill(audit.pid, signal.SIGSTOP)
-        try:
-            happened = []
-            with pytest.raises(AuditUnavailable):
-                async with trail.change(org, actor=ADA, action="rooms.room.create", target="r-1"):
-                    happened.append(True)
-        finally:
-            os.kill(audit.pid, signal.SIGCONT)
+        happened = []
+        with frozen(audit.pid), pytest.raises(AuditUnavailable):
+            async with trail.change(org, actor=ADA, action="rooms.room.create", target="r-1"):
+                happened.append(True)
         # Taken after the stalled one, under the org's lock: once it is stored, so is that.
         await trail.append(org, actor=ADA, action="test.after")
         await trail.settle()  # its caller's asking again, told nothing the first time

@@ -8,9 +8,7 @@ new leader without it, or the old one with it): about one run in two on this mac
 old code failed in those; either way the chain must hold no change unmarked."""
 
 import contextlib
-import os
 import secrets
-import signal
 from collections.abc import AsyncIterator, Iterator
 
 import nats
@@ -30,7 +28,7 @@ from libs.stack.processes import stop_all
 from libs.stack.servers import start_nodes
 from services.audit.main import serve as serve_audit
 from tests.personal.conftest import eventually
-from tests.support import TEST_SERVICES, serving
+from tests.support import TEST_SERVICES, frozen, serving
 
 ADA = Principal(org="acme", sub="acme/ada")
 ROLES = (OPERATOR, "audit", "echo")
@@ -83,14 +81,8 @@ async def _followers_stopped(cluster, js: JetStreamContext) -> AsyncIterator[Non
     """The AUDIT stream's leader alone: its other nodes stopped (SIGSTOP) for the block."""
     procs = cluster[0]
     leader = (await js.stream_info(AUDIT.name)).cluster.leader
-    followers = [p for i, p in enumerate(procs) if f"tether-{i}" != leader]
-    for p in followers:
-        os.kill(p.pid, signal.SIGSTOP)
-    try:
+    with frozen(*(p.pid for i, p in enumerate(procs) if f"tether-{i}" != leader)):
         yield
-    finally:
-        for p in followers:
-            os.kill(p.pid, signal.SIGCONT)
 
 
 async def test_a_record_stored_after_its_store_timed_out_is_marked_abandoned(cluster, org):

@@ -3,8 +3,6 @@ it cannot count or key is refused 503, to be asked again, never 500 and never a 
 nothing reaches a service without its key taken."""
 
 import asyncio
-import os
-import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ from aiohttp.test_utils import TestClient
 from libs.stack.servers import free_port, start_redis
 from tests.gateway.conftest import ROUTES
 from tests.personal.conftest import eventually, problem
-from tests.support import ECHO, bearer
+from tests.support import ECHO, bearer, frozen
 
 # A hang is a request not answered in this long (issue 15's measure); a store that does
 # not answer is given up on in the gateway's TETHER_REDIS_TIMEOUT, 2 s by default.
@@ -42,9 +40,6 @@ class Store:
     def start(self) -> None:
         self.proc = start_redis(self.port, self.data)
 
-    def freeze(self, frozen: bool) -> None:
-        os.kill(self.proc.pid, signal.SIGSTOP if frozen else signal.SIGCONT)
-
     def fill(self, full: bool) -> None:
         """At its maxmemory (one byte), which it never evicts to reach, as deploy/k8s's
         Redis is configured; or with no limit again."""
@@ -58,7 +53,6 @@ def store(tmp_path: Path) -> Iterator[Store]:
     store = Store(tmp_path)
     yield store
     if store.proc.poll() is None:
-        store.freeze(False)
         store.proc.terminate()
     try:
         store.proc.wait(10)
@@ -130,14 +124,13 @@ async def test_a_store_that_is_full_refuses_503_naming_it_and_serves_again_with_
 
 
 async def test_a_store_that_hangs_refuses_503_and_never_hangs_the_request(api, echo, store):
-    store.freeze(True)
-    assert await _answered(api.get("/v1/echo/hung", headers=bearer())) == (
-        503,
-        "store-unavailable",
-    )
+    with frozen(store.proc.pid):
+        assert await _answered(api.get("/v1/echo/hung", headers=bearer())) == (
+            503,
+            "store-unavailable",
+        )
     assert echo.handled == []
 
-    store.freeze(False)
     after = await api.get("/v1/echo/thawed", headers=bearer())
     assert after.status == 200
 

@@ -4,9 +4,7 @@ was stalled, or so busy the request queued) answers 503 `request-late` and does 
 done then, it was a change no one was told of. A window whose every try to send timed out
 was `failed`, "nothing was sent", and the rooms then sent it when they went on."""
 
-import os
 import re
-import signal
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -20,7 +18,18 @@ from libs.contracts.problem import PROBLEM_HEADER, Problem, Unavailable
 from libs.runtime.calls import call
 from libs.stack.servers import free_port
 from tests.personal.conftest import eventually
-from tests.support import ECHO, LINES_KEY, SAY, Echo, Say, answers, encode, module_process, running
+from tests.support import (
+    ECHO,
+    LINES_KEY,
+    SAY,
+    Echo,
+    Say,
+    answers,
+    encode,
+    frozen,
+    module_process,
+    running,
+)
 
 
 async def test_a_request_past_its_callers_wait_is_refused_and_not_handled(settings_for, connect):
@@ -71,12 +80,8 @@ async def test_a_send_the_rooms_come_to_after_its_caller_gave_up_is_not_sent(
             org=org, room=room.id, person=ada.sub, kind="message", text="on my way",
             key="send-late", unattended=True,
         )  # fmt: skip
-        os.kill(process.pid, signal.SIGSTOP)
-        try:
-            with pytest.raises(Unavailable):
-                await call(ladder, rooms.DELIVER, send, caller="ladder", timeout=1.0)
-        finally:
-            os.kill(process.pid, signal.SIGCONT)
+        with frozen(process.pid), pytest.raises(Unavailable):
+            await call(ladder, rooms.DELIVER, send, caller="ladder", timeout=1.0)
 
         async def answered() -> bool:  # the stalled request handled, one way or the other
             return await _handled(http, rooms.DELIVER.name) == 1
