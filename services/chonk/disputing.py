@@ -99,8 +99,7 @@ class Disputing(Carrying):
         """What the Chonk's runs told the person, the last first, with where each was told."""
         return [
             (report, sent)
-            for report in await self._store.reports(p.org)
-            if report.chonk == charter.chonk_id
+            for report in await self._store.told(p.org, p.sub, charter.chonk_id)
             for sent in report.delivered
             if sent.get("to") == p.sub and "room" in sent
         ]

@@ -1,6 +1,7 @@
 """The chonk service's buckets:
 
     chonk-runs     <org>.<run id>                       a run's report
+                   told.<org>.<person>.<chonk>.<run>    a run that told the person something
                    claimed.<org>.<run id>               a timed or handed-off run, taken once
                    declined.<org>.<handoff id>          a handoff its receiver declined
                    accepted.<org>.<handoff id>          one it accepted
@@ -215,6 +216,12 @@ class ChonkStore:
         return found[0].value if found else None
 
     async def put_report(self, org: str, report: RunReport) -> None:
+        """The report, after a key for each person it told something in a room: what a
+        person asks of what a Chonk told them is looked up by them, never by reading the
+        org's reports and keeping theirs."""
+        for person in sorted({d["to"] for d in report.delivered if "room" in d and "to" in d}):
+            told = f"told.{org}.{key_token(person)}.{report.chonk}.{report.id}"
+            await put(self._runs, told, b"")
         await put(self._runs, f"{org}.{report.id}", codec.encode(report))
 
     async def claim_run(self, org: str, run_id: str, now: datetime, *, lease: timedelta) -> bool:
@@ -452,6 +459,14 @@ class ChonkStore:
         entries = await self._in_runs(self._runs, f"{org}.*")  # no other key has two tokens
         entries.sort(key=lambda e: e.revision, reverse=True)
         return [_report.decode(e.value) for e in entries]
+
+    async def told(self, org: str, person: str, chonk_id: str) -> list[RunReport]:
+        """The reports of `chonk_id`'s runs that told `person` something, the one stored
+        last first."""
+        entries = await self._in_runs(self._runs, f"told.{org}.{key_token(person)}.{chonk_id}.*")
+        entries.sort(key=lambda e: e.revision, reverse=True)
+        found = [await self.report(org, e.key.rsplit(".", 1)[1]) for e in entries]
+        return [report for report in found if report is not None]  # None: not yet stored
 
     async def put_disputed(self, org: str, report: RunReport, said: str) -> None:
         """A review item of `report`'s, once for `said`: a digest of who said it in what

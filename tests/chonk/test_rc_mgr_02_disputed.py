@@ -4,6 +4,8 @@ and the Chonk annotates its thread with the receipt of what it last told her, of
 correct it and pointing her to her knows page. Before, the message was read as nothing."""
 
 from libs.audit.reading import records
+from libs.contracts.base import key_token
+from libs.runtime.leader import newest_seq
 from services.chonk.disputing import DISPUTED
 from services.chonk.domain import intents
 from services.chonk.handlers import HEARD
@@ -58,6 +60,22 @@ async def test_a_person_who_says_a_message_was_not_true_is_shown_its_receipt(api
     assert DISPUTED.labels("human")._value.get() == counted + 2  # each said, counted
     # And over every message heard, the rate RC-MGR-02 watches.
     assert HEARD.labels("human", "disputed")._value.get() == heard + 2
+
+
+async def test_what_a_run_told_a_person_is_kept_under_them_and_read_from_there(api, operator):
+    """A dispute looks up the runs that told the person something by the person, never
+    by reading the org's reports and keeping theirs: the run is found under Ana, and not
+    under the owner who ran it and was told nothing."""
+    report, body = await dispute_the_check_in(api)
+    assert body["delivered"][0]["run"] == report["id"]
+    js = operator.jetstream()
+
+    async def told(sub: str) -> int:
+        subject = f"$KV.chonk-runs.told.{ORG}.{key_token(sub)}.human.{report['id']}"
+        return await newest_seq(js, "KV_chonk-runs", subject)
+
+    assert await told(f"{ORG}/ana") > 0
+    assert await told(f"{ORG}/priya") == 0
 
 
 async def test_a_chonk_that_told_the_person_nothing_annotates_nothing(api):
