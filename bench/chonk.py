@@ -34,7 +34,7 @@ async def overhead() -> dict[str, list[float]]:
     r = spec["run"]
     model = Scripted(script(spec["script"]))
     asked = [f"sub-agent: {k.split(':')[0]}; step: {k.split(':')[1]}" for k in spec["script"]]
-    the_run = run_of(r)
+    the_run = run_of(r, 0.7)  # §10: "tone 0.7, context checkin"
     now = datetime.now(UTC)
     out: dict[str, list[float]] = {"one run through the harness": [], "floor: the four answers": []}
     for _ in range(RUNS):

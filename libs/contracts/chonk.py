@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from libs.contracts.base import TEXT_CHARACTER, Contract
+from libs.contracts.base import PRINTABLE, TEXT_CHARACTER, Contract
 from libs.contracts.registry import Event, Subject, request_subject, service_contract
 
 __all__ = [
@@ -27,8 +27,10 @@ __all__ = [
     "MESSAGE",
     "PACKETS",
     "RUNS",
+    "SET_VOICE",
     "STOP_CADENCE",
     "TRIAGE_OPENED",
+    "VOICE",
     "ActionReady",
     "CadenceList",
     "CadenceStarted",
@@ -36,6 +38,7 @@ __all__ = [
     "ChonkList",
     "ChonkTitle",
     "GetKnows",
+    "GetVoice",
     "HandoffDecided",
     "HandoffRequest",
     "Heard",
@@ -54,11 +57,14 @@ __all__ = [
     "RunRef",
     "RunReport",
     "RunSummary",
+    "SetVoice",
     "StartCadence",
     "StartRun",
     "StopCadence",
     "ToChonk",
+    "TonePolicy",
     "Triage",
+    "Voice",
 ]
 
 Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$(?!\n)")]
@@ -100,6 +106,12 @@ class RunReport(Contract):
     correlation: str = ""  # the story this run is part of: a handoff's, or its own id
     body: str = ""  # none in a report stored by the release before
     disputed: int = 0  # how often a reader said its message was not so (RC-MGR-02)
+    # The voice the run spoke in (none in a report stored by a release before): the name
+    # its Chonk was called by, the context its message was written in, and the tone that
+    # context and its surface resolved to (§7.2), which its message never went above.
+    name: str = ""
+    context: str = ""
+    tone: float | None = None
 
 
 class ListRuns(Contract):
@@ -307,6 +319,54 @@ class MemoryAnswer(Contract):
     response: Annotated[str, msgspec.Meta(max_length=2000)] = ""
 
 
+# §7.2's contexts, each with its ceiling (services/chonk/domain/tone.py), and the surfaces a
+# message is drawn on.
+ToneContext = Literal[
+    "safety", "human_only_packet", "wellbeing", "feedback_concern", "rejection_notice",
+    "escalation", "incident", "approval_request", "plan_change", "brief", "checkin", "reply",
+    "review", "owner_update", "celebration", "all_hands", "launch",
+]  # fmt: skip
+Surface = Literal["chat", "app", "sms", "console", "email"]
+Dial = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+class TonePolicy(Contract):
+    """The tenant's tone dial (§7.2): `default` kept within `min` and `max`, then under the
+    context's ceiling; a surface's override stands for the dial there, and is under the
+    ceiling too. `ceilings` are the contexts whose ceiling the owner lowered (RC-MGR-03's
+    "a policy the owner can lower"): never above §7.2's."""
+
+    default: Dial = 0.5
+    min: Dial = 0.0
+    max: Dial = 1.0
+    surface_overrides: dict[Surface, Dial] = {}
+    ceilings: dict[ToneContext, Dial] = {}
+
+
+class SetVoice(Contract):
+    """My org's voice for its Chonks, whole: the tone dial, and the name each is called by
+    (§7.1: a Chonk renamed keeps its charter and allowlist; only its name changes). A Chonk
+    not named is called by its charter's name."""
+
+    tone: TonePolicy
+    names: dict[
+        Name,
+        Annotated[str, msgspec.Meta(min_length=1, max_length=40, pattern=rf"^{PRINTABLE}+$(?!\n)")],
+    ] = {}
+
+
+class GetVoice(Contract):
+    """My org's voice for its Chonks."""
+
+
+class Voice(Contract):
+    """The org's voice as its runs use it: the tone dial (the tenant's own until an admin
+    sets one), and every Chonk's name."""
+
+    tone: TonePolicy
+    names: dict[str, str]
+
+
 def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:
     return request_subject("chonk", verb, request, reply, summary)
 
@@ -319,6 +379,8 @@ PACKETS = _subject("packets", ListPackets, PacketList, "the HUMAN_ONLY packets I
 DECIDED = _subject("decided", PacketDecided, Packet, "say I have decided a packet")
 MESSAGE = _subject("message", ToChonk, Heard, "write to one of my org's Chonks")
 CHONKS = _subject("chonks", ListChonks, ChonkList, "my org's Chonks, to write to")
+VOICE = _subject("voice", GetVoice, Voice, "my org's voice for its Chonks (admin)")
+SET_VOICE = _subject("set_voice", SetVoice, Voice, "set my org's voice for its Chonks (admin)")
 HandoffReason = Literal[
     "people_problem",
     "budget_impact",
@@ -408,6 +470,8 @@ CONTRACT = service_contract(
         DECIDED,
         MESSAGE,
         CHONKS,
+        VOICE,
+        SET_VOICE,
     ],
     events=(HANDOFF_REQUESTED, HANDOFF_ACCEPTED, HANDOFF_DECLINED, TRIAGE_OPENED, ACTION_READY),
     buckets=("chonk-runs", "chonk-memory"),

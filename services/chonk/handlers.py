@@ -16,7 +16,7 @@ from prometheus_client import Counter
 from libs.contracts import chonk, rooms, scheduler
 from libs.contracts.chonk import CONTRACT
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
+from libs.contracts.problem import KEY_REUSED, Refused
 from libs.contracts.registry import Subject
 from libs.runtime import pages
 from libs.runtime.calls import call
@@ -26,7 +26,7 @@ from services.chonk.cadencing import Cadencing
 from services.chonk.carrying import Lapse
 from services.chonk.declining import PACKET, Declining
 from services.chonk.disputing import Disputing
-from services.chonk.domain import handoffs, intents
+from services.chonk.domain import handoffs, intents, tone
 from services.chonk.domain.types import RoleCharter
 from services.chonk.running import tenant_for
 from services.chonk.simulations import exists, tenant
@@ -47,7 +47,20 @@ class Handlers(Cadencing, Disputing, Declining):
         spec = data["runs"].get(req.run)
         if spec is None:
             raise Refused("run-not-found", 404, f"{req.tenant} has no run {req.run}")
-        return await self._run(p, data, spec, run_id=spec["run"]["id"], trigger="objective")
+        run_id = spec["run"]["id"]
+        try:
+            return await self._run(p, data, spec, run_id=run_id, trigger="objective")
+        except Refused as exc:
+            if exc.problem.rule != KEY_REUSED:
+                raise
+            # A simulation's run has one id: asked again in another voice, its message is
+            # in other words than the one the rooms hold under it.
+            raise Refused(
+                "run-told-otherwise",
+                409,
+                f"{run_id} told its message before, in other words (its Chonk's voice changed "
+                "since?): a run's message is told once",
+            ) from exc
 
     async def decided(self, room: str, seq: int, choice: rooms.Choice) -> None:
         """An answer to one of the Chonks' questions (only the person asked can answer
@@ -175,6 +188,31 @@ class Handlers(Cadencing, Disputing, Declining):
         return chonk.ChonkList(
             chonks=[chonk.ChonkTitle(id=c.chonk_id, title=c.title) for c in self._charters.values()]
         )
+
+    async def voice(self, _: chonk.GetVoice, p: Principal) -> chonk.Voice:
+        return await self._voice(p.org, tenant_for(p.org, p, "reads its Chonks' voice"))
+
+    async def set_voice(self, req: chonk.SetVoice, p: Principal) -> chonk.Voice:
+        """The org's voice, whole, recorded first; a run after it speaks in it. Every
+        fault is named, and nothing is stored while one is."""
+        data = tenant_for(p.org, p, "sets its Chonks' voice")
+        faults = tone.faults(req.tone) + [
+            f"names.{c}: {p.org} has no Chonk {c}"
+            for c in sorted(req.names)
+            if c not in self._charters
+        ]
+        if faults:
+            raise Refused("invalid-voice", 422, "; ".join(faults))
+
+        def record(
+            _: object, after: chonk.SetVoice
+        ) -> contextlib.AbstractAsyncContextManager[object]:
+            return self._trail.change(
+                p.org, actor=p, action="chonk.voice.set", data=msgspec.to_builtins(after)
+            )
+
+        await self._store.set_voice(p.org, req, record=record)
+        return await self._voice(p.org, data)
 
     async def message(self, req: chonk.ToChonk, p: Principal) -> chonk.Heard:
         """A person's message to one of their org's Chonks (IC_MESSAGE), read as `_heard`
@@ -343,6 +381,8 @@ class Handlers(Cadencing, Disputing, Declining):
             chonk.DECIDED: self.decided_packet,
             chonk.MESSAGE: self.message,
             chonk.CHONKS: self.chonks,
+            chonk.VOICE: self.voice,
+            chonk.SET_VOICE: self.set_voice,
         }
 
 

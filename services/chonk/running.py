@@ -16,7 +16,8 @@ from libs.contracts.problem import Refused
 from libs.model import Scripted
 from services.chonk.carrying import told
 from services.chonk.covering import Covering
-from services.chonk.domain import classes, ladder, receipts, triage
+from services.chonk.domain import classes, ladder, receipts, tone, triage
+from services.chonk.domain.charters import named
 from services.chonk.domain.prompt import TenantDirection
 from services.chonk.domain.run import configure
 from services.chonk.domain.types import Draft, ProposedAction, RoleCharter
@@ -61,6 +62,18 @@ class Running(Covering, Remembering):
         super().__init__(nc, store, trail, clock)
         self._charters, self._never = charters, never
 
+    async def _voice(self, org: str, data: dict[str, Any]) -> chonk.Voice:
+        """The org's voice for its Chonks: as an admin set it, else the tenant's own dial
+        and every Chonk by its charter's name."""
+        chosen = await self._store.voice(org) or chonk.SetVoice(
+            tone=msgspec.convert(data.get("tone", {}), chonk.TonePolicy)
+        )
+        names = {
+            c.chonk_id: chosen.names.get(c.chonk_id, c.voice.display_name)
+            for c in self._charters.values()
+        }
+        return chonk.Voice(tone=chosen.tone, names=names)
+
     async def _once(self, p: Principal, data: dict[str, Any], spec: dict[str, Any], *,
                     run_id: str, **how: Any) -> None:  # fmt: skip
         """A run a delivered event starts: claimed first, so a redelivery handled at the
@@ -95,6 +108,8 @@ class Running(Covering, Remembering):
         r = {**spec["run"], "id": run_id}
         correlation = correlation or run_id
         charter = self._charters[r["chonk"]]
+        voice = await self._voice(p.org, data)
+        resolved = tone.tone(voice.tone, r["context"], r["surface"])
         await self._fixtures(p, data.get("memory", []))
         bundle = await self._context(p, r)
         if handoff is not None:  # the receiver's planner sees what was asked, and why
@@ -107,8 +122,8 @@ class Running(Covering, Remembering):
         now = self._clock()
         try:
             outcome = await run(
-                msgspec.structs.replace(run_of(r), tenant=p.org),
-                charter=charter,
+                msgspec.structs.replace(run_of(r, resolved), tenant=p.org),
+                charter=named(charter, voice.names.get(charter.chonk_id)),
                 config=configure(charter),
                 model=Scripted(script(spec["script"])),
                 direction=TenantDirection(),
@@ -150,6 +165,9 @@ class Running(Covering, Remembering):
             trigger=trigger,
             correlation=correlation,
             body=outcome.draft.body,
+            name=voice.names[charter.chonk_id],
+            context=r["context"],
+            tone=resolved,
         )
         async with self._trail.change(
             p.org, actor=p, action="chonk.run", target=report.id,

@@ -14,6 +14,8 @@
                    offered.<room>.<seq>                 a cover question: which shift, to whom
                    outside.<org>.<chonk>                when it proposed outside its allowlist
                    modes.<org>.<chonk>                  its function modes (RC-MGR-01's PROPOSE)
+                   voice.<org>                          the org's voice for its Chonks: the
+                                                        tone dial and their names (§7)
                    cadence.<org>.<cadence>              a cadence that runs: since when
                    why.<org>.<person>.<chonk>           what its last text to them that ends
                                                         "Reply WHY" rests on: its sources
@@ -59,7 +61,14 @@ from nats.js.kv import KeyValue
 
 from libs.contracts import codec
 from libs.contracts.base import key_token
-from libs.contracts.chonk import ActionReady, HandoffRequest, MemoryRead, Packet, RunReport
+from libs.contracts.chonk import (
+    ActionReady,
+    HandoffRequest,
+    MemoryRead,
+    Packet,
+    RunReport,
+    SetVoice,
+)
 from libs.contracts.rooms import Tell
 from libs.runtime.kv import (
     Conflict,
@@ -185,6 +194,7 @@ _cover = codec.decoder(Cover)
 _offer = codec.decoder(Offer)
 _packet = codec.decoder(Packet)
 _receipt = codec.decoder(Receipt)
+_voice = codec.decoder(SetVoice)
 _times = msgspec.json.Decoder(list[datetime]).decode
 _modes = msgspec.json.Decoder(dict[str, str]).decode
 _reads = msgspec.json.Decoder(list[MemoryRead])
@@ -448,6 +458,23 @@ class ChonkStore:
 
     async def put_modes(self, org: str, chonk_id: str, modes: dict[str, str]) -> None:
         await put(self._runs, f"modes.{org}.{chonk_id}", msgspec.json.encode(modes))
+
+    async def voice(self, org: str) -> SetVoice | None:
+        """The org's voice as an admin last set it; None if none has."""
+        raw = await self._value(f"voice.{org}")
+        return _voice.decode(raw) if raw else None
+
+    async def set_voice(self, org: str, voice: SetVoice, *, record: Record) -> None:
+        """`voice` in place of the org's, recorded first."""
+        await swap(
+            self._runs,
+            f"voice.{org}",
+            lambda _: voice,
+            decode=_voice.decode,
+            default=None,
+            record=record,
+            read=self._in_runs,
+        )
 
     async def report(self, org: str, run_id: str) -> RunReport | None:
         raw = await self._value(f"{org}.{run_id}")

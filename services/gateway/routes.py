@@ -305,6 +305,13 @@ ROUTES: tuple[Route, ...] = (
         "Say I have decided a packet: it leaves what waits on me",
     ),
     Route("GET", "/v1/chonk/roster", chonk.CHONKS, "My org's Chonks, each by its title"),
+    Route("GET", "/v1/chonk/voice", chonk.VOICE, "My org's voice for its Chonks (admin)"),
+    Route(
+        "PUT",
+        "/v1/chonk/voice",
+        chonk.SET_VOICE,
+        "Set my org's voice for its Chonks, whole: the tone dial and their names (admin)",
+    ),
     Route("POST", "/v1/chonk/messages", chonk.MESSAGE, "Write to one of my org's Chonks"),
     Route("GET", "/v1/chonk/knows", chonk.KNOWS, "What my manager knows about me, and who read it"),
     Route(

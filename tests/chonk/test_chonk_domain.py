@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.chonk.domain import executor, grounding, memory, prompt, receipts, tone
-from services.chonk.domain.charters import ROSTER, CharterError, load
+from services.chonk.domain.charters import ROSTER, CharterError, load, named
 from services.chonk.domain.run import configure
 from services.chonk.domain.types import (
     Draft,
@@ -294,20 +294,53 @@ def test_the_prompt_has_eight_sections_and_the_first_four_are_the_same_across_ru
 # §7.2: the tone dial
 
 
-@given(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1), st.sampled_from(sorted(tone.CEILING)))
-def test_the_tone_dial_never_exceeds_a_context_s_ceiling(default, low, high, context):
-    policy = tone.TonePolicy(default=default, min=min(low, high), max=max(low, high))
-    value = tone.tone(policy, context, "chat")
+@given(
+    st.floats(0, 1),
+    st.floats(0, 1),
+    st.floats(0, 1),
+    st.sampled_from(sorted(tone.CEILING)),
+    st.floats(0, 1) | st.none(),
+    st.floats(0, 1) | st.none(),
+)
+def test_the_tone_dial_never_exceeds_a_context_s_ceiling(
+    default, low, high, context, surface, lowered
+):
+    """Whatever the dial, a surface's override or a ceiling the owner lowered: a surface
+    overriding the dial stays under the ceiling too (§7.2 wrote it after the ceiling, so
+    an SMS override lifted a packet's 0.0)."""
+    policy = tone.TonePolicy(
+        default=default, min=min(low, high), max=max(low, high),
+        surface_overrides={} if surface is None else {"sms": surface},
+        ceilings={} if lowered is None else {context: lowered},
+    )  # fmt: skip
+    value = tone.tone(policy, context, "sms")
     ceiling = tone.CEILING[context]
     if isinstance(ceiling, float):
         assert value <= ceiling
+    if lowered is not None:
+        assert value <= round(lowered, 3)
     assert 0 <= value <= 1
+
+
+def test_a_ceiling_may_only_be_lowered_and_every_fault_is_named():
+    assert tone.faults(tone.TonePolicy(ceilings={"wellbeing": 0.1, "reply": 0.4})) == []
+    assert tone.faults(tone.TonePolicy(min=0.8, max=0.2, ceilings={"safety": 0.1})) == [
+        "tone.min 0.8 is above tone.max 0.2",
+        "tone.ceilings.safety: 0.1 is above its ceiling 0.0; a ceiling may only be lowered",
+    ]
+    lowered = tone.TonePolicy(default=0.9, ceilings={"reply": 0.4, "launch": 0.3})
+    assert tone.tone(lowered, "reply", "chat") == 0.4
+    assert tone.tone(lowered, "launch", "chat") == 0.3
+    assert tone.tone(lowered, "brief", "chat") == 0.9
 
 
 def test_ec_mgr_008_a_rename_and_a_low_tone_change_the_voice_only():
     fin = CHARTERS["fin"]
+    margaret = named(fin, "Margaret")
+    assert margaret.voice.display_name == "Margaret"
+    assert msgspec.structs.replace(margaret, voice=fin.voice) == fin
     renamed = msgspec.structs.replace(
-        fin, voice=msgspec.structs.replace(fin.voice, display_name="Margaret", directness=0.1)
+        margaret, voice=msgspec.structs.replace(margaret.voice, directness=0.1)
     )
     assert configure(renamed) == configure(fin)
     assert tone.directness(renamed.voice) == 0.6

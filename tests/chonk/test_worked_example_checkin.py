@@ -35,7 +35,7 @@ class Recording(Scripted):
 
 
 def the_run() -> Run:
-    return run_of(CHECKIN["run"])
+    return run_of(CHECKIN["run"], 0.7)  # §10: "tone 0.7, context checkin"
 
 
 async def run_checkin(answers: dict):

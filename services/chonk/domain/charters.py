@@ -9,7 +9,7 @@ import msgspec
 
 from services.chonk.domain.types import RoleCharter
 
-__all__ = ["DIRECTNESS_FLOOR", "ROSTER", "CharterError", "load"]
+__all__ = ["DIRECTNESS_FLOOR", "ROSTER", "CharterError", "load", "named"]
 
 ROSTER = ("chonksworth", "fin", "ops", "human", "porpoise", "build", "marketing", "revenue",
           "security")  # fmt: skip
@@ -36,6 +36,16 @@ class _Shipped(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     never: tuple[_Never, ...]
     matrix: tuple[_Row, ...]
     charters: tuple[dict[str, Any], ...]
+
+
+def named(charter: RoleCharter, name: str | None) -> RoleCharter:
+    """`charter` as a tenant calls its Chonk (§7.1): only its voice's name changes; its
+    charter, its allowlist and the rest of its voice never do."""
+    if name is None:
+        return charter
+    return msgspec.structs.replace(
+        charter, voice=msgspec.structs.replace(charter.voice, display_name=name)
+    )
 
 
 def load(raw: bytes) -> tuple[Mapping[str, RoleCharter], frozenset[str]]:

@@ -1,13 +1,17 @@
-"""The tone dial (§7.2): the tenant's policy, under the context's ceiling, unless the
-surface overrides it. What the dial never changes (facts, citations, the recommendation,
-the path of a concern, the non-human disclosure, directness) is not an input here."""
+"""The tone dial (§7.2): the tenant's policy, under the context's ceiling, a surface's
+override standing for the dial there. What the dial never changes (facts, citations, the
+recommendation, the path of a concern, the non-human disclosure, directness) is not an
+input here.
 
-import msgspec
+§7.2 writes the surface's override after the ceiling, so an override would lift a packet's
+tone above its 0.0; RC-MGR-03 enforces the ceilings "not only in the prompt" and counts a
+message above one as a misfire, so the ceiling is applied last."""
 
+from libs.contracts.chonk import TonePolicy
 from services.chonk.domain.charters import DIRECTNESS_FLOOR
 from services.chonk.domain.types import VoiceProfile
 
-__all__ = ["CEILING", "TonePolicy", "directness", "tone"]
+__all__ = ["CEILING", "TonePolicy", "ceiling", "directness", "faults", "tone"]
 
 # None: the dial itself; "lift": the dial plus 0.1, at most 1.
 CEILING: dict[str, float | str | None] = {
@@ -31,21 +35,34 @@ CEILING: dict[str, float | str | None] = {
 }
 
 
-class TonePolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    default: float = 0.5
-    min: float = 0.0
-    max: float = 1.0
-    surface_overrides: dict[str, float] = {}
-
-
 def tone(policy: TonePolicy, context: str, surface: str) -> float:
     value = min(max(policy.default, policy.min), policy.max)
-    match CEILING[context]:
-        case float() as ceiling:
-            value = min(value, ceiling)
-        case "lift":
-            value = min(value + 0.1, 1.0)
-    return round(policy.surface_overrides.get(surface, value), 3)
+    if CEILING[context] == "lift":
+        value = min(value + 0.1, 1.0)
+    value = policy.surface_overrides.get(surface, value)
+    return round(min(value, ceiling(policy, context)), 3)
+
+
+def ceiling(policy: TonePolicy, context: str) -> float:
+    """The context's ceiling: §7.2's (1.0 where it is the dial), or lower, where the owner
+    lowered it."""
+    fixed = CEILING[context]
+    return min(fixed if isinstance(fixed, float) else 1.0, policy.ceilings.get(context, 1.0))
+
+
+def faults(policy: TonePolicy) -> list[str]:
+    """What makes a policy one no run can use: a dial whose least is above its most, and a
+    ceiling the owner would raise (they may only lower one, RC-MGR-03)."""
+    found = []
+    if policy.min > policy.max:
+        found.append(f"tone.min {policy.min} is above tone.max {policy.max}")
+    for context, value in sorted(policy.ceilings.items()):
+        if isinstance(fixed := CEILING[context], float) and value > fixed:
+            found.append(
+                f"tone.ceilings.{context}: {value} is above its ceiling {fixed}; a ceiling may "
+                "only be lowered"
+            )
+    return found
 
 
 def directness(voice: VoiceProfile) -> float:

@@ -41,14 +41,15 @@ def script(answers: dict[str, Any]) -> Callable[[Prompt], str]:
     return answer
 
 
-def run_of(spec: dict[str, Any]) -> Run:
-    """A simulation's run, as the harness takes it."""
+def run_of(spec: dict[str, Any], tone: float) -> Run:
+    """A simulation's run, as the harness takes it, at the tone its context and surface
+    resolve to."""
     return Run(
         id=spec["id"],
         tenant=spec["tenant"],
         objective=spec["objective"],
         surface=spec["surface"],
-        tone=spec["tone"],
+        tone=tone,
         recipient=spec["recipient"],
         channel=spec.get("channel", "ic_thread"),
         managed=frozenset(spec["managed"]),
