@@ -39,6 +39,7 @@ __all__ = [
     "PlanLimitsRequest",
     "PlanSet",
     "Preferences",
+    "RemoveAgent",
     "RunEnded",
     "SetPlan",
     "Speak",
@@ -147,6 +148,14 @@ class CreateAgent(Contract):
     persona: PersonaName
     kind: Literal["agent", "bot"] = "agent"
     ambient: bool = False
+
+
+class RemoveAgent(Contract):
+    """An org admin removes one of the org's own agents or bots: it no longer exists, so it
+    answers nothing, runs no more and holds no place of the plan's capacity. A person's
+    own agent is theirs (one per person, hip-0524 §1) and is never one of these."""
+
+    id: Annotated[str, msgspec.Meta(max_length=200, pattern=r"^(agent|bot):[^/\s]+$(?!\n)")]
 
 
 class Preferences(Contract):
@@ -276,6 +285,7 @@ PERSONAS = _subject("personas", ListPersonas, PersonaList, "the persona library 
 ADD_PERSONA = _subject("add_persona", AddPersona, ListedPersona, "add an org persona (admin)")
 CREATE = _subject("create", CreateAgent, Agent, "create an org agent from a persona (admin)")
 ORG_AGENTS = _subject("org_agents", ListAgents, AgentList, "the org's own agents and bots (admin)")
+REMOVE = _subject("remove", RemoveAgent, Agent, "remove an org agent or bot (admin)")
 PREFERENCES = _subject("preferences", GetPreferences, Preferences, "my preferences")
 SET_PREFERENCES = _subject("set_preferences", Preferences, Preferences, "replace my preferences")
 BILLING = _subject("billing", BillingRequest, Billing, "capacity in use and metered runtime")
@@ -312,6 +322,7 @@ CONTRACT = service_contract(
         ADD_PERSONA,
         CREATE,
         ORG_AGENTS,
+        REMOVE,
         PREFERENCES,
         SET_PREFERENCES,
         BILLING,

@@ -110,6 +110,23 @@ class Handlers:
                 raise Refused("agent-exists", 409, f"{agent.id} exists")
         return agent
 
+    async def remove(self, req: agents.RemoveAgent, p: Principal) -> agents.Agent:
+        """Removed, recorded first: deleted, so it answers and runs no more, then off the
+        roster, so its place is free. A create of the same id admitted meanwhile keeps its
+        place; one cut short between the two leaves the id to be let go as any create cut
+        short does. Removed again, it is not found."""
+        _admin(p, "remove an org agent")
+        agent = await self._store.org_agent(p.org, req.id)
+        if agent is None:
+            raise Refused("agent-not-found", 404, f"{p.org} has no agent or bot {req.id}")
+        now = self._clock()
+        async with self._trail.change(p.org, actor=p, action="agents.org.remove", target=agent.id):
+            await self._store.remove_org_agent(agent)
+            await self._store.change_roster(
+                p.org, lambda current: roster.removed(current, agent.id, now)
+            )
+        return agent
+
     async def org_agents(self, req: agents.ListAgents, p: Principal) -> agents.AgentList:
         _admin(p, "list the org's agents")
         found = await self._store.org_agents(p.org)
@@ -235,6 +252,7 @@ class Handlers:
             agents.ADD_PERSONA: self.add_persona,
             agents.CREATE: self.create,
             agents.ORG_AGENTS: self.org_agents,
+            agents.REMOVE: self.remove,
             agents.PREFERENCES: self.preferences,
             agents.SET_PREFERENCES: self.set_preferences,
             agents.BILLING: self.billing,

@@ -2,7 +2,7 @@
 
 Keys in `agents`:
     personal.<home org>.<user>   a person's one agent: the pair is the key (hip-0524 §2)
-    org.<org>.<agent id>         the org's own agents and bots
+    org.<org>.<agent id>         the org's own agents and bots (a removed one's marker)
     roster.<org>                 their ids, compare-and-set against the plan's capacity
     plan.<org>                   the org's plan; none is `free`
 `agents-personas` holds `<org>.<name>`, `agents-preferences` `<home org>.<user>`,
@@ -29,8 +29,8 @@ from nats.js.kv import KeyValue
 from libs.contracts import codec
 from libs.contracts.agents import METER, Agent, Persona, Preferences
 from libs.contracts.base import key_token
-from libs.runtime.kv import Conflict, Read, open_bucket, put, swap, write_at
-from libs.runtime.leader import exact_reads, seen
+from libs.runtime.kv import Conflict, Read, delete, open_bucket, put, swap, write_at
+from libs.runtime.leader import exact_reads, newest_seq, seen
 from libs.runtime.service import ensure_stream
 from services.agents.domain.meter import AgentMeter
 from services.agents.domain.roster import Roster
@@ -93,7 +93,25 @@ class AgentStore:
         return sorted((_agent.decode(e.value) for e in entries), key=lambda a: a.id)
 
     async def create_org_agent(self, agent: Agent) -> bool:
-        return await _create(self._agents, f"org.{agent.org}.{key_token(agent.id)}", agent)
+        """Stored where none stands: never made, or removed (a create writes over its
+        deletion's marker, where it is as the stream's leader holds it). False where one
+        stands, or another create took the place first."""
+        key = f"org.{agent.org}.{key_token(agent.id)}"
+        if await _create(self._agents, key, agent):
+            return True
+        if await self._exact(self._agents, key):
+            return False
+        removed = await newest_seq(self.js, "KV_agents", f"$KV.agents.{key}")
+        try:
+            await write_at(self._agents, key, codec.encode(agent), removed)
+        except Conflict:
+            return False
+        return True
+
+    async def remove_org_agent(self, agent: Agent) -> None:
+        """Deleted, its marker kept: read from a replica behind the leader, it is gone too
+        once that replica holds the marker, and a create of the same id writes over it."""
+        await delete(self._agents, f"org.{agent.org}.{key_token(agent.id)}")
 
     async def stored(self, agent: Agent) -> Agent | None:
         """The agent stored under `agent`'s key, personal or the org's."""

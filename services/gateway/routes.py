@@ -140,6 +140,12 @@ ROUTES: tuple[Route, ...] = (
         "Create an org agent from a persona (admin)",
         status=201,
     ),
+    Route(
+        "DELETE",
+        "/v1/agents/{id}",
+        agents.REMOVE,
+        "Remove an org agent or bot: it answers nothing more and frees its place (admin)",
+    ),
     Route("GET", "/v1/preferences", agents.PREFERENCES, "My preferences"),
     Route("PUT", "/v1/preferences", agents.SET_PREFERENCES, "Replace my preferences"),
     Route(

@@ -23,6 +23,7 @@ from libs.contracts import SERVICES
 from services.gateway.routes import ROUTES
 from tests.mod.conftest import weather
 from tests.personal.conftest import People, announce, eventually, fresh_number, set_level
+from tests.personal.test_answering import set_plan
 from tests.personal.test_delivery import _sent_by_line as sent_by_line
 from tests.personal.test_delivery import status
 from tests.personal.test_hip0524_09_personal_line import code_sent
@@ -363,6 +364,15 @@ async def _cadence(w: World) -> tuple[str, Any]:
     return f"/v1/chonk/cadences/{await w.cadence()}", None
 
 
+async def _org_agent(w: World) -> tuple[str, Any]:
+    """One of the org's own agents, made by its admin (made again once removed)."""
+    await set_plan(w.operator, w.org, "pro")
+    root = bearer(token(org=w.org, user=f"{w.org}/root", roles=("admin",)))
+    made = await w.api.post("/v1/agents", json={"persona": "cto"}, headers=root)
+    assert made.status in (201, 409), await made.text()
+    return f"/v1/agents/agent:{w.org}:cto", None
+
+
 async def _packet(w: World) -> tuple[str, Any]:
     priya = bearer(token(org=SIM, user=f"{SIM}/priya", roles=("admin",)))
     run = await w.ok("POST", "/v1/chonk/runs", priya, {"tenant": SIM, "run": "packet_lena"})
@@ -432,6 +442,8 @@ ROWS: dict[tuple[str, str], Row] = {
     ("POST", "/v1/chonk/packets/{id}/decided"): row(
         _packet, 200, 404, 404, 404, 403, 403, owned_by="priya"
     ),
+    # The org's own agents are its admins' alone to remove.
+    ("DELETE", "/v1/agents/{id}"): row(_org_agent, 403, 403, 200, 403, 403, 403),
     # A cadence is its tenant's, started and stopped by its admins alone.
     ("DELETE", "/v1/chonk/cadences/{cadence}"): row(
         _cadence, 403, 403, 200, 403, 403, 403, owned_by="ana"

@@ -18,6 +18,7 @@ __all__ = [
     "personal_agent",
     "personal_id",
     "released",
+    "removed",
     "unsettled",
 ]
 
@@ -109,4 +110,18 @@ def released(roster: Roster, left: tuple[str, ...], now: datetime) -> Roster:
         agents=tuple(a for a in roster.agents if a not in gone),
         bots=tuple(b for b in roster.bots if b not in gone),
         admitted={k: v for k, v in roster.admitted.items() if k not in gone},
+    )
+
+
+def removed(roster: Roster, agent_id: str, now: datetime) -> Roster:
+    """The roster without `agent_id`, removed `now`: one a create admitted again since then
+    (made anew as it was removed) stays."""
+    since = roster.admitted.get(agent_id)
+    if since is not None and since >= now:
+        return roster
+    return msgspec.structs.replace(
+        roster,
+        agents=tuple(a for a in roster.agents if a != agent_id),
+        bots=tuple(b for b in roster.bots if b != agent_id),
+        admitted={k: v for k, v in roster.admitted.items() if k != agent_id},
     )

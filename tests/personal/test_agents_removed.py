@@ -1,0 +1,93 @@
+"""hip-0524 §13: capacity caps what may exist. An org admin removes one of the org's own
+agents or bots: it frees its place, answers nothing more, and its id may be made again.
+Before, nothing removed one, so an org at its plan's capacity could never replace an agent
+it no longer wanted."""
+
+from libs.audit.reading import records
+from tests.personal.conftest import drafts, eventually, problem, room_with, say
+from tests.personal.test_answering import set_plan
+from tests.support import bearer, token
+
+
+async def _capacity(api, people) -> dict:
+    return (await (await api.get("/v1/billing", headers=people.root)).json())["capacity"]
+
+
+async def _listed(api, people) -> list[str]:
+    page = await (await api.get("/v1/agents", headers=people.root)).json()
+    return [a["id"] for a in page["agents"]]
+
+
+async def test_a_removed_agent_frees_its_place_and_its_id_may_be_made_again(api, operator, people):
+    await set_plan(operator, people.org, "pro")  # 3 agents, 1 bot
+    for persona in ("cto", "dev", "des"):
+        made = await api.post("/v1/agents", json={"persona": persona}, headers=people.root)
+        assert made.status == 201, await made.text()
+    full = await api.post("/v1/agents", json={"persona": "researcher"}, headers=people.root)
+    assert await problem(full) == (409, "over-capacity")
+
+    cto = f"agent:{people.org}:cto"
+    removed = await api.delete(f"/v1/agents/{cto}", headers=people.root)
+    assert removed.status == 200, await removed.text()
+    assert (await removed.json())["id"] == cto
+    (record,) = [
+        r for r in await records(operator.jetstream(), people.org)
+        if r.action == "agents.org.remove"
+    ]  # fmt: skip
+    assert (record.target, record.actor.sub) == (cto, f"{people.org}/root")
+    assert await _listed(api, people) == [f"agent:{people.org}:des", f"agent:{people.org}:dev"]
+    assert (await _capacity(api, people))["agents"] == {"allowed": 3, "in_use": 2}
+    again = await api.delete(f"/v1/agents/{cto}", headers=people.root)
+    assert await problem(again) == (404, "agent-not-found")
+
+    made = await api.post("/v1/agents", json={"persona": "researcher"}, headers=people.root)
+    assert made.status == 201, await made.text()
+    assert (await _capacity(api, people))["agents"] == {"allowed": 3, "in_use": 3}
+    # The id removed is made again over its removal, once.
+    dev = await api.delete(f"/v1/agents/agent:{people.org}:dev", headers=people.root)
+    assert dev.status == 200, await dev.text()
+    remade = await api.post("/v1/agents", json={"persona": "cto"}, headers=people.root)
+    assert remade.status == 201, await remade.text()
+    twice = await api.post("/v1/agents", json={"persona": "cto"}, headers=people.root)
+    assert await problem(twice) == (409, "agent-exists")
+    assert cto in await _listed(api, people)
+    assert (await _capacity(api, people))["agents"] == {"allowed": 3, "in_use": 3}
+
+
+async def test_a_removed_ambient_agent_answers_nothing_more(api, operator, people, acks):
+    await set_plan(operator, people.org, "team")
+    made = await api.post(
+        "/v1/agents", json={"persona": "self", "ambient": True}, headers=people.root
+    )
+    assert made.status == 201, await made.text()
+    room = await room_with(api, people, people.bob_id, f"{people.org}/root")
+    await say(api, room, people.bob, "Who handles expense reports?", to="org")
+    [first] = await eventually(lambda: drafts(api, room, people.root))
+
+    removed = await api.delete(f"/v1/agents/agent:{people.org}", headers=people.root)
+    assert removed.status == 200, await removed.text()
+    await say(api, room, people.bob, "And who approves travel?", to="org")
+    await acks.caught_up("EVENTS", "agents")  # the message read, and answered by no one
+    assert [d["id"] for d in await drafts(api, room, people.root)] == [first["id"]]
+
+
+async def test_only_an_admin_of_the_org_removes_and_never_a_persons_own_agent(
+    api, operator, people
+):
+    await set_plan(operator, people.org, "pro")
+    made = await api.post("/v1/agents", json={"persona": "cto"}, headers=people.root)
+    assert made.status == 201, await made.text()
+    cto = f"/v1/agents/agent:{people.org}:cto"
+    assert await problem(await api.delete(cto, headers=people.ada)) == (403, "admin-only")
+    root = f"{people.org}/root"
+    agent = bearer(token(org=people.org, user=root, roles=("admin",), act=f"agent:{root}"))
+    assert (await api.delete(cto, headers=agent)).status == 403
+    elsewhere = bearer(token(org="other-org", user="other-org/root", roles=("admin",)))
+    assert await problem(await api.delete(cto, headers=elsewhere)) == (404, "agent-not-found")
+    # A person's agent is theirs, one per person: no org agent has its id.
+    plain = await api.delete(f"/v1/agents/agent:{people.ada_id}", headers=people.root)
+    assert plain.status == 404  # no route has two segments there
+    encoded = await api.delete(f"/v1/agents/agent:{people.org}%2Fada", headers=people.root)
+    assert await problem(encoded) == (422, "invalid-request")
+    assert "$.id" in (await encoded.json())["detail"]
+    assert cto.rsplit("/", 1)[1] in await _listed(api, people)
