@@ -124,3 +124,23 @@ async def test_an_admin_makes_an_agent_of_the_org_within_its_plan(api, operator,
     await expect(page.locator("#capacity")).to_contain_text("The org's agents: 1 of 3.")
     listed = await (await api.get("/v1/agents", headers=people.root)).json()
     assert [a["id"] for a in listed["agents"]] == [f"agent:{people.org}:dev"]
+
+
+async def test_an_admin_removes_an_agent_of_the_org_on_a_second_click(api, operator, people, page):
+    await set_plan(operator, people.org, "pro")
+    made = await api.post("/v1/agents", json={"persona": "cto"}, headers=people.root)
+    assert made.status == 201, await made.text()
+    await sign_in(page, people, f"{people.org}/root", roles=("admin",))
+    cto = page.locator(f"#agents li[data-agent='agent:{people.org}:cto']")
+    await expect(page.locator("#capacity")).to_contain_text("The org's agents: 1 of 3.")
+    remove = cto.get_by_role("button")
+    await remove.click()
+    await expect(remove).to_have_text("Remove it: it answers nothing more")
+    await remove.click()
+    await expect(page.locator("#status")).to_have_text(
+        f"Removed agent:{people.org}:cto: its place is free."
+    )
+    await expect(page.locator("#no-agents")).to_be_visible()
+    await expect(page.locator("#capacity")).to_contain_text("The org's agents: 0 of 3.")
+    listed = await (await api.get("/v1/agents", headers=people.root)).json()
+    assert listed["agents"] == []
