@@ -34,6 +34,9 @@ async def test_the_owner_reads_a_runs_message_beside_its_receipts_and_rules(api,
     await page.locator("#runs li").first.get_by_role("button").click()
     await expect(page.locator("#run-title")).to_contain_text("Chief Executive Otter")
     await expect(page.locator("#run-title")).to_contain_text("run when asked")
+    await expect(page.locator("#run-title")).to_contain_text(
+        "as Chonksworth, tone 0.7 (owner update)"
+    )
     body = page.locator("#body")
     await expect(body).to_contain_text("Morning, Priya. Walk with me.")
     await expect(body).not_to_contain_text("Receipts")  # the block is the side panel
@@ -103,3 +106,31 @@ async def test_an_admin_is_led_to_it_from_every_other_page(api, page):
         if path == "/console/knows":
             await sign_in(page, PRIYA)
         await expect(page.get_by_role("link", name="What my org's Chonks did")).to_be_visible()
+
+
+async def test_the_owner_sets_how_the_chonks_speak_from_the_page(api, page):
+    """EC-MGR-008 and RC-MGR-03 from the owner console: the dial, a ceiling lowered, a
+    Chonk renamed; a ceiling raised is refused with its reason. Before, the voice was set
+    through the API alone."""
+    await sign_in(page, PRIYA)
+    try:
+        await expect(page.locator("#dial")).to_have_value("0.7")
+        await page.fill("#dial", "0.1")
+        await page.fill("#ceilings input[data-context=safety]", "0.5")
+        await page.fill("#names input[data-chonk=chonksworth]", "Walter")
+        await page.click("#save-voice")
+        await expect(page.locator("#status")).to_contain_text(
+            "tone.ceilings.safety: 0.5 is above its ceiling 0.0; a ceiling may only be lowered"
+        )
+        await page.fill("#ceilings input[data-context=safety]", "")
+        await page.fill("#ceilings input[data-context=wellbeing]", "0.1")
+        await page.click("#save-voice")
+        await expect(page.locator("#status")).to_have_text("Saved: their next runs speak this way.")
+        saved = await (await api.get("/v1/chonk/voice", headers=bearer(PRIYA))).json()
+        assert saved["tone"]["default"] == 0.1
+        assert saved["tone"]["ceilings"] == {"wellbeing": 0.1}
+        assert saved["names"]["chonksworth"] == "Walter"
+    finally:
+        shipped = {"tone": {"default": 0.7}}
+        r = await api.put("/v1/chonk/voice", json=shipped, headers=bearer(PRIYA))
+        assert r.status == 200, await r.text()
