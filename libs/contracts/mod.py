@@ -256,11 +256,14 @@ class Verdict(Contract):
 
 class Install(Contract):
     """Install `manifest` (checked whole, every reason listed) pinned to `digest`, with
-    `permissions` consented: exactly the manifest's, never more."""
+    `permissions` consented: exactly the manifest's, never more. Into `layer`: the org's
+    (its admins'), or the caller's own in their home org; unnamed, an admin's goes to the
+    org and anyone else's to their own."""
 
     manifest: dict[str, Any]
     digest: Digest
     permissions: tuple[str, ...]
+    layer: LayerName | None = None
 
 
 class Installed(Contract):
@@ -284,8 +287,11 @@ class InstallList(Contract):
 
 
 class Uninstall(Contract):
+    """Uninstall a mod from `layer`, named as an install names it."""
+
     publisher: Name
     id: Name
+    layer: LayerName | None = None
 
 
 class Uninstalled(Contract):

@@ -236,7 +236,13 @@ ROUTES: tuple[Route, ...] = (
         "Install a mod pinned to a digest, with its permissions consented",
         status=201,
     ),
-    Route("DELETE", "/v1/mod/installs/{publisher}/{id}", mod.UNINSTALL, "Uninstall a mod"),
+    Route(
+        "DELETE",
+        "/v1/mod/installs/{publisher}/{id}",
+        mod.UNINSTALL,
+        "Uninstall a mod (from `layer`: as an install names it)",
+        query=("layer",),
+    ),
     Route("GET", "/v1/mod/layers/{layer}", mod.LAYER, "A layer: its version, ops and last change"),
     Route(
         "POST",

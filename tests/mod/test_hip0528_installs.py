@@ -38,6 +38,29 @@ async def test_hip0528_06_2_a_person_installs_their_own_mod_into_their_home_org_
     assert not [e for e in bob["entries"] if e["id"].startswith("acme/mine/")]
 
 
+async def test_hip0528_06_2_an_admin_installs_their_own_mod_into_their_own_layer(api, people):
+    """An admin is a person too: their own mod goes into their own layer when they name it.
+    Before, every install of an admin's went to the org, for every member."""
+    r = await install(api, people.root, weather(id_="mine"), layer="user")
+    assert r.status == 201, await r.text()
+    assert (await r.json())["layer"] == "user"
+    root = await surface(api, people.root)
+    assert {e["layer"] for e in root["entries"] if e["id"].startswith("acme/mine/")} == {"user"}
+    ada = await surface(api, people.ada)
+    assert not [e for e in ada["entries"] if e["id"].startswith("acme/mine/")]
+    listed = await (await api.get("/v1/mod/installs", headers=people.root)).json()
+    assert [(i["mod"], i["layer"]) for i in listed["installs"]] == [("acme/mine", "user")]
+    # Uninstalled where it is: unnamed, an admin's uninstall is the org's, which has none.
+    org = await api.delete("/v1/mod/installs/acme/mine", headers=people.root)
+    assert await refusal(org) == (404, "install-not-found")
+    mine = await api.delete("/v1/mod/installs/acme/mine?layer=user", headers=people.root)
+    assert mine.status == 200, await mine.text()
+    # The org's layer is its admins' alone, named or not.
+    assert await refusal(await install(api, people.ada, weather(), layer="org")) == (
+        403, "admin-only"
+    )  # fmt: skip
+
+
 async def test_hip0528_06_3_an_agent_may_ask_for_an_install_and_never_make_one(api, people):
     for agent in (people.agent, people.root_agent):
         assert await refusal(await install(api, agent, weather())) == (403, "agent-may-not")

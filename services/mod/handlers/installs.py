@@ -1,6 +1,6 @@
-"""Installs (§6.2, hip-0528-tables.md): an org admin installs into the org, a person their
-own mod into their home org; each pinned to a digest with exactly the consented
-permissions. An agent may ask for an install and never accept one (§6.3)."""
+"""Installs (§6.2, hip-0528-tables.md): an org admin installs into the org, a person (an
+admin too) their own mod into their home org; each pinned to a digest with exactly the
+consented permissions. An agent may ask for an install and never accept one (§6.3)."""
 
 from libs.contracts import mod
 from libs.contracts.base import home_org
@@ -17,7 +17,7 @@ __all__ = ["Installs"]
 
 class Installs(Mod):
     async def install(self, req: mod.Install, p: Principal) -> mod.Installed:
-        layer = self._install_layer(p, "install")
+        layer = self._install_layer(p, "install", req.layer)
         found = await self._installs(p)
         loaded, _ = self._activated(found)
         manifest = manifests.check(
@@ -91,7 +91,7 @@ class Installs(Mod):
         return mod.InstallList(installs=sorted(found, key=lambda i: i.mod))
 
     async def uninstall(self, req: mod.Uninstall, p: Principal) -> mod.Uninstalled:
-        layer = self._install_layer(p, "uninstall")
+        layer = self._install_layer(p, "uninstall", req.layer)
         mod_id = f"{req.publisher}/{req.id}"
         loaded, _ = await self._loaded(p)
         left = tuple(leaving([m for m, _ in loaded], mod_id))
@@ -106,20 +106,23 @@ class Installs(Mod):
             raise Refused("install-not-found", 404, f"{mod_id} is not installed here")
         return mod.Uninstalled(mod=mod_id, left=left or (mod_id,))
 
-    def _install_layer(self, p: Principal, what: str) -> mod.LayerName:
+    def _install_layer(self, p: Principal, what: str, asked: mod.LayerName | None) -> mod.LayerName:
+        """The layer `p` installs into: the org's for its admins, their own in their home
+        org for anyone; unnamed, an admin's is the org's (an admin is a person too, with
+        mods of their own)."""
         if p.is_agent:
             raise Refused(
                 "agent-may-not",
                 403,
                 f"an agent may ask for an {what}, never do it: consent is the person's",
             )
-        if "admin" in p.roles:
-            return "org"
-        if home_org(p.sub) == p.org:
-            return "user"
-        raise Refused(
-            "not-your-org", 403, f"only an admin of {p.org} installs there; you, in your home org"
-        )
+        admin = "admin" in p.roles
+        layer = asked or ("org" if admin else "user")
+        if layer == "org" and not admin:
+            raise Refused("admin-only", 403, f"only an admin of {p.org} may {what} for the org")
+        if layer == "user" and home_org(p.sub) != p.org:
+            raise Refused("not-your-org", 403, f"your own mods are in your home org, not {p.org}")
+        return layer
 
     async def _review(
         self, manifest: mod.Manifest, digest: str, p: Principal
