@@ -14,7 +14,7 @@
                    offered.<room>.<seq>                 a cover question: which shift, to whom
                    outside.<org>.<chonk>                when it proposed outside its allowlist
                    modes.<org>.<chonk>                  its function modes (RC-MGR-01's PROPOSE)
-                   voice.<org>                          the org's voice for its Chonks: the
+                   voice.<org>.tenant                   the org's voice for its Chonks: the
                                                         tone dial and their names (§7)
                    cadence.<org>.<cadence>              a cadence that runs: since when
                    why.<org>.<person>.<chonk>           what its last text to them that ends
@@ -461,14 +461,14 @@ class ChonkStore:
 
     async def voice(self, org: str) -> SetVoice | None:
         """The org's voice as an admin last set it; None if none has."""
-        raw = await self._value(f"voice.{org}")
+        raw = await self._value(f"voice.{org}.tenant")
         return _voice.decode(raw) if raw else None
 
     async def set_voice(self, org: str, voice: SetVoice, *, record: Record) -> None:
         """`voice` in place of the org's, recorded first."""
         await swap(
             self._runs,
-            f"voice.{org}",
+            f"voice.{org}.tenant",
             lambda _: voice,
             decode=_voice.decode,
             default=None,
