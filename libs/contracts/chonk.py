@@ -186,8 +186,11 @@ class ListChonks(Contract):
 
 
 class ChonkTitle(Contract):
+    """A Chonk by its charter's title, and by the name its org calls it (§7.1)."""
+
     id: str
     title: str
+    name: str = ""  # none from a replica of the release before
 
 
 class ChonkList(Contract):

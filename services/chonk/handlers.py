@@ -185,8 +185,12 @@ class Handlers(Cadencing, Disputing, Declining):
     async def chonks(self, _: chonk.ListChonks, p: Principal) -> chonk.ChonkList:
         if not exists(p.org):
             return chonk.ChonkList(chonks=[])  # the org runs no Chonk here
+        names = (await self._voice(p.org, tenant(p.org))).names
         return chonk.ChonkList(
-            chonks=[chonk.ChonkTitle(id=c.chonk_id, title=c.title) for c in self._charters.values()]
+            chonks=[
+                chonk.ChonkTitle(id=c.chonk_id, title=c.title, name=names[c.chonk_id])
+                for c in self._charters.values()
+            ]
         )
 
     async def voice(self, _: chonk.GetVoice, p: Principal) -> chonk.Voice:

@@ -5,6 +5,7 @@ import pytest
 from playwright.async_api import expect
 
 from tests.chonk.conftest import ORG
+from tests.chonk.test_ec_mgr_008_voice import speaking
 from tests.support import bearer, browser_page, led_to, token
 
 
@@ -141,3 +142,12 @@ async def test_a_person_asks_the_chief_human_officer_to_remember_and_sees_it_kep
         "Chief Human Officer kept it, in your words: it is with what is known about you, above."
     )
     await expect(page.locator("#facts")).to_contain_text(words)
+
+
+async def test_a_person_writes_to_a_chonk_by_the_name_their_org_gave_it(api, page):
+    async with speaking(api, {"tone": {"default": 0.7}, "names": {"human": "Hedda"}}):
+        await page.fill("#token", token(org=ORG, user=f"{ORG}/ana"))
+        await page.click("#use")
+        hedda = page.locator("#chonk option[value=human]")
+        await expect(hedda).to_have_text("Hedda (Chief Human Officer)")
+        await expect(page.locator("#chonk option[value=fin]")).to_have_text("Chief Fin Officer")

@@ -68,11 +68,15 @@ async def test_a_renamed_chonk_at_tone_0_1_says_the_same_plainly(api, operator, 
             if x.action == "chonk.voice.set"
         ]  # fmt: skip
         renamed = await owner_update_of(api, operator, acks, RENAMED)
+        roster = await (await api.get("/v1/chonk/roster", headers=ANA)).json()
     assert set_["tone"]["default"] == 0.1
     assert (set_["names"]["fin"], set_["names"]["chonksworth"], set_["names"]["build"]) == (
         "Margaret", "Walter", "Chief Build Officer"
     )  # fmt: skip
     assert recorded.actor.sub == f"{ORG}/priya" and recorded.data["names"] == said["names"]
+    # Its people write to it by the name it is called, its title as it was.
+    (walter,) = [c for c in roster["chonks"] if c["id"] == "chonksworth"]
+    assert (walter["name"], walter["title"]) == ("Walter", "Chief Executive Otter")
     assert (renamed["name"], renamed["tone"]) == ("Walter", 0.1)
     # The scripted writer's draft is at 0.7, above 0.1 twice: the deterministic template.
     assert renamed["body"].startswith("Here is what I found:\n- ")
