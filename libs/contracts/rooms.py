@@ -44,6 +44,7 @@ __all__ = [
     "ORG",
     "OWN_ANSWER",
     "QUESTIONS",
+    "SAID",
     "TEXT_MOST",
     "UNDRAFTED",
     "AnswerQuestion",
@@ -94,6 +95,7 @@ __all__ = [
     "RoomId",
     "RoomList",
     "RoomRef",
+    "Said",
     "Send",
     "SendDraft",
     "StatusReport",
@@ -625,6 +627,21 @@ class BotMessage(Contract):
     bot: str
 
 
+class Said(Contract):
+    """What `person` said to a service's bot (`bot`, as in `Tell`) through that service (a
+    manager agent's `POST /v1/chonk/messages`), stored as theirs in the room they share
+    with it alone (made the first time, titled `title`), so their thread reads as it was
+    said. Its service read it as it came: nothing is raised for it to read again. `key`
+    stores it once."""
+
+    org: OrgId
+    person: UserId
+    bot: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,62}$(?!\n)")]
+    title: Title
+    text: Text
+    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$(?!\n)")]
+
+
 class BotMessageRef(Contract):
     """Message `seq` of `room`, which a person wrote in the room they share with a bot."""
 
@@ -805,6 +822,14 @@ ANSWER_OF = _subject(
     callers=frozenset({"poa", "chonk"}),
     by_caller=True,
 )
+SAID = _subject(
+    "said",
+    Said,
+    Message,
+    "what a person said to a service's bot through it, stored in the room they share",
+    callers=frozenset({"chonk"}),
+    by_caller=True,
+)
 BOT_MESSAGE_READ = _subject(
     "bot_message",
     BotMessageRef,
@@ -885,6 +910,7 @@ CONTRACT = service_contract(
         ANSWER_OF,
         ASK_PERSON,
         TELL,
+        SAID,
         BOT_MESSAGE_READ,
         UNDRAFTED,
     ],

@@ -16,7 +16,7 @@ from prometheus_client import Counter
 from libs.contracts import chonk, rooms, scheduler
 from libs.contracts.chonk import CONTRACT
 from libs.contracts.principal import Principal
-from libs.contracts.problem import KEY_REUSED, Refused
+from libs.contracts.problem import KEY_REUSED, Refused, Unavailable
 from libs.contracts.registry import Subject
 from libs.runtime import pages
 from libs.runtime.calls import call
@@ -219,8 +219,8 @@ class Handlers(Cadencing, Disputing, Declining):
         return await self._voice(p.org, data)
 
     async def message(self, req: chonk.ToChonk, p: Principal) -> chonk.Heard:
-        """A person's message to one of their org's Chonks (IC_MESSAGE), read as `_heard`
-        reads it."""
+        """A person's message to one of their org's Chonks (IC_MESSAGE), stored in their
+        thread with it and read as `_heard` reads it."""
         if p.is_agent:
             raise Refused("agent-may-not", 403, "a person writes to their Chonks themselves")
         charter = self._charters.get(req.chonk)
@@ -230,6 +230,16 @@ class Handlers(Cadencing, Disputing, Declining):
             data = tenant(p.org)
         except FileNotFoundError:
             raise Refused("tenant-not-found", 404, f"no simulation tenant {p.org}") from None
+        # In their thread first, as theirs: what the Chonk answers there follows what they
+        # said. Stored once for the same words, as its answer is. With the rooms away it is
+        # read all the same (a call-out's escalation is timed before anyone is texted), and
+        # its answer, which the rooms must carry, is a 503 to ask again, which stores it.
+        said = rooms.Said(
+            org=p.org, person=p.sub, bot=f"chonk-{charter.chonk_id}", title=charter.title,
+            text=req.text, key=f"said-{intents.digest(p.sub, req.text)}",
+        )  # fmt: skip
+        with contextlib.suppress(Unavailable):
+            await call(self._nc, rooms.SAID, said, caller=CONTRACT.name)
         return await self._read(p, data, charter, req.text)
 
     async def written(self, to_bot: rooms.BotMessage) -> None:

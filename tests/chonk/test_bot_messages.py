@@ -2,6 +2,7 @@
 with its bot, raised on the bus without its words and read by one call, and nothing else
 of any room (the bot's own messages, an answer, another room's, another org's)."""
 
+import secrets
 from datetime import UTC, datetime
 
 import msgspec
@@ -10,6 +11,8 @@ import pytest
 from libs.contracts import rooms
 from libs.contracts.problem import Refused
 from libs.runtime.calls import call
+from libs.runtime.leader import newest_seq
+from services.chonk.handlers import HEARD
 from services.rooms.domain import members, messages
 from tests.chonk.conftest import ORG, person
 from tests.support import published_from_now
@@ -70,3 +73,32 @@ def test_only_a_persons_own_message_in_the_room_they_share_with_a_bot_alone_is_r
     assert messages.to_bot(with_bot, said) is None  # said to the others, not to the bot
     for unraised in (answer, private, bots):
         assert messages.to_bot(shared, unraised) is None, unraised
+
+
+async def test_words_written_through_the_api_are_the_persons_in_the_thread_and_read_once(
+    api, operator, acks
+):
+    """`POST /v1/chonk/messages` stores what the person said in their thread with the Chonk,
+    as theirs, before its answer: before, the thread held the answer alone. The rooms raise
+    nothing for it to read again, and the same words sent again are stored once."""
+    js = operator.jetstream()
+    raised_before = await newest_seq(js, "EVENTS", rooms.BOT_MESSAGE.name)
+    heard = HEARD.labels("human", "ranking")._value.get()
+    words = f"Who is the weakest engineer on the team? ({secrets.token_hex(3)})"
+    answers = []
+    for _ in range(2):
+        said = {"chonk": "human", "text": words}
+        r = await api.post("/v1/chonk/messages", json=said, headers=ANA)
+        assert r.status == 200, await r.text()
+        body = await r.json()
+        assert body["intent"] == "ranking"
+        answers.append(body["delivered"][0])
+    assert answers[0] == answers[1]
+    room, answered_at = answers[0]["room"], answers[0]["seq"]
+    page = await (await api.get(f"/v1/rooms/{room}/messages?limit=200", headers=ANA)).json()
+    (said,) = [m for m in page["messages"] if m["text"] == words]
+    assert (said["author"], said["author_kind"]) == (f"{ORG}/ana", "human")
+    assert said["seq"] < answered_at
+    await acks.caught_up("EVENTS", "chonk")
+    assert await newest_seq(js, "EVENTS", rooms.BOT_MESSAGE.name) == raised_before
+    assert HEARD.labels("human", "ranking")._value.get() == heard + 2  # each call, no more

@@ -51,6 +51,7 @@ class Rooms:
         msg_id: str | None = None,
         key: str | None = None,
         first_contact: bool = False,
+        read: bool = False,
     ) -> rooms.Message:
         """Stored first; then streamed to members, announced for its answerer, and, in a
         line's room, sent out by the person's line when the person (or their agent) wrote
@@ -59,7 +60,8 @@ class Rooms:
         `msg_id` stored before, it is the message stored first, and another is refused, for
         the hour the history's stream knows the id. A service's `key` is its room's org's
         own (two tenants may name their runs alike), and is known for as long as the
-        service may ask again (a reader's message parked, then sent again days later)."""
+        service may ask again (a reader's message parked, then sent again days later).
+        One its bot's service `read` as it came raises nothing for it to read again."""
         message = messages.alone(message)
         line = await self._line_out(room) if leaves(room, message) else None
         if line is not None:
@@ -71,7 +73,9 @@ class Rooms:
         )
         if stored is None or not messages.same(stored, message):
             raise KeyReused()
-        return await self._carried(room, stored, line, first_contact=first_contact, again=not fresh)
+        return await self._carried(
+            room, stored, line, first_contact=first_contact, again=not fresh, read=read
+        )
 
     async def _carried(
         self,
@@ -81,6 +85,7 @@ class Rooms:
         *,
         first_contact: bool = False,
         again: bool,
+        read: bool = False,
     ) -> rooms.Message:
         """A stored message streamed, announced and sent out by `line`, if any; `again` for
         one stored before, which may have gone further then."""
@@ -92,7 +97,7 @@ class Rooms:
             stored,
             messages.heard_on(stored),
             messages.stored(room, stored, first_contact=first_contact, opted_out=opted_out),
-            messages.to_bot(room, stored),
+            None if read else messages.to_bot(room, stored),
         )
         await self._answered_drafts(room, stored)
         if line is not None:

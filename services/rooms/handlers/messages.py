@@ -261,6 +261,19 @@ class Messages(Rooms):
             await self._store.put_question(req.org, told, self._clock())
         return told
 
+    async def said(self, req: rooms.Said, _: Principal) -> rooms.Message:
+        """From a service that runs a bot of the org: what the person said to its bot
+        through it, stored as theirs in the room the two share alone. The service read it
+        as it came, so nothing is raised for it to read again."""
+        bot = f"bot:{req.org}:{req.bot}"
+        room = members.bot_room(req.org, req.person, bot, req.title, self._clock())
+        if await self._store.room(room.id) is None:
+            await self._store.create_room(room)
+        said = messages.authored(
+            room, Principal(org=req.org, sub=req.person), req.text, self._clock()
+        )
+        return await self._store_message(room, said, key=req.key, read=True)
+
     async def bot_message(self, req: rooms.BotMessageRef, _: Principal) -> rooms.Message:
         """From a service that runs a bot of the org: what a person wrote in the room they
         share with its bot, and nothing else of any room."""
