@@ -141,8 +141,8 @@ ROUTES: tuple[Route, ...] = (
         status=201,
     ),
     Route(
-        "DELETE",
-        "/v1/agents/{id}",
+        "POST",
+        "/v1/agents/{id}/remove",
         agents.REMOVE,
         "Remove an org agent or bot: it answers nothing more and frees its place (admin)",
     ),

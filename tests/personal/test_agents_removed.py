@@ -9,6 +9,10 @@ from tests.personal.test_answering import set_plan
 from tests.support import bearer, token
 
 
+async def remove(api, agent_id: str, headers: dict):
+    return await api.post(f"/v1/agents/{agent_id}/remove", json={}, headers=headers)
+
+
 async def _capacity(api, people) -> dict:
     return (await (await api.get("/v1/billing", headers=people.root)).json())["capacity"]
 
@@ -27,7 +31,7 @@ async def test_a_removed_agent_frees_its_place_and_its_id_may_be_made_again(api,
     assert await problem(full) == (409, "over-capacity")
 
     cto = f"agent:{people.org}:cto"
-    removed = await api.delete(f"/v1/agents/{cto}", headers=people.root)
+    removed = await remove(api, cto, people.root)
     assert removed.status == 200, await removed.text()
     assert (await removed.json())["id"] == cto
     (record,) = [
@@ -37,14 +41,14 @@ async def test_a_removed_agent_frees_its_place_and_its_id_may_be_made_again(api,
     assert (record.target, record.actor.sub) == (cto, f"{people.org}/root")
     assert await _listed(api, people) == [f"agent:{people.org}:des", f"agent:{people.org}:dev"]
     assert (await _capacity(api, people))["agents"] == {"allowed": 3, "in_use": 2}
-    again = await api.delete(f"/v1/agents/{cto}", headers=people.root)
+    again = await remove(api, cto, people.root)
     assert await problem(again) == (404, "agent-not-found")
 
     made = await api.post("/v1/agents", json={"persona": "researcher"}, headers=people.root)
     assert made.status == 201, await made.text()
     assert (await _capacity(api, people))["agents"] == {"allowed": 3, "in_use": 3}
     # The id removed is made again over its removal, once.
-    dev = await api.delete(f"/v1/agents/agent:{people.org}:dev", headers=people.root)
+    dev = await remove(api, f"agent:{people.org}:dev", people.root)
     assert dev.status == 200, await dev.text()
     remade = await api.post("/v1/agents", json={"persona": "cto"}, headers=people.root)
     assert remade.status == 201, await remade.text()
@@ -64,7 +68,7 @@ async def test_a_removed_ambient_agent_answers_nothing_more(api, operator, peopl
     await say(api, room, people.bob, "Who handles expense reports?", to="org")
     [first] = await eventually(lambda: drafts(api, room, people.root))
 
-    removed = await api.delete(f"/v1/agents/agent:{people.org}", headers=people.root)
+    removed = await remove(api, f"agent:{people.org}", people.root)
     assert removed.status == 200, await removed.text()
     await say(api, room, people.bob, "And who approves travel?", to="org")
     await acks.caught_up("EVENTS", "agents")  # the message read, and answered by no one
@@ -77,17 +81,20 @@ async def test_only_an_admin_of_the_org_removes_and_never_a_persons_own_agent(
     await set_plan(operator, people.org, "pro")
     made = await api.post("/v1/agents", json={"persona": "cto"}, headers=people.root)
     assert made.status == 201, await made.text()
-    cto = f"/v1/agents/agent:{people.org}:cto"
-    assert await problem(await api.delete(cto, headers=people.ada)) == (403, "admin-only")
+    cto = f"agent:{people.org}:cto"
+    assert await problem(await remove(api, cto, people.ada)) == (403, "admin-only")
     root = f"{people.org}/root"
     agent = bearer(token(org=people.org, user=root, roles=("admin",), act=f"agent:{root}"))
-    assert (await api.delete(cto, headers=agent)).status == 403
+    assert (await remove(api, cto, agent)).status == 403
     elsewhere = bearer(token(org="other-org", user="other-org/root", roles=("admin",)))
-    assert await problem(await api.delete(cto, headers=elsewhere)) == (404, "agent-not-found")
+    assert await problem(await remove(api, cto, elsewhere)) == (404, "agent-not-found")
     # A person's agent is theirs, one per person: no org agent has its id.
-    plain = await api.delete(f"/v1/agents/agent:{people.ada_id}", headers=people.root)
+    plain = await remove(api, f"agent:{people.ada_id}", people.root)
     assert plain.status == 404  # no route has two segments there
-    encoded = await api.delete(f"/v1/agents/agent:{people.org}%2Fada", headers=people.root)
+    encoded = await remove(api, f"agent:{people.org}%2Fada", people.root)
     assert await problem(encoded) == (422, "invalid-request")
     assert "$.id" in (await encoded.json())["detail"]
-    assert cto.rsplit("/", 1)[1] in await _listed(api, people)
+    assert cto in await _listed(api, people)
+    # The id is one segment of its own: no other route of /v1/agents/… is taken for one.
+    for sibling in ("me", "personas"):
+        assert (await remove(api, sibling, people.root)).status == 422, sibling

@@ -79,7 +79,7 @@ RECORDED = {
     ("POST", "/v1/chonk/memory/{id}"): "chonk.memory.redact",
     ("POST", "/v1/chonk/packets/{id}/decided"): "chonk.packet.decide",
     ("PUT", "/v1/chonk/voice"): "chonk.voice.set",
-    ("DELETE", "/v1/agents/{id}"): "agents.org.remove",
+    ("POST", "/v1/agents/{id}/remove"): "agents.org.remove",
 }
 # Writes whose record is the stored thing itself: a room's history is its own append-only
 # record (author, kind, on-behalf person, time), kept on the ROOMS stream.

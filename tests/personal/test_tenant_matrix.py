@@ -370,7 +370,7 @@ async def _org_agent(w: World) -> tuple[str, Any]:
     root = bearer(token(org=w.org, user=f"{w.org}/root", roles=("admin",)))
     made = await w.api.post("/v1/agents", json={"persona": "cto"}, headers=root)
     assert made.status in (201, 409), await made.text()
-    return f"/v1/agents/agent:{w.org}:cto", None
+    return f"/v1/agents/agent:{w.org}:cto/remove", {}
 
 
 async def _packet(w: World) -> tuple[str, Any]:
@@ -443,7 +443,7 @@ ROWS: dict[tuple[str, str], Row] = {
         _packet, 200, 404, 404, 404, 403, 403, owned_by="priya"
     ),
     # The org's own agents are its admins' alone to remove.
-    ("DELETE", "/v1/agents/{id}"): row(_org_agent, 403, 403, 200, 403, 403, 403),
+    ("POST", "/v1/agents/{id}/remove"): row(_org_agent, 403, 403, 200, 403, 403, 403),
     # A cadence is its tenant's, started and stopped by its admins alone.
     ("DELETE", "/v1/chonk/cadences/{cadence}"): row(
         _cadence, 403, 403, 200, 403, 403, 403, owned_by="ana"
