@@ -36,6 +36,7 @@ __all__ = [
     "CadenceStarted",
     "CadenceStopped",
     "ChonkList",
+    "ChonkSkin",
     "ChonkTitle",
     "GetKnows",
     "GetVoice",
@@ -346,16 +347,27 @@ class TonePolicy(Contract):
     ceilings: dict[ToneContext, Dial] = {}
 
 
+_ONE_LINE = rf"^{PRINTABLE}+$(?!\n)"
+_Line = Annotated[str, msgspec.Meta(min_length=1, max_length=40, pattern=_ONE_LINE)]
+_Phrase = Annotated[str, msgspec.Meta(min_length=1, max_length=120, pattern=_ONE_LINE)]
+
+
+class ChonkSkin(Contract, omit_defaults=True):
+    """How the org's Chonk is called and drawn (§1: a Chonk renamed or re-skinned keeps its
+    charter and allowlist; only its name, species and signature phrases change). Set, each
+    left out is the charter's; answered, each is as its runs use it."""
+
+    name: _Line | None = None
+    species: _Line | None = None
+    signature_phrases: Annotated[tuple[_Phrase, ...], msgspec.Meta(max_length=8)] | None = None
+
+
 class SetVoice(Contract):
-    """My org's voice for its Chonks, whole: the tone dial, and the name each is called by
-    (§7.1: a Chonk renamed keeps its charter and allowlist; only its name changes). A Chonk
-    not named is called by its charter's name."""
+    """My org's voice for its Chonks, whole: the tone dial, and how each Chonk it names is
+    called and drawn; one it does not name is as its charter says."""
 
     tone: TonePolicy
-    names: dict[
-        Name,
-        Annotated[str, msgspec.Meta(min_length=1, max_length=40, pattern=rf"^{PRINTABLE}+$(?!\n)")],
-    ] = {}
+    chonks: dict[Name, ChonkSkin] = {}
 
 
 class GetVoice(Contract):
@@ -364,10 +376,10 @@ class GetVoice(Contract):
 
 class Voice(Contract):
     """The org's voice as its runs use it: the tone dial (the tenant's own until an admin
-    sets one), and every Chonk's name."""
+    sets one), and every Chonk as it is called and drawn."""
 
     tone: TonePolicy
-    names: dict[str, str]
+    chonks: dict[str, ChonkSkin]
 
 
 def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:

@@ -185,10 +185,10 @@ class Handlers(Cadencing, Disputing, Declining):
     async def chonks(self, _: chonk.ListChonks, p: Principal) -> chonk.ChonkList:
         if not exists(p.org):
             return chonk.ChonkList(chonks=[])  # the org runs no Chonk here
-        names = (await self._voice(p.org, tenant(p.org))).names
+        skins = (await self._voice(p.org, tenant(p.org))).chonks
         return chonk.ChonkList(
             chonks=[
-                chonk.ChonkTitle(id=c.chonk_id, title=c.title, name=names[c.chonk_id])
+                chonk.ChonkTitle(id=c.chonk_id, title=c.title, name=skins[c.chonk_id].name or "")
                 for c in self._charters.values()
             ]
         )
@@ -201,8 +201,8 @@ class Handlers(Cadencing, Disputing, Declining):
         fault is named, and nothing is stored while one is."""
         data = tenant_for(p.org, p, "sets its Chonks' voice")
         faults = tone.faults(req.tone) + [
-            f"names.{c}: {p.org} has no Chonk {c}"
-            for c in sorted(req.names)
+            f"chonks.{c}: {p.org} has no Chonk {c}"
+            for c in sorted(req.chonks)
             if c not in self._charters
         ]
         if faults:

@@ -17,7 +17,7 @@ from libs.model import Scripted
 from services.chonk.carrying import told
 from services.chonk.covering import Covering
 from services.chonk.domain import classes, ladder, receipts, tone, triage
-from services.chonk.domain.charters import named
+from services.chonk.domain.charters import skinned
 from services.chonk.domain.prompt import TenantDirection
 from services.chonk.domain.run import configure
 from services.chonk.domain.types import Draft, ProposedAction, RoleCharter
@@ -63,16 +63,24 @@ class Running(Covering, Remembering):
         self._charters, self._never = charters, never
 
     async def _voice(self, org: str, data: dict[str, Any]) -> chonk.Voice:
-        """The org's voice for its Chonks: as an admin set it, else the tenant's own dial
-        and every Chonk by its charter's name."""
+        """The org's voice for its Chonks: as an admin set it, else the tenant's own dial;
+        each Chonk as the org calls and draws it, else as its charter does."""
         chosen = await self._store.voice(org) or chonk.SetVoice(
             tone=msgspec.convert(data.get("tone", {}), chonk.TonePolicy)
         )
-        names = {
-            c.chonk_id: chosen.names.get(c.chonk_id, c.voice.display_name)
+        drawn = {
+            c.chonk_id: skinned(c, chosen.chonks.get(c.chonk_id)).voice
             for c in self._charters.values()
         }
-        return chonk.Voice(tone=chosen.tone, names=names)
+        return chonk.Voice(
+            tone=chosen.tone,
+            chonks={
+                chonk_id: chonk.ChonkSkin(
+                    name=v.display_name, species=v.species, signature_phrases=v.signature_phrases
+                )
+                for chonk_id, v in drawn.items()
+            },
+        )
 
     async def _once(self, p: Principal, data: dict[str, Any], spec: dict[str, Any], *,
                     run_id: str, **how: Any) -> None:  # fmt: skip
@@ -123,7 +131,7 @@ class Running(Covering, Remembering):
         try:
             outcome = await run(
                 msgspec.structs.replace(run_of(r, resolved), tenant=p.org),
-                charter=named(charter, voice.names.get(charter.chonk_id)),
+                charter=skinned(charter, voice.chonks[charter.chonk_id]),
                 config=configure(charter),
                 model=Scripted(script(spec["script"])),
                 direction=TenantDirection(),
@@ -165,7 +173,7 @@ class Running(Covering, Remembering):
             trigger=trigger,
             correlation=correlation,
             body=outcome.draft.body,
-            name=voice.names[charter.chonk_id],
+            name=voice.chonks[charter.chonk_id].name or "",
             context=r["context"],
             tone=resolved,
         )

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from libs.contracts.chonk import ChonkSkin
 from services.chonk.domain import executor, grounding, memory, prompt, receipts, tone
-from services.chonk.domain.charters import ROSTER, CharterError, load, named
+from services.chonk.domain.charters import ROSTER, CharterError, load, skinned
 from services.chonk.domain.run import configure
 from services.chonk.domain.types import (
     Draft,
@@ -336,9 +337,16 @@ def test_a_ceiling_may_only_be_lowered_and_every_fault_is_named():
 
 def test_ec_mgr_008_a_rename_and_a_low_tone_change_the_voice_only():
     fin = CHARTERS["fin"]
-    margaret = named(fin, "Margaret")
-    assert margaret.voice.display_name == "Margaret"
+    skin = ChonkSkin(name="Margaret", species="otter", signature_phrases=("Receipts, please.",))
+    margaret = skinned(fin, skin)
+    v = margaret.voice
+    assert (v.display_name, v.species, v.signature_phrases) == (
+        "Margaret", "otter", ("Receipts, please.",)
+    )  # fmt: skip
+    assert msgspec.structs.replace(v, display_name=fin.voice.display_name, species="dolphin",
+                                   signature_phrases=()) == fin.voice  # fmt: skip
     assert msgspec.structs.replace(margaret, voice=fin.voice) == fin
+    assert skinned(fin, ChonkSkin(name="Margaret")).voice.species == fin.voice.species
     renamed = msgspec.structs.replace(
         margaret, voice=msgspec.structs.replace(margaret.voice, directness=0.1)
     )
@@ -355,7 +363,10 @@ def test_ec_mgr_008_a_rename_and_a_low_tone_change_the_voice_only():
         task="t",
         contract="c",
     )
-    assert "You are Margaret" in built.text
+    assert "You are Margaret, Chief Fin Officer, a otter." in built.text
+    assert "Signature phrases, used sparingly and more as the tone rises: Receipts, please." in (
+        built.text
+    )
 
 
 # §6: memory

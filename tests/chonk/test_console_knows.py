@@ -145,7 +145,7 @@ async def test_a_person_asks_the_chief_human_officer_to_remember_and_sees_it_kep
 
 
 async def test_a_person_writes_to_a_chonk_by_the_name_their_org_gave_it(api, page):
-    async with speaking(api, {"tone": {"default": 0.7}, "names": {"human": "Hedda"}}):
+    async with speaking(api, {"tone": {"default": 0.7}, "chonks": {"human": {"name": "Hedda"}}}):
         await page.fill("#token", token(org=ORG, user=f"{ORG}/ana"))
         await page.click("#use")
         hedda = page.locator("#chonk option[value=human]")

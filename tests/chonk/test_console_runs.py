@@ -117,7 +117,8 @@ async def test_the_owner_sets_how_the_chonks_speak_from_the_page(api, page):
         await expect(page.locator("#dial")).to_have_value("0.7")
         await page.fill("#dial", "0.1")
         await page.fill("#ceilings input[data-context=safety]", "0.5")
-        await page.fill("#names input[data-chonk=chonksworth]", "Walter")
+        await page.fill("#skins input[name=name][data-chonk=chonksworth]", "Walter")
+        await page.fill("#skins input[name=species][data-chonk=chonksworth]", "walrus")
         await page.click("#save-voice")
         await expect(page.locator("#status")).to_contain_text(
             "tone.ceilings.safety: 0.5 is above its ceiling 0.0; a ceiling may only be lowered"
@@ -129,7 +130,9 @@ async def test_the_owner_sets_how_the_chonks_speak_from_the_page(api, page):
         saved = await (await api.get("/v1/chonk/voice", headers=bearer(PRIYA))).json()
         assert saved["tone"]["default"] == 0.1
         assert saved["tone"]["ceilings"] == {"wellbeing": 0.1}
-        assert saved["names"]["chonksworth"] == "Walter"
+        walter = saved["chonks"]["chonksworth"]
+        assert (walter["name"], walter["species"]) == ("Walter", "walrus")
+        assert saved["chonks"]["fin"]["name"] == "Chief Fin Officer"
     finally:
         shipped = {"tone": {"default": 0.7}}
         r = await api.put("/v1/chonk/voice", json=shipped, headers=bearer(PRIYA))

@@ -54,14 +54,18 @@ def acted(report: dict) -> list[tuple]:
 async def test_a_renamed_chonk_at_tone_0_1_says_the_same_plainly(api, operator, acks):
     shipped = await (await api.get("/v1/chonk/voice", headers=ROOT)).json()
     assert shipped["tone"]["default"] == 0.7
-    assert shipped["names"]["fin"] == "Chief Fin Officer"
+    assert shipped["chonks"]["fin"] == {
+        "name": "Chief Fin Officer", "species": "dolphin", "signature_phrases": []
+    }  # fmt: skip
     baseline = await owner_update_of(api, operator, acks, BASELINE)
     assert (baseline["name"], baseline["context"], baseline["tone"]) == (
         "Chonksworth", "owner_update", 0.7
     )  # fmt: skip
 
     before = len(await records(operator.jetstream(), ORG))
-    said = {"tone": {"default": 0.1}, "names": {"fin": "Margaret", "chonksworth": "Walter"}}
+    walter = {"name": "Walter", "species": "walrus", "signature_phrases": ["Walk with me."]}
+    chonks = {"fin": {"name": "Margaret"}, "chonksworth": walter}
+    said = {"tone": {"default": 0.1}, "chonks": chonks}
     async with speaking(api, said) as set_:
         (recorded,) = [
             x for x in (await records(operator.jetstream(), ORG))[before:]
@@ -70,10 +74,12 @@ async def test_a_renamed_chonk_at_tone_0_1_says_the_same_plainly(api, operator, 
         renamed = await owner_update_of(api, operator, acks, RENAMED)
         roster = await (await api.get("/v1/chonk/roster", headers=ANA)).json()
     assert set_["tone"]["default"] == 0.1
-    assert (set_["names"]["fin"], set_["names"]["chonksworth"], set_["names"]["build"]) == (
-        "Margaret", "Walter", "Chief Build Officer"
-    )  # fmt: skip
-    assert recorded.actor.sub == f"{ORG}/priya" and recorded.data["names"] == said["names"]
+    assert set_["chonks"]["chonksworth"] == walter
+    assert set_["chonks"]["fin"] == {
+        "name": "Margaret", "species": "dolphin", "signature_phrases": []
+    }  # fmt: skip
+    assert set_["chonks"]["build"]["name"] == "Chief Build Officer"
+    assert recorded.actor.sub == f"{ORG}/priya" and recorded.data["chonks"] == said["chonks"]
     # Its people write to it by the name it is called, its title as it was.
     (walter,) = [c for c in roster["chonks"] if c["id"] == "chonksworth"]
     assert (walter["name"], walter["title"]) == ("Walter", "Chief Executive Otter")
@@ -117,19 +123,20 @@ async def test_a_voice_that_would_raise_a_ceiling_or_name_no_chonk_is_refused_wh
     before = await (await api.get("/v1/chonk/voice", headers=ROOT)).json()
     wrong = {
         "tone": {"default": 0.4, "min": 0.9, "max": 0.2, "ceilings": {"safety": 0.5}},
-        "names": {"fin": "Margaret", "cfo": "Bob"},
+        "chonks": {"fin": {"name": "Margaret"}, "cfo": {"name": "Bob"}},
     }
     r = await api.put("/v1/chonk/voice", json=wrong, headers=ROOT)
     assert r.status == 422
     detail = (await r.json())["detail"]
     for named in ("tone.min 0.9 is above tone.max 0.2", "tone.ceilings.safety: 0.5",
-                  "may only be lowered", "names.cfo"):  # fmt: skip
+                  "may only be lowered", "chonks.cfo"):  # fmt: skip
         assert named in detail, detail
     # Out of range, an unknown context or field: refused by name before anything is read.
     for body, named in (
         ({"tone": {"default": 1.5}}, "default"),
         ({"tone": {"ceilings": {"gossip": 0.1}}}, "gossip"),
-        ({"tone": {}, "names": {"fin": ""}}, "names"),
+        ({"tone": {}, "chonks": {"fin": {"name": ""}}}, "chonks"),
+        ({"tone": {}, "chonks": {"fin": {"species": "a\nb"}}}, "species"),
         ({"tone": {}, "voice": "loud"}, "voice"),
     ):
         r = await api.put("/v1/chonk/voice", json=body, headers=ROOT)

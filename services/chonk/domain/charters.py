@@ -7,9 +7,10 @@ from typing import Any
 
 import msgspec
 
+from libs.contracts.chonk import ChonkSkin
 from services.chonk.domain.types import RoleCharter
 
-__all__ = ["DIRECTNESS_FLOOR", "ROSTER", "CharterError", "load", "named"]
+__all__ = ["DIRECTNESS_FLOOR", "ROSTER", "CharterError", "load", "skinned"]
 
 ROSTER = ("chonksworth", "fin", "ops", "human", "porpoise", "build", "marketing", "revenue",
           "security")  # fmt: skip
@@ -38,13 +39,25 @@ class _Shipped(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     charters: tuple[dict[str, Any], ...]
 
 
-def named(charter: RoleCharter, name: str | None) -> RoleCharter:
-    """`charter` as a tenant calls its Chonk (§7.1): only its voice's name changes; its
-    charter, its allowlist and the rest of its voice never do."""
-    if name is None:
+def skinned(charter: RoleCharter, skin: ChonkSkin | None) -> RoleCharter:
+    """`charter` as a tenant calls and draws its Chonk (§1, §7.1): only its voice's name,
+    species and signature phrases change, each the tenant set; its charter, its allowlist
+    and the rest of its voice never do."""
+    if skin is None:
         return charter
+    voice = charter.voice
     return msgspec.structs.replace(
-        charter, voice=msgspec.structs.replace(charter.voice, display_name=name)
+        charter,
+        voice=msgspec.structs.replace(
+            voice,
+            display_name=skin.name or voice.display_name,
+            species=skin.species or voice.species,
+            signature_phrases=(
+                voice.signature_phrases
+                if skin.signature_phrases is None
+                else skin.signature_phrases
+            ),
+        ),
     )
 
 

@@ -69,10 +69,16 @@ def build(
         "Escalates:", *(f"- {e.when} -> {e.to} ({e.as_})" for e in charter.escalates),
         "Never touches:", *(f"- {n}" for n in charter.never_touches),
     ])  # fmt: skip
+    phrases = (
+        f" Signature phrases, used sparingly and more as the tone rises: "
+        f"{'; '.join(voice.signature_phrases)}."
+        if voice.signature_phrases
+        else ""
+    )
     voice_text = (
         f"{voice.register} Humor {voice.humor_style}; warmth {voice.warmth}; "
-        f"directness {directness(voice)}. This run's tone is in OPERATING_STATE (so this "
-        "section stays the same from run to run). The dial changes character, humor, "
+        f"directness {directness(voice)}.{phrases} This run's tone is in OPERATING_STATE (so "
+        "this section stays the same from run to run). The dial changes character, humor, "
         "sentence length and framing; never facts, citations, the recommendation, the path "
         "of a concern, the non-human disclosure or directness."
     )
