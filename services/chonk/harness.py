@@ -12,7 +12,7 @@ from prometheus_client import Counter
 from libs.model import Model
 from libs.model import Prompt as ModelPrompt
 from libs.runtime.metrics import child
-from services.chonk.domain import executor, grounding, mirror, prompt, receipts
+from services.chonk.domain import executor, grounding, mirror, prompt, receipts, tone
 from services.chonk.domain.run import RunConfig
 from services.chonk.domain.types import (
     Draft,
@@ -140,11 +140,11 @@ async def run(
                 draft = await _grounded(
                     write, receipt, names=r.names - {r.recipient}, chonk=config.chonk_id
                 )
-                if draft.tone_used > r.tone:  # RC-MGR-03: again at the ceiling, then plain
+                if above := _above(draft, r.tone, charter):  # RC-MGR-03: again, then plain
                     child(TONE, config.chonk_id).inc()
-                    draft = await write([f"toneUsed {draft.tone_used} is above {r.tone}"])
+                    draft = await write([above])
                     again = grounding.faults(draft, receipt, names=r.names - {r.recipient})
-                    if draft.tone_used > r.tone or again:
+                    if _above(draft, r.tone, charter) or again:
                         draft = receipts.template(findings, step_id=step.id, surface=r.surface)
     if draft is None:
         raise ModelOutputInvalid("the plan has no writer step")
@@ -155,6 +155,17 @@ async def run(
     out += _surfaced(r, receipt.id, config)
     leaving = tuple(a for a in (message, *out) if executor.leaves(a, [receipt]))
     return Outcome(plan, tuple(findings), receipt, draft, leaving, tuple(shown), tuple(outside))
+
+
+def _above(draft: Draft, ceiling: float, charter: RoleCharter) -> str | None:
+    """Why `draft` is above the run's tone, by what its writer says it used or by what its
+    body shows; None when it is not."""
+    if draft.tone_used > ceiling:
+        return f"toneUsed {draft.tone_used} is above {ceiling}"
+    shown, shows = tone.read(draft.body, charter.voice)
+    if shown > ceiling:
+        return f"the body shows {' and '.join(shows)}, a tone of {shown} at least, above {ceiling}"
+    return None
 
 
 def _surfaced(r: Run, receipt: str, config: RunConfig) -> list[ProposedAction]:

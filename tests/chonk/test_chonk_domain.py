@@ -335,6 +335,18 @@ def test_a_ceiling_may_only_be_lowered_and_every_fault_is_named():
     assert tone.tone(lowered, "brief", "chat") == 0.9
 
 
+def test_a_body_is_read_for_the_least_tone_it_shows():
+    human = skinned(CHARTERS["human"], ChonkSkin(signature_phrases=("Don't skip lunch",)))
+    voice = human.voice
+    assert tone.read("PR #412 merged Thursday [1].", voice) == (0.0, ())
+    assert tone.read("It merged! [1]", voice) == (0.3, ("an exclamation",))
+    assert tone.read("Shipped 🚀 [1]", voice) == (0.6, ("an emoji",))
+    assert tone.read("Lunch at 12:30 [5]. don't skip lunch.", voice) == (
+        0.3, ("a signature phrase",)
+    )  # fmt: skip
+    assert tone.read("Lunch! 🎉", voice) == (0.6, ("an emoji", "an exclamation"))
+
+
 def test_ec_mgr_008_a_rename_and_a_low_tone_change_the_voice_only():
     fin = CHARTERS["fin"]
     skin = ChonkSkin(name="Margaret", species="otter", signature_phrases=("Receipts, please.",))

@@ -34,14 +34,14 @@ class Recording(Scripted):
         return await super().reply(prompt)
 
 
-def the_run() -> Run:
-    return run_of(CHECKIN["run"], 0.7)  # §10: "tone 0.7, context checkin"
+def the_run(tone: float = 0.7) -> Run:
+    return run_of(CHECKIN["run"], tone)  # §10: "tone 0.7, context checkin"
 
 
-async def run_checkin(answers: dict):
+async def run_checkin(answers: dict, tone: float = 0.7):
     model = Recording(answers)
     outcome = await run(
-        the_run(),
+        the_run(tone),
         charter=CHARTERS["human"],
         config=configure(CHARTERS["human"]),
         model=model,
@@ -155,3 +155,24 @@ async def test_rc_mgr_03_a_tone_above_the_ceiling_is_regenerated_then_sent_as_th
     loud["writer:msg"] = [dict(good, toneUsed=0.95), good]  # at the ceiling the second time
     outcome, _ = await run_checkin(loud)
     assert outcome.draft.body == good["body"]
+
+
+async def test_rc_mgr_03_a_body_that_shows_more_than_its_tone_used_is_read_as_it_shows():
+    """The writer says 0.2 and exclaims: read by what the body shows, it is above a
+    wellbeing check-in's 0.2, and written again. Before, its own word was taken."""
+    from services.chonk.harness import TONE
+
+    script = msgspec.json.decode(msgspec.json.encode(CHECKIN["script"]))
+    good = dict(script["writer:msg"][0], toneUsed=0.2)
+    shouting = dict(good, body=good["body"].replace("Keep it there.", "Keep it there!"))
+    script["writer:msg"] = [shouting, good]
+    before = TONE.labels("human")._value.get()
+    outcome, model = await run_checkin(script, tone=0.2)
+    assert TONE.labels("human")._value.get() == before + 1
+    assert "the body shows an exclamation, a tone of 0.3 at least, above 0.2" in (
+        model.shown[-1].system
+    )
+    assert outcome.draft.body == good["body"]
+    script["writer:msg"] = [shouting, shouting]  # and again: the template
+    outcome, _ = await run_checkin(script, tone=0.2)
+    assert outcome.draft.body.startswith("Here is what I found:")

@@ -7,11 +7,13 @@ input here.
 tone above its 0.0; RC-MGR-03 enforces the ceilings "not only in the prompt" and counts a
 message above one as a misfire, so the ceiling is applied last."""
 
+import re
+
 from libs.contracts.chonk import TonePolicy
 from services.chonk.domain.charters import DIRECTNESS_FLOOR
 from services.chonk.domain.types import VoiceProfile
 
-__all__ = ["CEILING", "TonePolicy", "ceiling", "directness", "faults", "tone"]
+__all__ = ["CEILING", "SHOWN", "TonePolicy", "ceiling", "directness", "faults", "read", "tone"]
 
 # None: the dial itself; "lift": the dial plus 0.1, at most 1.
 CEILING: dict[str, float | str | None] = {
@@ -63,6 +65,29 @@ def faults(policy: TonePolicy) -> list[str]:
                 "only be lowered"
             )
     return found
+
+
+# What a body shows of character, and the least tone each shows (RC-MGR-03 reads the body
+# as well as the writer's toneUsed): an emoji, which §7.2 sets among what the dial adds,
+# in no context whose ceiling is 0.5 or lower; an exclamation, or one of the Chonk's
+# signature phrases (a character reference), in none "plain and procedural" (0.0) or where
+# "jokes do not" go (0.2). Chosen where §7.2 gives examples and no numbers.
+SHOWN = {"an emoji": 0.6, "an exclamation": 0.3, "a signature phrase": 0.3}
+_EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\ufe0f]")
+
+
+def read(body: str, voice: VoiceProfile) -> tuple[float, tuple[str, ...]]:
+    """The least tone `body` shows, whatever its writer says it used, and what shows it."""
+    shows = [
+        what
+        for what, shown in (
+            ("an emoji", _EMOJI.search(body)),
+            ("an exclamation", "!" in body),
+            ("a signature phrase", any(p.lower() in body.lower() for p in voice.signature_phrases)),
+        )
+        if shown
+    ]
+    return max((SHOWN[what] for what in shows), default=0.0), tuple(shows)
 
 
 def directness(voice: VoiceProfile) -> float:
