@@ -122,6 +122,9 @@ LINE_MOST = {"sms": 1_600, "voice": 4_096, "whatsapp": 4_096}
 Text = Annotated[
     str, msgspec.Meta(min_length=1, max_length=TEXT_MOST, pattern=rf"^{TEXT_CHARACTER}+$(?!\n)")
 ]
+# The key a service stores a message once by, and a service's bot, one token (`chonk-human`).
+ServiceKey = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$(?!\n)")]
+BotName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,62}$(?!\n)")]
 # One line a client draws as text: no control character can break it or hide in it.
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=rf"^{PRINTABLE}+$(?!\n)")]
 Transport = Literal["sms", "email", "whatsapp", "voice"]
@@ -519,7 +522,7 @@ class Deliver(Contract):
     person: UserId
     kind: Literal["message", "notice", "question", "own"]
     text: Text
-    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$(?!\n)")]
+    key: ServiceKey
     reply_to: Seq | None = None
     options: tuple[Text, ...] = ()
     edited: bool = False
@@ -580,7 +583,7 @@ class AskPerson(Contract):
     person: UserId
     text: Text
     options: Annotated[tuple[Text, ...], msgspec.Meta(min_length=2, max_length=10)]
-    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$(?!\n)")]
+    key: ServiceKey
     closes_at: datetime | None = None  # after it, the question takes no answer
 
 
@@ -591,10 +594,10 @@ class Tell(Contract):
 
     org: OrgId
     person: UserId
-    bot: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,62}$(?!\n)")]
+    bot: BotName
     title: Title
     text: Text
-    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$(?!\n)")]
+    key: ServiceKey
     options: Annotated[tuple[Text, ...], msgspec.Meta(max_length=10)] = ()
     closes_at: datetime | None = None  # after it, the question takes no answer
 
@@ -636,10 +639,10 @@ class Said(Contract):
 
     org: OrgId
     person: UserId
-    bot: Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,62}$(?!\n)")]
+    bot: BotName
     title: Title
     text: Text
-    key: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.-]{1,120}$(?!\n)")]
+    key: ServiceKey
 
 
 class BotMessageRef(Contract):
