@@ -2,6 +2,8 @@
 
     chonk-runs     <org>.<run id>                       a run's report
                    told.<org>.<person>.<chonk>.<run>    a run that told the person something
+                   indexed.told.reports                 the reports stored before those keys
+                                                        were given theirs (once, at a start)
                    claimed.<org>.<run id>               a timed or handed-off run, taken once
                    declined.<org>.<handoff id>          a handoff its receiver declined
                    accepted.<org>.<handoff id>          one it accepted
@@ -27,7 +29,8 @@
                    reads.<org>.<person>                 who read that person's facts, for what:
                                                         the latest 200 reads
 
-Every key names the org, and a person's the person.
+Every key names the org, and a person's the person (but the mark that the reports were
+indexed, which is the bucket's).
 
 A fact is removed by the server at its expiry (§6.2's retention), and each of its writes
 rolls up the ones before it: what a person redacted is in no revision of the bucket.
@@ -201,6 +204,7 @@ _reads = msgspec.json.Decoder(list[MemoryRead])
 _READS_SHOWN = 200  # a knows page's worth; the audit trail keeps every read
 # A marker tells a replica behind the leader that its key is gone; past an hour it has caught up.
 _MARKER_KEPT = timedelta(hours=1)
+_TOLD_INDEXED = "indexed.told.reports"  # every report stored before its told keys, indexed
 _since = codec.decoder(datetime | None)
 
 
@@ -229,10 +233,26 @@ class ChonkStore:
         """The report, after a key for each person it told something in a room: what a
         person asks of what a Chonk told them is looked up by them, never by reading the
         org's reports and keeping theirs."""
+        await self._put_told(org, report)
+        await put(self._runs, f"{org}.{report.id}", codec.encode(report))
+
+    async def _put_told(self, org: str, report: RunReport) -> None:
         for person in sorted({d["to"] for d in report.delivered if "room" in d and "to" in d}):
             told = f"told.{org}.{key_token(person)}.{report.chonk}.{report.id}"
             await put(self._runs, told, b"")
-        await put(self._runs, f"{org}.{report.id}", codec.encode(report))
+
+    async def index_told(self) -> int:
+        """Every report a release before the told keys stored, given its keys, once for
+        the bucket (a mark says it was done; replicas starting together do it alike): how
+        many reports were read. Without it, what a run told a person before the upgrade
+        was found by no dispute or WHY."""
+        if await self._value(_TOLD_INDEXED):
+            return 0
+        entries = await self._in_runs(self._runs, "*.*")  # no key but a report's has two tokens
+        for entry in entries:
+            await self._put_told(entry.key.split(".", 1)[0], _report.decode(entry.value))
+        await put(self._runs, _TOLD_INDEXED, b"1")
+        return len(entries)
 
     async def claim_run(self, org: str, run_id: str, now: datetime, *, lease: timedelta) -> bool:
         """True for the one caller that claims `run_id`, however many ask at once: a run

@@ -3,14 +3,22 @@ Human Officer that what it said is not true. It is counted and recorded as a rev
 and the Chonk annotates its thread with the receipt of what it last told her, offering to
 correct it and pointing her to her knows page. Before, the message was read as nothing."""
 
+import secrets
+
+import msgspec
+
 from libs.audit.reading import records
+from libs.contracts import chonk
 from libs.contracts.base import key_token
 from libs.runtime.leader import newest_seq
 from services.chonk.disputing import DISPUTED
 from services.chonk.domain import intents
 from services.chonk.handlers import HEARD
+from services.chonk.main import serve as serve_chonk
+from services.chonk.store import open_store
 from tests.chonk.conftest import ORG, person
 from tests.personal.conftest import eventually
+from tests.support import serving
 
 ROOT, ANA = person("priya", roles=("admin",)), person("ana")
 NOT_SO = "That's not true, I never said that."
@@ -76,6 +84,31 @@ async def test_what_a_run_told_a_person_is_kept_under_them_and_read_from_there(a
 
     assert await told(f"{ORG}/ana") > 0
     assert await told(f"{ORG}/priya") == 0
+
+
+async def test_reports_stored_before_the_told_keys_are_given_theirs_once(
+    operator, settings_for, audit_service
+):
+    """An upgrade over a kept store: a report the release before stored has no told keys,
+    so no dispute or WHY of Ana's found it. A start gives every such report its keys,
+    once for the bucket."""
+    js = operator.jetstream()
+    store = await open_store(js)
+    kv = await js.key_value("chonk-runs")
+    org = f"sim-kept-{secrets.token_hex(4)}"
+    ana = f"{org}/ana"
+    kept = chonk.RunReport(
+        id="run_kept_1", chonk="human", receipt={}, message="m", actions=[], prompts=[],
+        memory=[], delivered=[{"to": ana, "room": "bot-0000000000000000", "seq": 1}],
+    )  # fmt: skip
+    await kv.put(f"{org}.{kept.id}", msgspec.json.encode(kept))  # as the release before did
+    await kv.delete("indexed.told.reports")  # the mark this session's starts made
+    assert await store.told(org, ana, "human") == []
+    async with serving(chonk.CONTRACT, settings_for("chonk"), serve_chonk):
+        pass  # a replica of this release started
+    assert [r.id for r in await store.told(org, ana, "human")] == [kept.id]
+    assert await store.told(org, f"{org}/ben", "human") == []
+    assert await store.index_told() == 0  # marked: the next start reads nothing
 
 
 async def test_a_chonk_that_told_the_person_nothing_annotates_nothing(api):
