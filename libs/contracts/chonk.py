@@ -376,11 +376,11 @@ class GetVoice(Contract):
 
 class Voice(Contract):
     """The org's voice as its runs use it: the tone dial (the tenant's own until an admin
-    sets one), every context's ceiling in force (§7.2's, 1.0 where it is the dial, or
+    sets one), every context's ceiling `in_force` (§7.2's, 1.0 where it is the dial, or
     lower where the owner lowered it), and every Chonk as it is called and drawn."""
 
     tone: TonePolicy
-    ceilings: dict[str, float]
+    in_force: dict[str, float]
     chonks: dict[str, ChonkSkin]
 
 

@@ -74,7 +74,7 @@ class Running(Covering, Remembering):
         }
         return chonk.Voice(
             tone=chosen.tone,
-            ceilings={context: tone.ceiling(chosen.tone, context) for context in tone.CEILING},
+            in_force={context: tone.ceiling(chosen.tone, context) for context in tone.CEILING},
             chonks={
                 chonk_id: chonk.ChonkSkin(
                     name=v.display_name, species=v.species, signature_phrases=v.signature_phrases

@@ -54,7 +54,7 @@ def acted(report: dict) -> list[tuple]:
 async def test_a_renamed_chonk_at_tone_0_1_says_the_same_plainly(api, operator, acks):
     shipped = await (await api.get("/v1/chonk/voice", headers=ROOT)).json()
     assert shipped["tone"]["default"] == 0.7
-    assert (shipped["ceilings"]["human_only_packet"], shipped["ceilings"]["owner_update"]) == (
+    assert (shipped["in_force"]["human_only_packet"], shipped["in_force"]["owner_update"]) == (
         0.0, 1.0
     )  # fmt: skip
     assert shipped["chonks"]["fin"] == {
@@ -104,7 +104,7 @@ async def test_an_owner_lowers_a_ceiling_and_the_runs_stay_under_it(api, operato
     lowered = {"tone": {"default": 0.7, "ceilings": {"owner_update": 0.3}}}
     async with speaking(api, lowered) as set_:
         report = await owner_update_of(api, operator, acks, LOWERED)
-    assert (set_["ceilings"]["owner_update"], set_["ceilings"]["incident"]) == (0.3, 0.3)
+    assert (set_["in_force"]["owner_update"], set_["in_force"]["incident"]) == (0.3, 0.3)
     assert (report["context"], report["tone"]) == ("owner_update", 0.3)
     assert report["body"].startswith("Here is what I found:")
     assert TONE.labels("chonksworth")._value.get() == misfires + 1
