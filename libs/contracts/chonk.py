@@ -65,6 +65,7 @@ __all__ = [
     "ToChonk",
     "TonePolicy",
     "Triage",
+    "Trigger",
     "Voice",
 ]
 
@@ -79,6 +80,8 @@ class StartRun(Contract):
     run: Name
 
 
+# What started a run: an admin asking, its cadence coming round, another Chonk's handoff.
+Trigger = Literal["objective", "cadence", "handoff"]
 RunId = Annotated[str, msgspec.Meta(pattern=r"^run_[A-Za-z0-9_]{1,64}$(?!\n)")]
 
 
@@ -103,7 +106,7 @@ class RunReport(Contract):
     memory: list[str]
     delivered: list[dict[str, Any]] = []
     regressed: bool = False  # this run's actions outside the allowlist regressed its Chonk
-    trigger: Literal["objective", "cadence", "handoff"] = "objective"
+    trigger: Trigger = "objective"
     correlation: str = ""  # the story this run is part of: a handoff's, or its own id
     body: str = ""  # none in a report stored by the release before
     disputed: int = 0  # how often a reader said its message was not so (RC-MGR-02)
@@ -130,7 +133,7 @@ class RunSummary(Contract):
     id: str
     chonk: str
     title: str
-    trigger: Literal["objective", "cadence", "handoff"]
+    trigger: Trigger
     at: datetime
     correlation: str
     disputed: int = 0  # how often a reader said its message was not so (RC-MGR-02)

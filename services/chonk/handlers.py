@@ -362,9 +362,9 @@ class Handlers(Cadencing, Disputing, Declining):
         """The org's runs, for an admin of it (as a run's report is)."""
         if p.is_agent or "admin" not in p.roles:
             raise Refused("admin-only", 403, f"only an admin of {p.org} reads its runs")
-        found, disputed = await self._store.reports(p.org), await self._store.disputed(p.org)
+        found, disputed = await self._store.listed(p.org), await self._store.disputed(p.org)
         if req.after is not None:  # a cursor that is none of the org's pages nothing
-            ids = [report.id for report in found]
+            ids = [run.id for run in found]
             found = found[ids.index(req.after) + 1 :] if req.after in ids else []
         summaries = [
             chonk.RunSummary(
@@ -372,9 +372,9 @@ class Handlers(Cadencing, Disputing, Declining):
                 chonk=r.chonk,
                 title=self._charters[r.chonk].title if r.chonk in self._charters else r.chonk,
                 trigger=r.trigger,
-                at=msgspec.convert(r.receipt["createdAt"], datetime),
+                at=msgspec.convert(r.ran, datetime),
                 correlation=r.correlation,
-                disputed=disputed[_ran(r)],
+                disputed=disputed[(r.id, r.ran)],
             )
             for r in found
         ]

@@ -35,7 +35,7 @@ async def serve(svc: Service, *, retry: Retry = RETRY) -> None:
     roster, never = shipped()
     kept = timedelta(seconds=svc.settings.settled_kept)
     store = await open_store(svc.js, replicas=svc.settings.js_replicas, kept=kept)
-    await store.index_told()
+    await store.index_reports()
     trail = Trail(svc.nc, service=CONTRACT.name)
     handlers = Handlers(svc.nc, store, trail, roster, never, clock)
     targets = {

@@ -2,8 +2,10 @@
 
     chonk-runs     <org>.<run id>                       a run's report
                    told.<org>.<person>.<chonk>.<run>    a run that told the person something
-                   indexed.told.reports                 the reports stored before those keys
-                                                        were given theirs (once, at a start)
+                   listed.<org>.<run>                   a run as the org's list names it
+                   indexed.reports.keys                 the reports stored before those two
+                                                        keys were given theirs (once, at a
+                                                        start)
                    claimed.<org>.<run id>               a timed or handed-off run, taken once
                    declined.<org>.<handoff id>          a handoff its receiver declined
                    accepted.<org>.<handoff id>          one it accepted
@@ -71,6 +73,7 @@ from libs.contracts.chonk import (
     Packet,
     RunReport,
     SetVoice,
+    Trigger,
 )
 from libs.contracts.rooms import Tell
 from libs.runtime.kv import (
@@ -98,6 +101,7 @@ __all__ = [
     "Chased",
     "ChonkStore",
     "Cover",
+    "Listed",
     "Offer",
     "Proposal",
     "open_store",
@@ -187,6 +191,16 @@ class ChaseState(msgspec.Struct, frozen=True, omit_defaults=True):
     asked: tuple[Asked, ...] = ()  # its questions, each asked at a stage
 
 
+class Listed(msgspec.Struct, frozen=True):
+    """A run as the org's list names it: `ran`, when, as its receipt says it."""
+
+    id: str
+    chonk: str
+    trigger: Trigger
+    ran: str
+    correlation: str
+
+
 _fact = codec.decoder(MemoryFact)
 _report = codec.decoder(RunReport)
 _handoff = codec.decoder(HandoffRequest)
@@ -198,13 +212,14 @@ _offer = codec.decoder(Offer)
 _packet = codec.decoder(Packet)
 _receipt = codec.decoder(Receipt)
 _voice = codec.decoder(SetVoice)
+_listed = codec.decoder(Listed)
 _times = msgspec.json.Decoder(list[datetime]).decode
 _modes = msgspec.json.Decoder(dict[str, str]).decode
 _reads = msgspec.json.Decoder(list[MemoryRead])
 _READS_SHOWN = 200  # a knows page's worth; the audit trail keeps every read
 # A marker tells a replica behind the leader that its key is gone; past an hour it has caught up.
 _MARKER_KEPT = timedelta(hours=1)
-_TOLD_INDEXED = "indexed.told.reports"  # every report stored before its told keys, indexed
+_REPORTS_INDEXED = "indexed.reports.keys"  # every report stored before its keys, given them
 _since = codec.decoder(datetime | None)
 
 
@@ -230,28 +245,38 @@ class ChonkStore:
         return found[0].value if found else None
 
     async def put_report(self, org: str, report: RunReport) -> None:
-        """The report, after a key for each person it told something in a room: what a
-        person asks of what a Chonk told them is looked up by them, never by reading the
-        org's reports and keeping theirs."""
-        await self._put_told(org, report)
+        """The report, after its keys: one for each person it told something in a room
+        (what a person asks of what a Chonk told them is looked up by them, never by
+        reading the org's reports and keeping theirs), and its line in the org's list (the
+        list reads those, never the reports whole)."""
+        await self._put_keys(org, report)
         await put(self._runs, f"{org}.{report.id}", codec.encode(report))
 
-    async def _put_told(self, org: str, report: RunReport) -> None:
+    async def _put_keys(self, org: str, report: RunReport) -> None:
         for person in sorted({d["to"] for d in report.delivered if "room" in d and "to" in d}):
             told = f"told.{org}.{key_token(person)}.{report.chonk}.{report.id}"
             await put(self._runs, told, b"")
+        listed = Listed(
+            id=report.id,
+            chonk=report.chonk,
+            trigger=report.trigger,
+            ran=report.receipt["createdAt"],
+            correlation=report.correlation,
+        )
+        await put(self._runs, f"listed.{org}.{report.id}", codec.encode(listed))
 
-    async def index_told(self) -> int:
-        """Every report a release before the told keys stored, given its keys, once for
-        the bucket (a mark says it was done; replicas starting together do it alike): how
-        many reports were read. Without it, what a run told a person before the upgrade
-        was found by no dispute or WHY."""
-        if await self._value(_TOLD_INDEXED):
+    async def index_reports(self) -> int:
+        """Every report a release before its keys stored, given them, in the order they
+        were stored, once for the bucket (a mark says it was done; replicas starting
+        together put the same keys): how many reports were read. Without it, after an
+        upgrade no dispute or WHY found what a run told a person, and the list showed none
+        of the runs before."""
+        if await self._value(_REPORTS_INDEXED):
             return 0
         entries = await self._in_runs(self._runs, "*.*")  # no key but a report's has two tokens
-        for entry in entries:
-            await self._put_told(entry.key.split(".", 1)[0], _report.decode(entry.value))
-        await put(self._runs, _TOLD_INDEXED, b"1")
+        for entry in sorted(entries, key=lambda e: e.revision):
+            await self._put_keys(entry.key.split(".", 1)[0], _report.decode(entry.value))
+        await put(self._runs, _REPORTS_INDEXED, b"1")
         return len(entries)
 
     async def claim_run(self, org: str, run_id: str, now: datetime, *, lease: timedelta) -> bool:
@@ -500,12 +525,14 @@ class ChonkStore:
         raw = await self._value(f"{org}.{run_id}")
         return _report.decode(raw) if raw else None
 
-    async def reports(self, org: str) -> list[RunReport]:
-        """The org's reports, the one stored last first (a run asked again is stored again).
-        Each is read whole to list it: a weekly cadence stores some fifty a year."""
-        entries = await self._in_runs(self._runs, f"{org}.*")  # no other key has two tokens
+    async def listed(self, org: str) -> list[Listed]:
+        """The org's runs as its list names them, the one stored last first (a run asked
+        again is stored again): a line each, never the report whole, which a run's
+        receipt and message make some kilobytes, and a cadence for each person of the org
+        stores every week."""
+        entries = await self._in_runs(self._runs, f"listed.{org}.*")
         entries.sort(key=lambda e: e.revision, reverse=True)
-        return [_report.decode(e.value) for e in entries]
+        return [_listed.decode(e.value) for e in entries]
 
     async def told(self, org: str, person: str, chonk_id: str) -> list[RunReport]:
         """The reports of `chonk_id`'s runs that told `person` something, the one stored

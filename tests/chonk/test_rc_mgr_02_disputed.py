@@ -86,29 +86,32 @@ async def test_what_a_run_told_a_person_is_kept_under_them_and_read_from_there(a
     assert await told(f"{ORG}/priya") == 0
 
 
-async def test_reports_stored_before_the_told_keys_are_given_theirs_once(
+async def test_reports_stored_before_their_keys_are_given_them_once_at_a_start(
     operator, settings_for, audit_service
 ):
-    """An upgrade over a kept store: a report the release before stored has no told keys,
-    so no dispute or WHY of Ana's found it. A start gives every such report its keys,
-    once for the bucket."""
+    """An upgrade over a kept store: a report the release before stored has no told keys
+    and no line in the org's list, so no dispute or WHY of Ana's found it and the owner's
+    list showed none of the runs before. A start gives every such report its keys, once
+    for the bucket."""
     js = operator.jetstream()
     store = await open_store(js)
     kv = await js.key_value("chonk-runs")
     org = f"sim-kept-{secrets.token_hex(4)}"
     ana = f"{org}/ana"
     kept = chonk.RunReport(
-        id="run_kept_1", chonk="human", receipt={}, message="m", actions=[], prompts=[],
+        id="run_kept_1", chonk="human", receipt={"createdAt": "2026-09-08T13:05:00Z"},
+        message="m", actions=[], prompts=[],
         memory=[], delivered=[{"to": ana, "room": "bot-0000000000000000", "seq": 1}],
     )  # fmt: skip
     await kv.put(f"{org}.{kept.id}", msgspec.json.encode(kept))  # as the release before did
-    await kv.delete("indexed.told.reports")  # the mark this session's starts made
-    assert await store.told(org, ana, "human") == []
+    await kv.delete("indexed.reports.keys")  # the mark this session's starts made
+    assert await store.told(org, ana, "human") == [] and await store.listed(org) == []
     async with serving(chonk.CONTRACT, settings_for("chonk"), serve_chonk):
         pass  # a replica of this release started
     assert [r.id for r in await store.told(org, ana, "human")] == [kept.id]
     assert await store.told(org, f"{org}/ben", "human") == []
-    assert await store.index_told() == 0  # marked: the next start reads nothing
+    assert [(r.id, r.chonk) for r in await store.listed(org)] == [(kept.id, "human")]
+    assert await store.index_reports() == 0  # marked: the next start reads nothing
 
 
 async def test_a_chonk_that_told_the_person_nothing_annotates_nothing(api):
