@@ -14,16 +14,19 @@ read from any replica, once that replica holds the newest message the leader hol
 
 import asyncio
 from base64 import b64decode
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.errors import APIError
 from nats.js.kv import KeyValue
 
+from libs.runtime.direct import batch_get
 from libs.runtime.kv import GONE, Read, caught_up, current, current_and_newest, is_filter
 
-__all__ = ["exact_reads", "latest", "newest_seq", "seen"]
+__all__ = ["exact_reads", "latest", "newest_seq", "seen", "written_since"]
 
 _TIMEOUT_S = 5.0
 _NO_MESSAGE_FOUND = 10037  # the JetStream API's err_code; a missing stream is another 404
@@ -107,6 +110,24 @@ async def _under(kv: KeyValue, keys: str) -> list[KeyValue.Entry]:
         return entries, held >= newest
 
     return await caught_up(read, keys)
+
+
+async def written_since(kv: KeyValue, keys: str, seq: int) -> AsyncIterator[Msg]:
+    """Each message under `keys` that the bucket stored after stream sequence `seq`,
+    oldest first, up to the newest the stream's leader held there when asked: read in
+    batches from any replica, one behind asked again (a 503 if none catches up)."""
+    subject = f"{kv._pre}{keys}"
+    newest = await newest_seq(kv._js, kv._stream, subject)
+    while seq < newest:
+        request = {"seq": seq + 1, "next_by_subj": subject, "batch": 256}
+
+        async def batch(request: dict[str, object] = request) -> tuple[list[Msg], bool]:
+            found, _ = await batch_get(kv._js._nc, kv._stream, request)
+            return found, bool(found)
+
+        for msg in await caught_up(batch, f"{subject} after {seq}"):
+            yield msg
+            seq = int(msg.headers["Nats-Sequence"])
 
 
 async def _leader_last(js: JetStreamContext, stream: str, subject: str) -> _StoredMsg | None:

@@ -3,9 +3,8 @@
     chonk-runs     <org>.<run id>                       a run's report
                    told.<org>.<person>.<chonk>.<run>    a run that told the person something
                    listed.<org>.<run>                   a run as the org's list names it
-                   indexed.reports.keys                 the reports stored before those two
-                                                        keys were given theirs (once, at a
-                                                        start)
+                   indexed.reports.upto                 the last report a start gave those
+                                                        two keys, by its stream sequence
                    claimed.<org>.<run id>               a timed or handed-off run, taken once
                    declined.<org>.<handoff id>          a handoff its receiver declined
                    accepted.<org>.<handoff id>          one it accepted
@@ -87,7 +86,7 @@ from libs.runtime.kv import (
     swap,
     write_at,
 )
-from libs.runtime.leader import exact_reads
+from libs.runtime.leader import exact_reads, written_since
 from libs.runtime.settings import SETTLED_KEPT
 from services.chonk.domain import proposals
 from services.chonk.domain.ladder import Chase
@@ -219,7 +218,8 @@ _reads = msgspec.json.Decoder(list[MemoryRead])
 _READS_SHOWN = 200  # a knows page's worth; the audit trail keeps every read
 # A marker tells a replica behind the leader that its key is gone; past an hour it has caught up.
 _MARKER_KEPT = timedelta(hours=1)
-_REPORTS_INDEXED = "indexed.reports.keys"  # every report stored before its keys, given them
+# The last report a start gave its keys, by its stream sequence.
+_REPORTS_INDEXED = "indexed.reports.upto"
 _since = codec.decoder(datetime | None)
 
 
@@ -266,18 +266,23 @@ class ChonkStore:
         await put(self._runs, f"listed.{org}.{report.id}", codec.encode(listed))
 
     async def index_reports(self) -> int:
-        """Every report a release before its keys stored, given them, in the order they
-        were stored, once for the bucket (a mark says it was done; replicas starting
-        together put the same keys): how many reports were read. Without it, after an
-        upgrade no dispute or WHY found what a run told a person, and the list showed none
-        of the runs before."""
-        if await self._value(_REPORTS_INDEXED):
-            return 0
-        entries = await self._in_runs(self._runs, "*.*")  # no key but a report's has two tokens
-        for entry in sorted(entries, key=lambda e: e.revision):
-            await self._put_keys(entry.key.split(".", 1)[0], _report.decode(entry.value))
-        await put(self._runs, _REPORTS_INDEXED, b"1")
-        return len(entries)
+        """Every report stored since the last start's index, given its keys, in the order
+        they were stored: how many were read. The mark is the last report so indexed, so
+        a start reads only what came since (this release's reports, stored after their
+        keys, and any a replica of the release before stored during a rollout); the first
+        start of this release reads every report a release before stored. Without it,
+        after an upgrade no dispute or WHY found what a run told a person, and the list
+        showed none of the runs before."""
+        since = int(await self._value(_REPORTS_INDEXED) or b"0")
+        read = 0
+        async for msg in written_since(self._runs, "*.*", since):  # a report: two tokens
+            if msg.data:  # else a removal's marker
+                org = msg.headers["Nats-Subject"].split(".")[2]
+                await self._put_keys(org, _report.decode(msg.data))
+                read += 1
+            since = int(msg.headers["Nats-Sequence"])
+        await put(self._runs, _REPORTS_INDEXED, str(since).encode())
+        return read
 
     async def claim_run(self, org: str, run_id: str, now: datetime, *, lease: timedelta) -> bool:
         """True for the one caller that claims `run_id`, however many ask at once: a run

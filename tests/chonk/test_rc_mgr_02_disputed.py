@@ -104,14 +104,18 @@ async def test_reports_stored_before_their_keys_are_given_them_once_at_a_start(
         memory=[], delivered=[{"to": ana, "room": "bot-0000000000000000", "seq": 1}],
     )  # fmt: skip
     await kv.put(f"{org}.{kept.id}", msgspec.json.encode(kept))  # as the release before did
-    await kv.delete("indexed.reports.keys")  # the mark this session's starts made
+    await kv.delete("indexed.reports.upto")  # as the release before left it: no mark
     assert await store.told(org, ana, "human") == [] and await store.listed(org) == []
     async with serving(chonk.CONTRACT, settings_for("chonk"), serve_chonk):
         pass  # a replica of this release started
     assert [r.id for r in await store.told(org, ana, "human")] == [kept.id]
     assert await store.told(org, f"{org}/ben", "human") == []
     assert [(r.id, r.chonk) for r in await store.listed(org)] == [(kept.id, "human")]
-    assert await store.index_reports() == 0  # marked: the next start reads nothing
+    assert await store.index_reports() == 0  # marked: the next start reads what came since
+    again = msgspec.structs.replace(kept, id="run_kept_2")  # a rollout's replica before
+    await kv.put(f"{org}.{again.id}", msgspec.json.encode(again))
+    assert await store.index_reports() == 1
+    assert [r.id for r in await store.listed(org)] == [again.id, kept.id]
 
 
 async def test_a_chonk_that_told_the_person_nothing_annotates_nothing(api):
