@@ -38,14 +38,13 @@ class Disputing(Carrying):
         """§7: "WHY" answered with the numbered sources of the Chonk's last text to the
         person that ended "Reply WHY", in at most three SMS segments; else of the run's
         message they answer in the thread, or of the last it told them."""
-        sent_them = await self._sent_them(p, charter)
-        answered = _answered(sent_them, replying)
-        if answered is not None:
+        answered = replying and await self._told(p, charter, replying)
+        if answered:
             receipt: Receipt | None = _receipt(answered[0])
         else:  # a text that ended "Reply WHY", else the last it told them
             receipt = await self._store.why(p.org, p.sub, charter.chonk_id)
-            if receipt is None and sent_them:
-                receipt = _receipt(sent_them[0][0])
+            if receipt is None and (last := await self._told(p, charter)) is not None:
+                receipt = _receipt(last[0])
         if receipt is None:
             said, key = "Nothing I've told you has sources to show.", "why-none"
         else:
@@ -63,8 +62,8 @@ class Disputing(Carrying):
         """The Chonk's message the person answers in the thread (`replying`), else its last
         to them, annotated with its receipt; nothing when it has told them nothing."""
         DISPUTED.labels(charter.chonk_id).inc()
-        sent_them = await self._sent_them(p, charter)
-        told_them = _answered(sent_them, replying) or next(iter(sent_them), None)
+        answered = replying and await self._told(p, charter, replying)
+        told_them = answered or await self._told(p, charter)
         if told_them is None:
             return chonk.Heard(intent="disputed")
         report, sent = told_them
@@ -93,23 +92,23 @@ class Disputing(Carrying):
             ],
         )  # fmt: skip
 
-    async def _sent_them(
-        self, p: Principal, charter: RoleCharter
-    ) -> list[tuple[chonk.RunReport, dict[str, Any]]]:
-        """What the Chonk's runs told the person, the last first, with where each was told."""
-        return [
-            (report, sent)
-            for report in await self._store.told(p.org, p.sub, charter.chonk_id)
-            for sent in report.delivered
-            if sent.get("to") == p.sub and "room" in sent
+    async def _told(
+        self, p: Principal, charter: RoleCharter, replying: tuple[str, int] | None = None
+    ) -> tuple[chonk.RunReport, dict[str, Any]] | None:
+        """The run's message the person answers in the thread (`replying`), if a run of
+        the Chonk's told it them; without `replying`, the last one told them. With where it
+        is, and its run's report, read for that one alone (a run still under way has
+        none yet)."""
+        sent_them = [
+            (run, sent)
+            for run, sents in await self._store.told(p.org, p.sub, charter.chonk_id)
+            for sent in sents
+            if replying is None or (sent["room"], sent["seq"]) == replying
         ]
-
-
-def _answered(
-    sent_them: list[tuple[chonk.RunReport, dict[str, Any]]], replying: tuple[str, int] | None
-) -> tuple[chonk.RunReport, dict[str, Any]] | None:
-    """The run's message the person answers in the thread, if they name one a run told."""
-    return next((t for t in sent_them if (t[1]["room"], t[1]["seq"]) == replying), None)
+        for run, sent in sent_them:
+            if (report := await self._store.report(p.org, run)) is not None:
+                return report, sent
+        return None
 
 
 def _receipt(report: chonk.RunReport) -> Receipt:

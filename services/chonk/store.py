@@ -1,7 +1,8 @@
 """The chonk service's buckets:
 
     chonk-runs     <org>.<run id>                       a run's report
-                   told.<org>.<person>.<chonk>.<run>    a run that told the person something
+                   told.<org>.<person>.<chonk>.<run>    where each message a run told the
+                                                        person is
                    listed.<org>.<run>                   a run as the org's list names it
                    indexed.reports.upto                 the last report a start gave those
                                                         two keys, by its stream sequence
@@ -18,7 +19,8 @@
                    outside.<org>.<chonk>                when it proposed outside its allowlist
                    modes.<org>.<chonk>                  its function modes (RC-MGR-01's PROPOSE)
                    voice.<org>.tenant                   the org's voice for its Chonks: the
-                                                        tone dial and their names (§7)
+                                                        tone dial, how each is called and
+                                                        drawn (§1, §7)
                    cadence.<org>.<cadence>              a cadence that runs: since when
                    why.<org>.<person>.<chonk>           what its last text to them that ends
                                                         "Reply WHY" rests on: its sources
@@ -56,6 +58,7 @@ import contextlib
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 import msgspec
 from nats.js import JetStreamContext
@@ -212,6 +215,7 @@ _packet = codec.decoder(Packet)
 _receipt = codec.decoder(Receipt)
 _voice = codec.decoder(SetVoice)
 _listed = codec.decoder(Listed)
+_sent = msgspec.json.Decoder(list[dict[str, Any]]).decode
 _times = msgspec.json.Decoder(list[datetime]).decode
 _modes = msgspec.json.Decoder(dict[str, str]).decode
 _reads = msgspec.json.Decoder(list[MemoryRead])
@@ -253,9 +257,13 @@ class ChonkStore:
         await put(self._runs, f"{org}.{report.id}", codec.encode(report))
 
     async def _put_keys(self, org: str, report: RunReport) -> None:
-        for person in sorted({d["to"] for d in report.delivered if "room" in d and "to" in d}):
-            told = f"told.{org}.{key_token(person)}.{report.chonk}.{report.id}"
-            await put(self._runs, told, b"")
+        told: dict[str, list[dict[str, Any]]] = {}
+        for sent in report.delivered:
+            if "room" in sent and "to" in sent:
+                told.setdefault(sent["to"], []).append(sent)
+        for person, sent_them in sorted(told.items()):
+            key = f"told.{org}.{key_token(person)}.{report.chonk}.{report.id}"
+            await put(self._runs, key, msgspec.json.encode(sent_them))
         listed = Listed(
             id=report.id,
             chonk=report.chonk,
@@ -539,13 +547,15 @@ class ChonkStore:
         entries.sort(key=lambda e: e.revision, reverse=True)
         return [_listed.decode(e.value) for e in entries]
 
-    async def told(self, org: str, person: str, chonk_id: str) -> list[RunReport]:
-        """The reports of `chonk_id`'s runs that told `person` something, the one stored
-        last first."""
+    async def told(
+        self, org: str, person: str, chonk_id: str
+    ) -> list[tuple[str, list[dict[str, Any]]]]:
+        """The runs of `chonk_id` that told `person` something, the one stored last first:
+        each run's id and where each of its messages to them is, so that only the report
+        of the one asked about is read."""
         entries = await self._in_runs(self._runs, f"told.{org}.{key_token(person)}.{chonk_id}.*")
         entries.sort(key=lambda e: e.revision, reverse=True)
-        found = [await self.report(org, e.key.rsplit(".", 1)[1]) for e in entries]
-        return [report for report in found if report is not None]  # None: not yet stored
+        return [(e.key.rsplit(".", 1)[1], _sent(e.value)) for e in entries]
 
     async def put_disputed(self, org: str, report: RunReport, said: str) -> None:
         """A review item of `report`'s, once for `said`: a digest of who said it in what

@@ -108,7 +108,7 @@ async def test_reports_stored_before_their_keys_are_given_them_once_at_a_start(
     assert await store.told(org, ana, "human") == [] and await store.listed(org) == []
     async with serving(chonk.CONTRACT, settings_for("chonk"), serve_chonk):
         pass  # a replica of this release started
-    assert [r.id for r in await store.told(org, ana, "human")] == [kept.id]
+    assert [run for run, _ in await store.told(org, ana, "human")] == [kept.id]
     assert await store.told(org, f"{org}/ben", "human") == []
     assert [(r.id, r.chonk) for r in await store.listed(org)] == [(kept.id, "human")]
     assert await store.index_reports() == 0  # marked: the next start reads what came since
