@@ -587,10 +587,9 @@ class AskPerson(Contract):
     closes_at: datetime | None = None  # after it, the question takes no answer
 
 
-class Tell(Contract):
-    """A service's bot (`bot`, one token: `chonk-human`) tells `person` `text` in the room
-    it shares with them alone (made the first time, titled `title`); with `options`, it
-    asks them to pick one, until `closes_at` if given. `key` stores it once."""
+class _InThread(Contract):
+    """A message in the room `person` shares with a service's bot (`bot`, one token:
+    `chonk-human`) alone, made the first time, titled `title`; `key` stores it once."""
 
     org: OrgId
     person: UserId
@@ -598,6 +597,12 @@ class Tell(Contract):
     title: Title
     text: Text
     key: ServiceKey
+
+
+class Tell(_InThread):
+    """The bot tells `person` `text` in their thread; with `options`, it asks them to pick
+    one, until `closes_at` if given."""
+
     options: Annotated[tuple[Text, ...], msgspec.Meta(max_length=10)] = ()
     closes_at: datetime | None = None  # after it, the question takes no answer
 
@@ -630,19 +635,10 @@ class BotMessage(Contract):
     bot: str
 
 
-class Said(Contract):
-    """What `person` said to a service's bot (`bot`, as in `Tell`) through that service (a
-    manager agent's `POST /v1/chonk/messages`), stored as theirs in the room they share
-    with it alone (made the first time, titled `title`), so their thread reads as it was
-    said. Its service read it as it came: nothing is raised for it to read again. `key`
-    stores it once."""
-
-    org: OrgId
-    person: UserId
-    bot: BotName
-    title: Title
-    text: Text
-    key: ServiceKey
+class Said(_InThread):
+    """What `person` said to the bot through its service (a manager agent's
+    `POST /v1/chonk/messages`), stored as theirs in their thread, so it reads as it was
+    said. Its service read it as it came: nothing is raised for it to read again."""
 
 
 class BotMessageRef(Contract):

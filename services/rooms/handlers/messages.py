@@ -240,9 +240,7 @@ class Messages(Rooms):
         """From a service that runs a bot of the org (the manager agents): the bot tells the
         person, in the room the two share alone."""
         bot = f"bot:{req.org}:{req.bot}"
-        room = members.bot_room(req.org, req.person, bot, req.title, self._clock())
-        if await self._store.room(room.id) is None:
-            await self._store.create_room(room)
+        room = await self._bot_room(req.org, req.person, bot, req.title)
         if len(req.options) == 1:
             raise Refused("invalid-request", 422, "a question needs two options or more")
         said = messages.authored(
@@ -265,14 +263,18 @@ class Messages(Rooms):
         """From a service that runs a bot of the org: what the person said to its bot
         through it, stored as theirs in the room the two share alone. The service read it
         as it came, so nothing is raised for it to read again."""
-        bot = f"bot:{req.org}:{req.bot}"
-        room = members.bot_room(req.org, req.person, bot, req.title, self._clock())
-        if await self._store.room(room.id) is None:
-            await self._store.create_room(room)
+        room = await self._bot_room(req.org, req.person, f"bot:{req.org}:{req.bot}", req.title)
         said = messages.authored(
             room, Principal(org=req.org, sub=req.person), req.text, self._clock()
         )
         return await self._store_message(room, said, key=req.key, read=True)
+
+    async def _bot_room(self, org: str, person: str, bot: str, title: str) -> rooms.Room:
+        """The room `person` shares with `bot` alone, made the first time, titled `title`."""
+        room = members.bot_room(org, person, bot, title, self._clock())
+        if await self._store.room(room.id) is None:
+            await self._store.create_room(room)
+        return room
 
     async def bot_message(self, req: rooms.BotMessageRef, _: Principal) -> rooms.Message:
         """From a service that runs a bot of the org: what a person wrote in the room they
