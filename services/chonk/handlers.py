@@ -231,15 +231,19 @@ class Handlers(Cadencing, Disputing, Declining):
         except FileNotFoundError:
             raise Refused("tenant-not-found", 404, f"no simulation tenant {p.org}") from None
         # In their thread first, as theirs: what the Chonk answers there follows what they
-        # said. Stored once for the same words, as its answer is. With the rooms away it is
-        # read all the same (a call-out's escalation is timed before anyone is texted), and
-        # its answer, which the rooms must carry, is a 503 to ask again, which stores it.
+        # said. Stored once for the same words, as its answer is.
         said = rooms.Said(
             org=p.org, person=p.sub, bot=f"chonk-{charter.chonk_id}", title=charter.title,
             text=req.text, key=f"said-{intents.digest(p.sub, req.text)}",
         )  # fmt: skip
-        with contextlib.suppress(Unavailable):
+        try:
             await call(self._nc, rooms.SAID, said, caller=CONTRACT.name)
+        except Unavailable:
+            # Read all the same (a call-out's escalation is timed before anyone is texted),
+            # and answered 503: asked again, the words are stored, and what was done is
+            # found done (each answer is keyed by who said what).
+            await self._read(p, data, charter, req.text)
+            raise
         return await self._read(p, data, charter, req.text)
 
     async def written(self, to_bot: rooms.BotMessage) -> None:
