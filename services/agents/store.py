@@ -78,7 +78,7 @@ class AgentStore:
     async def create_personal(self, agent: Agent) -> bool:
         """True if made now; False if the person already had their agent."""
         assert agent.user is not None
-        return await _create(self._agents, f"personal.{agent.org}.{key_token(agent.user)}", agent)
+        return await self._create(f"personal.{agent.org}.{key_token(agent.user)}", agent)
 
     async def personal_count(self, org: str) -> int:
         return len(await self._exact(self._agents, f"personal.{org}.*"))
@@ -93,17 +93,22 @@ class AgentStore:
         return sorted((_agent.decode(e.value) for e in entries), key=lambda a: a.id)
 
     async def create_org_agent(self, agent: Agent) -> bool:
+        return await self._create(f"org.{agent.org}.{key_token(agent.id)}", agent)
+
+    async def _create(self, key: str, agent: Agent) -> bool:
         """Stored where none stands: never made, or removed (a create writes over its
         deletion's marker, where it is as the stream's leader holds it). False where one
         stands, or another create took the place first."""
-        key = f"org.{agent.org}.{key_token(agent.id)}"
-        if await _create(self._agents, key, agent):
+        value = codec.encode(agent)
+        try:
+            await write_at(self._agents, key, value, 0)
             return True
-        if await self._exact(self._agents, key):
-            return False
+        except Conflict:
+            if await self._exact(self._agents, key):
+                return False
         removed = await newest_seq(self.js, "KV_agents", f"$KV.agents.{key}")
         try:
-            await write_at(self._agents, key, codec.encode(agent), removed)
+            await write_at(self._agents, key, value, removed)
         except Conflict:
             return False
         return True
@@ -228,14 +233,6 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
     await ensure_stream(js, METER, replicas=replicas)
     # The buckets are made alike, so their replicas call for one way of reading them exactly.
     return AgentStore(js, buckets, await exact_reads(buckets["agents"]))
-
-
-async def _create(kv: KeyValue, key: str, value: msgspec.Struct) -> bool:
-    try:
-        await write_at(kv, key, codec.encode(value), 0)
-    except Conflict:
-        return False
-    return True
 
 
 def _reply_key(org: str, room: str, seq: int, agent: str) -> str:
