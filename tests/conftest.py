@@ -13,14 +13,17 @@ import pytest
 import pytest_asyncio
 from aiohttp.test_utils import TestClient, TestServer
 
-from libs.contracts import SERVICES, audit, chonk, ladder, mod, poa, rooms, scheduler
+from libs.contracts import SERVICES, agents, audit, chonk, ladder, mod, poa, rooms, scheduler
 from libs.contracts.permissions import GATEWAY, OPERATOR, inbox_prefix
+from libs.model import Scripted
 from libs.runtime.service import Service
 from libs.runtime.settings import Settings
 from libs.stack.home import Home
 from libs.stack.local import start_local
 from libs.stack.processes import stop_all
 from libs.stack.servers import start_nodes
+from services.agents.domain.prompt import acknowledged
+from services.agents.main import serve as serve_agents
 from services.audit.main import serve as serve_audit
 from services.chonk.main import serve as serve_chonk
 from services.gateway.app import init_app
@@ -289,6 +292,21 @@ def draft_ttl() -> timedelta:
 @pytest.fixture
 def reviewer() -> str:
     return "manifest"
+
+
+@pytest.fixture
+def model() -> Scripted:
+    """The model the agents service drafts with: the built-in one, unless a module gives
+    its own."""
+    return Scripted(acknowledged)
+
+
+@pytest.fixture
+async def agents_service(settings_for, model, audit_service):
+    async with serving(
+        agents.CONTRACT, settings_for("agents"), lambda svc: serve_agents(svc, model)
+    ) as svc:
+        yield svc
 
 
 @pytest.fixture

@@ -20,9 +20,10 @@ from nats.js.api import DeliverPolicy
 from nats.js.client import JetStreamContext
 from redis.asyncio import Redis
 
+from libs.contracts.agents import PLAN, SetPlan
 from libs.contracts.base import Contract
 from libs.contracts.permissions import OPERATOR, inbox_prefix
-from libs.contracts.principal import Principal
+from libs.contracts.principal import PRINCIPAL_HEADER, Principal
 from libs.contracts.problem import Refused, Unavailable
 from libs.contracts.registry import REPLIES_BUCKET, ServiceContract, Subject, service_contract
 from libs.runtime.bus import AWAY
@@ -395,6 +396,29 @@ async def stopped_cleanly(proc: asyncio.subprocess.Process) -> list[dict[str, An
 
 def token(org: str | None = "acme", user: str = "acme/ada", **claims: object) -> str:
     return mint(KEY, org=org, user=user, now=int(time.time()), **claims)  # type: ignore[arg-type]
+
+
+async def set_plan(operator, org: str, plan: str) -> None:
+    me = Principal(org="tether", sub="operator")
+    reply = await operator.request(
+        PLAN.name,
+        msgspec.json.encode(SetPlan(org=org, plan=plan)),
+        headers={PRINCIPAL_HEADER: msgspec.json.encode(me).decode()},
+        timeout=5,
+    )
+    assert b"problem" not in reply.data, reply.data
+
+
+async def org_agent(
+    api, operator, org: str, admin: dict, persona: str, kind: str = "agent", ambient: bool = False
+) -> str:
+    """The id of an agent or bot of `org` made by its admin (on the team plan): a token acts
+    as one only while it stands."""
+    await set_plan(operator, org, "team")
+    body = {"persona": persona, "kind": kind, "ambient": ambient}
+    made = await api.post("/v1/agents", json=body, headers=admin)
+    assert made.status == 201, await made.text()
+    return (await made.json())["id"]
 
 
 def expiring(org: str, user: str, seconds: int) -> str:

@@ -9,11 +9,12 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from libs.contracts.base import Contract, OrgId, UserId
+from libs.contracts.base import Contract, OrgId, UserId, key_token
 from libs.contracts.registry import Subject, request_subject, service_contract
 from libs.contracts.streams import StreamSpec
 
 __all__ = [
+    "AGENTS_BUCKET",
     "CONTRACT",
     "AddPersona",
     "Agent",
@@ -44,6 +45,7 @@ __all__ = [
     "SetPlan",
     "Speak",
     "Spoken",
+    "org_agent_key",
 ]
 
 PersonaName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,31}$(?!\n)")]
@@ -105,6 +107,14 @@ class Agent(Contract):
     created_at: datetime
     user: UserId | None = None
     ambient: bool = False
+
+
+AGENTS_BUCKET = "agents"
+
+
+def org_agent_key(org: str, agent_id: str) -> str:
+    """An org's own agent or bot in `agents`: the agent, or its removal's marker."""
+    return f"org.{org}.{key_token(agent_id)}"
 
 
 class ListAgents(Contract):
@@ -331,7 +341,7 @@ CONTRACT = service_contract(
         SPEAK,
     ],
     buckets=(
-        "agents",
+        AGENTS_BUCKET,
         "agents-personas",
         "agents-preferences",
         "agents-meter",
@@ -339,4 +349,6 @@ CONTRACT = service_contract(
         "agents-replies",
     ),
     streams=(METER,),
+    # The gateway takes a token acting as an org's agent or bot only while it stands.
+    gateway_reads=(AGENTS_BUCKET,),
 )

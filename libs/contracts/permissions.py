@@ -60,6 +60,8 @@ def permissions(role: str, services: Sequence[ServiceContract]) -> dict[str, obj
         subscribe.append("tether.live.>")  # streamed to clients it has authorized
         for bucket in (b for svc in services for b in svc.watched):
             publish += _watched_bucket(f"KV_{bucket}")
+        for bucket in (b for svc in services for b in svc.gateway_reads):
+            publish.append(f"$JS.API.STREAM.MSG.GET.KV_{bucket}")
     else:
         raise ValueError(f"no service named {role!r}")
     return {

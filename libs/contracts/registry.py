@@ -84,7 +84,8 @@ class ServiceContract(msgspec.Struct, frozen=True):
     TIMER_OWNERS means every service that names `timer_targets`). `timer_targets` are the
     targets the scheduler may deliver this service's timers to. `watched` are buckets of its
     own the gateway may watch (read-only) to stream their changes to the clients it has
-    authorized.
+    authorized; `gateway_reads` buckets of its own the gateway may read a key of, as the
+    bucket's leader holds it, and nothing else.
     """
 
     name: str
@@ -95,6 +96,7 @@ class ServiceContract(msgspec.Struct, frozen=True):
     shared_streams: tuple[str, ...] = (EVENTS.name, DEAD.name)
     timer_targets: tuple[str, ...] = ()
     watched: tuple[str, ...] = ()
+    gateway_reads: tuple[str, ...] = ()
 
     @property
     def health(self) -> Subject:

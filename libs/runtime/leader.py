@@ -26,7 +26,7 @@ from nats.js.kv import KeyValue
 from libs.runtime.direct import batch_get
 from libs.runtime.kv import GONE, Read, caught_up, current, current_and_newest, is_filter
 
-__all__ = ["exact_reads", "latest", "newest_seq", "seen", "written_since"]
+__all__ = ["exact_reads", "latest", "newest_seq", "seen", "value_at", "written_since"]
 
 _TIMEOUT_S = 5.0
 _NO_MESSAGE_FOUND = 10037  # the JetStream API's err_code; a missing stream is another 404
@@ -74,6 +74,17 @@ async def seen(kv: KeyValue, key: str, exact: Read) -> bytes | None:
     if not found and exact is not current:  # on one node the direct get was already exact
         found = await exact(kv, key)
     return found[0].value if found else None
+
+
+async def value_at(js: JetStreamContext, bucket: str, key: str) -> bytes | None:
+    """The value at `key` of the bucket named `bucket` as its stream's leader holds it;
+    None if it holds none there, or a deletion's marker. For a reader that may read that
+    one message of the bucket and nothing more (no handle on the bucket: that asks for
+    its stream's info)."""
+    stored = await _leader_last(js, f"KV_{bucket}", f"$KV.{bucket}.{key}")
+    if stored is None or (stored.hdrs and _operation(b64decode(stored.hdrs)) in GONE):
+        return None
+    return b64decode(stored.data)
 
 
 async def newest_seq(js: JetStreamContext, stream: str, subject: str) -> int:

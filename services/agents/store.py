@@ -27,7 +27,7 @@ from nats.js.api import KeyValueConfig
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
-from libs.contracts.agents import METER, Agent, Persona, Preferences
+from libs.contracts.agents import AGENTS_BUCKET, METER, Agent, Persona, Preferences, org_agent_key
 from libs.contracts.base import key_token
 from libs.runtime.kv import Conflict, Read, delete, open_bucket, put, swap, write_at
 from libs.runtime.leader import exact_reads, newest_seq, seen
@@ -64,7 +64,7 @@ _candidates = msgspec.json.Decoder(tuple[str, ...]).decode
 class AgentStore:
     def __init__(self, js: JetStreamContext, buckets: dict[str, KeyValue], exact: Read) -> None:
         self.js, self._exact = js, exact
-        self._agents = buckets["agents"]
+        self._agents = buckets[AGENTS_BUCKET]
         self._personas = buckets["agents-personas"]
         self._preferences = buckets["agents-preferences"]
         self._meter = buckets["agents-meter"]
@@ -84,7 +84,7 @@ class AgentStore:
         return len(await self._exact(self._agents, f"personal.{org}.*"))
 
     async def org_agent(self, org: str, agent_id: str) -> Agent | None:
-        found = await self._get(self._agents, f"org.{org}.{key_token(agent_id)}")
+        found = await self._get(self._agents, org_agent_key(org, agent_id))
         return None if found is None else _agent.decode(found)
 
     async def org_agents(self, org: str) -> list[Agent]:
@@ -93,7 +93,7 @@ class AgentStore:
         return sorted((_agent.decode(e.value) for e in entries), key=lambda a: a.id)
 
     async def create_org_agent(self, agent: Agent) -> bool:
-        return await self._create(f"org.{agent.org}.{key_token(agent.id)}", agent)
+        return await self._create(org_agent_key(agent.org, agent.id), agent)
 
     async def _create(self, key: str, agent: Agent) -> bool:
         """Stored where none stands: never made, or removed (a create writes over its
@@ -116,7 +116,7 @@ class AgentStore:
     async def remove_org_agent(self, agent: Agent) -> None:
         """Deleted, its marker kept: read from a replica behind the leader, it is gone too
         once that replica holds the marker, and a create of the same id writes over it."""
-        await delete(self._agents, f"org.{agent.org}.{key_token(agent.id)}")
+        await delete(self._agents, org_agent_key(agent.org, agent.id))
 
     async def stored(self, agent: Agent) -> Agent | None:
         """The agent stored under `agent`'s key, personal or the org's."""
@@ -224,7 +224,7 @@ class AgentStore:
 async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
     buckets = {
         name: await open_bucket(js, KeyValueConfig(bucket=name, history=4, replicas=replicas))
-        for name in ("agents", "agents-personas", "agents-preferences", "agents-meter")
+        for name in (AGENTS_BUCKET, "agents-personas", "agents-preferences", "agents-meter")
     }
     for name, kept in (("agents-making", MAKING_KEPT_S), ("agents-replies", REPLIES_KEPT_S)):
         buckets[name] = await open_bucket(
@@ -232,7 +232,7 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
         )
     await ensure_stream(js, METER, replicas=replicas)
     # The buckets are made alike, so their replicas call for one way of reading them exactly.
-    return AgentStore(js, buckets, await exact_reads(buckets["agents"]))
+    return AgentStore(js, buckets, await exact_reads(buckets[AGENTS_BUCKET]))
 
 
 def _reply_key(org: str, room: str, seq: int, agent: str) -> str:

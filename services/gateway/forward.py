@@ -25,6 +25,7 @@ from libs.contracts.registry import Subject
 from libs.runtime import bus
 from libs.runtime.calls import headers_of
 from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored
+from services.gateway.org_agents import standing
 from services.gateway.routes import LOCATED, Route
 from services.gateway.tokens import is_delegate, principal_from
 
@@ -163,7 +164,9 @@ async def caller(route: Route, http: web.Request, *, key: str, limiter: RateLimi
     """Who asks, from the verified token; refused before anything is forwarded if their
     token does not admit them here, they are over their rate, or the query names a parameter
     the route does not take, or one twice (either would otherwise be ignored, silently)."""
-    principal = principal_from(http.headers.get("Authorization"), key)
+    authorization = http.headers.get("Authorization")
+    principal = principal_from(authorization, key)
+    await standing(http.app[NATS], principal, authorization, key)
     if is_delegate(principal) and not route.delegates:
         raise Refused(
             "delegate-not-admitted",

@@ -26,6 +26,7 @@ from libs.contracts.problem import Problem, Refused
 from libs.contracts.registry import Subject
 from services.gateway.forward import NATS, answered_once, ask, refuse_unclear, scoped_key
 from services.gateway.limits import IdempotencyKeys, RateLimiter, Stored, checked_key
+from services.gateway.org_agents import standing
 from services.gateway.tokens import is_delegate, principal_from
 
 __all__ = ["PROTOCOL_VERSIONS", "TOOL", "mcp_endpoint"]
@@ -80,7 +81,9 @@ def mcp_endpoint(
     *, key: str, limiter: RateLimiter, keys: IdempotencyKeys, timeout: float, late_timeout: float
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handler(http: web.Request) -> web.Response:
-        principal = principal_from(http.headers.get("Authorization"), key)
+        authorization = http.headers.get("Authorization")
+        principal = principal_from(authorization, key)
+        await standing(http.app[NATS], principal, authorization, key)
         if is_delegate(principal):
             raise Refused("delegate-not-admitted", 403, "only the person's own agent arranges it")
         if (idempotency_key := http.headers.get("Idempotency-Key")) is not None:

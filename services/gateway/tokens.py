@@ -11,7 +11,16 @@ from libs.contracts import codec
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 
-__all__ = ["LEEWAY_S", "is_delegate", "mint", "principal_from", "refused_after", "token_expired"]
+__all__ = [
+    "LEEWAY_S",
+    "ORG_AGENT",
+    "is_delegate",
+    "issued_at",
+    "mint",
+    "principal_from",
+    "refused_after",
+    "token_expired",
+]
 
 _ISSUER = _AUDIENCE = "tether"
 LEEWAY_S = 30  # a clock a little behind ours still has its tokens taken
@@ -19,7 +28,7 @@ LEEWAY_S = 30  # a clock a little behind ours still has its tokens taken
 _PERSONAL_AGENT = re.compile(r"^agent:([^:/]+/[^:]+)$")
 # `agent:<org>`, `agent:<org>:<name>`, `bot:<org>:<name>`: an org's own agents and bots,
 # which act in that org alone.
-_ORG_AGENT = re.compile(r"^(?:agent|bot):([a-z0-9][a-z0-9_-]{0,62})(?::[^:/]+)?$")
+ORG_AGENT = re.compile(r"^(?:agent|bot):([a-z0-9][a-z0-9_-]{0,62})(?::[^:/]+)?$")
 
 
 def mint(
@@ -52,7 +61,7 @@ def principal_from(authorization: str | None, key: str) -> Principal:
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Refused("token-missing", 401, "send `Authorization: Bearer <token>`")
-    principal, expires = _verified(token.strip(), key)
+    principal, _, expires = _verified(token.strip(), key)
     if time.time() > expires + LEEWAY_S:
         raise token_expired()
     return principal
@@ -61,8 +70,14 @@ def principal_from(authorization: str | None, key: str) -> Principal:
 def refused_after(authorization: str | None, key: str) -> float:
     """When a verified `Authorization` header's token stops being taken (its expiry and
     leeway): a stream it opened ends then, for the client to open it again with a new one."""
-    _, expires = _verified((authorization or "").partition(" ")[2].strip(), key)
+    _, _, expires = _verified((authorization or "").partition(" ")[2].strip(), key)
     return expires + LEEWAY_S
+
+
+def issued_at(authorization: str | None, key: str) -> float:
+    """When a verified `Authorization` header's token was issued (its `iat`)."""
+    _, issued, _ = _verified((authorization or "").partition(" ")[2].strip(), key)
+    return issued
 
 
 def token_expired() -> Refused:
@@ -73,7 +88,7 @@ def token_expired() -> Refused:
 # them was 40% of the gateway's CPU per request (measured with py-spy); only its expiry
 # changes with time, so only that is checked again at each use. A refusal is not kept.
 @functools.lru_cache(maxsize=4096)
-def _verified(token: str, key: str) -> tuple[Principal, float]:
+def _verified(token: str, key: str) -> tuple[Principal, float, float]:
     try:
         claims = jwt.decode(
             token,
@@ -90,8 +105,9 @@ def _verified(token: str, key: str) -> tuple[Principal, float]:
         raise Refused("token-invalid", 401, f"the token is not valid: {exc}") from exc
     if not claims.get("org"):
         raise Refused("token-without-org", 403, "the token names no org; there is no default")
-    if not isinstance(expires := claims["exp"], int | float):
-        raise Refused("token-invalid", 401, "the token's exp is not a NumericDate")
+    expires, issued = claims["exp"], claims["iat"]
+    if not isinstance(expires, int | float) or not isinstance(issued, int | float):
+        raise Refused("token-invalid", 401, "the token's exp and iat must be NumericDates")
     try:
         principal = msgspec.convert(
             {
@@ -112,16 +128,16 @@ def _verified(token: str, key: str) -> tuple[Principal, float]:
             403,
             f"{act} is {own[1]}'s own agent; it cannot act for {principal.sub}",
         )
-    if (org_agent := _ORG_AGENT.match(act)) and org_agent[1] != principal.org:
+    if (org_agent := ORG_AGENT.match(act)) and org_agent[1] != principal.org:
         raise Refused("act-not-of-org", 403, f"{act} acts in {org_agent[1]}, not {principal.org}")
-    return principal, expires
+    return principal, issued, expires
 
 
 def is_delegate(principal: Principal) -> bool:
     """An agent that is neither the person's own nor their org's (a grant's delegate): it
     reaches only the grants of the person's that name it."""
     act = principal.act
-    return act is not None and not (_PERSONAL_AGENT.match(act) or _ORG_AGENT.match(act))
+    return act is not None and not (_PERSONAL_AGENT.match(act) or ORG_AGENT.match(act))
 
 
 def _actor(claims: dict[str, object]) -> str | None:

@@ -8,8 +8,10 @@ import json
 import pytest
 
 from libs.audit.reading import records
+from libs.contracts import agents
 from tests.mod.conftest import (
     HIDE_BOARD,
+    SERVED,
     install,
     keep,
     level,
@@ -23,6 +25,7 @@ from tests.support import (
     bearer,
     forget_idempotency_key,
     forget_kept_answers,
+    org_agent,
     token,
 )
 
@@ -114,12 +117,17 @@ async def test_hip0528_09_4_rule_2_an_agent_without_mod_write_is_refused_at_ever
     assert await refusal(r) == (403, "mod-write-needed")
 
 
-async def test_hip0528_09_4_rule_2_no_agent_but_the_person_s_own_writes_their_layer(api, people):
+async def test_hip0528_09_4_rule_2_no_agent_but_the_person_s_own_writes_their_layer(
+    api, people, operator, client_for, gateway_settings, agents_service
+):
     """The org's agent and a bot of the org, acting for Ada with mod:write, do not even
     draft her layer, at send instant as at any level; each still drafts the org's."""
     await level(api, people.ada, "send", window="instant")
     ada = f"{people.org}/ada"
-    for act in (f"agent:{people.org}", f"bot:{people.org}:helper"):
+    made_by = await client_for(gateway_settings, services=(*SERVED, agents.CONTRACT))
+    ambient = await org_agent(made_by, operator, people.org, people.root, "self", ambient=True)
+    bot = await org_agent(made_by, operator, people.org, people.root, "researcher", "bot")
+    for act in (ambient, bot):
         other = bearer(token(org=people.org, user=ada, act=act, roles=("mod:write",)))
         refused = await write(api, other, "user", [HIDE_BOARD])
         assert await refusal(refused) == (403, "not-own-agent"), act

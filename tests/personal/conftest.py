@@ -25,7 +25,6 @@ from libs.contracts.ladder import SEND_MEANS
 from libs.contracts.problem import PROBLEM_HEADER
 from libs.model import Prompt, Scripted
 from services.agents.domain.prompt import acknowledged
-from services.agents.main import serve as serve_agents
 from services.rooms.main import serve as serve_rooms
 from services.rooms.sealing import Sealer
 from tests.acks import SETTLES_S
@@ -47,14 +46,6 @@ class Recorder(Scripted):
 @pytest.fixture
 def model() -> Recorder:
     return Recorder()
-
-
-@pytest.fixture
-async def agents_service(settings_for, model, audit_service):
-    async with serving(
-        agents.CONTRACT, settings_for("agents"), lambda svc: serve_agents(svc, model)
-    ) as svc:
-        yield svc
 
 
 @pytest.fixture

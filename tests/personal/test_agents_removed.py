@@ -3,10 +3,13 @@ agents or bots: it frees its place, answers nothing more, and its id may be made
 Before, nothing removed one, so an org at its plan's capacity could never replace an agent
 it no longer wanted."""
 
+import asyncio
+import time
+
 from libs.audit.reading import records
+from services.gateway.tokens import mint
 from tests.personal.conftest import drafts, eventually, problem, room_with, say
-from tests.personal.test_answering import set_plan
-from tests.support import bearer, token
+from tests.support import KEY, bearer, set_plan, token
 
 
 async def remove(api, agent_id: str, headers: dict):
@@ -98,3 +101,45 @@ async def test_only_an_admin_of_the_org_removes_and_never_a_persons_own_agent(
     # The id is one segment of its own: no other route of /v1/agents/… is taken for one.
     for sibling in ("me", "personas"):
         assert (await remove(api, sibling, people.root)).status == 422, sibling
+
+
+async def test_a_token_acts_as_an_org_agent_only_while_it_stands_and_once_it_was_made(
+    api, operator, people
+):
+    """A token is verified by its signature, and an org agent's outlived the agent: removed,
+    its tokens still acted as it until they expired, and the tokens of the one removed
+    acted as the one made again under its id. Now each request acting as an org's agent or
+    bot reads whether it stands, through the REST routes and MCP alike."""
+    await set_plan(operator, people.org, "pro")
+    cto = f"agent:{people.org}:cto"
+
+    def acting(issued: int | None = None) -> dict:
+        now = int(time.time()) if issued is None else issued
+        return bearer(mint(KEY, org=people.org, user=f"{people.org}/root", act=cto, now=now))
+
+    unmade = await api.get("/v1/rooms", headers=acting())
+    assert await problem(unmade) == (401, "act-not-standing")
+    made = await api.post("/v1/agents", json={"persona": "cto"}, headers=people.root)
+    assert made.status == 201, await made.text()
+    first = acting()
+    assert (await api.get("/v1/rooms", headers=first)).status == 200
+    from_before = await api.get("/v1/rooms", headers=acting(int(time.time()) - 3600))
+    assert await problem(from_before) == (401, "token-revoked")
+
+    assert (await remove(api, cto, people.root)).status == 200
+    # Refused from the moment the admin is told, over REST and MCP alike.
+    assert await problem(await api.get("/v1/rooms", headers=first)) == (401, "act-not-standing")
+    mcp = await api.post(
+        "/v1/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=first
+    )
+    assert await problem(mcp) == (401, "act-not-standing")
+
+    await asyncio.sleep(1.01 - time.time() % 1)  # the next second, which `iat` can tell apart
+    again = await api.post("/v1/agents", json={"persona": "cto"}, headers=people.root)
+    assert again.status == 201, await again.text()
+    assert (await api.get("/v1/rooms", headers=acting())).status == 200
+    old = await api.get("/v1/rooms", headers=first)
+    assert (old.status, (await old.json())["detail"]) == (
+        401,
+        f"the token was issued before {cto} was made: it acted as one removed since",
+    )

@@ -4,11 +4,8 @@ the agent is shown only the room it answers in; each drafting is a metered run."
 
 import asyncio
 
-import msgspec
 import pytest
 
-from libs.contracts.agents import PLAN, SetPlan
-from libs.contracts.principal import PRINCIPAL_HEADER, Principal
 from tests.personal.conftest import (
     announce,
     drafts,
@@ -17,18 +14,7 @@ from tests.personal.conftest import (
     room_with,
     say,
 )
-from tests.support import bearer, token
-
-
-async def set_plan(operator, org: str, plan: str) -> None:
-    me = Principal(org="tether", sub="operator")
-    reply = await operator.request(
-        PLAN.name,
-        msgspec.json.encode(SetPlan(org=org, plan=plan)),
-        headers={PRINCIPAL_HEADER: msgspec.json.encode(me).decode()},
-        timeout=5,
-    )
-    assert b"problem" not in reply.data, reply.data
+from tests.support import bearer, set_plan, token
 
 
 @pytest.fixture

@@ -11,9 +11,8 @@ from libs.contracts import codec
 from libs.contracts.agents import RunEnded
 from tests.mod.conftest import install, weather
 from tests.personal.conftest import announce, eventually
-from tests.personal.test_answering import set_plan
 from tests.personal.test_console import sign_in
-from tests.support import browser_page, led_to
+from tests.support import browser_page, led_to, set_plan
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from libs.contracts import codec, rooms
 from tests.personal.conftest import problem, room_with, say
-from tests.support import bearer, token
+from tests.support import bearer, org_agent, token
 
 
 async def _history(api, room, headers) -> list[dict]:
@@ -59,8 +59,8 @@ async def test_a_persons_own_agent_posts_nothing_past_their_ladder(api, people):
     assert await _history(api, room, people.bob) == []
 
 
-async def test_a_bots_message_is_stored_as_a_bots(api, people):
-    bot = f"bot:{people.org}:standup"
+async def test_a_bots_message_is_stored_as_a_bots(api, operator, people):
+    bot = await org_agent(api, operator, people.org, people.root, "researcher", "bot")
     room = await room_with(api, people, bot)
     as_bot = bearer(token(org=people.org, user=people.ada_id, act=bot))
     sent = await say(api, room, as_bot, "daily standup reminder")

@@ -22,9 +22,8 @@ from tests.personal.conftest import (
     say,
     set_level,
 )
-from tests.personal.test_answering import set_plan
 from tests.personal.test_hip0524_09_personal_line import connect, sms
-from tests.support import bearer, token
+from tests.support import bearer, set_plan, token
 
 RACERS = 1000
 

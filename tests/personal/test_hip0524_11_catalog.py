@@ -18,8 +18,7 @@ from libs.runtime.kv import current
 from services.agents.domain import meter, roster
 from services.agents.domain.catalog import load_catalog
 from tests.personal.conftest import announce, eventually, problem
-from tests.personal.test_answering import set_plan
-from tests.support import bearer, token
+from tests.support import bearer, set_plan, token
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = files("services.agents").joinpath("catalog.json")

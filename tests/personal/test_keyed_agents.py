@@ -4,11 +4,11 @@ existing. The same agent made by another request is still refused, and so is the
 with another request."""
 
 from tests.personal.conftest import problem
-from tests.personal.test_answering import set_plan
 from tests.support import (
     answered_again_after_a_failover,
     forget_idempotency_key,
     forget_kept_answers,
+    set_plan,
 )
 
 

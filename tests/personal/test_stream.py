@@ -7,7 +7,7 @@ import msgspec
 from libs.runtime.bus import flushed
 from services.gateway.app import NATS
 from tests.personal.conftest import SERVED, eventually, problem, room_with, say
-from tests.support import Link, bearer, token
+from tests.support import Link, bearer, org_agent, token
 
 
 async def _events(response, count: int) -> list[tuple[int, dict]]:
@@ -28,8 +28,8 @@ async def _events(response, count: int) -> list[tuple[int, dict]]:
     return found
 
 
-async def test_members_see_history_then_each_new_message_once(api, people):
-    bot = f"bot:{people.org}:standup"
+async def test_members_see_history_then_each_new_message_once(api, operator, people):
+    bot = await org_agent(api, operator, people.org, people.root, "researcher", "bot")
     room = await room_with(api, people, people.bob_id, bot)
     as_bot = bearer(token(org=people.org, user=people.ada_id, act=bot))
     old = await say(api, room, people.ada, "before the stream")

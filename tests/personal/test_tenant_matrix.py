@@ -23,14 +23,13 @@ from libs.contracts import SERVICES
 from services.gateway.routes import ROUTES
 from tests.mod.conftest import weather
 from tests.personal.conftest import People, announce, eventually, fresh_number, set_level
-from tests.personal.test_answering import set_plan
 from tests.personal.test_delivery import _sent_by_line as sent_by_line
 from tests.personal.test_delivery import status
 from tests.personal.test_hip0524_09_personal_line import code_sent
 from tests.personal.test_hip0524_09_personal_line import connect as connect_line
 from tests.poa.conftest import purchase, root_grant, valid_now
 from tests.poa.vectors import case
-from tests.support import bearer, token
+from tests.support import bearer, set_plan, token
 
 CALLERS = ("owner", "member", "admin", "stranger", "own_agent", "other_agent")
 SIM = "sim-lanternfish"  # the Chonks' tenant: its runs and facts are the chonk rows'

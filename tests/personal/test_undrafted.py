@@ -22,8 +22,7 @@ from tests.personal.conftest import (
     room_with,
     say,
 )
-from tests.personal.test_answering import set_plan
-from tests.support import FAST_RETRY, serving
+from tests.support import FAST_RETRY, serving, set_plan
 
 
 class Down(Recorder):
