@@ -10,16 +10,19 @@ from typing import Annotated, Literal
 import msgspec
 
 from libs.contracts.base import Contract, OrgId, UserId, key_token
-from libs.contracts.registry import Subject, request_subject, service_contract
+from libs.contracts.principal import Principal
+from libs.contracts.registry import Event, Subject, request_subject, service_contract
 from libs.contracts.streams import StreamSpec
 
 __all__ = [
     "AGENTS_BUCKET",
+    "AGENT_REMOVED",
     "CONTRACT",
     "AddPersona",
     "Agent",
     "AgentKind",
     "AgentList",
+    "AgentRemoved",
     "AgentRuntime",
     "Allowance",
     "Billing",
@@ -166,6 +169,22 @@ class RemoveAgent(Contract):
     own agent is theirs (one per person, hip-0524 §1) and is never one of these."""
 
     id: Annotated[str, msgspec.Meta(max_length=200, pattern=r"^(agent|bot):[^/\s]+$(?!\n)")]
+
+
+class AgentRemoved(Contract):
+    """One of `org`'s own agents or bots, removed by `by`, an admin of it."""
+
+    org: OrgId
+    agent: str
+    by: Principal
+
+
+AGENT_REMOVED = Event(
+    "tether.evt.agents.agent.removed",
+    AgentRemoved,
+    "an org's agent or bot was removed: the grants naming it as their delegate are revoked",
+    readers=frozenset({"poa"}),
+)
 
 
 class Preferences(Contract):
@@ -340,6 +359,7 @@ CONTRACT = service_contract(
         LIMITS,
         SPEAK,
     ],
+    events=(AGENT_REMOVED,),
     buckets=(
         AGENTS_BUCKET,
         "agents-personas",

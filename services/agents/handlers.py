@@ -111,16 +111,23 @@ class Handlers:
         return agent
 
     async def remove(self, req: agents.RemoveAgent, p: Principal) -> agents.Agent:
-        """Removed, recorded first: deleted, so it answers and runs no more, then off the
-        roster, so its place is free. A create of the same id admitted meanwhile keeps its
-        place; one cut short between the two leaves the id to be let go as any create cut
-        short does. Removed again, it is not found."""
+        """Removed, recorded first: announced, so the grants naming it are revoked (before
+        it is deleted: a removal cut short after it is asked again, where one announced
+        after would find nothing to remove, and the grants would stand), deleted, so it
+        answers, runs and acts no more, then off the roster, so its place is free. A create
+        of the same id admitted meanwhile keeps its place; one cut short between the two
+        leaves the id to be let go as any create cut short does. Removed again, it is not
+        found."""
         _admin(p, "remove an org agent")
         agent = await self._store.org_agent(p.org, req.id)
         if agent is None:
             raise Refused("agent-not-found", 404, f"{p.org} has no agent or bot {req.id}")
         now = self._clock()
-        async with self._trail.change(p.org, actor=p, action="agents.org.remove", target=agent.id):
+        removed = agents.AgentRemoved(org=p.org, agent=agent.id, by=p)
+        async with self._trail.change(
+            p.org, actor=p, action="agents.org.remove", target=agent.id
+        ) as record:
+            await self._store.announce_removal(removed, record.n)
             await self._store.remove_org_agent(agent)
             await self._store.change_roster(
                 p.org, lambda current: roster.removed(current, agent.id, now)

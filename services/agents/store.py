@@ -27,8 +27,18 @@ from nats.js.api import KeyValueConfig
 from nats.js.kv import KeyValue
 
 from libs.contracts import codec
-from libs.contracts.agents import AGENTS_BUCKET, METER, Agent, Persona, Preferences, org_agent_key
+from libs.contracts.agents import (
+    AGENT_REMOVED,
+    AGENTS_BUCKET,
+    METER,
+    Agent,
+    AgentRemoved,
+    Persona,
+    Preferences,
+    org_agent_key,
+)
 from libs.contracts.base import key_token
+from libs.runtime import logs
 from libs.runtime.kv import Conflict, Read, delete, open_bucket, put, swap, write_at
 from libs.runtime.leader import exact_reads, newest_seq, seen
 from libs.runtime.service import ensure_stream
@@ -112,6 +122,12 @@ class AgentStore:
         except Conflict:
             return False
         return True
+
+    async def announce_removal(self, removed: AgentRemoved, record: int) -> None:
+        """On EVENTS, once for audit record `record` of the removal (its id taken once
+        within the stream's duplicate window)."""
+        headers = {"Nats-Msg-Id": f"removed-{removed.org}-{record}", **logs.carried()}
+        await self.js.publish(AGENT_REMOVED.name, codec.encode(removed), headers=headers)
 
     async def remove_org_agent(self, agent: Agent) -> None:
         """Deleted, its marker kept: read from a replica behind the leader, it is gone too

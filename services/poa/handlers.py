@@ -5,7 +5,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 
 from libs.audit.trail import Trail
-from libs.contracts import codec, poa
+from libs.contracts import agents, codec, poa
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
@@ -59,28 +59,58 @@ class Handlers:
         return grants.held(record, await self._grants.lineage(record))
 
     async def revoke(self, req: poa.GrantRef, p: Principal) -> poa.GrantRecord:
-        """The grant and every descendant, then the asks still open under them; verification
-        also reads revocation up the lineage, so a descendant is revoked at once even while
-        this loop is still marking it."""
         mine = await self._grants.of_owner(p.org, p.sub)
         target = next((r for r in mine if r.id == req.id), None)
         if target is None:
             raise Refused("grant-not-found", 404, f"you have no grant {req.id}")
-        below = grants.descendants(req.id, mine)
-        revoked = {r.id for r in [target, *below]}
-        if not all(r.revoked for r in [target, *below]):
-            now = self._clock()
-            data = {"descendants": [r.id for r in below]}
-            async with self._trail.change(
-                p.org, actor=p, action="poa.grant.revoke", target=req.id, data=data
-            ):
-                for record in [target, *below]:
-                    await self._grants.change(record, lambda r: grants.revoked(r, now))
-            target = grants.revoked(target, now)
+        target, revoked = await self._revoked(target, mine, actor=p)
         # Revoked already (a retry, say), nothing more is recorded; what the first try left
         # of its asks is finished.
         await self.asking.revoked(p, revoked)
         return target
+
+    async def delegate_removed(self, removed: agents.AgentRemoved) -> None:
+        """Each grant naming an org's agent or bot its admin removed as its delegate,
+        revoked with everything delegated from it, as its person's revocation would be, and
+        recorded as the admin's: an agent made again under the id is another agent, and
+        acts on none of them. Delivered again, what was revoked is found revoked, and the
+        asks still open under it are finished."""
+        every = await self._grants.of_org(removed.org)
+        for owner in sorted({r.owner for r in every}):
+            theirs = grants.all_held([r for r in every if r.owner == owner])
+            theirs.sort(key=lambda r: r.issued_at)  # a parent before what it delegated
+            revoked: set[str] = set()
+            for named in theirs:
+                if named.delegate == removed.agent and named.id not in revoked:
+                    data = {"delegate_removed": removed.agent}
+                    _, ids = await self._revoked(named, theirs, actor=removed.by, data=data)
+                    revoked |= ids
+            if revoked:
+                await self.asking.revoked(Principal(org=removed.org, sub=owner), revoked)
+
+    async def _revoked(
+        self,
+        target: poa.GrantRecord,
+        theirs: list[poa.GrantRecord],
+        *,
+        actor: Principal,
+        data: dict[str, str] | None = None,
+    ) -> tuple[poa.GrantRecord, set[str]]:
+        """The grant revoked, and the ids of it and every descendant among its person's
+        grants, each revoked, recorded first unless every one was already; verification
+        also reads revocation up the lineage, so a descendant is revoked at once even while
+        this loop is still marking it."""
+        below = grants.descendants(target.id, theirs)
+        if not all(r.revoked for r in [target, *below]):
+            now = self._clock()
+            recorded = {"descendants": [r.id for r in below], **(data or {})}
+            async with self._trail.change(
+                target.org, actor=actor, action="poa.grant.revoke", target=target.id, data=recorded
+            ):
+                for record in [target, *below]:
+                    await self._grants.change(record, lambda r: grants.revoked(r, now))
+            target = grants.revoked(target, now)
+        return target, {r.id for r in [target, *below]}
 
     async def act(self, req: poa.ActRequest, p: Principal) -> poa.ActOutcome:
         """Decided on the grant's own ledger and every ancestor's, then charged to the whole

@@ -4,6 +4,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from libs.audit.trail import Trail
+from libs.contracts.agents import AGENT_REMOVED, AgentRemoved
 from libs.contracts.poa import CONTRACT
 from libs.contracts.rooms import ANSWER_STORED, MessageStored
 from libs.contracts.scheduler import Fired
@@ -31,10 +32,14 @@ async def serve(
     asking = Asking(svc.nc, grants, ledger, asks, trail, clock)
     expiry = timer_subject(CONTRACT.name, ASK_EXPIRY)
 
-    async def answered(event: MessageStored) -> None:
+    handlers = Handlers(grants, ledger, asking, trail, clock)
+
+    async def heard(event: MessageStored | AgentRemoved) -> None:
         match event:
             case MessageStored(room=room, answers=int(seq), choice=choice) if choice is not None:
                 await asking.answered_in_room(room, seq, choice)
+            case AgentRemoved():
+                await handlers.delegate_removed(event)
 
     readers = [
         Consumer(
@@ -55,14 +60,14 @@ async def serve(
             svc.js,
             stream=EVENTS.name,
             durable=CONTRACT.name,
-            subjects=[ANSWER_STORED.name],
-            read=events({ANSWER_STORED.name: MessageStored}),
-            handle=answered,
+            subjects=[ANSWER_STORED.name, AGENT_REMOVED.name],
+            read=events({ANSWER_STORED.name: MessageStored, AGENT_REMOVED.name: AgentRemoved}),
+            handle=heard,
             retry=retry,
             trail=trail,
         ),
     ]
-    await svc.serve(Handlers(grants, ledger, asking, trail, clock).table(), readers)
+    await svc.serve(handlers.table(), readers)
     await trail.settle()
 
 

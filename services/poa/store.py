@@ -93,6 +93,12 @@ class GrantStore:
         entries = await self._exact(self._kv, _key(org, owner, "*"))
         return [_grant.decode(e.value) for e in entries]
 
+    async def of_org(self, org: str) -> list[GrantRecord]:
+        """Every grant of every person of `org`: read only when the org removes an agent
+        that grants may name, never to answer a request."""
+        entries = await self._exact(self._kv, f"{org}.*.*")
+        return [_grant.decode(e.value) for e in entries]
+
     async def lineage(self, record: GrantRecord) -> list[GrantRecord]:
         """Its ancestors, root first, read from the store, never from a request."""
         lineage: list[GrantRecord] = []

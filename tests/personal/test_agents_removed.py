@@ -6,10 +6,14 @@ it no longer wanted."""
 import asyncio
 import time
 
+import pytest
+
 from libs.audit.reading import records
+from libs.contracts import poa
 from services.gateway.tokens import mint
-from tests.personal.conftest import drafts, eventually, problem, room_with, say
-from tests.support import KEY, bearer, set_plan, token
+from tests.personal.conftest import SERVED, drafts, eventually, problem, room_with, say
+from tests.poa.conftest import purchase, root_grant, valid_now
+from tests.support import KEY, bearer, org_agent, set_plan, token
 
 
 async def remove(api, agent_id: str, headers: dict):
@@ -143,3 +147,64 @@ async def test_a_token_acts_as_an_org_agent_only_while_it_stands_and_once_it_was
         401,
         f"the token was issued before {cto} was made: it acted as one removed since",
     )
+
+
+@pytest.fixture
+async def grants_api(client_for, gateway_settings, agents_service, rooms_service, poa_service):
+    return await client_for(gateway_settings, services=(*SERVED, poa.CONTRACT))
+
+
+async def test_the_grants_naming_a_removed_agent_are_revoked_and_its_asks_denied(
+    grants_api, operator, people, acks
+):
+    """A Power-of-Action grant names its delegate by id. Removed, an org's agent acts no
+    more, and the grants naming it stood: made again under its id, another agent acted on
+    them. Each is now revoked as its person's revocation would revoke it, recorded as the
+    admin's, with the asks still open under it denied; a grant naming another stands."""
+    api, org = grants_api, people.org
+    cto = await org_agent(api, operator, org, people.root, "cto")
+
+    async def issue(person: dict, user: str, grant_id: str, delegate: str) -> None:
+        grant = valid_now(root_grant(user))
+        grant["grant_id"], grant["delegate"]["sub"] = grant_id, delegate
+        issued = await api.post("/v1/poa/grants", json={"grant": grant}, headers=person)
+        assert issued.status == 201, await issued.text()
+
+    await issue(people.ada, people.ada_id, "poa_ada_cto", cto)
+    await issue(people.bob, people.bob_id, "poa_bob_cto", cto)
+    await issue(people.ada, people.ada_id, "poa_ada_own", f"agent:{people.ada_id}")
+    as_cto = bearer(token(org=org, user=people.ada_id, act=cto))
+    asked = await api.post(
+        "/v1/poa/grants/poa_ada_cto/acts", json={"envelope": purchase(140, cto)}, headers=as_cto
+    )
+    assert asked.status == 202, await asked.text()  # over the per-act limit: Ada is asked
+    ask = (await asked.json())["ask"]
+
+    assert (await remove(api, cto, people.root)).status == 200
+    await acks.caught_up("EVENTS", "poa")
+
+    async def revoked(person: dict, grant_id: str) -> bool:
+        return (await (await api.get(f"/v1/poa/grants/{grant_id}", headers=person)).json())[
+            "revoked"
+        ]
+
+    assert await revoked(people.ada, "poa_ada_cto") and await revoked(people.bob, "poa_bob_cto")
+    assert not await revoked(people.ada, "poa_ada_own")
+    found = await (await api.get(f"/v1/poa/asks/{ask}", headers=people.ada)).json()
+    assert (found["state"], found["decision"]["rule_id"]) == ("denied", "revoked")
+    revocations = [
+        r for r in await records(operator.jetstream(), org) if r.action == "poa.grant.revoke"
+    ]
+    assert sorted(r.target for r in revocations) == ["poa_ada_cto", "poa_bob_cto"]
+    assert {(r.actor.sub, r.data["delegate_removed"]) for r in revocations} == {
+        (f"{org}/root", cto)
+    }
+
+    # Made again under its id, it is another agent: the grants stay revoked.
+    await org_agent(api, operator, org, people.root, "cto")
+    again = bearer(token(org=org, user=people.ada_id, act=cto))
+    acted = await api.post(
+        "/v1/poa/grants/poa_ada_cto/acts", json={"envelope": purchase(40, cto)}, headers=again
+    )
+    decision = (await acted.json())["decision"]
+    assert (decision["decision"], decision["rule_id"]) == ("DENY", "revoked")
