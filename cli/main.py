@@ -197,6 +197,34 @@ async def _reached():
         return None
 
 
+def _plan(args: argparse.Namespace) -> int:
+    """Put an org on a plan of the catalog, as a billing system's hook would: the agents
+    and bots it may make, its rooms' size. Recorded on the org's chain as the operator's."""
+    from libs.contracts.agents import PLAN, SetPlan
+    from libs.contracts.permissions import OPERATOR
+    from libs.contracts.principal import Principal
+    from libs.contracts.problem import Refused
+    from libs.runtime.calls import call
+    from libs.runtime.consumer import SYSTEM_ORG
+
+    async def run() -> int:
+        if (nc := await _reached()) is None:
+            return 2
+        by = Principal(org=SYSTEM_ORG, sub=OPERATOR)
+        try:
+            await call(nc, PLAN, SetPlan(org=args.org, plan=args.plan), caller=OPERATOR,
+                       principal=by)  # fmt: skip
+        except Refused as exc:
+            print(f"tether plan: {exc.problem.detail}", file=sys.stderr)
+            return 2 if exc.problem.status >= 500 else 1
+        finally:
+            await nc.close()
+        print(f"{args.org} is on plan {args.plan}")
+        return 0
+
+    return asyncio.run(run())
+
+
 def _audit_verify(args: argparse.Namespace) -> int:
     from libs.audit.chain import breaks
     from libs.audit.reading import stored
@@ -474,6 +502,11 @@ def _parser() -> argparse.ArgumentParser:
     p = account.add_parser("created", help="announce accounts made elsewhere: each gets its agent")
     p.add_argument("user", nargs="+", type=person, help="OWNER/NAME")
     p.set_defaults(run=_account_created)
+
+    p = sub.add_parser("plan", help="put an org on a plan of the catalog (its capacity)")
+    p.add_argument("org", type=org)
+    p.add_argument("plan", help="free, pro, team or enterprise: services/agents/catalog.json")
+    p.set_defaults(run=_plan)
 
     p = sub.add_parser("audit", help="the audit trail")
     audit = p.add_subparsers(required=True)

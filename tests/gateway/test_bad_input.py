@@ -172,3 +172,15 @@ async def test_a_byte_order_mark_is_refused_naming_it(client, echo):
     problem = await response.json(content_type=None)
     assert (response.status, problem["type"]) == (400, "urn:tether:problem:malformed-json")
     assert "byte-order mark" in problem["detail"], problem
+
+
+async def test_no_body_at_all_is_the_empty_request_whatever_its_type(client, echo):
+    """A client posts nothing to a route whose path says everything (an agent removed, a
+    draft kept), often with no Content-Type at all: before, that was 415, as if it had
+    sent something else. What the request then lacks is named."""
+    for headers in (bearer(), bearer() | {"Content-Type": "text/plain"}, bearer() | JSON):
+        response = await client.post("/v1/echo", headers=headers)
+        problem = await response.json(content_type=None)
+        assert (response.status, problem["type"]) == (422, "urn:tether:problem:invalid-request")
+        assert "text" in problem["detail"]
+    assert echo.handled == []

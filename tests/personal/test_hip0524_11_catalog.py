@@ -4,6 +4,8 @@ never needs a balance."""
 
 import asyncio
 import json
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from importlib.resources import files
@@ -242,3 +244,30 @@ async def test_an_admin_lists_the_orgs_own_agents_and_bots_and_no_one_else_does(
     assert await problem(await api.get("/v1/agents", headers=people.ada)) == (403, "admin-only")
     theirs = bearer(token(org=f"{org}-x", user=f"{org}-x/root", roles=("admin",)))
     assert (await (await api.get("/v1/agents", headers=theirs)).json())["agents"] == []
+
+
+async def test_the_operator_puts_an_org_on_a_plan_from_the_command_line(
+    api, operator, people, stack
+):
+    """`tether plan ORG PLAN`: before, nothing but a request composed by hand on the bus
+    changed a plan, so an org made by `make run` could make no agent at all."""
+
+    async def plan(*args: str) -> subprocess.CompletedProcess[str]:
+        return await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "cli.main", "plan", *args],
+            env=stack.env(), capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    done = await plan(people.org, "team")
+    assert (done.returncode, done.stdout) == (0, f"{people.org} is on plan team\n"), done.stderr
+    billing = await (await api.get("/v1/billing", headers=people.root)).json()
+    assert (billing["plan"], billing["capacity"]["bots"]["allowed"]) == ("team", 5)
+    [record] = [r for r in await records(operator.jetstream(), people.org)
+                if r.action == "agents.plan.set"]  # fmt: skip
+    assert (record.target, record.actor.sub) == ("team", "operator")
+
+    unknown = await plan(people.org, "gold")
+    assert unknown.returncode == 1
+    assert unknown.stderr == (
+        "tether plan: no plan 'gold' in the catalog: enterprise, free, pro, team\n"
+    )
