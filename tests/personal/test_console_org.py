@@ -134,10 +134,11 @@ async def test_an_admin_removes_an_agent_of_the_org_on_a_second_click(api, opera
     await expect(page.locator("#capacity")).to_contain_text("The org's agents: 1 of 3.")
     remove = cto.get_by_role("button")
     await remove.click()
-    await expect(remove).to_have_text("Remove it: it answers nothing more")
+    await expect(remove).to_have_text("Remove it: it answers and acts no more")
     await remove.click()
     await expect(page.locator("#status")).to_have_text(
-        f"Removed agent:{people.org}:cto: its place is free."
+        f"Removed agent:{people.org}:cto: its place is free, its tokens are refused and the "
+        "grants naming it revoked."
     )
     await expect(page.locator("#no-agents")).to_be_visible()
     await expect(page.locator("#capacity")).to_contain_text("The org's agents: 0 of 3.")
