@@ -34,9 +34,7 @@ async def standing(nc: Client, p: Principal, authorization: str | None, key: str
         why = f"whether {p.act} stands could not be read; ask again"
         raise Refused("org-agent-unread", 503, why) from exc
     if found is None:
-        why = (
-            f"{p.org} has no agent or bot {p.act} (never made, or removed): its tokens are refused"
-        )
+        why = f"{p.org} has no agent or bot {p.act} to act as: never made, or removed"
         raise Refused("act-not-standing", 401, why)
     if issued_at(authorization, key) < int(_agent(found).created_at.timestamp()):
         why = f"the token was issued before {p.act} was made: it acted as one removed since"
