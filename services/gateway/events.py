@@ -35,8 +35,18 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from services.gateway.forward import NATS, ask, caller, request_of
 from services.gateway.limits import RateLimiter
+from services.gateway.org_agents import removed_since
 from services.gateway.routes import Route
-from services.gateway.streams import AGAIN, BUS_BACK, END, EVENT_STREAM, STREAMS, head, next_of
+from services.gateway.streams import (
+    AGAIN,
+    BUS_BACK,
+    END,
+    EVENT_STREAM,
+    STREAMS,
+    head,
+    next_of,
+    refused_event,
+)
 from services.gateway.tokens import refused_after
 
 __all__ = ["lately_moved", "room_stream"]
@@ -63,7 +73,8 @@ def room_stream(
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(http: web.Request) -> web.StreamResponse:
         principal = await caller(route, http, key=key, limiter=limiter)
-        until = refused_after(http.headers.get("Authorization"), key)
+        authorization = http.headers.get("Authorization")
+        until = refused_after(authorization, key)
         nc = http.app[NATS]
         problem, body = await ask(
             nc, route.subject, await request_of(route, http), principal, timeout=timeout
@@ -107,6 +118,10 @@ def room_stream(
                 if data == END:
                     break
                 if data in (BUS_BACK, AGAIN):  # what was published meanwhile may never come
+                    # An org's agent or bot removed since ends its streams at their turn.
+                    if gone := await removed_since(nc, principal, authorization, key):
+                        await response.write(refused_event(gone))
+                        break
                     last = await stream.stored_since(last)
                     if last is not None and not await stream.moved_since_shown():
                         break

@@ -18,7 +18,7 @@ from libs.contracts.problem import Refused
 from libs.runtime.leader import value_at
 from services.gateway.tokens import ORG_AGENT, issued_at
 
-__all__ = ["standing"]
+__all__ = ["removed_since", "standing"]
 
 _agent = codec.decoder(Agent).decode
 
@@ -39,3 +39,16 @@ async def standing(nc: Client, p: Principal, authorization: str | None, key: str
     if issued_at(authorization, key) < int(_agent(found).created_at.timestamp()):
         why = f"the token was issued before {p.act} was made: it acted as one removed since"
         raise Refused("token-revoked", 401, why)
+
+
+async def removed_since(
+    nc: Client, p: Principal, authorization: str | None, key: str
+) -> Refused | None:
+    """For a stream opened before: the refusal `standing` makes now, if a definite one. A
+    read that fails leaves the stream open, to be read again at its next turn."""
+    try:
+        await standing(nc, p, authorization, key)
+    except Refused as exc:
+        if exc.problem.status < 500:
+            return exc
+    return None

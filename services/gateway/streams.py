@@ -38,6 +38,7 @@ __all__ = [
     "close_streams",
     "head",
     "next_of",
+    "refused_event",
 ]
 
 END = b""
@@ -111,8 +112,13 @@ async def next_of(
             return await asyncio.wait_for(queue.get(), min(KEEPALIVE_S, left, fresh))
         except TimeoutError:
             await response.write(b": keepalive\n\n")
-    await response.write(b"event: refused\ndata: %s\n\n" % codec.encode(token_expired().problem))
+    await response.write(refused_event(token_expired()))
     return END
+
+
+def refused_event(refused: Refused) -> bytes:
+    """The event a stream ends with when its caller is no longer taken."""
+    return b"event: refused\ndata: %s\n\n" % codec.encode(refused.problem)
 
 
 async def bus_back(app: web.Application) -> None:

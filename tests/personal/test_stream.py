@@ -114,3 +114,30 @@ async def test_a_stream_whose_gateway_lost_the_bus_sends_what_was_stored_meanwhi
             after = await say(api, room, people.ada, "after")
             got = await _events(stream, 3)
     assert [data for _, data in got] == [*meanwhile, after]
+
+
+async def test_a_removed_bots_stream_ends_at_its_next_reading(
+    client_for, gateway_settings, agents_service, rooms_service, operator, people
+):
+    """Its tokens are refused once it is removed, and a stream it had open ran on until the
+    token expired (twelve hours, for `tether token`'s). Now a stream reads whether its
+    caller stands each time it reads its room again (TETHER_STREAM_REREAD), and ends with
+    a `refused` event saying why."""
+    settings = msgspec.structs.replace(gateway_settings, stream_reread=1.0)
+    api = await client_for(settings, services=SERVED)
+    bot = await org_agent(api, operator, people.org, people.root, "researcher", "bot")
+    room = await room_with(api, people, bot)
+    as_bot = bearer(token(org=people.org, user=people.ada_id, act=bot))
+    async with api.get(f"/v1/rooms/{room['id']}/messages/stream", headers=as_bot) as stream:
+        assert stream.status == 200
+        said = await say(api, room, people.ada, "standup at ten")
+        assert await _events(stream, 1) == [(said["seq"], said)]
+        removed = await api.post(f"/v1/agents/{bot}/remove", headers=people.root)
+        assert removed.status == 200, await removed.text()
+        lines: list[str] = []
+        async with asyncio.timeout(20):  # keepalives come every second meanwhile
+            while (line := await stream.content.readline()) != b"":
+                lines.append(line.decode().rstrip("\n"))
+    assert "event: refused" in lines
+    refused = msgspec.json.decode(lines[lines.index("event: refused") + 1].removeprefix("data: "))
+    assert refused["type"] == "urn:tether:problem:act-not-standing"
