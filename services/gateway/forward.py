@@ -212,12 +212,9 @@ async def request_of(route: Route, http: web.Request) -> bytes:
     """The route's request as JSON bytes, checked against its type before any service sees it."""
     fields: dict[str, Any] = {}
     if route.has_body:
-        raw = await http.read()
-        # No body at all is the empty request, with or without a type: what a client sends
-        # to a route whose path says everything (`POST /v1/agents/{id}/remove`).
-        if raw and http.content_type != _JSON:
+        if http.content_type != _JSON:
             raise Refused("unsupported-media-type", 415, f"send {_JSON}, not {http.content_type!r}")
-        raw = raw or b"{}"
+        raw = await http.read() or b"{}"
         refuse_unclear(raw)
         if not route.path_params and not route.query:
             # The body is the whole request: once its type accepts it, forward it as sent.

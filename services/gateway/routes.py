@@ -55,7 +55,14 @@ class Route(msgspec.Struct, frozen=True):
 
     @property
     def has_body(self) -> bool:
-        return self.method in ("POST", "PUT", "PATCH")
+        """A POST, PUT or PATCH, but for one whose request its path and query give whole
+        (an agent removed, a draft kept): that takes no body, or an empty object."""
+        if self.method not in ("POST", "PUT", "PATCH"):
+            return False
+        if self.kind == "webhook":
+            return True
+        fields = {f.encode_name for f in msgspec.structs.fields(self.subject.request)}
+        return bool(fields - {*self.path_params, *self.query})
 
 
 ROUTES: tuple[Route, ...] = (

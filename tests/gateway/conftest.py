@@ -11,6 +11,13 @@ from tests.support import ECHO, OTHER, SAY, Echo, running
 ROUTES = (
     Route("POST", "/v1/echo", SAY, "echo the body's text", status=201),
     Route("GET", "/v1/echo/{text}", SAY, "echo the path's text", query=("delay_ms",)),
+    Route(
+        "POST",
+        "/v1/echo/{text}/again",
+        SAY,
+        "echo the path's text, a POST given whole by it",
+        query=("delay_ms",),
+    ),
     Route("POST", "/v1/other", OTHER.subjects[0], "a service that is not running"),
 )
 

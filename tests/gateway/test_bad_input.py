@@ -174,13 +174,19 @@ async def test_a_byte_order_mark_is_refused_naming_it(client, echo):
     assert "byte-order mark" in problem["detail"], problem
 
 
-async def test_no_body_at_all_is_the_empty_request_whatever_its_type(client, echo):
+async def test_a_post_its_path_gives_whole_takes_no_body_at_all(client, echo):
     """A client posts nothing to a route whose path says everything (an agent removed, a
-    draft kept), often with no Content-Type at all: before, that was 415, as if it had
-    sent something else. What the request then lacks is named."""
-    for headers in (bearer(), bearer() | {"Content-Type": "text/plain"}, bearer() | JSON):
-        response = await client.post("/v1/echo", headers=headers)
-        problem = await response.json(content_type=None)
-        assert (response.status, problem["type"]) == (422, "urn:tether:problem:invalid-request")
-        assert "text" in problem["detail"]
-    assert echo.handled == []
+    draft kept), often with no Content-Type at all: before, that was 415, as if it had sent
+    something else. Such a route takes no body, or an empty object; anything in one is
+    refused by name. A route that takes a body still refuses none, as a PUT of no
+    preferences would otherwise empty them."""
+    for headers, body in ((bearer(), None), (bearer() | JSON, b"{}")):
+        response = await client.post("/v1/echo/hi/again", data=body, headers=headers)
+        assert (response.status, (await response.json())["text"]) == (200, "hi")
+    something = await client.post("/v1/echo/hi/again", json={"text": "x"}, headers=bearer())
+    assert (await something.json())["type"] == "urn:tether:problem:body-not-taken"
+    nothing = await client.post("/v1/echo", headers=bearer())
+    assert (await nothing.json(content_type=None))["type"] == (
+        "urn:tether:problem:unsupported-media-type"
+    )
+    assert [said.text for said in echo.handled] == ["hi", "hi"]
