@@ -397,9 +397,9 @@ def _poa_vectors(args: argparse.Namespace) -> int:
 
 def _nats_url() -> str:
     """The server `tether up` started, found the way it found it: NATS_URL, else the
-    embedded server's port."""
-    port = os.environ.get("TETHER_NATS_PORT", "4222")
-    return os.environ.get("NATS_URL", f"nats://127.0.0.1:{port}")
+    embedded server's port (each set empty is unset, as the services read them)."""
+    port = os.environ.get("TETHER_NATS_PORT") or "4222"
+    return os.environ.get("NATS_URL") or f"nats://127.0.0.1:{port}"
 
 
 async def _quiet(_: Exception) -> None:

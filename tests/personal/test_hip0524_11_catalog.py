@@ -252,10 +252,14 @@ async def test_the_operator_puts_an_org_on_a_plan_from_the_command_line(
     """`tether plan ORG PLAN`: before, nothing but a request composed by hand on the bus
     changed a plan, so an org made by `make run` could make no agent at all."""
 
+    # Found as `tether up` finds it: an empty NATS_URL is unset, as the services read it.
+    port = stack.nats_url.rsplit(":", 1)[1]
+    env = stack.env(NATS_URL="", TETHER_NATS_PORT=port)
+
     async def plan(*args: str) -> subprocess.CompletedProcess[str]:
         return await asyncio.to_thread(
             subprocess.run, [sys.executable, "-m", "cli.main", "plan", *args],
-            env=stack.env(), capture_output=True, text=True, timeout=60,
+            env=env, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
 
     done = await plan(people.org, "team")
