@@ -380,11 +380,13 @@ class GetVoice(Contract):
 class Voice(Contract):
     """The org's voice as its runs use it: the tone dial (the tenant's own until an admin
     sets one), every context's ceiling `in_force` (§7.2's, 1.0 where it is the dial, or
-    lower where the owner lowered it), and every Chonk as it is called and drawn."""
+    lower where the owner lowered it), every Chonk as it is called and drawn, and as its
+    charter calls and draws it (`charters`: what a field left out of a set is)."""
 
     tone: TonePolicy
     in_force: dict[str, float]
     chonks: dict[str, ChonkSkin]
+    charters: dict[str, ChonkSkin]
 
 
 def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:

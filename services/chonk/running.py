@@ -68,19 +68,12 @@ class Running(Covering, Remembering):
         chosen = await self._store.voice(org) or chonk.SetVoice(
             tone=msgspec.convert(data.get("tone", {}), chonk.TonePolicy)
         )
-        drawn = {
-            c.chonk_id: skinned(c, chosen.chonks.get(c.chonk_id)).voice
-            for c in self._charters.values()
-        }
+        charters = self._charters.values()
         return chonk.Voice(
             tone=chosen.tone,
             in_force={context: tone.ceiling(chosen.tone, context) for context in tone.CEILING},
-            chonks={
-                chonk_id: chonk.ChonkSkin(
-                    name=v.display_name, species=v.species, signature_phrases=v.signature_phrases
-                )
-                for chonk_id, v in drawn.items()
-            },
+            chonks={c.chonk_id: _skin(skinned(c, chosen.chonks.get(c.chonk_id))) for c in charters},
+            charters={c.chonk_id: _skin(c) for c in charters},
         )
 
     async def _once(self, p: Principal, data: dict[str, Any], spec: dict[str, Any], *,
@@ -335,6 +328,13 @@ class Running(Covering, Remembering):
         except msgspec.ValidationError as exc:
             raise Refused("model-output-invalid", 422, f"handoff {index}: {exc}") from exc
         return await self._hand_off(request)
+
+
+def _skin(charter: RoleCharter) -> chonk.ChonkSkin:
+    voice = charter.voice
+    return chonk.ChonkSkin(
+        name=voice.display_name, species=voice.species, signature_phrases=voice.signature_phrases
+    )
 
 
 def _said(text: str) -> Draft:

@@ -6,6 +6,7 @@ what it did; she stops a cadence. A member is told the page is an admin's."""
 import pytest
 from playwright.async_api import expect
 
+from libs.audit.reading import records
 from tests.chonk.conftest import ORG
 from tests.chonk.test_rc_mgr_02_disputed import dispute_the_check_in
 from tests.support import bearer, browser_page, led_to, token
@@ -108,7 +109,7 @@ async def test_an_admin_is_led_to_it_from_every_other_page(api, page):
         await expect(page.get_by_role("link", name="What my org's Chonks did")).to_be_visible()
 
 
-async def test_the_owner_sets_how_the_chonks_speak_from_the_page(api, page):
+async def test_the_owner_sets_how_the_chonks_speak_from_the_page(api, page, operator):
     """EC-MGR-008 and RC-MGR-03 from the owner console: the dial, a ceiling lowered, a
     Chonk renamed; a ceiling raised is refused with its reason. Before, the voice was set
     through the API alone."""
@@ -133,6 +134,11 @@ async def test_the_owner_sets_how_the_chonks_speak_from_the_page(api, page):
         walter = saved["chonks"]["chonksworth"]
         assert (walter["name"], walter["species"]) == ("Walter", "walrus")
         assert saved["chonks"]["fin"]["name"] == "Chief Fin Officer"
+        # Stored as far as the org changed it: the charters' own voices are theirs still,
+        # so a release that renames one is heard. Before, every name shown was stored.
+        [*_, stored] = [r for r in await records(operator.jetstream(), ORG)
+                        if r.action == "chonk.voice.set"]  # fmt: skip
+        assert stored.data["chonks"] == {"chonksworth": {"name": "Walter", "species": "walrus"}}
     finally:
         shipped = {"tone": {"default": 0.7}}
         r = await api.put("/v1/chonk/voice", json=shipped, headers=bearer(PRIYA))

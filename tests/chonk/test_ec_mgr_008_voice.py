@@ -82,6 +82,8 @@ async def test_a_renamed_chonk_at_tone_0_1_says_the_same_plainly(api, operator, 
         "name": "Margaret", "species": "dolphin", "signature_phrases": []
     }  # fmt: skip
     assert set_["chonks"]["build"]["name"] == "Chief Build Officer"
+    # And each as its charter calls and draws it, whatever the org set.
+    assert set_["charters"] == shipped["charters"] == shipped["chonks"]
     assert recorded.actor.sub == f"{ORG}/priya" and recorded.data["chonks"] == said["chonks"]
     # Its people write to it by the name it is called, its title as it was.
     (walter,) = [c for c in roster["chonks"] if c["id"] == "chonksworth"]
