@@ -60,6 +60,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.chonk
 	$(BIN)/python -m bench.exact_reads
 	$(BIN)/python -m bench.keyed
+	$(BIN)/python -m bench.org_agent
 
 # The image's dependencies, fetched once with their hashes checked; `docker build` then
 # installs them with no index.
