@@ -154,7 +154,9 @@ def _add_api(
                 route, key=key, limiter=limiter, timeout=timeout, reread=settings.stream_reread
             )
         elif route.kind == "watch":
-            handler = mod_watch(route, key=key, limiter=limiter, timeout=timeout)
+            handler = mod_watch(
+                route, key=key, limiter=limiter, timeout=timeout, reread=settings.stream_reread
+            )
         elif route.kind == "pending":
             handler = pending_list(route, key=key, limiter=limiter, timeout=timeout)
         else:

@@ -11,6 +11,7 @@ admin nor agent has no watcher of the org's drafts at all.
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
 
 import msgspec
@@ -32,8 +33,18 @@ from libs.runtime import bus
 from libs.runtime.tasks import ended
 from services.gateway.forward import caller, on_bus
 from services.gateway.limits import RateLimiter
+from services.gateway.org_agents import removed_since
 from services.gateway.routes import Route
-from services.gateway.streams import BUS_BACK, END, EVENT_STREAM, STREAMS, head, next_of
+from services.gateway.streams import (
+    AGAIN,
+    BUS_BACK,
+    END,
+    EVENT_STREAM,
+    STREAMS,
+    head,
+    next_of,
+    refused_event,
+)
 from services.gateway.tokens import refused_after
 
 __all__ = ["mod_watch"]
@@ -43,14 +54,15 @@ _Watched = tuple[str, str, KeyValue.KeyWatcher, int]  # bucket, layer, its watch
 
 
 def mod_watch(
-    route: Route, *, key: str, limiter: RateLimiter, timeout: float
+    route: Route, *, key: str, limiter: RateLimiter, timeout: float, reread: float
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(http: web.Request) -> web.StreamResponse:
         p = await caller(route, http, key=key, limiter=limiter)
         require_read(p)
         if http.method == "HEAD":
             return head(http, p)
-        until = refused_after(http.headers.get("Authorization"), key)
+        authorization = http.headers.get("Authorization")
+        until = refused_after(authorization, key)
         own = {layer: layer_key(p.org, layer, p.sub) for layer in ("org", "user")}
         watched_keys = [(LAYERS_BUCKET, layer, name) for layer, name in own.items()]
         # A layer's drafts are read by whoever keeps them, and an agent reads the ones it
@@ -70,12 +82,20 @@ def mod_watch(
             tasks = [asyncio.create_task(_follow(*w, events)) for w in watched]
             await response.prepare(http)
             await response.write(b": watching\n\n")
+            again_at = time.monotonic() + reread
             while True:
-                event = await next_of(events, response, until)
+                event = await next_of(events, response, until, again_at)
                 if event == END:
                     break
-                if event != BUS_BACK:  # ordered consumers pick up where they were on their own
-                    await response.write(event)
+                if event in (AGAIN, BUS_BACK):
+                    # Ordered consumers pick up where they were on their own; an org's agent
+                    # or bot removed since ends its watch at its turn.
+                    if gone := await removed_since(on_bus(http), p, authorization, key):
+                        await response.write(refused_event(gone))
+                        break
+                    again_at = time.monotonic() + reread
+                    continue
+                await response.write(event)
         except ConnectionResetError:
             pass  # the client went away
         finally:

@@ -9,12 +9,13 @@ import msgspec
 import pytest
 
 from libs.audit.reading import records
+from libs.contracts import agents
 from libs.contracts.base import key_token
 from libs.contracts.mod import DRAFTS_BUCKET, LAYERS_BUCKET, drafts_key, layer_key
 from services.gateway.app import NATS
 from tests.mod.conftest import HIDE_BOARD, SERVED, write
 from tests.personal.conftest import eventually
-from tests.support import Link
+from tests.support import Link, bearer, org_agent, token
 
 
 @pytest.fixture
@@ -145,3 +146,21 @@ async def test_hip0528_09_4_an_agent_s_watch_reads_only_the_drafts_it_wrote(api,
         ("draft", {"layer": "org", "id": draft["id"], "state": "open"})
     ]
     agents.close()
+
+
+async def test_a_removed_bots_watch_ends_at_its_next_turn(
+    people, operator, client_for, gateway_settings, agents_service, mod_service
+):
+    """A watch is authorized as it opens, and one a bot of the org opened ran on after
+    the bot was removed, until its token expired. Now it reads whether its caller stands
+    every TETHER_STREAM_REREAD seconds, and ends with a `refused` event saying why."""
+    settings = msgspec.structs.replace(gateway_settings, stream_reread=1.0)
+    api = await client_for(settings, services=(*SERVED, agents.CONTRACT))
+    bot = await org_agent(api, operator, people.org, people.root, "researcher", "bot")
+    as_bot = bearer(token(org=people.org, user=f"{people.org}/ada", act=bot, roles=("mod:read",)))
+    watching = await watch(api, as_bot)
+    removed = await api.post(f"/v1/agents/{bot}/remove", headers=people.root)
+    assert removed.status == 200, await removed.text()
+    [(name, refused)] = await events(watching, 1, timeout=20)
+    assert (name, refused["type"]) == ("refused", "urn:tether:problem:act-not-standing")
+    assert (await watching.content.read()).strip() == b""  # and the stream ends
