@@ -31,7 +31,7 @@ from libs.contracts.mod import (
 from libs.contracts.problem import Refused
 from libs.runtime import bus
 from libs.runtime.tasks import ended
-from services.gateway.forward import caller, on_bus
+from services.gateway.forward import NATS, caller, on_bus
 from services.gateway.limits import RateLimiter
 from services.gateway.org_agents import removed_since
 from services.gateway.routes import Route
@@ -90,7 +90,7 @@ def mod_watch(
                 if event in (AGAIN, BUS_BACK):
                     # Ordered consumers pick up where they were on their own; an org's agent
                     # or bot removed since ends its watch at its turn.
-                    if gone := await removed_since(on_bus(http), p, authorization, key):
+                    if gone := await removed_since(http.app[NATS], p, authorization, key):
                         await response.write(refused_event(gone))
                         break
                     again_at = time.monotonic() + reread
