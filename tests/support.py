@@ -18,6 +18,7 @@ import nats
 from aiohttp import ClientSession
 from nats.js.api import DeliverPolicy
 from nats.js.client import JetStreamContext
+from nats.js.kv import KeyValue
 from redis.asyncio import Redis
 
 from libs.contracts.agents import PLAN, SetPlan
@@ -29,6 +30,7 @@ from libs.contracts.registry import REPLIES_BUCKET, ServiceContract, Subject, se
 from libs.runtime.bus import AWAY
 from libs.runtime.consumer import Retry
 from libs.runtime.dead import parked
+from libs.runtime.leader import written_since
 from libs.runtime.service import Service
 from libs.runtime.settings import Settings
 from libs.stack.processes import stop_all
@@ -419,6 +421,26 @@ async def org_agent(
     made = await api.post("/v1/agents", json=body, headers=admin)
     assert made.status == 201, await made.text()
     return (await made.json())["id"]
+
+
+async def history(kv: KeyValue, key: str) -> list[KeyValue.Entry]:
+    """Every entry the bucket holds for `key`, oldest first (a deletion's or a purge's
+    marker with its operation), read message by message from its stream. nats-py's
+    `history` can end before the entries it is sent, read as none (NoKeysError): its
+    consumer's info, saying none is pending, can overtake them on the wire (as
+    services/gateway/watch.py says of its watches)."""
+    return [
+        KeyValue.Entry(
+            bucket=kv._name,
+            key=key,
+            value=msg.data,
+            revision=int(msg.headers["Nats-Sequence"]),
+            delta=None,
+            created=None,
+            operation=(msg.headers or {}).get("KV-Operation"),
+        )
+        async for msg in written_since(kv, key, 0)
+    ]
 
 
 def expiring(org: str, user: str, seconds: int) -> str:

@@ -15,7 +15,7 @@ from services.chonk.domain.types import SourceRef
 from services.chonk.store import open_store
 from tests.chonk.conftest import ORG, person
 from tests.personal.conftest import eventually
-from tests.support import bearer, token
+from tests.support import bearer, history, token
 
 ROOT, ANA = person("priya", roles=("admin",)), person("ana")
 
@@ -113,7 +113,7 @@ async def test_a_redacted_fact_keeps_none_of_its_words_in_the_bucket(api, operat
     gone = await api.post("/v1/chonk/memory/mem_redacted", json={}, headers=headers)
     assert gone.status == 200, await gone.text()
     assert (await gone.json())["redacted"] is True
-    revisions = await kv.history(key(subject, fact.id))
+    revisions = await history(kv, key(subject, fact.id))
     assert len(revisions) == 1
     assert b"migration PR" not in revisions[0].value
     assert codec.decoder(MemoryFact).decode(revisions[0].value).redacted_at is not None

@@ -27,7 +27,7 @@ from libs.audit.reading import records
 from libs.contracts import agents
 from services.agents.main import serve as serve_agents
 from tests.personal.conftest import eventually
-from tests.support import Link, serving_across_a_link
+from tests.support import Link, history, serving_across_a_link
 
 PERSONA_WRITE = b"PUB $KV.agents-personas."  # the write, not a read naming the key
 
@@ -63,10 +63,8 @@ async def test_a_persona_put_whose_answer_was_lost_is_answered_and_recorded_as_m
     listed = await (await api.get("/v1/agents/personas", headers=people.ada)).json()
     ours = [p for p in listed["personas"] if p["origin"] == "org"]
     assert [p["persona"]["description"] for p in ours] == ["ours"]
-    history = await (await operator.jetstream().key_value("agents-personas")).history(
-        f"{people.org}.cto"
-    )
-    assert len(history) == 1
+    personas = await operator.jetstream().key_value("agents-personas")
+    assert len(await history(personas, f"{people.org}.cto")) == 1
     found = await records(operator.jetstream(), people.org)
     assert [r.action for r in found] == ["agents.persona.put"]
 

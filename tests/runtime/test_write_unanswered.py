@@ -30,7 +30,7 @@ from libs.runtime.kv import (
 )
 from libs.runtime.replies import Replies
 from tests.personal.conftest import eventually
-from tests.support import Link, across_a_link
+from tests.support import Link, across_a_link, history
 
 WAIT_S = 1.0  # nats-py's wait for an answer, on the writer's connection
 
@@ -77,7 +77,7 @@ async def test_a_write_whose_answer_was_lost_is_the_write_that_landed(buckets):
 
     entry = await kv.get("k")
     assert (entry.value, entry.revision) == (b"mine", revision)
-    assert [e.value for e in await kv.history("k")] == [b"before", b"mine"]
+    assert [e.value for e in await history(kv, "k")] == [b"before", b"mine"]
 
 
 async def test_one_landed_and_written_over_since_is_still_the_write_that_landed(buckets):
@@ -96,7 +96,7 @@ async def test_one_landed_and_written_over_since_is_still_the_write_that_landed(
     await hearing
 
     assert base < revision < after[0]
-    assert [e.value for e in await kv.history("k")] == [b"before", b"mine", b"theirs"]
+    assert [e.value for e in await history(kv, "k")] == [b"before", b"mine", b"theirs"]
 
 
 async def test_a_put_whose_answer_was_lost_lands_once(buckets):
@@ -114,7 +114,7 @@ async def test_a_put_whose_answer_was_lost_lands_once(buckets):
     await hearing
 
     assert (await kv.get("k")).revision == revision
-    assert [e.value for e in await kv.history("k")] == [b"before", b"mine"]
+    assert [e.value for e in await history(kv, "k")] == [b"before", b"mine"]
 
 
 async def test_a_put_landed_and_written_over_since_is_not_written_again(buckets):
@@ -133,7 +133,7 @@ async def test_a_put_landed_and_written_over_since_is_not_written_again(buckets)
 
     assert revision < after[0]
     assert (await kv.get("k")).value == b"theirs"
-    assert [e.value for e in await kv.history("k")] == [b"mine", b"theirs"]
+    assert [e.value for e in await history(kv, "k")] == [b"mine", b"theirs"]
 
 
 async def test_a_delete_and_a_removal_whose_answers_were_lost_each_land_once(buckets):
@@ -146,13 +146,13 @@ async def test_a_delete_and_a_removal_whose_answers_were_lost_each_land_once(buc
     hearing = deaf_until(link, deleted)
     await delete(writer, "k")
     await hearing
-    assert [e.operation for e in await kv.history("k")] == [None, "DEL"]
+    assert [e.operation for e in await history(kv, "k")] == [None, "DEL"]
 
     await put(kv, "k", b"again")
     hearing = deaf_until(link, deleted)
     await remove(writer, "k", keep=timedelta(hours=1))
     await hearing
-    assert [e.operation for e in await kv.history("k")] == ["PURGE"]
+    assert [e.operation for e in await history(kv, "k")] == ["PURGE"]
 
 
 async def test_one_another_writer_got_to_first_is_a_conflict(buckets):
@@ -188,12 +188,12 @@ async def test_a_create_under_a_filter_and_a_delete_are_each_the_write_that_land
     assert (await kv.get("acme.org.a")).revision == revision
 
     async def deleted() -> bool:
-        return (await kv.history("acme.org.a"))[-1].operation == "DEL"
+        return (await history(kv, "acme.org.a"))[-1].operation == "DEL"
 
     hearing = deaf_until(link, deleted)
     await delete_at(writer, "acme.org.a", revision)
     await hearing
-    assert [e.operation for e in await kv.history("acme.org.a")] == [None, "DEL"]
+    assert [e.operation for e in await history(kv, "acme.org.a")] == [None, "DEL"]
 
 
 @pytest.mark.parametrize("alone", [False, True])
