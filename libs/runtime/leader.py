@@ -82,7 +82,7 @@ async def value_at(js: JetStreamContext, bucket: str, key: str) -> bytes | None:
     one message of the bucket and nothing more (no handle on the bucket: that asks for
     its stream's info)."""
     stored = await _leader_last(js, f"KV_{bucket}", f"$KV.{bucket}.{key}")
-    if stored is None or (stored.hdrs and _operation(b64decode(stored.hdrs)) in GONE):
+    if stored is None or _gone(stored):
         return None
     return b64decode(stored.data)
 
@@ -96,7 +96,7 @@ async def newest_seq(js: JetStreamContext, stream: str, subject: str) -> int:
 
 async def _at(kv: KeyValue, key: str) -> list[KeyValue.Entry]:
     stored = await _leader_last(kv._js, kv._stream, f"{kv._pre}{key}")
-    if stored is None or (stored.hdrs and _operation(b64decode(stored.hdrs)) in GONE):
+    if stored is None or _gone(stored):
         return []
     entry = KeyValue.Entry(
         bucket=kv._name,
@@ -155,6 +155,11 @@ async def _leader_last(js: JetStreamContext, stream: str, subject: str) -> _Stor
             return None
         raise APIError.from_error(error)  # its own kind: a 503 is asked again
     return reply.message
+
+
+def _gone(stored: _StoredMsg) -> bool:
+    """A deletion's or a purge's marker."""
+    return bool(stored.hdrs) and _operation(b64decode(stored.hdrs)) in GONE
 
 
 def _operation(headers: bytes) -> str | None:
