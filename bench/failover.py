@@ -116,10 +116,10 @@ class Seen:
     """What the clients saw."""
 
     statuses: Counter = field(default_factory=Counter)
-    problems: Counter = field(default_factory=Counter)  # (route, status, problem type)
-    # (when the client saw it, what): a request sent before the kill and failed by it is
-    # the failover's, so each is timed at its answer, not at its start.
-    failures: list[tuple[float, str]] = field(default_factory=list)
+    problems: Counter = field(default_factory=Counter)  # (method, last segment, status, type)
+    # (when the client saw it, what, the request and its problem): a request sent before
+    # the kill and failed by it is the failover's, so each is timed at its answer.
+    failures: list[tuple[float, str, str]] = field(default_factory=list)
     hangs: int = 0
     messages: set[str] = field(default_factory=set)  # texts acknowledged
     versions: dict[int, str] = field(default_factory=dict)  # layer version → its title
@@ -142,6 +142,8 @@ class Load:
     async def ask(self, method: str, path: str, headers: dict, **kw) -> tuple[int, dict]:
         """One request, retried on a transient failure with the same key, until answered."""
         give_up = time.monotonic() + RETRY_FOR_S
+        last = path.split("?")[0].rsplit("/", 1)[-1]
+        route = f"{method} .../{last}"
         while True:
             self.seen.requests += 1
             try:
@@ -152,17 +154,17 @@ class Load:
                     status = r.status
             except TimeoutError:
                 self.seen.hangs += 1
-                self.seen.failures.append((time.monotonic(), "hang"))
+                self.seen.failures.append((time.monotonic(), "hang", route))
                 status, body = 0, {}
             except aiohttp.ClientError as exc:
-                self.seen.failures.append((time.monotonic(), type(exc).__name__))
+                self.seen.failures.append((time.monotonic(), type(exc).__name__, route))
                 status, body = 0, {}
             self.seen.statuses[status] += 1
+            problem = str(body.get("type", ""))
             if status >= 400:
-                route = path.split("?")[0].rsplit("/", 1)[-1]
-                self.seen.problems[(method, route, status, str(body.get("type", "")))] += 1
+                self.seen.problems[(method, last, status, problem)] += 1
             if status in TRANSIENT:
-                self.seen.failures.append((time.monotonic(), str(status)))
+                self.seen.failures.append((time.monotonic(), str(status), f"{route} {problem}"))
             in_use = status == 409 and str(body.get("type", "")).endswith("idempotency-key-in-use")
             if status not in TRANSIENT and status != 0 and not in_use:
                 return status, body
@@ -431,7 +433,7 @@ async def _all_messages(load: Load, room: str, headers: dict) -> list[dict]:
 
 def failover_s(seen: Seen) -> float:
     """From the kill to the last failure a client saw."""
-    after = [t for t, _ in seen.failures if t >= seen.killed_at - 1]
+    after = [t for t, _, _ in seen.failures if t >= seen.killed_at - 1]
     return max(after) - seen.killed_at if after else 0.0
 
 
