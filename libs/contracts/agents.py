@@ -4,6 +4,7 @@ A persona says who an agent is and never what it may do without its person (hip-
 `Persona` has no field for a ladder level, and decoding refuses any field it does not name.
 """
 
+import re
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -18,6 +19,7 @@ __all__ = [
     "AGENTS_BUCKET",
     "AGENT_REMOVED",
     "CONTRACT",
+    "ORG_AGENT",
     "AddPersona",
     "Agent",
     "AgentKind",
@@ -48,6 +50,7 @@ __all__ = [
     "SetPlan",
     "Speak",
     "Spoken",
+    "StandingRequest",
     "org_agent_key",
 ]
 
@@ -115,6 +118,11 @@ class Agent(Contract):
 AGENTS_BUCKET = "agents"
 
 
+# `agent:<org>`, `agent:<org>:<name>`, `bot:<org>:<name>`: an org's own agents and bots,
+# which act in that org alone (group 1 is the org).
+ORG_AGENT = re.compile(r"^(?:agent|bot):([a-z0-9][a-z0-9_-]{0,62})(?::[^:/]+)?$")
+
+
 def org_agent_key(org: str, agent_id: str) -> str:
     """An org's own agent or bot in `agents`: the agent, or its removal's marker."""
     return f"org.{org}.{key_token(agent_id)}"
@@ -172,11 +180,21 @@ class RemoveAgent(Contract):
 
 
 class AgentRemoved(Contract):
-    """One of `org`'s own agents or bots, removed by `by`, an admin of it."""
+    """One of `org`'s own agents or bots, removed by `by`, an admin of it. `made_at`, when
+    the agent removed was made, is named in this release and set from the next: poa reads
+    the grants naming the agent once that one is gone, and until it is set, as it hears it."""
 
     org: OrgId
     agent: str
     by: Principal
+    made_at: datetime | None = None
+
+
+class StandingRequest(Contract):
+    """Whether `org` has its own agent or bot `id` now, as the bucket's leader holds it."""
+
+    org: OrgId
+    id: Annotated[str, msgspec.Meta(max_length=200)]
 
 
 AGENT_REMOVED = Event(
@@ -328,6 +346,14 @@ LIMITS = _subject(
     by_caller=True,
 )
 
+STANDING = _subject(
+    "standing",
+    StandingRequest,
+    Agent,
+    "an org's own agent or bot, if it stands (404 if never made or removed)",
+    callers=frozenset({"poa"}),
+    by_caller=True,
+)
 SPEAK = _subject(
     "speak",
     Speak,
@@ -357,6 +383,7 @@ CONTRACT = service_contract(
         BILLING,
         PLAN,
         LIMITS,
+        STANDING,
         SPEAK,
     ],
     events=(AGENT_REMOVED,),

@@ -123,6 +123,8 @@ class Handlers:
         if agent is None:
             raise Refused("agent-not-found", 404, f"{p.org} has no agent or bot {req.id}")
         now = self._clock()
+        # `made_at` is set from the release after the one that named it (deploy/k8s/README.md,
+        # Upgrading): a poa replica of the release before would refuse it, and drop the removal.
         removed = agents.AgentRemoved(org=p.org, agent=agent.id, by=p)
         async with self._trail.change(
             p.org, actor=p, action="agents.org.remove", target=agent.id
@@ -265,11 +267,18 @@ class Handlers:
             agents.BILLING: self.billing,
             agents.PLAN: self.plan,
             agents.LIMITS: self.limits,
+            agents.STANDING: self.standing,
         }
 
     async def limits(self, req: agents.PlanLimitsRequest, _: Principal) -> agents.PlanLimits:
         name, plan = await self._plan(req.org)
         return agents.PlanLimits(plan=name, room_members=plan.limits.room_members)
+
+    async def standing(self, req: agents.StandingRequest, _: Principal) -> agents.Agent:
+        agent = await self._store.standing_org_agent(req.org, req.id)
+        if agent is None:
+            raise Refused("agent-not-found", 404, f"{req.org} has no agent or bot {req.id}")
+        return agent
 
     async def _plan(self, org: str) -> tuple[str, Plan]:
         name = await self._store.plan(org)

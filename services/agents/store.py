@@ -40,7 +40,7 @@ from libs.contracts.agents import (
 from libs.contracts.base import key_token
 from libs.runtime import logs
 from libs.runtime.kv import Conflict, Read, delete, open_bucket, put, swap, write_at
-from libs.runtime.leader import exact_reads, newest_seq, seen
+from libs.runtime.leader import exact_reads, newest_seq, seen, value_at
 from libs.runtime.service import ensure_stream
 from services.agents.domain.meter import AgentMeter
 from services.agents.domain.roster import Roster
@@ -95,6 +95,12 @@ class AgentStore:
 
     async def org_agent(self, org: str, agent_id: str) -> Agent | None:
         found = await self._get(self._agents, org_agent_key(org, agent_id))
+        return None if found is None else _agent.decode(found)
+
+    async def standing_org_agent(self, org: str, agent_id: str) -> Agent | None:
+        """The org's agent or bot as the bucket's leader holds it: removed, it is gone from
+        the moment its admin was told."""
+        found = await value_at(self.js, AGENTS_BUCKET, org_agent_key(org, agent_id))
         return None if found is None else _agent.decode(found)
 
     async def org_agents(self, org: str) -> list[Agent]:

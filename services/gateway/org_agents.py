@@ -12,11 +12,11 @@ theirs for good, and a delegate reaches only the grants that name it; neither is
 from nats.aio.client import Client
 
 from libs.contracts import codec
-from libs.contracts.agents import AGENTS_BUCKET, Agent, org_agent_key
+from libs.contracts.agents import AGENTS_BUCKET, ORG_AGENT, Agent, org_agent_key
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.leader import value_at
-from services.gateway.tokens import ORG_AGENT, issued_at
+from services.gateway.tokens import issued_at
 
 __all__ = ["removed_since", "standing"]
 

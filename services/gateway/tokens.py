@@ -8,12 +8,12 @@ import jwt
 import msgspec
 
 from libs.contracts import codec
+from libs.contracts.agents import ORG_AGENT
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 
 __all__ = [
     "LEEWAY_S",
-    "ORG_AGENT",
     "is_delegate",
     "issued_at",
     "mint",
@@ -26,9 +26,6 @@ _ISSUER = _AUDIENCE = "tether"
 LEEWAY_S = 30  # a clock a little behind ours still has its tokens taken
 # `agent:<person>` is that person's own agent (hip-0524 §2): it acts for them alone.
 _PERSONAL_AGENT = re.compile(r"^agent:([^:/]+/[^:]+)$")
-# `agent:<org>`, `agent:<org>:<name>`, `bot:<org>:<name>`: an org's own agents and bots,
-# which act in that org alone.
-ORG_AGENT = re.compile(r"^(?:agent|bot):([a-z0-9][a-z0-9_-]{0,62})(?::[^:/]+)?$")
 
 
 def mint(

@@ -4,12 +4,15 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 
+from nats.aio.client import Client
+
 from libs.audit.trail import Trail
 from libs.contracts import agents, codec, poa
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
 from libs.runtime import pages
+from libs.runtime.calls import call
 from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler, request_digest, request_key
 from services.poa.asking import Asking
@@ -24,10 +27,16 @@ Clock = Callable[[], datetime]
 
 class Handlers:
     def __init__(
-        self, grants_: GrantStore, ledger_: LedgerStore, asking: Asking, trail: Trail, clock: Clock
+        self,
+        nc: Client,
+        grants_: GrantStore,
+        ledger_: LedgerStore,
+        asking: Asking,
+        trail: Trail,
+        clock: Clock,
     ):
-        self._grants, self._ledger, self._trail, self._clock = grants_, ledger_, trail, clock
-        self.asking = asking
+        self._nc, self._grants, self._ledger, self._trail = nc, grants_, ledger_, trail
+        self._clock, self.asking = clock, asking
 
     async def verify(self, req: poa.VerifyRequest, _: Principal) -> poa.Decision:
         return verify(req.grant, req.parents, req.envelope, req.state)
@@ -74,7 +83,14 @@ class Handlers:
         revoked with everything delegated from it, as its person's revocation would be, and
         recorded as the admin's: an agent made again under the id is another agent, and
         acts on none of them. Delivered again, what was revoked is found revoked, and the
-        asks still open under it are finished."""
+        asks still open under it are finished.
+
+        The grants are read once the agent is gone (it is announced before it is deleted;
+        told when it was made, `_gone`), so that one issued meanwhile is either read here or
+        finds it gone when stored (`_delegate_stands`). A removal cut short between the two
+        is asked again and announced again; this announcement is then parked, the agent
+        standing."""
+        await self._gone(removed)
         every = await self._grants.of_org(removed.org)
         for owner in sorted({r.owner for r in every}):
             theirs = grants.all_held([r for r in every if r.owner == owner])
@@ -87,6 +103,23 @@ class Handlers:
                     revoked |= ids
             if revoked:
                 await self.asking.revoked(Principal(org=removed.org, sub=owner), revoked)
+
+    async def _gone(self, removed: agents.AgentRemoved) -> None:
+        """Return once the agent removed is gone (or another made under its id); until then
+        a 503, so that the announcement is read again. Without `made_at` (set from the
+        release after this one), at once."""
+        if removed.made_at is None:
+            return
+        standing = agents.StandingRequest(org=removed.org, id=removed.agent)
+        try:
+            agent: agents.Agent = await call(self._nc, agents.STANDING, standing, caller="poa")
+        except Refused as exc:
+            if exc.problem.status == 404:
+                return
+            raise
+        if agent.created_at == removed.made_at:
+            why = f"{removed.agent} is announced removed and not yet deleted"
+            raise Refused("agent-not-yet-removed", 503, why)
 
     async def _revoked(
         self,
@@ -227,18 +260,41 @@ class Handlers:
         return found
 
     async def _create(self, record: poa.GrantRecord, p: Principal, action: str) -> poa.GrantRecord:
-        """The grant made, recorded before. Keyed, the grant the same request made before is
-        answered as made: the retry of a replica that died before it kept its answer."""
+        """The grant made, recorded before, while the org's agent it names (if it names
+        one) stands. Keyed, the grant the same request made before is answered as made: the
+        retry of a replica that died before it kept its answer."""
         if request_key() is not None:
             made = await self._grants.get(record.org, record.owner, record.id)
             if made is not None and grants.same_grant(made, record):
+                await self._delegate_stands(made, p, stored=True)
                 return made
+        await self._delegate_stands(record, p, stored=False)
         async with self._trail.change(p.org, actor=p, action=action, target=record.id):
             try:
                 await self._grants.create(record)
             except Conflict as exc:
                 raise Refused("grant-exists", 409, f"grant {record.id} exists") from exc
+        await self._delegate_stands(record, p, stored=True)
         return record
+
+    async def _delegate_stands(self, record: poa.GrantRecord, p: Principal, *, stored: bool):
+        """Refuse a grant naming an org's agent or bot that was never made or is removed: it
+        would become the agent's made later under that id. Asked again once the grant is
+        stored, as a removal meanwhile revokes the grants it finds when the agent is gone,
+        which may be before this one was stored; found gone then, the grant is revoked."""
+        agent = grants.org_agent_named(record)
+        if agent is None:
+            return
+        standing = agents.StandingRequest(org=record.org, id=agent)
+        try:
+            await call(self._nc, agents.STANDING, standing, caller="poa")
+        except Refused as exc:
+            if exc.problem.status != 404:
+                raise
+            if stored:
+                await self._revoked(record, [record], actor=p, data={"delegate_removed": agent})
+            why = f"{record.org} has no agent or bot {agent}: never made, or removed"
+            raise Refused("delegate-not-standing", 422, why) from exc
 
 
 def _outcome(

@@ -32,7 +32,7 @@ async def serve(
     asking = Asking(svc.nc, grants, ledger, asks, trail, clock)
     expiry = timer_subject(CONTRACT.name, ASK_EXPIRY)
 
-    handlers = Handlers(grants, ledger, asking, trail, clock)
+    handlers = Handlers(svc.nc, grants, ledger, asking, trail, clock)
 
     async def heard(event: MessageStored | AgentRemoved) -> None:
         match event:

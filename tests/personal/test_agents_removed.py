@@ -5,11 +5,14 @@ it no longer wanted."""
 
 import asyncio
 import time
+from datetime import datetime
 
 import pytest
 
 from libs.audit.reading import records
-from libs.contracts import poa
+from libs.contracts import codec, poa
+from libs.contracts.agents import AGENT_REMOVED, AgentRemoved
+from libs.contracts.principal import Principal
 from services.gateway.tokens import mint
 from tests.personal.conftest import SERVED, drafts, eventually, problem, room_with, say
 from tests.poa.conftest import purchase, root_grant, valid_now
@@ -208,3 +211,76 @@ async def test_the_grants_naming_a_removed_agent_are_revoked_and_its_asks_denied
     )
     decision = (await acted.json())["decision"]
     assert (decision["decision"], decision["rule_id"]) == ("DENY", "revoked")
+
+
+async def _issued(api, person: dict, user: str, grant_id: str, delegate: str):
+    grant = valid_now(root_grant(user))
+    grant["grant_id"], grant["delegate"]["sub"] = grant_id, delegate
+    return await api.post("/v1/poa/grants", json={"grant": grant}, headers=person)
+
+
+async def test_a_grant_names_an_org_agent_only_while_it_stands(grants_api, operator, people):
+    """A grant naming an org's agent or bot that was never made, or is removed, was taken,
+    and became the agent's made later under its id: a typo in a delegate waited for its
+    agent. It is refused now, as is one naming another org's agent, and nothing is stored."""
+    api, org = grants_api, people.org
+    await set_plan(operator, org, "team")
+    cto = f"agent:{org}:cto"
+
+    unmade = await _issued(api, people.ada, people.ada_id, "poa_unmade", cto)
+    assert await problem(unmade) == (422, "delegate-not-standing")
+    assert cto in (await unmade.json())["detail"]
+    elsewhere = await _issued(api, people.ada, people.ada_id, "poa_other", "bot:other-org:cto")
+    assert await problem(elsewhere) == (422, "delegate-of-another-org")
+
+    assert await org_agent(api, operator, org, people.root, "cto") == cto
+    made = await _issued(api, people.ada, people.ada_id, "poa_made", cto)
+    assert made.status == 201, await made.text()
+    assert (await remove(api, cto, people.root)).status == 200
+    removed = await _issued(api, people.ada, people.ada_id, "poa_removed", cto)
+    assert await problem(removed) == (422, "delegate-not-standing")
+    for refused in ("poa_unmade", "poa_other", "poa_removed"):
+        found = await api.get(f"/v1/poa/grants/{refused}", headers=people.ada)
+        assert found.status == 404, refused
+    recorded = [
+        (r.action, r.target)
+        for r in await records(operator.jetstream(), org)
+        if r.action.startswith("poa.grant.")
+    ]
+    assert recorded[0] == ("poa.grant.issue", "poa_made")
+    assert {target for _, target in recorded} == {"poa_made"}
+
+
+async def test_a_removal_announced_and_not_yet_done_revokes_nothing(
+    grants_api, operator, people, acks
+):
+    """A removal is announced before its agent is deleted, and its grants were revoked as it
+    was heard: a grant issued between the two could be stored after they were read and
+    stand. They are read once the agent is gone now (and a grant stored meanwhile finds it
+    gone). Announced and never done (cut short, never asked again), it revokes nothing."""
+    api, org = grants_api, people.org
+    cto = await org_agent(api, operator, org, people.root, "cto")
+    issued = await _issued(api, people.ada, people.ada_id, "poa_stands", cto)
+    assert issued.status == 201, await issued.text()
+    js = operator.jetstream()
+    agent = await (await api.get("/v1/agents", headers=people.root)).json()
+    [made_at] = [a["created_at"] for a in agent["agents"] if a["id"] == cto]
+    announced = AgentRemoved(
+        org=org, agent=cto, by=Principal(org=org, sub=f"{org}/root"),
+        made_at=datetime.fromisoformat(made_at),
+    )  # fmt: skip
+    await js.publish(AGENT_REMOVED.name, codec.encode(announced))
+
+    async def revoked() -> bool:
+        found = await api.get("/v1/poa/grants/poa_stands", headers=people.ada)
+        return (await found.json())["revoked"]
+
+    async def heard() -> bool:  # put back to be read again, or acted on
+        return (await js.consumer_info("EVENTS", "poa")).num_redelivered > 0 or await revoked()
+
+    await eventually(heard)
+    assert not await revoked()
+
+    assert (await remove(api, cto, people.root)).status == 200
+    await acks.caught_up("EVENTS", "poa")  # the announcement by hand, read at last, too
+    assert await revoked()

@@ -7,13 +7,23 @@ from typing import Any
 import msgspec
 
 from libs.contracts import codec
+from libs.contracts.agents import ORG_AGENT
 from libs.contracts.poa import GrantId, GrantRecord
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from services.poa.domain.contain import contain
 from services.poa.domain.reading import SUPPORTED_VERSION, items, obj, text
 
-__all__ = ["DOCUMENT_MOST", "all_held", "child", "descendants", "held", "revoked", "root"]
+__all__ = [
+    "DOCUMENT_MOST",
+    "all_held",
+    "child",
+    "descendants",
+    "held",
+    "org_agent_named",
+    "revoked",
+    "root",
+]
 
 # A grant is kept for good and an act's envelope with the ask it raises: 64 KiB of JSON,
 # some thirteen times the largest of the official vectors.
@@ -58,6 +68,23 @@ def child(
             errors=contained.violations,
         )  # fmt: skip
     return _record(grant, principal, parent_id=parent.id, now=now, ask_expires_s=ask_expires_s)
+
+
+def org_agent_named(record: GrantRecord) -> str | None:
+    """The org's own agent or bot the grant names as its delegate, if it names one (another
+    delegate, a person's own agent or one outside tether, has no standing tether keeps). One
+    of another org's is refused: it acts in its own org alone, on none of this one's grants."""
+    found = ORG_AGENT.match(record.delegate)
+    if found is None:
+        return None
+    if found[1] != record.org:
+        raise Refused(
+            "delegate-of-another-org",
+            422,
+            f"delegate.sub {record.delegate} is an agent of {found[1]}'s, which acts in "
+            f"{found[1]} alone: it could act on no grant of {record.org}'s",
+        )
+    return record.delegate
 
 
 def same_grant(made: GrantRecord, asked: GrantRecord) -> bool:
