@@ -7,11 +7,12 @@ import asyncio
 import time
 from datetime import datetime
 
+import msgspec
 import pytest
 
 from libs.audit.reading import records
 from libs.contracts import codec, poa
-from libs.contracts.agents import AGENT_REMOVED, AgentRemoved
+from libs.contracts.agents import AGENT_REMOVED, AgentRemoved, org_agent_key
 from libs.contracts.principal import Principal
 from services.gateway.tokens import mint
 from tests.personal.conftest import SERVED, drafts, eventually, problem, room_with, say
@@ -284,3 +285,29 @@ async def test_a_removal_announced_and_not_yet_done_revokes_nothing(
     assert (await remove(api, cto, people.root)).status == 200
     await acks.caught_up("EVENTS", "poa")  # the announcement by hand, read at last, too
     assert await revoked()
+
+
+async def test_a_removed_agents_token_costs_a_bus_read_only_up_to_its_rate(
+    client_for, gateway_settings, agents_service, operator, people
+):
+    """Each request acting as an org's agent reads whether it stands, and that read came
+    before the rate limit: a removed bot's token, sent on and on, cost the bus a read each,
+    however fast. It is counted first now: past its rate, 429 and nothing read."""
+    limited = msgspec.structs.replace(gateway_settings, rate_limit=3)
+    api = await client_for(limited, services=SERVED)
+    bot = await org_agent(api, operator, people.org, people.root, "cto", kind="bot")
+    assert (await remove(api, bot, people.root)).status == 200
+    its_key = f"$KV.agents.{org_agent_key(people.org, bot)}".encode()
+    reads = []
+
+    async def heard(msg) -> None:
+        if its_key in msg.data:
+            reads.append(msg)
+
+    sub = await operator.subscribe("$JS.API.STREAM.MSG.GET.KV_agents", cb=heard)
+    as_bot = bearer(token(org=people.org, user=f"{people.org}/root", act=bot))
+    answers = [await problem(await api.get("/v1/rooms", headers=as_bot)) for _ in range(6)]
+    await operator.flush()
+    await sub.unsubscribe()
+    assert answers == [(401, "act-not-standing")] * 3 + [(429, "rate-limited")] * 3
+    assert len(reads) == 3
