@@ -13,13 +13,14 @@ import json
 import time
 import urllib.request
 
-import msgspec
 import nats
 
 from bench.common import free_port, median, stack, wrk
 from libs.contracts.agents import PLAN, SetPlan
 from libs.contracts.permissions import OPERATOR, inbox_prefix
-from libs.contracts.principal import PRINCIPAL_HEADER, Principal
+from libs.contracts.principal import Principal
+from libs.runtime.calls import call
+from libs.runtime.consumer import SYSTEM_ORG
 from services.gateway.tokens import mint
 
 ORG, USER, BOT = "bench", "bench/ada", "bot:bench:researcher"
@@ -30,14 +31,8 @@ async def on_team_plan(url: str, password: str) -> None:
     nc = await nats.connect(
         url, user=OPERATOR, password=password, inbox_prefix=inbox_prefix(OPERATOR)
     )
-    operator = Principal(org="tether", sub=OPERATOR)
-    reply = await nc.request(
-        PLAN.name,
-        msgspec.json.encode(SetPlan(org=ORG, plan="team")),
-        headers={PRINCIPAL_HEADER: msgspec.json.encode(operator).decode()},
-        timeout=5,
-    )
-    assert b"problem" not in reply.data, reply.data
+    by = Principal(org=SYSTEM_ORG, sub=OPERATOR)
+    await call(nc, PLAN, SetPlan(org=ORG, plan="team"), caller=OPERATOR, principal=by)
     await nc.close()
 
 

@@ -24,11 +24,12 @@ from redis.asyncio import Redis
 from libs.contracts.agents import PLAN, SetPlan
 from libs.contracts.base import Contract
 from libs.contracts.permissions import OPERATOR, inbox_prefix
-from libs.contracts.principal import PRINCIPAL_HEADER, Principal
+from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused, Unavailable
 from libs.contracts.registry import REPLIES_BUCKET, ServiceContract, Subject, service_contract
 from libs.runtime.bus import AWAY
-from libs.runtime.consumer import Retry
+from libs.runtime.calls import call
+from libs.runtime.consumer import SYSTEM_ORG, Retry
 from libs.runtime.dead import parked
 from libs.runtime.leader import written_since
 from libs.runtime.service import Service
@@ -401,14 +402,9 @@ def token(org: str | None = "acme", user: str = "acme/ada", **claims: object) ->
 
 
 async def set_plan(operator, org: str, plan: str) -> None:
-    me = Principal(org="tether", sub="operator")
-    reply = await operator.request(
-        PLAN.name,
-        msgspec.json.encode(SetPlan(org=org, plan=plan)),
-        headers={PRINCIPAL_HEADER: msgspec.json.encode(me).decode()},
-        timeout=5,
-    )
-    assert b"problem" not in reply.data, reply.data
+    """`org` put on `plan` by the operator, as `tether plan` does."""
+    by = Principal(org=SYSTEM_ORG, sub=OPERATOR)
+    await call(operator, PLAN, SetPlan(org=org, plan=plan), caller=OPERATOR, principal=by)
 
 
 async def org_agent(
