@@ -19,6 +19,7 @@ Handlers must therefore be safe to repeat.
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -115,6 +116,7 @@ class Consumer(Generic[T]):
         handle: Callable[[T], Awaitable[None]],
         service: str | None = None,
         in_order: bool = False,
+        in_order_of: Callable[[T], str | None] | None = None,
         max_in_flight: int = 64,
         ack_wait: float = 30,
         retry: Retry = RETRY,
@@ -122,7 +124,10 @@ class Consumer(Generic[T]):
         trail: "Trail | None" = None,
     ) -> None:
         """`in_order` handles one message at a time across every replica (max_ack_pending
-        1), for a reader whose state depends on the order it reads in. A message a replica
+        1), for a reader whose state depends on the order it reads in. `in_order_of` names
+        what a message is about (None: nothing in particular): a replica handles the
+        messages it holds about one thing in the order they came, each once the one before
+        it is done, and the rest at once. A message a replica
         took goes to another `ack_wait` seconds after that replica last said it is at work
         on it (it died). Every wait in a handler is bounded (a bus request, a model's
         reply), so none holds its message for good. `service` names the
@@ -133,8 +138,10 @@ class Consumer(Generic[T]):
         self._pending = 1 if in_order else max_in_flight
         self._ack_wait, self._retry, self._dead, self._trail = ack_wait, retry, dead, trail
         self._dead_subject = f"{dead_subject(service or durable)}.{durable}"
+        self._in_order_of = in_order_of
         self._slots = asyncio.Semaphore(self._pending)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._last: dict[str, asyncio.Task[None]] = {}  # the newest in hand about each thing
         self._stop = asyncio.Event()
 
     async def run(self, wait: float) -> None:
@@ -174,9 +181,12 @@ class Consumer(Generic[T]):
                     await msg.nak()
                     continue
                 await self._slots.acquire()
-                task = asyncio.create_task(self._one(msg))
+                about = self._about(msg)
+                task = asyncio.create_task(self._one(msg, after=self._last.get(about or "")))
                 self._tasks.add(task)
-                task.add_done_callback(self._done)
+                task.add_done_callback(functools.partial(self._done, about))
+                if about is not None:
+                    self._last[about] = task
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if sub is not None:
             await sub.unsubscribe()
@@ -208,15 +218,29 @@ class Consumer(Generic[T]):
     def stop(self) -> None:
         self._stop.set()
 
-    def _done(self, task: asyncio.Task[None]) -> None:
+    def _about(self, msg: Msg) -> str | None:
+        """What `in_order_of` says the message is about; None for one it cannot read,
+        which `_one` refuses."""
+        if self._in_order_of is None:
+            return None
+        try:
+            return self._in_order_of(self._read(msg))
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+
+    def _done(self, about: str | None, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
+        if about is not None and self._last.get(about) is task:
+            del self._last[about]
         self._slots.release()
 
-    async def _one(self, msg: Msg) -> None:
+    async def _one(self, msg: Msg, *, after: asyncio.Task[None] | None = None) -> None:
         where = {"subject": msg.subject, "durable": self._durable}
         logs.REQUEST.set((msg.headers or {}).get(REQUEST_ID_HEADER))  # what published it
         try:
             with self._at_work(msg):
+                if after is not None:  # it never raises: `_one` settles each message
+                    await asyncio.wait([after])
                 await self._handle(self._read(msg))
             await msg.ack()
             return

@@ -29,7 +29,7 @@ from services.agents.domain.prompt import candidates, compose
 from services.agents.handlers import Handlers
 from services.agents.store import AgentStore
 
-__all__ = ["Answering"]
+__all__ = ["Answering", "person_of"]
 
 _log = logging.getLogger(__name__)
 _HISTORY = 20
@@ -198,6 +198,20 @@ class Answering:
         if kind == "agent" and (home := home_org(user)) is not None:
             return await self._store.personal(home, user)
         return await self._store.org_agent(org, member)
+
+
+def person_of(event: AccountCreated | rooms.MessageStored) -> str | None:
+    """The person an event is about, whose events a replica handles in the order they
+    came: their account made, and each message their own agent answers. Read at once, a
+    message fetched with the announcement of its person's account (a reader behind, or
+    started again) found no agent yet, and was answered by none."""
+    match event:
+        case AccountCreated(user=user):
+            return user
+        case rooms.MessageStored(answerer=str(answerer)):
+            kind, _, user = answerer.partition(":")
+            return user if kind == "agent" and home_org(user) is not None else None
+    return None
 
 
 def _elapsed(started: float) -> timedelta:

@@ -13,7 +13,7 @@ from libs.model import Model, Scripted, model_from_env
 from libs.runtime.consumer import RETRY, Consumer, Retry, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
-from services.agents.answering import Answering
+from services.agents.answering import Answering, person_of
 from services.agents.domain.catalog import Catalog, load_catalog
 from services.agents.domain.personas import load_presets
 from services.agents.domain.prompt import acknowledged
@@ -56,6 +56,7 @@ async def serve(
             subjects=[ACCOUNT_CREATED.name, MESSAGE_STORED.name],
             read=events({ACCOUNT_CREATED.name: AccountCreated, MESSAGE_STORED.name: MessageStored}),
             handle=answering.handle,
+            in_order_of=person_of,
             retry=retry,
             dead=answering.undrafted,
             trail=trail,
