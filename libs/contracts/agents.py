@@ -20,6 +20,7 @@ __all__ = [
     "AGENT_REMOVED",
     "CONTRACT",
     "ORG_AGENT",
+    "PERSONAL_AGENT",
     "AddPersona",
     "Agent",
     "AgentKind",
@@ -121,6 +122,9 @@ AGENTS_BUCKET = "agents"
 # `agent:<org>`, `agent:<org>:<name>`, `bot:<org>:<name>`: an org's own agents and bots,
 # which act in that org alone (group 1 is the org).
 ORG_AGENT = re.compile(r"^(?:agent|bot):([a-z0-9][a-z0-9_-]{0,62})(?::[^:/]+)?$")
+# `agent:<person>`: that person's own agent (hip-0524 §2), which acts for them alone (group
+# 1 is the person).
+PERSONAL_AGENT = re.compile(r"^agent:([^:/]+/[^:]+)$")
 
 
 def org_agent_key(org: str, agent_id: str) -> str:

@@ -1,14 +1,13 @@
 """Bearer tokens: HS256 JWTs carrying org, roles and, for an agent, the `act` claim."""
 
 import functools
-import re
 import time
 
 import jwt
 import msgspec
 
 from libs.contracts import codec
-from libs.contracts.agents import ORG_AGENT
+from libs.contracts.agents import ORG_AGENT, PERSONAL_AGENT
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 
@@ -24,8 +23,6 @@ __all__ = [
 
 _ISSUER = _AUDIENCE = "tether"
 LEEWAY_S = 30  # a clock a little behind ours still has its tokens taken
-# `agent:<person>` is that person's own agent (hip-0524 §2): it acts for them alone.
-_PERSONAL_AGENT = re.compile(r"^agent:([^:/]+/[^:]+)$")
 
 
 def mint(
@@ -119,7 +116,7 @@ def _verified(token: str, key: str) -> tuple[Principal, float, float]:
         why = codec.explained(exc)
         raise Refused("token-invalid", 401, f"the token's claims are not valid: {why}") from exc
     act = principal.act or ""
-    if (own := _PERSONAL_AGENT.match(act)) and own[1] != principal.sub:
+    if (own := PERSONAL_AGENT.match(act)) and own[1] != principal.sub:
         raise Refused(
             "act-not-for-sub",
             403,
@@ -134,7 +131,7 @@ def is_delegate(principal: Principal) -> bool:
     """An agent that is neither the person's own nor their org's (a grant's delegate): it
     reaches only the grants of the person's that name it."""
     act = principal.act
-    return act is not None and not (_PERSONAL_AGENT.match(act) or ORG_AGENT.match(act))
+    return act is not None and not (PERSONAL_AGENT.match(act) or ORG_AGENT.match(act))
 
 
 def _actor(claims: dict[str, object]) -> str | None:

@@ -282,7 +282,7 @@ class Handlers:
         would become the agent's made later under that id. Asked again once the grant is
         stored, as a removal meanwhile revokes the grants it finds when the agent is gone,
         which may be before this one was stored; found gone then, the grant is revoked."""
-        agent = grants.org_agent_named(record)
+        agent = grants.standing_delegate(record)
         if agent is None:
             return
         standing = agents.StandingRequest(org=record.org, id=agent)

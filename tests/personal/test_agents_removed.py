@@ -223,7 +223,8 @@ async def _issued(api, person: dict, user: str, grant_id: str, delegate: str):
 async def test_a_grant_names_an_org_agent_only_while_it_stands(grants_api, operator, people):
     """A grant naming an org's agent or bot that was never made, or is removed, was taken,
     and became the agent's made later under its id: a typo in a delegate waited for its
-    agent. It is refused now, as is one naming another org's agent, and nothing is stored."""
+    agent. It is refused now, as is one naming a delegate that could never act on it
+    (another org's agent, another person's own), and nothing is stored."""
     api, org = grants_api, people.org
     await set_plan(operator, org, "team")
     cto = f"agent:{org}:cto"
@@ -233,6 +234,9 @@ async def test_a_grant_names_an_org_agent_only_while_it_stands(grants_api, opera
     assert cto in (await unmade.json())["detail"]
     elsewhere = await _issued(api, people.ada, people.ada_id, "poa_other", "bot:other-org:cto")
     assert await problem(elsewhere) == (422, "delegate-of-another-org")
+    # Another person's own agent acts for them alone: no grant of Ada's is ever its to act on.
+    bobs = await _issued(api, people.ada, people.ada_id, "poa_bobs", f"agent:{people.bob_id}")
+    assert await problem(bobs) == (422, "delegate-of-another-person")
 
     assert await org_agent(api, operator, org, people.root, "cto") == cto
     made = await _issued(api, people.ada, people.ada_id, "poa_made", cto)
@@ -240,7 +244,7 @@ async def test_a_grant_names_an_org_agent_only_while_it_stands(grants_api, opera
     assert (await remove(api, cto, people.root)).status == 200
     removed = await _issued(api, people.ada, people.ada_id, "poa_removed", cto)
     assert await problem(removed) == (422, "delegate-not-standing")
-    for refused in ("poa_unmade", "poa_other", "poa_removed"):
+    for refused in ("poa_unmade", "poa_other", "poa_bobs", "poa_removed"):
         found = await api.get(f"/v1/poa/grants/{refused}", headers=people.ada)
         assert found.status == 404, refused
     recorded = [

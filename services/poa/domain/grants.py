@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 
 from libs.contracts import codec
-from libs.contracts.agents import ORG_AGENT
+from libs.contracts.agents import ORG_AGENT, PERSONAL_AGENT
 from libs.contracts.poa import GrantId, GrantRecord
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
@@ -20,9 +20,9 @@ __all__ = [
     "child",
     "descendants",
     "held",
-    "org_agent_named",
     "revoked",
     "root",
+    "standing_delegate",
 ]
 
 # A grant is kept for good and an act's envelope with the ask it raises: 64 KiB of JSON,
@@ -70,10 +70,19 @@ def child(
     return _record(grant, principal, parent_id=parent.id, now=now, ask_expires_s=ask_expires_s)
 
 
-def org_agent_named(record: GrantRecord) -> str | None:
-    """The org's own agent or bot the grant names as its delegate, if it names one (another
-    delegate, a person's own agent or one outside tether, has no standing tether keeps). One
-    of another org's is refused: it acts in its own org alone, on none of this one's grants."""
+def standing_delegate(record: GrantRecord) -> str | None:
+    """The org's own agent or bot the grant names as its delegate, whose standing is asked
+    before it is stored; None for another delegate (one outside tether, or the person's own
+    agent), which has no standing tether keeps. A delegate that could never act on it is
+    refused: another person's own agent acts for them alone, and another org's agent in
+    that org alone."""
+    if (own := PERSONAL_AGENT.match(record.delegate)) and own[1] != record.owner:
+        raise Refused(
+            "delegate-of-another-person",
+            422,
+            f"delegate.sub {record.delegate} is {own[1]}'s own agent, which acts for them "
+            f"alone: it could act on no grant of {record.owner}'s",
+        )
     found = ORG_AGENT.match(record.delegate)
     if found is None:
         return None
