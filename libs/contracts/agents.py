@@ -204,8 +204,9 @@ class StandingRequest(Contract):
 AGENT_REMOVED = Event(
     "tether.evt.agents.agent.removed",
     AgentRemoved,
-    "an org's agent or bot was removed: the grants naming it as their delegate are revoked",
-    readers=frozenset({"poa"}),
+    "an org's agent or bot was removed: the grants naming it as their delegate are revoked, "
+    "and it leaves its rooms",
+    readers=frozenset({"poa", "rooms"}),
 )
 
 

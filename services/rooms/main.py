@@ -10,7 +10,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from libs.audit.trail import Trail
+from libs.contracts.agents import AGENT_REMOVED, AgentRemoved
 from libs.contracts.rooms import CONTRACT
+from libs.contracts.streams import EVENTS
+from libs.runtime.consumer import Consumer, events
 from libs.runtime.service import Service, run
 from libs.runtime.settings import Settings
 from services.rooms.domain.calls import SPEAK_WITHIN_S
@@ -39,7 +42,16 @@ async def serve(
     handlers = Handlers(
         svc.nc, store, trail, sealer, Recording(store), clock, speak_within=speak_within
     )
-    await svc.serve(handlers.table())
+    removals = Consumer(
+        svc.js,
+        stream=EVENTS.name,
+        durable=CONTRACT.name,
+        subjects=[AGENT_REMOVED.name],
+        read=events({AGENT_REMOVED.name: AgentRemoved}),
+        handle=handlers.agent_removed,
+        trail=trail,
+    )
+    await svc.serve(handlers.table(), [removals])
     await trail.settle()
 
 

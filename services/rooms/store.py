@@ -29,10 +29,13 @@ Keys in `rooms-lines`:
     address.<transport>.<address>    whose line an address is, for inbound webhooks
     signed.<transport>.<token>       a carrier's signature token taken, while it is fresh
 
-A room and a member's way in are written once and never changed, so any replica that holds
-one answers rightly; one that does not may only be behind, so the room is called absent
-only once the stream's leader agrees (`libs.runtime.leader`): a room just made is not a
-404 from another node, and a member's rooms list it at once.
+A room and a member's way in are written once and changed only when an org's agent or bot
+is removed (the room rewritten without it, then its way in deleted), so any replica that
+holds one answers rightly but for the moment it is behind such a removal (the removed
+agent's tokens are refused from the moment it is removed, by the gateway); one that holds
+none may only be behind, so the room is called absent only once the stream's leader agrees
+(`libs.runtime.leader`): a room just made is not a 404 from another node, and a member's
+rooms list it at once.
 """
 
 import asyncio
@@ -87,6 +90,7 @@ from libs.runtime.kv import (
 from libs.runtime.leader import exact_reads, newest_seq, seen
 from libs.runtime.service import ensure_stream
 from libs.runtime.settings import SETTLED_KEPT
+from services.rooms.domain import members
 from services.rooms.domain.claims import Claim
 from services.rooms.domain.drafts import WAITING
 from services.rooms.domain.lines import MAX_SKEW_S
@@ -160,6 +164,25 @@ class RoomStore:
         except Conflict:
             return False
         return True
+
+    async def rooms_with(self, member: str) -> list[str]:
+        """The id of every room `member` has a way into."""
+        entries = await self._exact(self._rooms, f"member.{key_token(member)}.*")
+        return [e.key.rsplit(".", 1)[1] for e in entries]
+
+    async def leave(self, room_id: str, member: str, record: Record) -> None:
+        """`member` out of the room: the room rewritten without it (recorded first), then
+        its way in deleted, so a leave cut short between the two is found and done again."""
+        await swap(
+            self._rooms,
+            f"room.{room_id}",
+            lambda room: members.without(room, member),
+            decode=_room.decode,
+            default=None,
+            record=record,
+            read=self._exact,
+        )
+        await delete(self._rooms, f"member.{key_token(member)}.{room_id}")
 
     async def room_of(self, member: str, room_id: str) -> Room | None:
         """The room, reached through `member`'s membership; None if they are not in it."""

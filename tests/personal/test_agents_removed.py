@@ -315,3 +315,36 @@ async def test_a_removed_agents_token_costs_a_bus_read_only_up_to_its_rate(
     await sub.unsubscribe()
     assert answers == [(401, "act-not-standing")] * 3 + [(429, "rate-limited")] * 3
     assert len(reads) == 3
+
+
+async def test_a_removed_bot_leaves_its_rooms_and_one_made_again_reads_none_of_them(
+    api, operator, people, acks
+):
+    """Made again under a removed bot's id, a bot listed the removed one's rooms and read
+    their history: a room's members are ids. The removed one now leaves each room it was
+    in, recorded as the admin's; the org's ambient agent, a member of every room by what
+    it is, stays."""
+    org = people.org
+    bot = await org_agent(api, operator, org, people.root, "cto", kind="bot")
+    ambient = await org_agent(api, operator, org, people.root, "self", ambient=True)
+    room = await room_with(api, people, people.bob_id, bot)
+    await say(api, room, people.bob, "The plans for Friday")
+    assert (await remove(api, bot, people.root)).status == 200
+    assert (await remove(api, ambient, people.root)).status == 200
+    await acks.caught_up("EVENTS", "rooms")
+
+    found = await (await api.get(f"/v1/rooms/{room['id']}", headers=people.bob)).json()
+    assert {m["id"] for m in found["members"]} == {
+        people.ada_id, people.bob_id, f"agent:{people.ada_id}", f"agent:{people.bob_id}", ambient
+    }  # fmt: skip
+    left = [
+        r for r in await records(operator.jetstream(), org) if r.action == "rooms.member.remove"
+    ]
+    assert [(r.target, r.actor.sub, r.data["member"]) for r in left] == [
+        (room["id"], f"{org}/root", bot)
+    ]
+    assert await org_agent(api, operator, org, people.root, "cto", kind="bot") == bot
+    as_bot = bearer(token(org=org, user=f"{org}/root", act=bot))
+    assert (await (await api.get("/v1/rooms", headers=as_bot)).json())["rooms"] == []
+    history = await api.get(f"/v1/rooms/{room['id']}/messages", headers=as_bot)
+    assert await problem(history) == (404, "room-not-found")

@@ -4,6 +4,8 @@ import hashlib
 from collections.abc import Iterable
 from datetime import datetime
 
+import msgspec
+
 from libs.contracts.base import home_org
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
@@ -19,6 +21,7 @@ __all__ = [
     "own_room",
     "personal_agent_id",
     "readable_in",
+    "without",
 ]
 
 
@@ -72,6 +75,14 @@ def caller(p: Principal) -> Member:
 
 def is_member(room: Room, member_id: str) -> bool:
     return any(m.id == member_id for m in room.members)
+
+
+def without(room: Room | None, member_id: str) -> Room | None:
+    """The room with `member_id` no longer among its members."""
+    if room is None:
+        return None
+    kept = tuple(m for m in room.members if m.id != member_id)
+    return msgspec.structs.replace(room, members=kept)
 
 
 def readable_in(room: Room, p: Principal) -> bool:

@@ -9,11 +9,12 @@ from libs.runtime.service import Handler
 from services.rooms.handlers.calls import Calls
 from services.rooms.handlers.drafts import Drafts
 from services.rooms.handlers.messages import Messages
+from services.rooms.handlers.removals import Removals
 
 __all__ = ["Handlers"]
 
 
-class Handlers(Messages, Drafts, Calls):
+class Handlers(Messages, Drafts, Calls, Removals):
     def table(self) -> Mapping[Subject, Handler]:
         return {
             rooms.CREATE: self.create,
