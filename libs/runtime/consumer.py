@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import msgspec
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import Counter
 
 from libs.contracts.principal import REQUEST_ID_HEADER
@@ -117,6 +117,7 @@ class Consumer(Generic[T]):
         service: str | None = None,
         in_order: bool = False,
         in_order_of: Callable[[T], str | None] | None = None,
+        new_only: bool = False,
         max_in_flight: int = 64,
         ack_wait: float = 30,
         retry: Retry = RETRY,
@@ -127,7 +128,9 @@ class Consumer(Generic[T]):
         1), for a reader whose state depends on the order it reads in. `in_order_of` names
         what a message is about (None: nothing in particular): a replica handles the
         messages it holds about one thing in the order they came, each once the one before
-        it is done, and the rest at once. A message a replica
+        it is done, and the rest at once. `new_only` makes a durable that does not exist
+        yet read only what comes after it is made, not what its stream kept before (a
+        reader added by a release, of events that release did not act on). A message a replica
         took goes to another `ack_wait` seconds after that replica last said it is at work
         on it (it died). Every wait in a handler is bounded (a bus request, a model's
         reply), so none holds its message for good. `service` names the
@@ -138,7 +141,7 @@ class Consumer(Generic[T]):
         self._pending = 1 if in_order else max_in_flight
         self._ack_wait, self._retry, self._dead, self._trail = ack_wait, retry, dead, trail
         self._dead_subject = f"{dead_subject(service or durable)}.{durable}"
-        self._in_order_of = in_order_of
+        self._in_order_of, self._new_only = in_order_of, new_only
         self._slots = asyncio.Semaphore(self._pending)
         self._tasks: set[asyncio.Task[None]] = set()
         self._last: dict[str, asyncio.Task[None]] = {}  # the newest in hand about each thing
@@ -158,6 +161,7 @@ class Consumer(Generic[T]):
             max_ack_pending=self._pending,
             filter_subject=self._subjects[0] if one else None,
             filter_subjects=None if one else self._subjects,
+            deliver_policy=DeliverPolicy.NEW if self._new_only else None,
         )
         sub = await self._subscribed(config)
         while sub is not None and not self._stop.is_set():

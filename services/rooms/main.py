@@ -49,6 +49,9 @@ async def serve(
         subjects=[AGENT_REMOVED.name],
         read=events({AGENT_REMOVED.name: AgentRemoved}),
         handle=handlers.agent_removed,
+        # Made by the release that added it: a removal of the week EVENTS keeps, read
+        # then, would take an agent made again since out of the rooms it is in now.
+        new_only=True,
         trail=trail,
     )
     await svc.serve(handlers.table(), [removals])
