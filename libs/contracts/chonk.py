@@ -19,6 +19,7 @@ __all__ = [
     "CADENCE",
     "CADENCES",
     "CHONKS",
+    "CHONK_BOT",
     "CONTRACT",
     "DECIDED",
     "HANDOFF_ACCEPTED",
@@ -387,6 +388,12 @@ class Voice(Contract):
     in_force: dict[str, float]
     chonks: dict[str, ChonkSkin]
     charters: dict[str, ChonkSkin]
+
+
+# A Chonk's bot is `bot:<org>:chonk-<chonk id>` in its tenant's rooms. No bot an org makes
+# from a persona is named so (agents refuses it): one would be a member of every room a
+# Chonk shares with a person, and read them.
+CHONK_BOT = "chonk-"
 
 
 def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:

@@ -16,7 +16,7 @@ from nats.aio.client import Client
 from libs.audit.trail import Trail
 from libs.contracts import chonk, codec, pending, rooms, scheduler
 from libs.contracts.base import key_token
-from libs.contracts.chonk import CONTRACT
+from libs.contracts.chonk import CHONK_BOT, CONTRACT
 from libs.contracts.principal import Principal
 from libs.runtime import logs
 from libs.runtime.calls import call
@@ -328,7 +328,7 @@ def _asker(held: Proposal) -> tuple[str, str]:
     """The Chonk that asked for `held`, and its bot's title (the decider's room with it is
     the one it asked in; a title names a room only as it is made)."""
     if held.tell is not None:
-        return held.tell.bot.removeprefix("chonk-"), held.tell.title
+        return held.tell.bot.removeprefix(CHONK_BOT), held.tell.title
     if held.chase is not None:
         return held.chase.chonk, held.chase.title
     assert held.ready is not None, "a proposal holds one thing"
@@ -337,7 +337,7 @@ def _asker(held: Proposal) -> tuple[str, str]:
 
 def bot(org: str, chonk_id: str) -> Principal:
     """The Chonk acting on its own: a bot of the tenant."""
-    return Principal(org=org, sub="service:chonk", act=f"bot:{org}:chonk-{chonk_id}")
+    return Principal(org=org, sub="service:chonk", act=f"bot:{org}:{CHONK_BOT}{chonk_id}")
 
 
 def told(
@@ -354,7 +354,7 @@ def told(
     return rooms.Tell(
         org=org,
         person=person,
-        bot=f"chonk-{chonk_id}",
+        bot=f"{CHONK_BOT}{chonk_id}",
         title=title,
         text=text,
         key=key,

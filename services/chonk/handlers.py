@@ -14,7 +14,7 @@ import msgspec
 from prometheus_client import Counter
 
 from libs.contracts import chonk, rooms, scheduler
-from libs.contracts.chonk import CONTRACT
+from libs.contracts.chonk import CHONK_BOT, CONTRACT
 from libs.contracts.principal import Principal
 from libs.contracts.problem import KEY_REUSED, Refused, Unavailable
 from libs.contracts.registry import Subject
@@ -233,7 +233,7 @@ class Handlers(Cadencing, Disputing, Declining):
         # In their thread first, as theirs: what the Chonk answers there follows what they
         # said. Stored once for the same words, as its answer is.
         said = rooms.Said(
-            org=p.org, person=p.sub, bot=f"chonk-{charter.chonk_id}", title=charter.title,
+            org=p.org, person=p.sub, bot=f"{CHONK_BOT}{charter.chonk_id}", title=charter.title,
             text=req.text, key=f"said-{intents.digest(p.sub, req.text)}",
         )  # fmt: skip
         try:
@@ -249,7 +249,7 @@ class Handlers(Cadencing, Disputing, Declining):
     async def written(self, to_bot: rooms.BotMessage) -> None:
         """What a person wrote in the room they share with a Chonk, read as a message to it:
         the thread is where §12's tests send their phrases."""
-        mine = f"bot:{to_bot.org}:chonk-"
+        mine = f"bot:{to_bot.org}:{CHONK_BOT}"
         charter = None
         if to_bot.bot.startswith(mine):
             charter = self._charters.get(to_bot.bot.removeprefix(mine))

@@ -348,3 +348,22 @@ async def test_a_removed_bot_leaves_its_rooms_and_one_made_again_reads_none_of_t
     assert (await (await api.get("/v1/rooms", headers=as_bot)).json())["rooms"] == []
     history = await api.get(f"/v1/rooms/{room['id']}/messages", headers=as_bot)
     assert await problem(history) == (404, "room-not-found")
+
+
+async def test_no_bot_an_org_makes_takes_a_chonks_name(api, operator, people):
+    """A Chonk's bot is `bot:<org>:chonk-<id>` in the rooms it shares with each person. A
+    persona named `chonk-ops` made a bot of that very id: a member of every such room, its
+    token listed them and read what each person said to their Chonk. Refused now; an agent
+    (not a bot) of that persona has an id of its own, and is made."""
+    await set_plan(operator, people.org, "team")
+    persona = {"name": "chonk-ops", "description": "Ours", "instructions": "Answer briefly."}
+    added = await api.post("/v1/agents/personas", json={"persona": persona}, headers=people.root)
+    assert added.status == 201, await added.text()
+    bot = await api.post(
+        "/v1/agents", json={"persona": "chonk-ops", "kind": "bot"}, headers=people.root
+    )
+    assert await problem(bot) == (422, "bot-name-reserved")
+    assert f"bot:{people.org}:chonk-<id>" in (await bot.json())["detail"]
+    agent = await api.post("/v1/agents", json={"persona": "chonk-ops"}, headers=people.root)
+    assert agent.status == 201, await agent.text()
+    assert await _listed(api, people) == [f"agent:{people.org}:chonk-ops"]

@@ -7,6 +7,7 @@ import msgspec
 
 from libs.contracts.agents import Agent, CreateAgent
 from libs.contracts.base import home_org
+from libs.contracts.chonk import CHONK_BOT
 from libs.contracts.problem import Refused
 from services.agents.domain.catalog import UNLIMITED, Plan, allowed
 
@@ -54,6 +55,13 @@ def personal_agent(user: str, persona: str, now: datetime) -> Agent:
 def org_agent(org: str, request: CreateAgent, now: datetime) -> Agent:
     if request.ambient and request.kind != "agent":
         raise Refused("ambient-is-an-agent", 422, "the org's ambient agent is an agent, not a bot")
+    if request.kind == "bot" and request.persona.startswith(CHONK_BOT):
+        raise Refused(
+            "bot-name-reserved",
+            422,
+            f"bot:{org}:{request.persona} is a Chonk's name (its bots are bot:{org}:"
+            f"{CHONK_BOT}<id>, in the rooms each shares with a person): choose another persona",
+        )
     if request.ambient:
         id_ = f"agent:{org}"
     else:
