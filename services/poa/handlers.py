@@ -277,7 +277,9 @@ class Handlers:
         await self._delegate_stands(record, p, stored=True)
         return record
 
-    async def _delegate_stands(self, record: poa.GrantRecord, p: Principal, *, stored: bool):
+    async def _delegate_stands(
+        self, record: poa.GrantRecord, p: Principal, *, stored: bool
+    ) -> None:
         """Refuse a grant naming an org's agent or bot that was never made or is removed: it
         would become the agent's made later under that id. Asked again once the grant is
         stored, as a removal meanwhile revokes the grants it finds when the agent is gone,
