@@ -103,6 +103,7 @@ __all__ = [
     "Transport",
     "Undrafted",
     "VerifyLine",
+    "Withdraw",
     "check_line",
     "delivery_subject",
     "fitted",
@@ -559,6 +560,19 @@ class OwnAnswer(Contract):
     seq: Seq | None = None  # the person's own message, if there is one
 
 
+class Withdraw(Contract):
+    """From the service that asked: question `seq` of `room`, asked of `person` alone by
+    their own agent, takes no answer now, the asking undone by someone else (an admin who
+    removed the agent it asked for). Their agent tells them so, alone, with `text`, in the
+    question's answer's place, stored once; answered first, the answer stands."""
+
+    org: OrgId
+    person: UserId
+    room: RoomId
+    seq: Seq
+    text: Text
+
+
 class FindAnswer(Contract):
     """The answer `person` gave question `seq` of `room`, asked of them alone, if any:
     asked by the service that asked it as the question's time runs out (an ask's expiry,
@@ -837,6 +851,14 @@ BOT_MESSAGE_READ = _subject(
     callers=frozenset({"chonk"}),
     by_caller=True,
 )
+WITHDRAW = _subject(
+    "withdraw",
+    Withdraw,
+    Message,
+    "withdraw a question asked of a person alone: their agent tells them, in its answer's place",
+    callers=frozenset({"poa"}),
+    by_caller=True,
+)
 ASK_PERSON = _subject(
     "ask_person",
     AskPerson,
@@ -908,6 +930,7 @@ CONTRACT = service_contract(
         OWN_ANSWER,
         ANSWER_OF,
         ASK_PERSON,
+        WITHDRAW,
         TELL,
         SAID,
         BOT_MESSAGE_READ,

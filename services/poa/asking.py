@@ -13,6 +13,7 @@ from nats.aio.client import Client
 
 from libs.audit.trail import Trail
 from libs.contracts import codec, pending, poa, rooms, scheduler
+from libs.contracts.agents import AgentRemoved
 from libs.contracts.base import key_token
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
@@ -218,12 +219,17 @@ class Asking:
         found: rooms.FoundAnswer = await call(self._nc, rooms.ANSWER_OF, question, caller=ME)
         return found.choice
 
-    async def revoked(self, p: Principal, grant_ids: set[str]) -> None:
-        """The person's open asks under the grants they revoked, denied at once: no yes can
+    async def revoked(
+        self, p: Principal, grant_ids: set[str], *, removal: AgentRemoved | None = None
+    ) -> None:
+        """The person's open asks under the grants revoked, denied at once: no yes can
         allow them now, so none waits on them, holds an agent's place, or leaves its agent
         waiting out the expiry (a day by default, up to 30). Each question in the room is
-        answered Decline by the person (their revocation declines it), so no answer there
-        seems to count; a revocation asked again finishes what a failure left undone."""
+        answered Decline by the person where they revoked (their revocation declines it), so
+        no answer there seems to count; where an admin's `removal` of the agent revoked it,
+        it is withdrawn, their agent telling them why in the answer's place (the Decline
+        would be theirs, and they gave none). Asked again, this finishes what a failure
+        left undone."""
         now = self._clock()
         for ask in await self._asks.of_person(p.org, p.sub):
             if ask.grant_id not in grant_ids:
@@ -231,15 +237,19 @@ class Asking:
             if ask.state == "open":
                 ask = await self._settle(ask, lambda a: approvals.revoked(a, now), _REVOKE, p)
             revoked_ = ask.decision is not None and ask.decision.rule_id == approvals.REVOKED
-            if revoked_ and ask.room is not None and ask.question_seq is not None:
-                question = rooms.AnswerQuestion(
-                    id=ask.room, seq=ask.question_seq, choice=rooms.Decline()
-                )
-                try:
+            if not (revoked_ and ask.room is not None and ask.question_seq is not None):
+                continue
+            try:
+                if removal is None:
+                    question = rooms.AnswerQuestion(
+                        id=ask.room, seq=ask.question_seq, choice=rooms.Decline()
+                    )
                     await call(self._nc, rooms.ANSWER, question, caller=ME, principal=p)
-                except Refused as exc:
-                    if exc.problem.status >= 500:
-                        raise  # answered already, closed, or not the person's to answer
+                else:
+                    await call(self._nc, rooms.WITHDRAW, _withdrawn(ask, removal), caller=ME)
+            except Refused as exc:
+                if exc.problem.status >= 500:
+                    raise  # answered already, closed, or not the person's to answer
 
     async def _chain(self, ask: poa.AskRecord) -> list[poa.GrantRecord]:
         """The ask's grant and its ancestors, root first, as stored now."""
@@ -375,6 +385,17 @@ class Asking:
 
     async def _nudge(self, ask: poa.AskRecord) -> None:
         await self._nc.publish(pending.changed(ME, ask.org, key_token(ask.person)), b"")
+
+
+def _withdrawn(ask: poa.AskRecord, removal: AgentRemoved) -> rooms.Withdraw:
+    assert ask.room is not None and ask.question_seq is not None
+    text = (
+        f"This question is withdrawn: {removal.by.sub} removed {ask.agent}, which asked to act "
+        "on your grant, and it will not act. Nothing was done."
+    )
+    return rooms.Withdraw(
+        org=ask.org, person=ask.person, room=ask.room, seq=ask.question_seq, text=text
+    )
 
 
 def _for(ask: poa.AskRecord, p: Principal) -> bool:

@@ -102,7 +102,8 @@ class Handlers:
                     _, ids = await self._revoked(named, theirs, actor=removed.by, data=data)
                     revoked |= ids
             if revoked:
-                await self.asking.revoked(Principal(org=removed.org, sub=owner), revoked)
+                person = Principal(org=removed.org, sub=owner)
+                await self.asking.revoked(person, revoked, removal=removed)
 
     async def _gone(self, removed: agents.AgentRemoved) -> None:
         """Return once the agent removed is gone (or another made under its id); until then

@@ -4,6 +4,7 @@ Before, nothing removed one, so an org at its plan's capacity could never replac
 it no longer wanted."""
 
 import asyncio
+import secrets
 import time
 from datetime import datetime
 
@@ -11,9 +12,11 @@ import msgspec
 import pytest
 
 from libs.audit.reading import records
-from libs.contracts import codec, poa
+from libs.contracts import codec, poa, rooms
 from libs.contracts.agents import AGENT_REMOVED, AgentRemoved, org_agent_key
 from libs.contracts.principal import Principal
+from libs.contracts.problem import Refused
+from libs.runtime.calls import call
 from services.gateway.tokens import mint
 from tests.personal.conftest import SERVED, drafts, eventually, problem, room_with, say
 from tests.poa.conftest import purchase, root_grant, valid_now
@@ -164,7 +167,8 @@ async def test_the_grants_naming_a_removed_agent_are_revoked_and_its_asks_denied
     """A Power-of-Action grant names its delegate by id. Removed, an org's agent acts no
     more, and the grants naming it stood: made again under its id, another agent acted on
     them. Each is now revoked as its person's revocation would revoke it, recorded as the
-    admin's, with the asks still open under it denied; a grant naming another stands."""
+    admin's, with the asks still open under it denied and their questions withdrawn; a
+    grant naming another stands."""
     api, org = grants_api, people.org
     cto = await org_agent(api, operator, org, people.root, "cto")
 
@@ -196,6 +200,24 @@ async def test_the_grants_naming_a_removed_agent_are_revoked_and_its_asks_denied
     assert not await revoked(people.ada, "poa_ada_own")
     found = await (await api.get(f"/v1/poa/asks/{ask}", headers=people.ada)).json()
     assert (found["state"], found["decision"]["rule_id"]) == ("denied", "revoked")
+    # Its question in Ada's room is withdrawn by her agent, naming the admin: not declined
+    # as hers, which she never did, and no answer of hers is taken after it.
+    room, seq = found["room"], found["question_seq"]
+    page = await (await api.get(f"/v1/rooms/{room}/messages", headers=people.ada)).json()
+    [withdrawn] = [m for m in page["messages"] if m.get("reply_to") == seq]
+    assert (withdrawn["author"], withdrawn.get("notice"), withdrawn.get("answers")) == (
+        f"agent:{people.ada_id}",
+        True,
+        None,
+    )
+    assert f"{org}/root removed {cto}" in withdrawn["text"]
+    assert [m for m in page["messages"] if m["author"] == people.ada_id] == []
+    late = await api.post(
+        f"/v1/rooms/{room}/questions/{seq}/answer",
+        json={"choice": {"type": "pick", "option": 0}},
+        headers=people.ada,
+    )
+    assert await problem(late) == (409, "already-answered")
     revocations = [
         r for r in await records(operator.jetstream(), org) if r.action == "poa.grant.revoke"
     ]
@@ -367,3 +389,47 @@ async def test_no_bot_an_org_makes_takes_a_chonks_name(api, operator, people):
     agent = await api.post("/v1/agents", json={"persona": "chonk-ops"}, headers=people.root)
     assert agent.status == 201, await agent.text()
     assert await _listed(api, people) == [f"agent:{people.org}:chonk-ops"]
+
+
+async def test_a_question_withdrawn_takes_no_answer_and_one_answered_first_stands(
+    api, operator, people
+):
+    """`tether.rooms.withdraw.poa`: the person's agent tells them, in the answer's place, that
+    its question takes no answer now (the asking undone by someone else); asked again, the
+    same notice. Answered first, the person's answer stands and the withdrawal is 409."""
+    org, ada, mark = people.org, people.ada_id, secrets.token_hex(4)
+
+    async def asked(key: str) -> rooms.Message:
+        question = rooms.AskPerson(org=org, person=ada, text="May it buy this?",
+                                   options=("Yes", "No"), key=f"{key}-{mark}")  # fmt: skip
+        return await call(operator, rooms.ASK_PERSON, question, caller="poa")
+
+    async def withdrawn(seq: int) -> rooms.Message:
+        gone = rooms.Withdraw(org=org, person=ada, room=first.room, seq=seq, text="Withdrawn.")
+        return await call(operator, rooms.WITHDRAW, gone, caller="poa")
+
+    async def answer(seq: int):
+        return await api.post(
+            f"/v1/rooms/{first.room}/questions/{seq}/answer",
+            json={"choice": {"type": "pick", "option": 0}},
+            headers=people.ada,
+        )
+
+    first, second = await asked("first"), await asked("second")
+    notice = await withdrawn(first.seq)
+    assert (notice.author, notice.notice, notice.reply_to, notice.answers) == (
+        f"agent:{ada}",
+        True,
+        first.seq,
+        None,
+    )
+    assert (await withdrawn(first.seq)).seq == notice.seq
+    assert await problem(await answer(first.seq)) == (409, "already-answered")
+
+    assert (await answer(second.seq)).status == 201
+    with pytest.raises(Refused) as refused:
+        await withdrawn(second.seq)
+    assert refused.value.problem.rule == "already-answered"
+    with pytest.raises(Refused) as refused:
+        await withdrawn(notice.seq)
+    assert refused.value.problem.rule == "not-a-question"

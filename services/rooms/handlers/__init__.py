@@ -46,6 +46,7 @@ class Handlers(Messages, Drafts, Calls, Removals):
             rooms.OWN_ANSWER: self.own_answer,
             rooms.ANSWER_OF: self.answer_of,
             rooms.ASK_PERSON: self.ask_person,
+            rooms.WITHDRAW: self.withdraw,
             rooms.TELL: self.tell,
             rooms.SAID: self.said,
             rooms.BOT_MESSAGE_READ: self.bot_message,

@@ -205,6 +205,42 @@ class Messages(Rooms):
         )
         return await self._store_message(room, message, key=req.key)
 
+    async def withdraw(self, req: rooms.Withdraw, _: Principal) -> rooms.Message:
+        """From the poa service: a question its person's agent asked them alone takes no
+        answer now. The agent tells them so, alone, as a notice in the answer's place (the
+        one message a question's answer is stored as, and claimed by), so no answer of the
+        person's is stored after it, nor counted; answered first, 409 and their answer
+        stands. Never the person's answer: they did not give it."""
+        room = await self._persons_room(req.org, req.room, req.person)
+        asked = await self._message(room, req.seq, reader=req.person)
+        agent = members.personal_agent_id(req.person)
+        if asked.question is None or asked.author != agent or asked.to != req.person:
+            why = f"message {req.seq} is no question of {agent}'s to {req.person}"
+            raise Refused("not-a-question", 404, why)
+        as_agent = Principal(org=room.org, sub=req.person, act=agent)
+        notice = messages.alone(
+            msgspec.structs.replace(
+                messages.authored(
+                    room, as_agent, req.text, self._clock(), to=req.person, reply_to=req.seq
+                ),
+                notice=True,
+            )
+        )
+        answered = Refused("already-answered", 409, f"question {req.seq} has its answer")
+        first = await self._store.answer_to(room.id, req.seq)
+        if first is not None:
+            stored = await self._store.message(room.org, room.id, first, reader=req.person)
+            if stored is not None and messages.same(stored, notice):
+                return stored  # withdrawn by this request's earlier run
+            raise answered
+        try:
+            stored = await self._store_message(room, notice, msg_id=f"answer-{room.id}-{req.seq}")
+        except KeyReused:
+            raise answered from None
+        await self._store.claim_answer(room.id, req.seq, stored.seq)
+        await self._store.question_answered(room.org, req.person, room.id, req.seq)
+        return stored
+
     async def own_answer(self, req: rooms.FindOwnAnswer, _: Principal) -> rooms.OwnAnswer:
         """From the ladder, before a send: whether the person answered the message
         themself meanwhile, so their agent's send would be a second answer. Only before
