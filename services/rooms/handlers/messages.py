@@ -99,25 +99,8 @@ class Messages(Rooms):
             ),
             asked,
         )
-        answered = Refused("already-answered", 409, f"question {req.seq} has its answer")
-        first = await self._store.answer_to(room.id, req.seq)
-        if first is not None:
-            if request_key() and first:  # its answer lost in a failover: answered as it was
-                stored = await self._store.message(room.org, room.id, first, reader=p.sub)
-                if stored is not None and messages.same(stored, message):
-                    await self._store.question_answered(room.org, p.sub, room.id, req.seq)
-                    return stored
-            raise answered
-        # Stored, then claimed with its seq: a replica that dies between the two leaves an
-        # answer its retry finds, never a question claimed and unanswered for good. The
-        # stream refuses a second answer for an hour, the claim after that.
-        try:
-            stored = await self._store_message(room, message, msg_id=f"answer-{room.id}-{req.seq}")
-        except KeyReused:
-            raise answered from None
-        await self._store.claim_answer(room.id, req.seq, stored.seq)
-        await self._store.question_answered(room.org, p.sub, room.id, req.seq)
-        return stored
+        # Keyed, its answer lost in a failover: answered as it was.
+        return await self._as_answer(room, req.seq, message, p.sub, again=bool(request_key()))
 
     async def questions(self, _: rooms.ListQuestions, p: Principal) -> rooms.QuestionList:
         _, person = person_of(p, "read the questions asked of their person")
@@ -226,19 +209,32 @@ class Messages(Rooms):
                 notice=True,
             )
         )
-        answered = Refused("already-answered", 409, f"question {req.seq} has its answer")
-        first = await self._store.answer_to(room.id, req.seq)
+        return await self._as_answer(room, req.seq, notice, req.person, again=True)
+
+    async def _as_answer(
+        self, room: rooms.Room, seq: int, message: rooms.Message, person: str, *, again: bool
+    ) -> rooms.Message:
+        """`message` stored as question `seq`'s one answer, then claimed as it, and the
+        question off `person`'s list; 409 once it has one. `again`: the same message, stored
+        by an earlier run, is answered as it was."""
+        answered = Refused("already-answered", 409, f"question {seq} has its answer")
+        first = await self._store.answer_to(room.id, seq)
         if first is not None:
-            stored = await self._store.message(room.org, room.id, first, reader=req.person)
-            if stored is not None and messages.same(stored, notice):
-                return stored  # withdrawn by this request's earlier run
+            if again and first:
+                stored = await self._store.message(room.org, room.id, first, reader=person)
+                if stored is not None and messages.same(stored, message):
+                    await self._store.question_answered(room.org, person, room.id, seq)
+                    return stored
             raise answered
+        # Stored, then claimed with its seq: a replica that dies between the two leaves an
+        # answer its retry finds, never a question claimed and unanswered for good. The
+        # stream refuses a second answer for an hour, the claim after that.
         try:
-            stored = await self._store_message(room, notice, msg_id=f"answer-{room.id}-{req.seq}")
+            stored = await self._store_message(room, message, msg_id=f"answer-{room.id}-{seq}")
         except KeyReused:
             raise answered from None
-        await self._store.claim_answer(room.id, req.seq, stored.seq)
-        await self._store.question_answered(room.org, req.person, room.id, req.seq)
+        await self._store.claim_answer(room.id, seq, stored.seq)
+        await self._store.question_answered(room.org, person, room.id, seq)
         return stored
 
     async def own_answer(self, req: rooms.FindOwnAnswer, _: Principal) -> rooms.OwnAnswer:
