@@ -83,7 +83,16 @@ def mcp_endpoint(
     async def handler(http: web.Request) -> web.Response:
         authorization = http.headers.get("Authorization")
         principal = principal_from(authorization, key)
-        await standing(http.app[NATS], principal, authorization, key)
+        # Every request counted, first: a removed org agent's token sent on and on costs a
+        # bus read each only up to its rate. Over it, the refusal is answered in the
+        # session (below), and nothing is read.
+        try:
+            await limiter.check(principal)
+            over: Refused | None = None
+        except Refused as exc:
+            over = exc
+        if over is None:
+            await standing(http.app[NATS], principal, authorization, key)
         if is_delegate(principal):
             raise Refused("delegate-not-admitted", 403, "only the person's own agent arranges it")
         if (idempotency_key := http.headers.get("Idempotency-Key")) is not None:
@@ -119,7 +128,8 @@ def mcp_endpoint(
         if not isinstance(params, dict):
             return _reply(id_, error=(-32602, "params must be an object"))
         try:
-            await limiter.check(principal)
+            if over is not None:
+                raise over
             return await answer(http, principal, id_, method, params)
         except Refused as exc:
             # Answered within the session: a client's transport takes an HTTP error for the

@@ -53,9 +53,8 @@ async def test_a_caller_over_its_rate_is_refused_within_the_session(client_for, 
         streamable_http_client(str(api.make_url("/v1/mcp")), http_client=http) as (read, write, _),
         ClientSession(read, write) as session,
     ):
-        await session.initialize()  # one
-        await session.list_tools()  # two
-        await session.send_ping()  # three
+        await session.initialize()  # one, and the notification after it two
+        await session.list_tools()  # three
         with pytest.raises(McpError) as listing:
             await session.list_tools()
         assert listing.value.error.code == -32000

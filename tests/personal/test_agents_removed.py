@@ -333,9 +333,16 @@ async def test_a_removed_agents_token_costs_a_bus_read_only_up_to_its_rate(
     sub = await operator.subscribe("$JS.API.STREAM.MSG.GET.KV_agents", cb=heard)
     as_bot = bearer(token(org=people.org, user=f"{people.org}/root", act=bot))
     answers = [await problem(await api.get("/v1/rooms", headers=as_bot)) for _ in range(6)]
+    # MCP alike: its requests and notifications counted first, its refusal in the session.
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    mcp = await (await api.post("/v1/mcp", json=ping, headers=as_bot)).json()
+    told = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    notified = await api.post("/v1/mcp", json=told, headers=as_bot)
     await operator.flush()
     await sub.unsubscribe()
     assert answers == [(401, "act-not-standing")] * 3 + [(429, "rate-limited")] * 3
+    assert mcp["error"]["data"]["type"] == "urn:tether:problem:rate-limited"
+    assert notified.status == 202
     assert len(reads) == 3
 
 
