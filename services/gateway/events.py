@@ -35,7 +35,7 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from services.gateway.forward import NATS, ask, caller, request_of
 from services.gateway.limits import RateLimiter
-from services.gateway.org_agents import removed_since
+from services.gateway.org_agents import told_removed
 from services.gateway.routes import Route
 from services.gateway.streams import (
     AGAIN,
@@ -45,7 +45,6 @@ from services.gateway.streams import (
     STREAMS,
     head,
     next_of,
-    refused_event,
 )
 from services.gateway.tokens import refused_after
 
@@ -119,8 +118,7 @@ def room_stream(
                     break
                 if data in (BUS_BACK, AGAIN):  # what was published meanwhile may never come
                     # An org's agent or bot removed since ends its streams at their turn.
-                    if gone := await removed_since(nc, principal, authorization, key):
-                        await response.write(refused_event(gone))
+                    if await told_removed(nc, principal, authorization, key, response):
                         break
                     last = await stream.stored_since(last)
                     if last is not None and not await stream.moved_since_shown():

@@ -9,6 +9,7 @@ holds from the moment the admin is told of it, at every gateway. A person's own 
 theirs for good, and a delegate reaches only the grants that name it; neither is read.
 """
 
+from aiohttp import web
 from nats.aio.client import Client
 
 from libs.contracts import codec
@@ -16,9 +17,10 @@ from libs.contracts.agents import AGENTS_BUCKET, ORG_AGENT, Agent, org_agent_key
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.leader import value_at
+from services.gateway.streams import refused_event
 from services.gateway.tokens import issued_at
 
-__all__ = ["removed_since", "standing"]
+__all__ = ["standing", "told_removed"]
 
 _agent = codec.decoder(Agent).decode
 
@@ -41,14 +43,16 @@ async def standing(nc: Client, p: Principal, authorization: str | None, key: str
         raise Refused("token-revoked", 401, why)
 
 
-async def removed_since(
-    nc: Client, p: Principal, authorization: str | None, key: str
-) -> Refused | None:
-    """For a stream opened before: the refusal `standing` makes now, if a definite one. A
-    read that fails leaves the stream open, to be read again at its next turn."""
+async def told_removed(
+    nc: Client, p: Principal, authorization: str | None, key: str, response: web.StreamResponse
+) -> bool:
+    """At the turn of a stream opened before: whether `standing` refuses its caller now,
+    definitely, told to the client as the `refused` event the stream ends with. A read that
+    fails leaves the stream open, to be read again at its next turn."""
     try:
         await standing(nc, p, authorization, key)
     except Refused as exc:
         if exc.problem.status < 500:
-            return exc
-    return None
+            await response.write(refused_event(exc))
+            return True
+    return False

@@ -33,7 +33,7 @@ from libs.runtime import bus
 from libs.runtime.tasks import ended
 from services.gateway.forward import NATS, caller, on_bus
 from services.gateway.limits import RateLimiter
-from services.gateway.org_agents import removed_since
+from services.gateway.org_agents import told_removed
 from services.gateway.routes import Route
 from services.gateway.streams import (
     AGAIN,
@@ -43,7 +43,6 @@ from services.gateway.streams import (
     STREAMS,
     head,
     next_of,
-    refused_event,
 )
 from services.gateway.tokens import refused_after
 
@@ -90,8 +89,7 @@ def mod_watch(
                 if event in (AGAIN, BUS_BACK):
                     # Ordered consumers pick up where they were on their own; an org's agent
                     # or bot removed since ends its watch at its turn.
-                    if gone := await removed_since(http.app[NATS], p, authorization, key):
-                        await response.write(refused_event(gone))
+                    if await told_removed(http.app[NATS], p, authorization, key, response):
                         break
                     again_at = time.monotonic() + reread
                     continue
