@@ -123,9 +123,7 @@ class Handlers:
         if agent is None:
             raise Refused("agent-not-found", 404, f"{p.org} has no agent or bot {req.id}")
         now = self._clock()
-        # `made_at` is set from the release after the one that named it (deploy/k8s/README.md,
-        # Upgrading): a poa replica of the release before would refuse it, and drop the removal.
-        removed = agents.AgentRemoved(org=p.org, agent=agent.id, by=p)
+        removed = agents.AgentRemoved(org=p.org, agent=agent.id, by=p, made_at=agent.created_at)
         async with self._trail.change(
             p.org, actor=p, action="agents.org.remove", target=agent.id
         ) as record:

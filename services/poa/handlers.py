@@ -86,18 +86,21 @@ class Handlers:
         asks still open under it are finished.
 
         The grants are read once the agent is gone (it is announced before it is deleted;
-        told when it was made, `_gone`), so that one issued meanwhile is either read here or
-        finds it gone when stored (`_delegate_stands`). A removal cut short between the two
-        is asked again and announced again; this announcement is then parked, the agent
-        standing."""
-        await self._gone(removed)
+        told when it was made, `_made_again_at`), so that one issued meanwhile is either read
+        here or finds it gone when stored (`_delegate_stands`). A removal cut short between
+        the two is asked again and announced again; this announcement is then parked, the
+        agent standing. Read late, after an agent was made again under the id, the grants
+        issued to that one are its own, and stand."""
+        made_again_at = await self._made_again_at(removed)
         every = await self._grants.of_org(removed.org)
         for owner in sorted({r.owner for r in every}):
             theirs = grants.all_held([r for r in every if r.owner == owner])
             theirs.sort(key=lambda r: r.issued_at)  # a parent before what it delegated
             revoked: set[str] = set()
             for named in theirs:
-                if named.delegate == removed.agent and named.id not in revoked:
+                if grants.names_removed(named, removed.agent, made_again_at) and (
+                    named.id not in revoked
+                ):
                     data = {"delegate_removed": removed.agent}
                     _, ids = await self._revoked(named, theirs, actor=removed.by, data=data)
                     revoked |= ids
@@ -105,22 +108,20 @@ class Handlers:
                 person = Principal(org=removed.org, sub=owner)
                 await self.asking.revoked(person, revoked, removal=removed)
 
-    async def _gone(self, removed: agents.AgentRemoved) -> None:
-        """Return once the agent removed is gone (or another made under its id); until then
-        a 503, so that the announcement is read again. Without `made_at` (set from the
-        release after this one), at once."""
+    async def _made_again_at(self, removed: agents.AgentRemoved) -> datetime | None:
+        """When an agent was made again under the removed one's id, if one stands, asked
+        of the agents service (`agents.made_again_at`). Without `made_at` (announced by a
+        release before), none, at once."""
         if removed.made_at is None:
-            return
+            return None
         standing = agents.StandingRequest(org=removed.org, id=removed.agent)
         try:
-            agent: agents.Agent = await call(self._nc, agents.STANDING, standing, caller="poa")
+            agent = await call(self._nc, agents.STANDING, standing, caller="poa")
         except Refused as exc:
-            if exc.problem.status == 404:
-                return
-            raise
-        if agent.created_at == removed.made_at:
-            why = f"{removed.agent} is announced removed and not yet deleted"
-            raise Refused("agent-not-yet-removed", 503, why)
+            if exc.problem.status != 404:
+                raise
+            agent = None
+        return agents.made_again_at(removed, agent)
 
     async def _revoked(
         self,

@@ -278,17 +278,24 @@ async def test_a_grant_names_an_org_agent_only_while_it_stands(grants_api, opera
     assert {target for _, target in recorded} == {"poa_made"}
 
 
-async def test_a_removal_announced_and_not_yet_done_revokes_nothing(
+async def _members(api, room: dict, person: dict) -> set[str]:
+    found = await (await api.get(f"/v1/rooms/{room['id']}", headers=person)).json()
+    return {m["id"] for m in found["members"]}
+
+
+async def test_a_removal_announced_and_not_yet_done_takes_nothing_away(
     grants_api, operator, people, acks
 ):
     """A removal is announced before its agent is deleted, and its grants were revoked as it
     was heard: a grant issued between the two could be stored after they were read and
     stand. They are read once the agent is gone now (and a grant stored meanwhile finds it
-    gone). Announced and never done (cut short, never asked again), it revokes nothing."""
+    gone), and its rooms left then. Announced and never done (cut short, never asked
+    again), it revokes nothing and the bot stays in its rooms."""
     api, org = grants_api, people.org
-    cto = await org_agent(api, operator, org, people.root, "cto")
+    cto = await org_agent(api, operator, org, people.root, "cto", kind="bot")
     issued = await _issued(api, people.ada, people.ada_id, "poa_stands", cto)
     assert issued.status == 201, await issued.text()
+    room = await room_with(api, people, people.bob_id, cto)
     js = operator.jetstream()
     agent = await (await api.get("/v1/agents", headers=people.root)).json()
     [made_at] = [a["created_at"] for a in agent["agents"] if a["id"] == cto]
@@ -302,15 +309,57 @@ async def test_a_removal_announced_and_not_yet_done_revokes_nothing(
         found = await api.get("/v1/poa/grants/poa_stands", headers=people.ada)
         return (await found.json())["revoked"]
 
-    async def heard() -> bool:  # put back to be read again, or acted on
-        return (await js.consumer_info("EVENTS", "poa")).num_redelivered > 0 or await revoked()
+    async def heard(durable: str) -> bool:  # put back to be read again
+        return (await js.consumer_info("EVENTS", durable)).num_redelivered > 0
 
-    await eventually(heard)
+    await eventually(lambda: heard("poa"))
+    await eventually(lambda: heard("rooms"))
     assert not await revoked()
+    assert cto in await _members(api, room, people.bob)
 
     assert (await remove(api, cto, people.root)).status == 200
     await acks.caught_up("EVENTS", "poa")  # the announcement by hand, read at last, too
+    await acks.caught_up("EVENTS", "rooms")
     assert await revoked()
+    assert cto not in await _members(api, room, people.bob)
+
+
+async def test_a_removal_read_late_leaves_the_one_made_again_its_own_rooms_and_grants(
+    grants_api, operator, people, acks
+):
+    """A removal read late (its reader behind, or delivered again) after a bot was made
+    again under its id took the new one out of the rooms it was put in since, and revoked
+    the grants issued to it since. Told when the removed one was made, its readers now
+    take away only what was before the new one: the new rooms and grants stand."""
+    api, org = grants_api, people.org
+    cto = await org_agent(api, operator, org, people.root, "cto", kind="bot")
+    before = await room_with(api, people, people.bob_id, cto)
+    assert (await _issued(api, people.ada, people.ada_id, "poa_before", cto)).status == 201
+    assert (await remove(api, cto, people.root)).status == 200
+    await acks.caught_up("EVENTS", "rooms")
+    await acks.caught_up("EVENTS", "poa")
+    js = operator.jetstream()
+    told = await js.get_last_msg("EVENTS", AGENT_REMOVED.name)
+    removal = codec.decoder(AgentRemoved).decode(told.data)
+    assert removal.made_at is not None
+
+    assert await org_agent(api, operator, org, people.root, "cto", kind="bot") == cto
+    since = await room_with(api, people, people.bob_id, cto)
+    assert (await _issued(api, people.ada, people.ada_id, "poa_since", cto)).status == 201
+    await js.publish(AGENT_REMOVED.name, told.data)  # the same removal, read again
+    await acks.caught_up("EVENTS", "rooms")
+    await acks.caught_up("EVENTS", "poa")
+
+    assert cto not in await _members(api, before, people.bob)
+    assert cto in await _members(api, since, people.bob)
+    as_bot = bearer(token(org=org, user=f"{org}/root", act=cto))
+    listed = await (await api.get("/v1/rooms", headers=as_bot)).json()
+    assert [r["id"] for r in listed["rooms"]] == [since["id"]]
+    grants_of = {
+        grant_id: (await (await api.get(f"/v1/poa/grants/{grant_id}", headers=people.ada)).json())
+        for grant_id in ("poa_before", "poa_since")
+    }
+    assert (grants_of["poa_before"]["revoked"], grants_of["poa_since"]["revoked"]) == (True, False)
 
 
 async def test_a_removed_agents_token_costs_a_bus_read_only_up_to_its_rate(

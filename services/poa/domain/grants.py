@@ -70,6 +70,12 @@ def child(
     return _record(grant, principal, parent_id=parent.id, now=now, ask_expires_s=ask_expires_s)
 
 
+def names_removed(record: GrantRecord, agent: str, made_again_at: datetime | None) -> bool:
+    """Whether the grant names `agent`, an org's agent or bot removed, as its delegate: one
+    issued after an agent was made again under the id (`made_again_at`) names that one."""
+    return record.delegate == agent and (made_again_at is None or record.issued_at < made_again_at)
+
+
 def standing_delegate(record: GrantRecord) -> str | None:
     """The org's own agent or bot the grant names as its delegate, whose standing is asked
     before it is stored; None for another delegate (one outside tether, or the person's own

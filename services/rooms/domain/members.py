@@ -85,6 +85,12 @@ def without(room: Room | None, member_id: str) -> Room | None:
     return msgspec.structs.replace(room, members=kept)
 
 
+def of_removed(room: Room, made_again_at: datetime | None) -> bool:
+    """Whether a removed agent's id in `room` is the removed one's: a room made after an
+    agent was made again under the id (`made_again_at`) is that one's."""
+    return made_again_at is None or room.created_at < made_again_at
+
+
 def readable_in(room: Room, p: Principal) -> bool:
     """A room is reached from a token of its own org, or of the home org its scope is in."""
     return room.org in (p.org, home_org(p.sub))
