@@ -68,6 +68,7 @@ __all__ = [
     "Triage",
     "Trigger",
     "Voice",
+    "is_chonk_bot",
 ]
 
 Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_-]{0,62}$(?!\n)")]
@@ -394,6 +395,12 @@ class Voice(Contract):
 # from a persona is named so (agents refuses it): one would be a member of every room a
 # Chonk shares with a person, and read them.
 CHONK_BOT = "chonk-"
+
+
+def is_chonk_bot(org: str, member: str) -> bool:
+    """Whether `member` is one of `org`'s Chonks' bots, which acts through the chonk service
+    alone: never by a token, whatever an org made under its id before the name was kept."""
+    return member.startswith(f"bot:{org}:{CHONK_BOT}")
 
 
 def _subject(verb: str, request: type, reply: type, summary: str) -> Subject:

@@ -8,6 +8,7 @@ import msgspec
 
 from libs.contracts import codec
 from libs.contracts.agents import ORG_AGENT, PERSONAL_AGENT
+from libs.contracts.chonk import is_chonk_bot
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 
@@ -124,6 +125,9 @@ def _verified(token: str, key: str) -> tuple[Principal, float, float]:
         )
     if (org_agent := ORG_AGENT.match(act)) and org_agent[1] != principal.org:
         raise Refused("act-not-of-org", 403, f"{act} acts in {org_agent[1]}, not {principal.org}")
+    if is_chonk_bot(principal.org, act):  # an org's bot made under its id before it was kept
+        why = f"{act} is a Chonk's bot, which acts through the chonk service alone"
+        raise Refused("act-reserved", 403, why)
     return principal, issued, expires
 
 

@@ -6,14 +6,14 @@ it no longer wanted."""
 import asyncio
 import secrets
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 
 import msgspec
 import pytest
 
 from libs.audit.reading import records
 from libs.contracts import codec, poa, rooms
-from libs.contracts.agents import AGENT_REMOVED, AgentRemoved, org_agent_key
+from libs.contracts.agents import AGENT_REMOVED, AGENTS_BUCKET, Agent, AgentRemoved, org_agent_key
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.calls import call
@@ -445,6 +445,39 @@ async def test_no_bot_an_org_makes_takes_a_chonks_name(api, operator, people):
     agent = await api.post("/v1/agents", json={"persona": "chonk-ops"}, headers=people.root)
     assert agent.status == 201, await agent.text()
     assert await _listed(api, people) == [f"agent:{people.org}:chonk-ops"]
+
+
+async def test_a_chonks_bot_an_org_made_before_the_name_was_kept_acts_by_no_token(
+    api, operator, people, acks
+):
+    """An org's bot named `chonk-ops` made before the name was kept (3b3b737) stands under
+    the very id of the Chonk `ops`'s bot: its token listed and read the room that Chonk
+    shares with each person, and removing it took the Chonk out of each. No token acts as a
+    Chonk's bot now, whatever stands under its id, and its removal leaves the Chonk's rooms
+    as they are."""
+    org = people.org
+    chonks = f"bot:{org}:chonk-ops"
+    made_before = Agent(
+        id=chonks, org=org, kind="bot", persona="chonk-ops", created_at=datetime.now(UTC)
+    )
+    agents_kv = await operator.jetstream().key_value(AGENTS_BUCKET)
+    await agents_kv.put(org_agent_key(org, chonks), codec.encode(made_before))
+    said = rooms.Said(
+        org=org, person=people.ada_id, bot="chonk-ops", title="Ops", text="Who is on today?",
+        key=f"said-{secrets.token_hex(4)}",
+    )  # fmt: skip
+    thread = await call(operator, rooms.SAID, said, caller="chonk")
+
+    as_bot = bearer(token(org=org, user=f"{org}/root", act=chonks))
+    assert await problem(await api.get("/v1/rooms", headers=as_bot)) == (403, "act-reserved")
+    read = await api.get(f"/v1/rooms/{thread.room}/messages", headers=as_bot)
+    assert await problem(read) == (403, "act-reserved")
+
+    removal = AgentRemoved(org=org, agent=chonks, by=Principal(org=org, sub=f"{org}/root"))
+    await operator.jetstream().publish(AGENT_REMOVED.name, codec.encode(removal))
+    await acks.caught_up("EVENTS", "rooms")
+    found = await (await api.get(f"/v1/rooms/{thread.room}", headers=people.ada)).json()
+    assert {m["id"] for m in found["members"]} == {people.ada_id, chonks}
 
 
 async def test_a_question_withdrawn_takes_no_answer_and_one_answered_first_stands(

@@ -1,11 +1,14 @@
 """An org's agent or bot its admin removed leaves every room it was in: made again under its
 id, it is another agent, which neither lists nor reads the removed one's rooms (as no grant
 of the removed one's is its, in PoA). The org's ambient agent is a member of every room of
-the org by what it is, not by whom it was made as, and stays."""
+the org by what it is, not by whom it was made as, and stays; so is a Chonk's bot of the
+rooms it shares with each person, which an org's bot made under its id before the name
+was kept would take with it."""
 
 from datetime import datetime
 
 from libs.contracts import agents
+from libs.contracts.chonk import is_chonk_bot
 from libs.contracts.problem import Refused
 from libs.runtime.calls import call
 from services.rooms.domain import members
@@ -21,7 +24,9 @@ class Removals(Rooms):
         again under the id, the rooms made since are that one's, and it stays in them.
         Delivered again, the rooms it has left are not found again, and those it had not
         are left."""
-        if removed.agent == members.ambient_id(removed.org):
+        if removed.agent == members.ambient_id(removed.org) or is_chonk_bot(
+            removed.org, removed.agent
+        ):
             return
         made_again_at = await self._made_again_at(removed)
         for room_id in await self._store.rooms_with(removed.agent):
