@@ -140,7 +140,11 @@ async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = SETTL
 
 
 async def problem(response) -> tuple[int, str]:
+    """The status and rule of a refusal; a response that is none is the status and its body,
+    so that an assertion expecting a refusal shows what came instead."""
     body = await response.json(content_type=None)
+    if not isinstance(body, dict) or "type" not in body:
+        return response.status, str(body)[:300]
     return response.status, body["type"].rsplit(":", 1)[-1]
 
 
