@@ -6,6 +6,7 @@ fact about them `remembering.py`'s, what a run carries out `carrying.py`'s, a ca
 `covering.py`'s and a dispute of what a Chonk said `disputing.py`'s."""
 
 import contextlib
+import secrets
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -21,7 +22,7 @@ from libs.contracts.registry import Subject
 from libs.runtime import pages
 from libs.runtime.calls import call
 from libs.runtime.kv import Conflict
-from libs.runtime.service import Handler
+from libs.runtime.service import Handler, request_key
 from services.chonk.cadencing import Cadencing
 from services.chonk.carrying import Lapse
 from services.chonk.declining import PACKET, Declining
@@ -231,10 +232,12 @@ class Handlers(Cadencing, Disputing, Declining):
         except FileNotFoundError:
             raise Refused("tenant-not-found", 404, f"no simulation tenant {p.org}") from None
         # In their thread first, as theirs: what the Chonk answers there follows what they
-        # said. Stored once for the same words, as its answer is.
+        # said. Each request is a message, stored once under its Idempotency-Key as rooms'
+        # own send is; what the Chonk does is done once for the same words (`_read`).
+        key = request_key()
         said = rooms.Said(
             org=p.org, person=p.sub, bot=f"{CHONK_BOT}{charter.chonk_id}", title=charter.title,
-            text=req.text, key=f"said-{intents.digest(p.sub, req.text)}",
+            text=req.text, key=f"said-{intents.digest(p.sub, key or secrets.token_hex(16))}",
         )  # fmt: skip
         try:
             await call(self._nc, rooms.SAID, said, caller=CONTRACT.name)

@@ -75,30 +75,36 @@ def test_only_a_persons_own_message_in_the_room_they_share_with_a_bot_alone_is_r
         assert messages.to_bot(shared, unraised) is None, unraised
 
 
-async def test_words_written_through_the_api_are_the_persons_in_the_thread_and_read_once(
+async def test_words_written_through_the_api_are_the_persons_in_the_thread_each_time(
     api, operator, acks
 ):
     """`POST /v1/chonk/messages` stores what the person said in their thread with the Chonk,
     as theirs, before its answer: before, the thread held the answer alone. The rooms raise
-    nothing for it to read again, and the same words sent again are stored once."""
+    nothing for it to read again. Each request is a message, as a room's own send is (the
+    same words said again were stored once, and the thread showed them said once), and one
+    sent again under its Idempotency-Key is the one it was; what the Chonk does for the
+    same words is done once, its answer given once."""
     js = operator.jetstream()
     raised_before = await newest_seq(js, "EVENTS", rooms.BOT_MESSAGE.name)
     heard = HEARD.labels("human", "ranking")._value.get()
     words = f"Who is the weakest engineer on the team? ({secrets.token_hex(3)})"
+    keyed = {**ANA, "Idempotency-Key": f"k-{secrets.token_hex(6)}"}
     answers = []
-    for _ in range(2):
+    for headers in (ANA, ANA, keyed, keyed):
         said = {"chonk": "human", "text": words}
-        r = await api.post("/v1/chonk/messages", json=said, headers=ANA)
+        r = await api.post("/v1/chonk/messages", json=said, headers=headers)
         assert r.status == 200, await r.text()
         body = await r.json()
         assert body["intent"] == "ranking"
         answers.append(body["delivered"][0])
-    assert answers[0] == answers[1]
+    assert answers[0] == answers[1] == answers[2] == answers[3]
     room, answered_at = answers[0]["room"], answers[0]["seq"]
     page = await (await api.get(f"/v1/rooms/{room}/messages?limit=200", headers=ANA)).json()
-    (said,) = [m for m in page["messages"] if m["text"] == words]
-    assert (said["author"], said["author_kind"]) == (f"{ORG}/ana", "human")
-    assert said["seq"] < answered_at
+    said_as = [m for m in page["messages"] if m["text"] == words]
+    assert [(m["author"], m["author_kind"]) for m in said_as] == [(f"{ORG}/ana", "human")] * 3
+    assert said_as[0]["seq"] < answered_at
+    since = [m for m in page["messages"] if m["seq"] >= said_as[0]["seq"]]
+    assert [m["seq"] for m in since if m["author"] != f"{ORG}/ana"] == [answered_at]
     await acks.caught_up("EVENTS", "chonk")
     assert await newest_seq(js, "EVENTS", rooms.BOT_MESSAGE.name) == raised_before
-    assert HEARD.labels("human", "ranking")._value.get() == heard + 2  # each call, no more
+    assert HEARD.labels("human", "ranking")._value.get() == heard + 3  # each call, no more
