@@ -12,7 +12,6 @@ import msgspec
 
 from libs.contracts.base import Contract, OrgId, UserId, key_token
 from libs.contracts.principal import Principal
-from libs.contracts.problem import Refused
 from libs.contracts.registry import Event, Subject, request_subject, service_contract
 from libs.contracts.streams import StreamSpec
 
@@ -187,8 +186,8 @@ class RemoveAgent(Contract):
 class AgentRemoved(Contract):
     """One of `org`'s own agents or bots, removed by `by`, an admin of it. `made_at` is when
     the agent removed was made: its readers act once that one is gone, and on what was its
-    alone, not an agent's made again under its id since (None from the release that named
-    it, read as it is heard)."""
+    alone, not an agent's made again under its id since (`libs.removals`). The release that
+    named it set it nowhere."""
 
     org: OrgId
     agent: str
@@ -201,19 +200,6 @@ class StandingRequest(Contract):
 
     org: OrgId
     id: Annotated[str, msgspec.Meta(max_length=200)]
-
-
-def made_again_at(removed: AgentRemoved, standing: Agent | None) -> datetime | None:
-    """When an agent was made again under the id `removed` names, as `standing` (the agent
-    of that id now, None if none stands) tells; refused 503 while the removed one still
-    stands, as it is announced before it is deleted, so that its announcement is read
-    again. What is the removed one's is what was before that time."""
-    if standing is None:
-        return None
-    if standing.created_at == removed.made_at:
-        why = f"{removed.agent} is announced removed and not yet deleted"
-        raise Refused("agent-not-yet-removed", 503, why)
-    return standing.created_at
 
 
 AGENT_REMOVED = Event(

@@ -11,6 +11,7 @@ from libs.contracts import agents, codec, poa
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
+from libs.removals import made_again_at
 from libs.runtime import pages
 from libs.runtime.calls import call
 from libs.runtime.kv import Conflict
@@ -86,42 +87,25 @@ class Handlers:
         asks still open under it are finished.
 
         The grants are read once the agent is gone (it is announced before it is deleted;
-        told when it was made, `_made_again_at`), so that one issued meanwhile is either read
+        told when it was made, `made_again_at`), so that one issued meanwhile is either read
         here or finds it gone when stored (`_delegate_stands`). A removal cut short between
         the two is asked again and announced again; this announcement is then parked, the
         agent standing. Read late, after an agent was made again under the id, the grants
         issued to that one are its own, and stand."""
-        made_again_at = await self._made_again_at(removed)
+        since = await made_again_at(self._nc, removed, caller="poa")
         every = await self._grants.of_org(removed.org)
         for owner in sorted({r.owner for r in every}):
             theirs = grants.all_held([r for r in every if r.owner == owner])
             theirs.sort(key=lambda r: r.issued_at)  # a parent before what it delegated
             revoked: set[str] = set()
             for named in theirs:
-                if grants.names_removed(named, removed.agent, made_again_at) and (
-                    named.id not in revoked
-                ):
+                if named.id not in revoked and grants.names_removed(named, removed.agent, since):
                     data = {"delegate_removed": removed.agent}
                     _, ids = await self._revoked(named, theirs, actor=removed.by, data=data)
                     revoked |= ids
             if revoked:
                 person = Principal(org=removed.org, sub=owner)
                 await self.asking.revoked(person, revoked, removal=removed)
-
-    async def _made_again_at(self, removed: agents.AgentRemoved) -> datetime | None:
-        """When an agent was made again under the removed one's id, if one stands, asked
-        of the agents service (`agents.made_again_at`). Without `made_at` (announced by a
-        release before), none, at once."""
-        if removed.made_at is None:
-            return None
-        standing = agents.StandingRequest(org=removed.org, id=removed.agent)
-        try:
-            agent = await call(self._nc, agents.STANDING, standing, caller="poa")
-        except Refused as exc:
-            if exc.problem.status != 404:
-                raise
-            agent = None
-        return agents.made_again_at(removed, agent)
 
     async def _revoked(
         self,

@@ -7,6 +7,7 @@ from datetime import datetime
 import msgspec
 
 from libs.contracts.base import home_org
+from libs.contracts.chonk import is_chonk_bot
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.rooms import ORG, CreateRoom, Member, Message, Room
@@ -83,6 +84,13 @@ def without(room: Room | None, member_id: str) -> Room | None:
         return None
     kept = tuple(m for m in room.members if m.id != member_id)
     return msgspec.structs.replace(room, members=kept)
+
+
+def by_what_it_is(org: str, member: str) -> bool:
+    """Whether `member` is in its rooms by what it is, not by whom it was made as, and so
+    stays in them when an agent of its id is removed: the org's ambient agent, in every room
+    of the org, and a Chonk's bot, in the rooms it shares with each person."""
+    return member == ambient_id(org) or is_chonk_bot(org, member)
 
 
 def of_removed(room: Room, made_again_at: datetime | None) -> bool:

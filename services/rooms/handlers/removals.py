@@ -1,16 +1,12 @@
 """An org's agent or bot its admin removed leaves every room it was in: made again under its
 id, it is another agent, which neither lists nor reads the removed one's rooms (as no grant
 of the removed one's is its, in PoA). The org's ambient agent is a member of every room of
-the org by what it is, not by whom it was made as, and stays; so is a Chonk's bot of the
-rooms it shares with each person, which an org's bot made under its id before the name
-was kept would take with it."""
-
-from datetime import datetime
+the org by what it is, not by whom it was made as, and stays. So does a Chonk's bot: an
+org's bot made under its id before the name was kept, removed, leaves none of the rooms
+that Chonk shares with each person."""
 
 from libs.contracts import agents
-from libs.contracts.chonk import is_chonk_bot
-from libs.contracts.problem import Refused
-from libs.runtime.calls import call
+from libs.removals import made_again_at
 from services.rooms.domain import members
 from services.rooms.handlers.common import Rooms
 
@@ -24,14 +20,12 @@ class Removals(Rooms):
         again under the id, the rooms made since are that one's, and it stays in them.
         Delivered again, the rooms it has left are not found again, and those it had not
         are left."""
-        if removed.agent == members.ambient_id(removed.org) or is_chonk_bot(
-            removed.org, removed.agent
-        ):
+        if members.by_what_it_is(removed.org, removed.agent):
             return
-        made_again_at = await self._made_again_at(removed)
+        since = await made_again_at(self._nc, removed, caller="rooms")
         for room_id in await self._store.rooms_with(removed.agent):
             room = await self._store.room(room_id)
-            if room is not None and not members.of_removed(room, made_again_at):
+            if room is not None and not members.of_removed(room, since):
                 continue
 
             def record(_before: object, _after: object, room_id: str = room_id):
@@ -44,18 +38,3 @@ class Removals(Rooms):
                 )
 
             await self._store.leave(room_id, removed.agent, record)
-
-    async def _made_again_at(self, removed: agents.AgentRemoved) -> datetime | None:
-        """When an agent was made again under the removed one's id, if one stands, asked
-        of the agents service (`agents.made_again_at`). Without `made_at` (announced by a
-        release before), none, at once."""
-        if removed.made_at is None:
-            return None
-        standing = agents.StandingRequest(org=removed.org, id=removed.agent)
-        try:
-            agent = await call(self._nc, agents.STANDING, standing, caller="rooms")
-        except Refused as exc:
-            if exc.problem.status != 404:
-                raise
-            agent = None
-        return agents.made_again_at(removed, agent)
