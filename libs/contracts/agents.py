@@ -400,6 +400,7 @@ CONTRACT = service_contract(
         "agents-meter",
         "agents-making",
         "agents-replies",
+        "agents-awaiting",
     ),
     streams=(METER,),
     # The gateway takes a token acting as an org's agent or bot only while it stands.

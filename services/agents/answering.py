@@ -59,11 +59,14 @@ class Answering:
             case AccountCreated(user=user):
                 agent, made = await self._handlers.provision(user)
                 _log.info("account provisioned", extra={"agent": agent.id, "made": made})
+                await self._answer_awaiting(agent)
             case rooms.MessageStored(answerer=str()):
                 await self.answer(event)
 
     async def answer(self, stored: rooms.MessageStored) -> None:
         agent = await self._agent(stored.answerer or "", stored.org)
+        if agent is None:
+            agent = await self._awaited(stored)
         if agent is None:
             return  # a person without an agent yet, or an org without an ambient agent
         replies = await self._replies(agent, stored)
@@ -89,6 +92,31 @@ class Answering:
             candidates=replies,
         )
         await call(self._nc, ladder.ROUTE, reply, caller="agents")
+
+    async def _awaited(self, stored: rooms.MessageStored) -> Agent | None:
+        """A message for a person's agent not made yet, noted to be answered once it is
+        (`_answer_awaiting`), then the agent looked for again: made meanwhile (the account
+        read at that moment by another replica, which found no note yet), it answers here.
+        One replica reads a person's events in order (`person_of`), but two, one reading the
+        account and the other the message, left the message answered by no one. An org's
+        agent is never awaited: its admin makes it, nothing announces it."""
+        person = person_of(stored)
+        if person is None or (org := home_org(person)) is None:
+            return None
+        key = await self._store.note_awaiting(org, person, stored)
+        agent = await self._store.personal(org, person)
+        if agent is not None:
+            await self._store.answered_awaiting(key)
+        return agent
+
+    async def _answer_awaiting(self, agent: Agent) -> None:
+        """Each message noted for the person's agent before it was made, answered, then its
+        note let go: a note answered twice (its message read again meanwhile) is drafted
+        once and routed once, by the reply's key."""
+        assert agent.user is not None
+        for key, stored in await self._store.awaiting(agent.org, agent.user):
+            await self.answer(stored)
+            await self._store.answered_awaiting(key)
 
     async def undrafted(self, event: AccountCreated | rooms.MessageStored, error: str) -> None:
         """Every try to draft the reply to a message failed, and its reader parked it (a

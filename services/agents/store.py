@@ -9,7 +9,9 @@ Keys in `agents`:
 `agents-meter` `<org>.<YYYY-MM>.<agent>`, `agents-making` `<request key>` for 25 h: the agent a
 keyed create was about to make, and `agents-replies` `<org>.<room>.<seq>.<agent>` for 25 h:
 what an agent drafted in answer to a message, routed again as it was if the message is
-delivered again. Every key that holds a person's thing names the person.
+delivered again, and `agents-awaiting` `<home org>.<user>.<room>.<seq>` for an hour: a
+message for a person's agent read before it was made, answered once it is. Every key that
+holds a person's thing names the person.
 
 A key is read from any replica and its absence from the stream's leader (`_get`): an agent
 is written once, and an org's persona changed a moment ago may be read as it was on
@@ -38,6 +40,7 @@ from libs.contracts.agents import (
     org_agent_key,
 )
 from libs.contracts.base import key_token
+from libs.contracts.rooms import MessageStored
 from libs.runtime import logs
 from libs.runtime.kv import Conflict, Read, delete, open_bucket, put, swap, write_at
 from libs.runtime.leader import exact_reads, newest_seq, seen, value_at
@@ -52,6 +55,9 @@ __all__ = ["AgentStore", "Making", "open_store"]
 MAKING_KEPT_S = 25 * 3600
 # Far past the last redelivery of a message the agent answers.
 REPLIES_KEPT_S = 25 * 3600
+# How long a message read before its person's agent was made waits for it: their account
+# announced with it and read by another replica, or the person put in a room just before.
+AWAITING_KEPT_S = 3600
 
 
 class Making(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -69,6 +75,7 @@ _preferences = codec.decoder(Preferences)
 _roster = codec.decoder(Roster)
 _meter = codec.decoder(AgentMeter)
 _candidates = msgspec.json.Decoder(tuple[str, ...]).decode
+_stored = codec.decoder(MessageStored)
 
 
 class AgentStore:
@@ -80,6 +87,7 @@ class AgentStore:
         self._meter = buckets["agents-meter"]
         self._making = buckets["agents-making"]
         self._replies = buckets["agents-replies"]
+        self._awaiting = buckets["agents-awaiting"]
 
     async def personal(self, org: str, user: str) -> Agent | None:
         found = await self._get(self._agents, f"personal.{org}.{key_token(user)}")
@@ -172,6 +180,21 @@ class AgentStore:
             return _candidates(found)
         return candidates
 
+    async def note_awaiting(self, org: str, user: str, stored: MessageStored) -> str:
+        """`stored`, a message for `user`'s agent read before it was made, noted to be
+        answered once it is: its key."""
+        key = f"{org}.{key_token(user)}.{key_token(stored.room)}.{stored.seq}"
+        await put(self._awaiting, key, codec.encode(stored))
+        return key
+
+    async def awaiting(self, org: str, user: str) -> list[tuple[str, MessageStored]]:
+        """The messages noted for `user`'s agent, each with its key."""
+        entries = await self._exact(self._awaiting, f"{org}.{key_token(user)}.>")
+        return [(e.key, _stored.decode(e.value)) for e in entries if e.value]
+
+    async def answered_awaiting(self, key: str) -> None:
+        await delete(self._awaiting, key)
+
     async def roster(self, org: str) -> Roster:
         found = await self._get(self._agents, f"roster.{org}")
         return Roster() if found is None else _roster.decode(found)
@@ -248,7 +271,11 @@ async def open_store(js: JetStreamContext, *, replicas: int = 1) -> AgentStore:
         name: await open_bucket(js, KeyValueConfig(bucket=name, history=4, replicas=replicas))
         for name in (AGENTS_BUCKET, "agents-personas", "agents-preferences", "agents-meter")
     }
-    for name, kept in (("agents-making", MAKING_KEPT_S), ("agents-replies", REPLIES_KEPT_S)):
+    for name, kept in (
+        ("agents-making", MAKING_KEPT_S),
+        ("agents-replies", REPLIES_KEPT_S),
+        ("agents-awaiting", AWAITING_KEPT_S),
+    ):
         buckets[name] = await open_bucket(
             js, KeyValueConfig(bucket=name, history=1, ttl=kept, replicas=replicas)
         )

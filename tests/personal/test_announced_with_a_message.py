@@ -2,10 +2,14 @@
 what it fetches at once: behind (started again, or slow), it fetched a person's account
 announced together with a message for them, read the message first, found no agent, and
 no one ever answered it. A replica now handles what it holds about one person in the order
-it came (`in_order_of`)."""
+it came (`in_order_of`), and a message read before its person's agent is made (by another
+replica, or the person put in a room first) waits for it (`agents-awaiting`)."""
+
+import contextlib
 
 import msgspec
 import pytest
+from nats.js.errors import NoKeysError
 
 from libs.contracts import agents
 from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
@@ -42,3 +46,29 @@ async def test_a_message_read_with_its_persons_account_is_answered_by_their_new_
         await acks.caught_up("EVENTS", "agents")
         [draft] = await drafts(api, room, people.ada)
     assert draft["reply_to"] == asked["seq"]
+
+
+async def test_a_message_read_before_its_persons_account_is_answered_once_the_account_is(
+    api, operator, people, settings_for, model, acks
+):
+    """Two replicas, one reading a person's account and the other a message for them, could
+    handle the message first: it found no agent, and no one answered it. A message read
+    before its person's agent is made now waits for it (`agents-awaiting`, an hour), and is
+    answered when the account is read, once, with its note let go. Published first here, the
+    message is read first by the one replica as another's would have."""
+    async with serving(
+        agents.CONTRACT, settings_for("agents"), lambda svc: serve_agents(svc, model)
+    ):
+        room = await room_with(api, people, people.bob_id)
+        asked = await say(api, room, people.bob, "Is the report ready?", to=people.ada_id)
+        await acks.caught_up("EVENTS", "agents")
+        assert await drafts(api, room, people.ada) == []
+        account = msgspec.json.encode(AccountCreated(user=people.ada_id))
+        await operator.jetstream().publish(ACCOUNT_CREATED.name, account)
+        await operator.jetstream().publish(ACCOUNT_CREATED.name, account)  # told twice
+        await acks.caught_up("EVENTS", "agents")
+        [draft] = await drafts(api, room, people.ada)
+        assert draft["reply_to"] == asked["seq"]
+        awaiting = await operator.jetstream().key_value("agents-awaiting")
+        with contextlib.suppress(NoKeysError):  # the bucket is the session's, the org this test's
+            assert [k for k in await awaiting.keys() if k.startswith(f"{people.org}.")] == []
