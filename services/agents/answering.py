@@ -105,7 +105,10 @@ class Answering:
             return None
         key = await self._store.note_awaiting(org, person, stored)
         agent = await self._store.personal(org, person)
-        if agent is not None:
+        if agent is None:
+            where = {"agent": stored.answerer, "room": stored.room, "seq": stored.seq}
+            _log.info("a message awaits its person's agent", extra=where)
+        else:
             await self._store.answered_awaiting(key)
         return agent
 
