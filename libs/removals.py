@@ -1,6 +1,6 @@
 """What a service that acts on an org's agent's removal (`tether.evt.agents.agent.removed`)
 asks of the agents service before it does: whether the removed agent is gone yet, and
-whether another was made under its id since, whose are what came after it."""
+whether another was made under its id since, whose own is what came after it."""
 
 from datetime import datetime
 
