@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
 from nats.aio.client import Client
+from prometheus_client import Counter
 
 from libs.audit.trail import Trail
 from libs.contracts import codec, ladder, rooms
@@ -32,6 +33,12 @@ from services.agents.store import AgentStore
 __all__ = ["Answering", "person_of"]
 
 _log = logging.getLogger(__name__)
+AWAITING = Counter(
+    "tether_agents_awaiting",
+    "Messages read before their person's agent was made: left awaiting it, and answered "
+    "from their notes once it was.",
+    ["outcome"],
+)
 _HISTORY = 20
 UNDRAFTED_NOTICE = (
     "I could not draft a reply to this: every try failed, so nothing was sent for it. "
@@ -108,6 +115,7 @@ class Answering:
         if agent is None:
             where = {"agent": stored.answerer, "room": stored.room, "seq": stored.seq}
             _log.info("a message awaits its person's agent", extra=where)
+            AWAITING.labels("awaiting").inc()
         else:
             await self._store.answered_awaiting(key)
         return agent
@@ -120,6 +128,7 @@ class Answering:
         for key, stored in await self._store.awaiting(agent.org, agent.user):
             await self.answer(stored)
             await self._store.answered_awaiting(key)
+            AWAITING.labels("answered").inc()
 
     async def undrafted(self, event: AccountCreated | rooms.MessageStored, error: str) -> None:
         """Every try to draft the reply to a message failed, and its reader parked it (a

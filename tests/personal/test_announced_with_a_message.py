@@ -13,6 +13,7 @@ from nats.js.errors import NoKeysError
 
 from libs.contracts import agents
 from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
+from services.agents.answering import AWAITING
 from services.agents.main import serve as serve_agents
 from tests.personal.conftest import SERVED, drafts, room_with, say
 from tests.support import serving
@@ -56,6 +57,11 @@ async def test_a_message_read_before_its_persons_account_is_answered_once_the_ac
     before its person's agent is made now waits for it (`agents-awaiting`, an hour), and is
     answered when the account is read, once, with its note let go. Published first here, the
     message is read first by the one replica as another's would have."""
+
+    def counted(outcome: str) -> float:
+        return AWAITING.labels(outcome)._value.get()
+
+    before = counted("awaiting"), counted("answered")
     async with serving(
         agents.CONTRACT, settings_for("agents"), lambda svc: serve_agents(svc, model)
     ):
@@ -63,12 +69,14 @@ async def test_a_message_read_before_its_persons_account_is_answered_once_the_ac
         asked = await say(api, room, people.bob, "Is the report ready?", to=people.ada_id)
         await acks.caught_up("EVENTS", "agents")
         assert await drafts(api, room, people.ada) == []
+        assert counted("awaiting") >= before[0] + 1  # and others' events the durable held
         account = msgspec.json.encode(AccountCreated(user=people.ada_id))
         await operator.jetstream().publish(ACCOUNT_CREATED.name, account)
         await operator.jetstream().publish(ACCOUNT_CREATED.name, account)  # told twice
         await acks.caught_up("EVENTS", "agents")
         [draft] = await drafts(api, room, people.ada)
         assert draft["reply_to"] == asked["seq"]
+        assert counted("answered") >= before[1] + 1
         awaiting = await operator.jetstream().key_value("agents-awaiting")
         with contextlib.suppress(NoKeysError):  # the bucket is the session's, the org this test's
             assert [k for k in await awaiting.keys() if k.startswith(f"{people.org}.")] == []
