@@ -186,7 +186,7 @@ class RemoveAgent(Contract):
 class AgentRemoved(Contract):
     """One of `org`'s own agents or bots, removed by `by`, an admin of it. `made_at` is when
     the agent removed was made: its readers act once that one is gone, and on what was its
-    alone, not an agent's made again under its id since (`libs.removals`). The release that
+    alone, not an agent's made again under its id since (`libs.standing`). The release that
     named it set it nowhere."""
 
     org: OrgId

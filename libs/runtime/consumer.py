@@ -185,8 +185,9 @@ class Consumer(Generic[T]):
                     await msg.nak()
                     continue
                 await self._slots.acquire()
-                about = self._about(msg)
-                task = asyncio.create_task(self._one(msg, after=self._last.get(about or "")))
+                about, event = self._about(msg)
+                after = self._last.get(about or "")
+                task = asyncio.create_task(self._one(msg, event, after=after))
                 self._tasks.add(task)
                 task.add_done_callback(functools.partial(self._done, about))
                 if about is not None:
@@ -222,15 +223,17 @@ class Consumer(Generic[T]):
     def stop(self) -> None:
         self._stop.set()
 
-    def _about(self, msg: Msg) -> str | None:
-        """What `in_order_of` says the message is about; None for one it cannot read,
-        which `_one` refuses."""
+    def _about(self, msg: Msg) -> tuple[str | None, Any]:
+        """What `in_order_of` says the message is about, and the message as read, so that
+        `_one` does not read it again; (None, None) without `in_order_of`, or for one it
+        cannot read, which `_one` reads and refuses."""
         if self._in_order_of is None:
-            return None
+            return None, None
         try:
-            return self._in_order_of(self._read(msg))
+            event = self._read(msg)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
+            return None, None
+        return self._in_order_of(event), event
 
     def _done(self, about: str | None, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -238,14 +241,16 @@ class Consumer(Generic[T]):
             del self._last[about]
         self._slots.release()
 
-    async def _one(self, msg: Msg, *, after: asyncio.Task[None] | None = None) -> None:
+    async def _one(
+        self, msg: Msg, event: Any = None, *, after: asyncio.Task[None] | None = None
+    ) -> None:
         where = {"subject": msg.subject, "durable": self._durable}
         logs.REQUEST.set((msg.headers or {}).get(REQUEST_ID_HEADER))  # what published it
         try:
             with self._at_work(msg):
                 if after is not None:  # it never raises: `_one` settles each message
                     await asyncio.wait([after])
-                await self._handle(self._read(msg))
+                await self._handle(self._read(msg) if event is None else event)
             await msg.ack()
             return
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -11,11 +11,10 @@ from libs.contracts import agents, codec, poa
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject
-from libs.removals import made_again_at
 from libs.runtime import pages
-from libs.runtime.calls import call
 from libs.runtime.kv import Conflict
 from libs.runtime.service import Handler, request_digest, request_key
+from libs.standing import made_again_at, standing
 from services.poa.asking import Asking
 from services.poa.domain import ALLOW, ASK_USER, contain, grants, ledger, open_asks, verify
 from services.poa.domain.reading import identity, obj
@@ -271,18 +270,12 @@ class Handlers:
         stored, as a removal meanwhile revokes the grants it finds when the agent is gone,
         which may be before this one was stored; found gone then, the grant is revoked."""
         agent = grants.standing_delegate(record)
-        if agent is None:
+        if agent is None or await standing(self._nc, record.org, agent, caller="poa"):
             return
-        standing = agents.StandingRequest(org=record.org, id=agent)
-        try:
-            await call(self._nc, agents.STANDING, standing, caller="poa")
-        except Refused as exc:
-            if exc.problem.status != 404:
-                raise
-            if stored:
-                await self._revoked(record, [record], actor=p, data={"delegate_removed": agent})
-            why = f"{record.org} has no agent or bot {agent}: never made, or removed"
-            raise Refused("delegate-not-standing", 422, why) from exc
+        if stored:
+            await self._revoked(record, [record], actor=p, data={"delegate_removed": agent})
+        why = f"{record.org} has no agent or bot {agent}: never made, or removed"
+        raise Refused("delegate-not-standing", 422, why)
 
 
 def _outcome(

@@ -93,10 +93,10 @@ def by_what_it_is(org: str, member: str) -> bool:
     return member == ambient_id(org) or is_chonk_bot(org, member)
 
 
-def of_removed(room: Room, made_again_at: datetime | None) -> bool:
-    """Whether a removed agent's id in `room` is the removed one's: a room made after an
-    agent was made again under the id (`made_again_at`) is that one's."""
-    return made_again_at is None or room.created_at < made_again_at
+def of_removed(room: Room, made_again_at: datetime) -> bool:
+    """Whether a removed agent's id in `room` is the removed one's, an agent having been
+    made again under the id at `made_again_at`: a room made after that is the new one's."""
+    return room.created_at < made_again_at
 
 
 def readable_in(room: Room, p: Principal) -> bool:

@@ -6,7 +6,7 @@ org's bot made under its id before the name was kept, removed, leaves none of th
 that Chonk shares with each person."""
 
 from libs.contracts import agents
-from libs.removals import made_again_at
+from libs.standing import made_again_at
 from services.rooms.domain import members
 from services.rooms.handlers.common import Rooms
 
@@ -24,9 +24,10 @@ class Removals(Rooms):
             return
         since = await made_again_at(self._nc, removed, caller="rooms")
         for room_id in await self._store.rooms_with(removed.agent):
-            room = await self._store.room(room_id)
-            if room is not None and not members.of_removed(room, since):
-                continue
+            if since is not None:  # a room made since is the new one's
+                room = await self._store.room(room_id)
+                if room is not None and not members.of_removed(room, since):
+                    continue
 
             def record(_before: object, _after: object, room_id: str = room_id):
                 return self._trail.change(

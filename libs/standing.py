@@ -1,5 +1,6 @@
-"""What a service that acts on an org's agent's removal (`tether.evt.agents.agent.removed`)
-asks of the agents service before it does: whether the removed agent is gone yet, and
+"""What a service asks of the agents service about one of an org's own agents or bots:
+whether it stands now (poa, before it stores a grant naming it), and, for a reader of its
+removal (`tether.evt.agents.agent.removed`), whether the removed one is gone yet and
 whether another was made under its id since, whose own is what came after it."""
 
 from datetime import datetime
@@ -10,7 +11,21 @@ from libs.contracts import agents
 from libs.contracts.problem import Refused
 from libs.runtime.calls import call
 
-__all__ = ["made_again_at"]
+__all__ = ["made_again_at", "standing"]
+
+
+async def standing(nc: Client, org: str, agent_id: str, *, caller: str) -> agents.Agent | None:
+    """`org`'s agent or bot `agent_id` as the agents' bucket's leader holds it; None if it
+    was never made or is removed. A transient failure is raised, never read as gone."""
+    try:
+        agent: agents.Agent = await call(
+            nc, agents.STANDING, agents.StandingRequest(org=org, id=agent_id), caller=caller
+        )
+    except Refused as exc:
+        if exc.problem.status == 404:
+            return None
+        raise
+    return agent
 
 
 async def made_again_at(
@@ -22,13 +37,9 @@ async def made_again_at(
     named it, which set it nowhere) is read as it is heard: none."""
     if removed.made_at is None:
         return None
-    standing = agents.StandingRequest(org=removed.org, id=removed.agent)
-    try:
-        agent: agents.Agent = await call(nc, agents.STANDING, standing, caller=caller)
-    except Refused as exc:
-        if exc.problem.status == 404:
-            return None
-        raise
+    agent = await standing(nc, removed.org, removed.agent, caller=caller)
+    if agent is None:
+        return None
     if agent.created_at == removed.made_at:
         why = f"{removed.agent} is announced removed and not yet deleted"
         raise Refused("agent-not-yet-removed", 503, why)
