@@ -108,6 +108,7 @@ class Handlers:
             await self._note_making(request_key(), agent)
             if not await self._store.create_org_agent(agent):
                 raise Refused("agent-exists", 409, f"{agent.id} exists")
+            await self._admitted_again(agent)
         return agent
 
     async def remove(self, req: agents.RemoveAgent, p: Principal) -> agents.Agent:
@@ -115,9 +116,9 @@ class Handlers:
         it is deleted: a removal cut short after it is asked again, where one announced
         after would find nothing to remove, and the grants would stand), deleted, so it
         answers, runs and acts no more, then off the roster, so its place is free. A create
-        of the same id admitted meanwhile keeps its place; one cut short between the two
-        leaves the id to be let go as any create cut short does. Removed again, it is not
-        found."""
+        of the same id admitted or stored meanwhile keeps its place; one cut short between
+        the two leaves the id to be let go as any create cut short does. Removed again, it
+        is not found."""
         _admin(p, "remove an org agent")
         agent = await self._store.org_agent(p.org, req.id)
         if agent is None:
@@ -129,8 +130,10 @@ class Handlers:
         ) as record:
             await self._store.announce_removal(removed, record.n)
             await self._store.remove_org_agent(agent)
-            await self._store.change_roster(
-                p.org, lambda current: roster.removed(current, agent.id, now)
+            await self._store.change_roster_seeing(
+                p.org,
+                agent.id,
+                lambda current, stored: roster.removed(current, agent.id, now, stored_again=stored),
             )
         return agent
 
@@ -186,6 +189,18 @@ class Handlers:
                 agent.org, lambda current: roster.released(current, left, now)
             )
         await admitted()
+
+    async def _admitted_again(self, agent: agents.Agent) -> None:
+        """Admitted again once stored: a removal of the same id whose delete came between
+        this create's admission and its store took the id off the roster after, as the
+        place of the one it removed, and this agent would stand uncounted. Put back within
+        the plan's capacity; past it (the place was taken meanwhile), let go again, and the
+        create refused."""
+        try:
+            await self._admit(agent)
+        except Refused:
+            await self._store.remove_org_agent(agent)
+            raise
 
     async def _left_behind(self, org: str, now: datetime) -> tuple[str, ...]:
         """The ids on the org's roster, admitted longer ago than a create takes, whose

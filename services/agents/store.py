@@ -211,6 +211,32 @@ class AgentStore:
         )
         return after
 
+    async def change_roster_seeing(
+        self, org: str, agent_id: str, change: Callable[[Roster, bool], Roster]
+    ) -> Roster:
+        """The org's roster after `change(roster, stored)`, written by compare-and-set,
+        `stored` saying whether an agent of `agent_id` is stored. It is read after the
+        roster, in each attempt: a create that stores one after that read admits it again
+        after (`Handlers.create`), so it either finds this write made, or makes this one
+        lose and the next attempt see what it stored."""
+        stored = False
+
+        async def read(kv: KeyValue, key: str) -> list[KeyValue.Entry]:
+            nonlocal stored
+            found = await self._exact(kv, key)
+            stored = bool(await self._exact(self._agents, org_agent_key(org, agent_id)))
+            return found
+
+        _, after = await swap(
+            self._agents,
+            f"roster.{org}",
+            lambda current: change(current, stored),
+            decode=_roster.decode,
+            default=Roster(),
+            read=read,
+        )
+        return after
+
     async def plan(self, org: str) -> str:
         found = await self._exact(self._agents, f"plan.{org}")
         return found[0].value.decode() if found and found[0].value else "free"

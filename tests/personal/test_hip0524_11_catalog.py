@@ -64,16 +64,17 @@ def test_an_id_admitted_anew_while_it_is_let_go_stays():
     assert roster.released(again, (cto.id,), later) == again
 
 
-def test_an_agent_removed_leaves_the_roster_unless_admitted_again_since():
+def test_an_agent_removed_leaves_the_roster_unless_admitted_or_stored_again_since():
     pro = load_catalog(CATALOG.read_bytes()).plans["pro"]
     at = datetime(2026, 12, 5, tzinfo=UTC)
     cto = roster.org_agent("acme", CreateAgent(persona="cto"), at)
     held = roster.admit(roster.Roster(), cto, pro, "pro", at)
     later = at + timedelta(days=1)
-    assert roster.removed(held, cto.id, later) == roster.Roster()
+    assert roster.removed(held, cto.id, later, stored_again=False) == roster.Roster()
     made_again = roster.admit(held, cto, pro, "pro", later)  # as it was being removed
-    assert roster.removed(made_again, cto.id, later) == made_again
-    assert roster.removed(held, "agent:acme:dev", later) == held
+    assert roster.removed(made_again, cto.id, later, stored_again=False) == made_again
+    assert roster.removed(held, cto.id, later, stored_again=True) == held
+    assert roster.removed(held, "agent:acme:dev", later, stored_again=False) == held
 
 
 def test_a_run_bills_each_started_second_at_the_one_rate():

@@ -121,11 +121,11 @@ def released(roster: Roster, left: tuple[str, ...], now: datetime) -> Roster:
     )
 
 
-def removed(roster: Roster, agent_id: str, now: datetime) -> Roster:
-    """The roster without `agent_id`, removed `now`: one a create admitted again since then
-    (made anew as it was removed) stays."""
+def removed(roster: Roster, agent_id: str, now: datetime, *, stored_again: bool) -> Roster:
+    """The roster without `agent_id`, removed `now`: one a create admitted again since then,
+    or stored again (made anew as it was removed), stays."""
     since = roster.admitted.get(agent_id)
-    if since is not None and since >= now:
+    if stored_again or (since is not None and since >= now):
         return roster
     return msgspec.structs.replace(
         roster,
