@@ -303,17 +303,14 @@ async def test_a_removal_announced_and_not_yet_done_takes_nothing_away(
         org=org, agent=cto, by=Principal(org=org, sub=f"{org}/root"),
         made_at=datetime.fromisoformat(made_at),
     )  # fmt: skip
-    await js.publish(AGENT_REMOVED.name, codec.encode(announced))
+    stored = await js.publish(AGENT_REMOVED.name, codec.encode(announced))
 
     async def revoked() -> bool:
         found = await api.get("/v1/poa/grants/poa_stands", headers=people.ada)
         return (await found.json())["revoked"]
 
-    async def heard(durable: str) -> bool:  # put back to be read again
-        return (await js.consumer_info("EVENTS", durable)).num_redelivered > 0
-
-    await eventually(lambda: heard("poa"))
-    await eventually(lambda: heard("rooms"))
+    await acks.tried("poa", stored)  # and handed back, to be read again
+    await acks.tried("rooms", stored)
     assert not await revoked()
     assert cto in await _members(api, room, people.bob)
 
