@@ -103,12 +103,14 @@ class Handlers:
         if await self._persona(p.org, req.persona) is None:
             raise Refused("persona-not-found", 404, f"no persona {req.persona!r} in {p.org}")
         agent = roster.org_agent(p.org, req, self._clock())
-        async with self._trail.change(p.org, actor=p, action="agents.org.create", target=agent.id):
+        async with self._trail.change(
+            p.org, actor=p, action="agents.org.create", target=agent.id
+        ) as record:
             await self._admit(agent)
             await self._note_making(request_key(), agent)
             if not await self._store.create_org_agent(agent):
                 raise Refused("agent-exists", 409, f"{agent.id} exists")
-            await self._admitted_again(agent)
+            await self._admitted_again(agent, p, record.n)
         return agent
 
     async def remove(self, req: agents.RemoveAgent, p: Principal) -> agents.Agent:
@@ -124,12 +126,10 @@ class Handlers:
         if agent is None:
             raise Refused("agent-not-found", 404, f"{p.org} has no agent or bot {req.id}")
         now = self._clock()
-        removed = agents.AgentRemoved(org=p.org, agent=agent.id, by=p, made_at=agent.created_at)
         async with self._trail.change(
             p.org, actor=p, action="agents.org.remove", target=agent.id
         ) as record:
-            await self._store.announce_removal(removed, record.n)
-            await self._store.remove_org_agent(agent)
+            await self._let_go(agent, p, record.n)
             await self._store.change_roster_seeing(
                 p.org,
                 agent.id,
@@ -190,16 +190,24 @@ class Handlers:
             )
         await admitted()
 
-    async def _admitted_again(self, agent: agents.Agent) -> None:
+    async def _let_go(self, agent: agents.Agent, by: Principal, record: int) -> None:
+        """Announced removed under audit record `record`, then deleted."""
+        removed = agents.AgentRemoved(
+            org=agent.org, agent=agent.id, by=by, made_at=agent.created_at
+        )
+        await self._store.announce_removal(removed, record)
+        await self._store.remove_org_agent(agent)
+
+    async def _admitted_again(self, agent: agents.Agent, by: Principal, record: int) -> None:
         """Admitted again once stored: a removal of the same id whose delete came between
         this create's admission and its store took the id off the roster after, as the
         place of the one it removed, and this agent would stand uncounted. Put back within
-        the plan's capacity; past it (the place was taken meanwhile), let go again, and the
-        create refused."""
+        the plan's capacity; past it (the place was taken meanwhile), let go again as a
+        removal lets go (a grant may have named it as it stood), and the create refused."""
         try:
             await self._admit(agent)
         except Refused:
-            await self._store.remove_org_agent(agent)
+            await self._let_go(agent, by, record)
             raise
 
     async def _left_behind(self, org: str, now: datetime) -> tuple[str, ...]:

@@ -10,9 +10,11 @@ from datetime import UTC, datetime
 
 import pytest
 from nats.aio.client import Client
+from nats.js.errors import NotFoundError
 
 from libs.audit.trail import Trail
-from libs.contracts.agents import Agent, CreateAgent, RemoveAgent
+from libs.contracts import codec
+from libs.contracts.agents import AGENT_REMOVED, Agent, AgentRemoved, CreateAgent, RemoveAgent
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.streams import EVENTS
@@ -118,7 +120,8 @@ async def test_a_removal_reads_whether_its_id_stands_again_with_the_roster(store
 
 async def test_a_create_whose_place_was_taken_as_it_stored_lets_its_agent_go(store, replica, org):
     """As above, and another create took the place the removal freed before this one was
-    admitted again: the plan's capacity holds, and this create is refused, its agent gone."""
+    admitted again: the plan's capacity holds, and this create is refused, its agent gone as a
+    removed one goes, announced first."""
     await store.set_plan(org, "pro")  # three agents
     creating = Held(store, "store")
     removing, making = replica(store), replica(creating)
@@ -136,7 +139,22 @@ async def test_a_create_whose_place_was_taken_as_it_stored_lets_its_agent_go(sto
 
     assert refused.value.problem.rule == "over-capacity"
     assert await store.org_agent(org, cto.id) is None
+    announced = await removals(store, org)  # the one let go too: a grant may have named it
+    assert len(announced) == 2 and announced[0].made_at == cto.created_at != announced[1].made_at
     assert sorted(a.id for a in await store.org_agents(org)) == sorted(
         (await store.roster(org)).agents
     )
     assert researcher.id in (await store.roster(org)).agents
+
+
+async def removals(store: AgentStore, org: str) -> list[AgentRemoved]:
+    """The removals announced for `org`, oldest first."""
+    found, seq = [], 1
+    while True:
+        try:
+            msg = await store.js.get_msg(EVENTS.name, seq, subject=AGENT_REMOVED.name, next=True)
+        except NotFoundError:
+            return found
+        if (removed := codec.decoder(AgentRemoved).decode(msg.data)).org == org:
+            found.append(removed)
+        seq = msg.seq + 1
