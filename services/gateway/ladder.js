@@ -105,6 +105,7 @@ async function showRooms() {
     const here = await api("GET", `/v1/ladder/effective?${query}`);
     return roomLevel(room, here, choosing.get(room.id));
   })));
+  $("no-rooms").hidden = rooms.length > 0;
 }
 
 function roomLevel(room, here, chosen) {

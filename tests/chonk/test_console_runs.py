@@ -109,6 +109,14 @@ async def test_an_admin_is_led_to_it_from_every_other_page(api, page):
         await expect(page.get_by_role("link", name="What my org's Chonks did")).to_be_visible()
 
 
+async def test_an_admin_of_an_org_with_no_chonk_is_told_there_is_no_voice_to_set(api, page, org):
+    """The voice's heading stood over nothing for an org that runs no Chonk."""
+    await sign_in(page, token(org=org, user=f"{org}/ada", roles=("admin",)))
+    await expect(page.locator("#no-runs")).to_be_visible()
+    await expect(page.locator("#no-voice")).to_be_visible()
+    await expect(page.locator("#voice")).to_be_hidden()
+
+
 async def test_the_owner_sets_how_the_chonks_speak_from_the_page(api, page, operator):
     """EC-MGR-008 and RC-MGR-03 from the owner console: the dial, a ceiling lowered, a
     Chonk renamed; a ceiling raised is refused with its reason. Before, the voice was set
@@ -116,6 +124,7 @@ async def test_the_owner_sets_how_the_chonks_speak_from_the_page(api, page, oper
     await sign_in(page, PRIYA)
     try:
         await expect(page.locator("#dial")).to_have_value("0.7")
+        await expect(page.locator("#no-voice")).to_be_hidden()
         await page.fill("#dial", "0.1")
         await page.fill("#ceilings input[data-context=safety]", "0.5")
         await page.fill("#skins input[name=name][data-chonk=chonksworth]", "Walter")

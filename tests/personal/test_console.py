@@ -532,6 +532,16 @@ async def test_the_console_shows_what_applies_in_each_room_and_which_setting_dec
     )
 
 
+async def test_a_person_whose_agent_answers_in_no_room_is_told_so(api, page, people):
+    """The rooms' list drew nothing under its heading for a person in none."""
+    await sign_in(page, people)
+    await expect(page.locator("#no-rooms")).to_be_visible()
+    await room_with(api, people, people.bob_id, title="team")
+    await page.reload()
+    await expect(page.locator("#rooms li")).to_have_count(1)
+    await expect(page.locator("#no-rooms")).to_be_hidden()
+
+
 async def test_a_room_the_persons_agent_is_not_in_offers_no_level(api, page, people, connect):
     """A manager agent's room with the person holds no agent of theirs: a level set there
     governed nothing, and the console offered one."""
