@@ -463,17 +463,22 @@ CHROMIUM_FLAGS = [
 
 @contextlib.asynccontextmanager
 async def browser_page(url: str) -> AsyncIterator[Any]:
-    """A page of headless Chromium (Debian's, driven by Playwright) open at `url`."""
+    """A page of headless Chromium (Debian's, driven by Playwright) open at `url`. A script
+    of the page that throws, and nothing catches, fails the test when it ends: the person
+    would see nothing of it but a page that does less."""
     from playwright.async_api import async_playwright
 
+    thrown: list[str] = []
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         try:
             page = await browser.new_page()
+            page.on("pageerror", lambda error: thrown.append(f"{page.url}: {error}"))
             await page.goto(url)
             yield page
         finally:
             await browser.close()
+    assert not thrown, f"a page's script threw: {thrown}"
 
 
 async def led_to(page) -> list[str]:

@@ -210,6 +210,7 @@ async function refresh() {
   try {
     const { closed } = await api("GET", "/v1/windows");
     $("closed").replaceChildren(...closed.map(closedItem));
+    $("none-closed").hidden = closed.length > 0;
   } catch (error) { say(error.message); }
 }
 

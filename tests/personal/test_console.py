@@ -406,6 +406,7 @@ async def test_a_person_sets_their_level_and_window_and_stops_and_edits_pending_
     mine = await (await api.get("/v1/ladder", headers=people.ada)).json()
     assert (mine["settings"]["default"], mine["settings"]["window"]) == ("send", "1m")
 
+    await expect(page.locator("#none-closed")).to_be_visible()
     room = await room_with(api, people, people.bob_id)
     await say(api, room, people.bob, "Can you resend the invoice?", to=people.ada_id)
     item = page.locator("#pending > li[data-kind=window]")
@@ -418,6 +419,7 @@ async def test_a_person_sets_their_level_and_window_and_stops_and_edits_pending_
     assert await _pending(api, people) == []
     stopped = page.locator("#closed li[data-state=stopped]")
     await expect(stopped).to_contain_text("You stopped it: nothing was sent.", timeout=10_000)
+    await expect(page.locator("#none-closed")).to_be_hidden()
 
     await say(api, room, people.bob, "And the receipt?", to=people.ada_id)
     await expect(item).to_have_count(1, timeout=10_000)
