@@ -33,6 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     except NotMade as exc:
         print(f"tether: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # Its reader had what it wanted (`tether contracts | head`), as Python's signal
+        # docs advise: stdout pointed at devnull, so the exit's flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def _up(args: argparse.Namespace) -> int:

@@ -34,6 +34,19 @@ def test_the_document_names_every_subject_with_json_schemas():
     assert schemas["Principal"]["required"] == ["org", "sub"]
 
 
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """`tether contracts | head` printed a BrokenPipeError's traceback under what head
+    showed."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "contracts"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    ) as proc:  # fmt: skip
+        assert proc.stdout.read(10) == b'{\n  "title'
+        proc.stdout.close()
+        assert proc.wait(timeout=30) == 1
+        assert proc.stderr.read() == b""
+
+
 def test_contract_types_refuse_unknown_fields_naming_them():
     with pytest.raises(msgspec.ValidationError, match="unknown field `owner`"):
         msgspec.json.decode(b'{"grant": {}, "owner": "eve"}', type=IssueGrant)
