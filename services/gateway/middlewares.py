@@ -57,10 +57,11 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
     except Refused as exc:
         response = problem_response(exc.problem)
     except web.HTTPException as exc:
+        rule = _RULES.get(exc.status)
         response = problem_response(
             Problem(
-                type=f"urn:tether:problem:{_RULES.get(exc.status, 'http-error')}",
-                title=exc.reason,
+                type=f"urn:tether:problem:{rule or 'http-error'}",
+                title=rule.replace("-", " ") if rule else exc.reason,  # as every rule's
                 status=exc.status,
                 detail=_detail(exc, request),
             )

@@ -67,6 +67,7 @@ async def test_an_unknown_route_is_a_problem_too(client):
     problem = await response.json(content_type=None)
     assert (response.status, problem["type"]) == (404, "urn:tether:problem:not-found")
     assert problem["detail"] == "no route GET /v1/nothing-here"
+    assert problem["title"] == "not found"  # as every rule's title is written
 
 
 async def test_a_method_a_route_does_not_take_is_named_with_those_it_does(client):
@@ -74,6 +75,7 @@ async def test_a_method_a_route_does_not_take_is_named_with_those_it_does(client
     problem = await response.json(content_type=None)
     assert (response.status, problem["type"]) == (405, "urn:tether:problem:method-not-allowed")
     assert problem["detail"] == f"/v1/echo takes {response.headers['Allow']}, not DELETE"
+    assert problem["title"] == "method not allowed"
 
 
 async def test_the_unknown_field_is_named(client):
