@@ -33,6 +33,7 @@ _RETRY_AFTER_503 = "1"
 # A client's own X-Request-Id is taken when it is a plain token; otherwise one is made.
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _RULES = {404: "not-found", 405: "method-not-allowed", 413: "body-too-large"}
+REALM = "tether"
 
 
 def problem_response(problem: Problem) -> web.Response:
@@ -83,11 +84,21 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
         # browser's or a proxy's, and read as the type it says it is.
         response.headers.setdefault("Cache-Control", "no-store")
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        if response.status == 401:  # RFC 9110 §15.5.2: a 401 names the scheme it takes
+            response.headers["WWW-Authenticate"] = _challenge(request)
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"
     child(HTTP_REQUESTS, request.method, name, response.status).inc()
     child(HTTP_SECONDS, request.method, name).observe(time.perf_counter() - started)
     return response
+
+
+def _challenge(request: web.Request) -> str:
+    """RFC 6750 §3's Bearer challenge: `invalid_token` to a request that sent credentials
+    (expired, forged, revoked, malformed), and no error code to one that sent none."""
+    if "Authorization" in request.headers:
+        return f'Bearer realm="{REALM}", error="invalid_token"'
+    return f'Bearer realm="{REALM}"'
 
 
 def _detail(exc: web.HTTPException, request: web.Request) -> str:

@@ -9,7 +9,7 @@ import msgspec
 from libs.contracts.problem import Problem
 from services.gateway.forward import KEYED
 from services.gateway.limits import IDEMPOTENCY_KEY
-from services.gateway.middlewares import REQUEST_ID
+from services.gateway.middlewares import REALM, REQUEST_ID
 from services.gateway.pages import PAGES, SCRIPTS
 from services.gateway.routes import LOCATED, Route
 
@@ -127,6 +127,13 @@ _RETRY_AFTER = {
         "schema": {"type": "integer", "minimum": 1},
     }
 }
+_CHALLENGE = {
+    "WWW-Authenticate": {
+        "description": f'`Bearer realm="{REALM}"`, with `error="invalid_token"` when a token '
+        "was sent (RFC 6750 §3)",
+        "schema": {"type": "string"},
+    }
+}
 _TOKEN = f"a token matching {REQUEST_ID.pattern}"
 _REQUEST_ID_PARAMETER = {
     "name": "X-Request-Id",
@@ -223,6 +230,12 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
         },
     }
     if route.kind != "webhook":
+        op["responses"]["401"] = {
+            "description": "no token, or one refused (expired, forged, revoked): the problem "
+            "names which",
+            "headers": _CHALLENGE,
+            "content": _PROBLEM,
+        }
         op["responses"]["429"] = {
             "description": "over the caller's rate (`rate-limited`) or a line's claims "
             "(`claim-limit`): ask again after Retry-After; or a stream past those the caller "

@@ -62,6 +62,19 @@ async def test_bad_input_is_refused_before_any_service(
     assert echo.handled == []
 
 
+async def test_a_401_names_the_bearer_scheme_and_whether_the_token_sent_was_refused(client):
+    """RFC 9110 §15.5.2 and RFC 6750 §3: a 401 carried no WWW-Authenticate, which a client
+    reads to learn how to authenticate."""
+    none = await client.post("/v1/echo", json={"text": "x"})
+    assert none.status == 401
+    assert none.headers["WWW-Authenticate"] == 'Bearer realm="tether"'
+    expired = await client.post("/v1/echo", json={"text": "x"}, headers=bearer(_expired()))
+    assert expired.status == 401
+    assert expired.headers["WWW-Authenticate"] == 'Bearer realm="tether", error="invalid_token"'
+    allowed = await client.post("/v1/echo", json={"text": "x"}, headers=bearer())
+    assert allowed.status == 201 and "WWW-Authenticate" not in allowed.headers
+
+
 async def test_an_unknown_route_is_a_problem_too(client):
     response = await client.get("/v1/nothing-here", headers=bearer())
     problem = await response.json(content_type=None)
