@@ -33,6 +33,7 @@ async def test_a_stream_s_head_is_its_get_s_answer_with_no_stream_opened(whole_a
         head = await asyncio.wait_for(api.head(path, headers=people.ada), 10)
         assert (head.status, await head.read()) == (200, b""), path
         assert head.headers["Content-Type"] == "text/event-stream", path
+        assert head.headers["X-Accel-Buffering"] == "no", path
     assert await _open(api) == before
     assert (await api.head(streams[0], headers=people.eve)).status == 404
     bad_cursor = await api.head(streams[0], headers=people.ada | {"Last-Event-ID": "x"})

@@ -36,6 +36,10 @@ async def test_members_see_history_then_each_new_message_once(api, operator, peo
     async with api.get(f"/v1/rooms/{room['id']}/messages/stream", headers=people.bob) as stream:
         assert stream.status == 200
         assert stream.headers["Content-Type"] == "text/event-stream"
+        # As every answer of a person's; and passed on by a buffering proxy as it comes.
+        assert stream.headers["Cache-Control"] == "no-store"
+        assert stream.headers["X-Content-Type-Options"] == "nosniff"
+        assert stream.headers["X-Accel-Buffering"] == "no"
         [(seq, first)] = await _events(stream, 1)
         assert (seq, first) == (old["seq"], old)
         sent = [
