@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -28,7 +29,7 @@ import msgspec
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from prometheus_client import Counter
+from prometheus_client import Counter, Histogram
 
 from libs.contracts.principal import REQUEST_ID_HEADER
 from libs.contracts.problem import KEY_REUSED, Refused, Unavailable
@@ -55,6 +56,13 @@ DEAD_LETTERS = Counter(
 )
 RETRIES = Counter(
     "tether_redeliveries", "Messages handed back for another try, by reader.", ["durable"]
+)
+LAG = Histogram(
+    "tether_reader_lag_seconds",
+    "From a message's arrival in its stream to its reader's acknowledgement, by reader: how "
+    "far behind what is published a reader is (its retries included).",
+    ["durable"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900),
 )
 
 
@@ -252,6 +260,8 @@ class Consumer(Generic[T]):
                     await asyncio.wait([after])
                 await self._handle(self._read(msg) if event is None else event)
             await msg.ack()
+            arrived = msg.metadata.timestamp.timestamp()  # the stream's own clock
+            child(LAG, self._durable).observe(max(0.0, time.time() - arrived))
             return
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             error = str(exc)

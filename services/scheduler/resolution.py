@@ -3,19 +3,29 @@
 import math
 from collections import deque
 
+from prometheus_client import Histogram
+
 from libs.contracts.scheduler import Resolution
 
 __all__ = ["Lateness"]
 
 
+LATE = Histogram(
+    "tether_scheduler_late_seconds",
+    "How late after its due time each timer fired: a window's end, a follow-up, a cadence.",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60),
+)
+
+
 class Lateness:
-    """The last `size` lateness samples (ms) of this replica's fires."""
+    """The last `size` lateness samples (ms) of this replica's fires, each counted too."""
 
     def __init__(self, size: int = 2000) -> None:
         self._samples: deque[float] = deque(maxlen=size)
 
     def record(self, late_ms: float) -> None:
         self._samples.append(late_ms)
+        LATE.observe(max(0.0, late_ms) / 1000)
 
     def resolution(self) -> Resolution:
         ordered = sorted(self._samples)

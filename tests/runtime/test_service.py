@@ -229,6 +229,7 @@ async def test_ops_endpoint_serves_metrics_and_health(settings_for, connect):
             metrics = await (await http.get(f"{base}/metrics")).text()
             healthz = await http.get(f"{base}/healthz")
     assert 'tether_requests_total{outcome="ok",service="echo",subject="tether.echo.say"}' in metrics
+    assert "_created" not in metrics  # a series beside each that nothing reads
     assert healthz.status == 200
 
 
