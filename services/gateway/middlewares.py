@@ -88,8 +88,12 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
             response.headers["WWW-Authenticate"] = _challenge(request)
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"
+    seconds = time.perf_counter() - started
     child(HTTP_REQUESTS, request.method, name, response.status).inc()
-    child(HTTP_SECONDS, request.method, name).observe(time.perf_counter() - started)
+    child(HTTP_SECONDS, request.method, name).observe(seconds)
+    if _log.isEnabledFor(logging.DEBUG):  # an operator finding one request by its id
+        answered = {"method": request.method, "route": name, "status": response.status}
+        _log.debug("answered", extra={**answered, "seconds": round(seconds, 6)})
     return response
 
 

@@ -1,6 +1,7 @@
 """Every kind of bad input gets its own clear 4xx problem, and none reaches a service."""
 
 import codecs
+import logging
 import time
 
 import jwt
@@ -73,6 +74,18 @@ async def test_a_401_names_the_bearer_scheme_and_whether_the_token_sent_was_refu
     assert expired.headers["WWW-Authenticate"] == 'Bearer realm="tether", error="invalid_token"'
     allowed = await client.post("/v1/echo", json={"text": "x"}, headers=bearer())
     assert allowed.status == 201 and "WWW-Authenticate" not in allowed.headers
+
+
+async def test_at_debug_each_answer_is_a_log_line_a_refusal_too(client, caplog):
+    """A client reports a request by the X-Request-Id its answer carried; a refusal reached
+    no service, and no line anywhere named it. At DEBUG the gateway writes one per answer."""
+    caplog.set_level(logging.DEBUG, logger="services.gateway.middlewares")
+    await client.post("/v1/echo", json={"text": "x", "colour": "red"}, headers=bearer())
+    await client.post("/v1/echo", json={"text": "x"}, headers=bearer())
+    answered = [
+        (r.method, r.route, r.status) for r in caplog.records if r.getMessage() == "answered"
+    ]
+    assert answered == [("POST", "/v1/echo", 422), ("POST", "/v1/echo", 201)]
 
 
 async def test_an_unknown_route_is_a_problem_too(client):
