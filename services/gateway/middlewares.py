@@ -119,6 +119,8 @@ def _detail(exc: web.HTTPException, request: web.Request) -> str:
 
 async def named(_: web.Request, response: web.StreamResponse) -> None:
     """Every answer, a stream's too, says which request it answers: the id its log lines,
-    and every service's for it, name."""
+    and every service's for it, name. It names the server, not the Python and aiohttp
+    versions behind it (aiohttp's own `Server`), which tell a scanner what to try."""
+    response.headers["Server"] = "tether"
     if (request_id := logs.REQUEST.get()) is not None:
         response.headers["X-Request-Id"] = request_id

@@ -74,6 +74,8 @@ async def test_a_401_names_the_bearer_scheme_and_whether_the_token_sent_was_refu
     assert expired.headers["WWW-Authenticate"] == 'Bearer realm="tether", error="invalid_token"'
     allowed = await client.post("/v1/echo", json={"text": "x"}, headers=bearer())
     assert allowed.status == 201 and "WWW-Authenticate" not in allowed.headers
+    # And no answer names the Python and aiohttp versions behind it.
+    assert {r.headers["Server"] for r in (none, expired, allowed)} == {"tether"}
 
 
 async def test_at_debug_each_answer_is_a_log_line_a_refusal_too(client, caplog):

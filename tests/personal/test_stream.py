@@ -40,6 +40,7 @@ async def test_members_see_history_then_each_new_message_once(api, operator, peo
         assert stream.headers["Cache-Control"] == "no-store"
         assert stream.headers["X-Content-Type-Options"] == "nosniff"
         assert stream.headers["X-Accel-Buffering"] == "no"
+        assert stream.headers["Server"] == "tether"
         [(seq, first)] = await _events(stream, 1)
         assert (seq, first) == (old["seq"], old)
         sent = [
