@@ -22,7 +22,7 @@ from services.gateway.events import room_stream
 from services.gateway.forward import NATS, forwarding
 from services.gateway.limits import IdempotencyKeys, RateLimiter
 from services.gateway.mcp import mcp_endpoint
-from services.gateway.middlewares import named, problems
+from services.gateway.middlewares import headed, problems
 from services.gateway.openapi import openapi
 from services.gateway.pages import HARDENED, PAGES, SCRIPTS, policy
 from services.gateway.pending import pending_list, pending_stream
@@ -60,7 +60,7 @@ def init_app(
         retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     )
     app = web.Application(client_max_size=MAX_BODY, middlewares=[problems])
-    app.on_response_prepare.append(named)
+    app.on_response_prepare.append(headed)
     app[REDIS] = redis
     app[STREAMS] = OpenStreams(settings.streams_per_caller)
     app.on_shutdown.append(close_streams)

@@ -1,5 +1,5 @@
 """The one middleware: every request is named (X-Request-Id) and counted, and every refusal
-leaves as a problem document."""
+leaves as a problem document; and the headers every answer carries, set as it is sent."""
 
 import logging
 import re
@@ -15,7 +15,7 @@ from libs.contracts.problem import Problem, Refused
 from libs.runtime import logs
 from libs.runtime.metrics import child
 
-__all__ = ["REQUEST_ID", "named", "problem_response", "problems"]
+__all__ = ["REQUEST_ID", "headed", "problem_response", "problems"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _log = logging.getLogger(__name__)
@@ -74,18 +74,6 @@ async def problems(request: web.Request, handler: Handler) -> web.StreamResponse
         _log.exception("request failed", extra={"path": request.path})
         why = f"the gateway logged why as incident {incident}"
         response = problem_response(Refused("internal", 500, why).problem)
-    if not response.prepared:
-        if response.status == 503:
-            # Transient (the bus, the store, a service away or electing a leader): ask
-            # again soon. A client's retry that honours the header waits no longer than
-            # it must.
-            response.headers.setdefault("Retry-After", _RETRY_AFTER_503)
-        # Each answer is one caller's (their rooms, lines, grants): kept by no cache, a
-        # browser's or a proxy's, and read as the type it says it is.
-        response.headers.setdefault("Cache-Control", "no-store")
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        if response.status == 401:  # RFC 9110 §15.5.2: a 401 names the scheme it takes
-            response.headers["WWW-Authenticate"] = _challenge(request)
     route = request.match_info.route.resource
     name = route.canonical if route is not None else "unmatched"
     seconds = time.perf_counter() - started
@@ -117,10 +105,22 @@ def _detail(exc: web.HTTPException, request: web.Request) -> str:
     return exc.reason
 
 
-async def named(_: web.Request, response: web.StreamResponse) -> None:
-    """Every answer, a stream's too, says which request it answers: the id its log lines,
-    and every service's for it, name. It names the server, not the Python and aiohttp
-    versions behind it (aiohttp's own `Server`), which tell a scanner what to try."""
-    response.headers["Server"] = "tether"
+async def headed(request: web.Request, response: web.StreamResponse) -> None:
+    """Every answer's headers, set as it is sent, a stream's too (its headers go before its
+    first event, long before the handler returns). It says which request it answers: the
+    id its log lines, and every service's for it, name. It names the server, not the Python
+    and aiohttp versions behind it (aiohttp's own `Server`), which tell a scanner what to
+    try. Being one caller's (their rooms, lines, grants), it is kept by no cache, a
+    browser's or a proxy's, and read as the type it says it is."""
+    headers = response.headers
+    headers["Server"] = "tether"
     if (request_id := logs.REQUEST.get()) is not None:
-        response.headers["X-Request-Id"] = request_id
+        headers["X-Request-Id"] = request_id
+    headers.setdefault("Cache-Control", "no-store")
+    headers.setdefault("X-Content-Type-Options", "nosniff")
+    if response.status == 503:
+        # Transient (the bus, the store, a service away or electing a leader): ask again
+        # soon. A client's retry that honours the header waits no longer than it must.
+        headers.setdefault("Retry-After", _RETRY_AFTER_503)
+    if response.status == 401:  # RFC 9110 §15.5.2: a 401 names the scheme it takes
+        headers["WWW-Authenticate"] = _challenge(request)

@@ -46,15 +46,9 @@ BUS_BACK = b"\x00bus-back"
 AGAIN = b"\x00again"
 KEEPALIVE_S = 15.0
 OPEN = Gauge("tether_http_streams_open", "Server-sent event streams open in this gateway process.")
-# Sent before the first event, past the middleware that sets the last two on every other
-# answer: a person's stream kept by no cache, read as the type it says. A proxy in front
-# (ingress-nginx buffers what it passes on by default) passes each event as it comes.
-EVENT_STREAM = {
-    "Content-Type": "text/event-stream",
-    "X-Accel-Buffering": "no",
-    "Cache-Control": "no-store",
-    "X-Content-Type-Options": "nosniff",
-}
+# A proxy in front (ingress-nginx buffers what it passes on by default) passes each event
+# as it comes.
+EVENT_STREAM = {"Content-Type": "text/event-stream", "X-Accel-Buffering": "no"}
 
 
 class OpenStreams:
