@@ -107,9 +107,11 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
     for route in routes:
         if route.location is not None:
             _link(route, paths[route.path][route.method.lower()], routes)
+    tags = _tag(paths)
     return {
         "openapi": "3.1.0",
         "info": {"title": "tether", "version": version, "description": _ABOUT},
+        "tags": [{"name": t, **({"description": _AREAS[t]} if t in _AREAS else {})} for t in tags],
         "paths": paths,
         "components": {
             "schemas": schemas,
@@ -165,8 +167,58 @@ _REQUEST_ID_HEADER = {
 }
 
 
-def _operation_id(route: Route) -> str:
-    return "_".join([route.method.lower(), *re.findall(r"\w+", route.path)])
+# What each part of the API is, in the specs' words: the tag a client's generator names its
+# class after, and a reader's index.
+_AREAS = {
+    "probes": "Whether the gateway and the services behind it answer, for a load balancer.",
+    "document": "This document.",
+    "console": "The console's pages and scripts, what a person's browser loads.",
+    "pending": "Everything waiting on the person, across services.",
+    "poa": "Power-of-Action grants: what an agent may buy, send or change, verified to ALLOW, "
+    "ASK_USER or DENY with a rule id; the acts recorded and the asks waiting on the person.",
+    "agents": "The person's one personal agent and the persona it wears; the org's own "
+    "agents and bots, and its persona library.",
+    "preferences": "What the person's agent is told of how they like to be answered.",
+    "billing": "The org's capacity in use (the roster) and its metered runtime.",
+    "rooms": "Rooms, their messages (each with its authoring kind), questions and drafts.",
+    "lines": "The person's own lines (a number, an address) their agent answers by.",
+    "carriers": "The carriers' webhooks, each verified by its line's own signing secret.",
+    "ladder": "The person's ladder (draft, confirm, send) by scope, their window, and the "
+    "org's ceiling, which only lowers it.",
+    "windows": "Sends waiting out their window, which the person may edit, replace or stop.",
+    "confirmations": "The replies the person's agent asked them to confirm.",
+    "mod": "Mods installed, the surface they offer, the layers of patches arranging the app, "
+    "and the drafts an agent writes over them.",
+    "mcp": "The `mod` tool, for an agent, over MCP.",
+    "chonk": "Manager agents (Chonks): runs inside charters, their receipts, the packets "
+    "left to a person, the org's voice, and what they know.",
+}
+
+
+def _named(method: str, path: str) -> str:
+    return "_".join([method.lower(), *re.findall(r"\w+", path)])
+
+
+def _tag(paths: dict[str, dict[str, Any]]) -> list[str]:
+    """Each operation named, and tagged with its part of the API as its path begins unless
+    tagged already; the tags, in the order they first come."""
+    tags: dict[str, None] = {}
+    for path, operations in paths.items():
+        for method, op in operations.items():
+            op.setdefault("operationId", _named(method, path))
+            op.setdefault("tags", [_area(path)])
+            tags.update(dict.fromkeys(op["tags"]))
+    return list(tags)
+
+
+def _area(path: str) -> str:
+    if path.startswith(("/healthz", "/readyz")):
+        return "probes"
+    if path.startswith("/console"):
+        return "console"
+    if path == "/v1/openapi.json":
+        return "document"
+    return path.split("/")[2]
 
 
 def _link(route: Route, op: dict[str, Any], routes: Sequence[Route]) -> None:
@@ -177,8 +229,8 @@ def _link(route: Route, op: dict[str, Any], routes: Sequence[Route]) -> None:
     fields = LOCATED.findall(route.location)
     made = LOCATED.sub("{}", route.location)
     links = {
-        _operation_id(r): {
-            "operationId": _operation_id(r),
+        _named(r.method, r.path): {
+            "operationId": _named(r.method, r.path),
             "parameters": {
                 name: f"$response.body#/{field.replace('.', '/')}"
                 for name, field in zip(r.path_params, fields, strict=True)
@@ -204,8 +256,9 @@ def _on(path: str, made: str) -> bool:
 def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
     request, reply = route.subject.request.__name__, route.subject.reply.__name__
     op: dict[str, Any] = {
-        "operationId": _operation_id(route),
+        "operationId": _named(route.method, route.path),
         "summary": route.summary,
+        "tags": ["carriers" if route.kind == "webhook" else _area(route.path)],
         "x-subject": route.subject.name,
         "parameters": [
             {"name": p, "in": "path", "required": True, "schema": schemas[request]["properties"][p]}

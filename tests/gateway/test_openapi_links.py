@@ -68,3 +68,34 @@ def test_what_a_request_made_is_linked_to_each_operation_on_it():
         },
         ("POST", "/v1/chonk/runs", "201"): {"GET /v1/chonk/runs/{id}"},
     }  # fmt: skip
+
+
+def test_every_operation_is_named_once_and_tagged_with_its_part_of_the_api():
+    # A client's generator names a method after each operationId and a class after each
+    # tag; a reader finds an operation by its part. Each is named, none twice, and each
+    # tag is declared with what that part is.
+    operations = [
+        (method.upper(), path, op)
+        for path, ops in DOCUMENT["paths"].items()
+        for method, op in ops.items()
+    ]
+    names = [op.get("operationId") for *_, op in operations]
+    assert all(name and name.isidentifier() for name in names)
+    assert len(set(names)) == len(names) == len(operations)
+    declared = {t["name"]: t.get("description") for t in DOCUMENT["tags"]}
+    assert all(declared.values())
+    tagged = {(method, path): op["tags"] for method, path, op in operations}
+    assert {tag for tags in tagged.values() for tag in tags} == declared.keys()
+    assert all(len(tags) == 1 for tags in tagged.values())
+    assert tagged["GET", "/readyz/{service}"] == ["probes"]
+    assert tagged["GET", "/console/ladder.js"] == ["console"]
+    assert tagged["POST", "/v1/mcp"] == ["mcp"]
+    assert tagged["POST", "/v1/windows/{id}/stop"] == ["windows"]
+    assert tagged["POST", "/v1/chonk/memory/{id}"] == ["chonk"]
+    # The carriers' webhooks sit under a line's path, but no client of the API calls them.
+    carriers = {path for (_, path), tags in tagged.items() if tags == ["carriers"]}
+    assert carriers == {
+        "/v1/lines/{transport}/inbound", "/v1/lines/{transport}/call",
+        "/v1/lines/{transport}/voicemail", "/v1/lines/{transport}/status",
+    }  # fmt: skip
+    assert tagged["POST", "/v1/lines/{transport}/verify"] == ["lines"]
