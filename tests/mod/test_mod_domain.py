@@ -90,7 +90,8 @@ def test_hip0528_02_a_view_is_a_page_of_its_own_app_or_a_panel_in_an_offered_slo
 def test_hip0528_02_a_view_in_its_own_app_s_slot_is_admitted():
     raw = weather()
     raw["contributes"]["views"] = [{"id": "v", "title": "V", "slot": "acme/weather/weather:side"}]
-    check(raw, slots=frozenset())
+    (view,) = check(raw, slots=frozenset()).contributes.views
+    assert view.slot == "acme/weather/weather:side"
 
 
 @pytest.mark.parametrize("governs", ["authority", "money", "data-leaving", "agent-limits"])
