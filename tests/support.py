@@ -481,6 +481,19 @@ async def browser_page(url: str) -> AsyncIterator[Any]:
     assert not thrown, f"a page's script threw: {thrown}"
 
 
+async def accessible(page) -> None:
+    """The page as it stands passes axe-core's checks (WCAG 2 A and AA, and axe's best
+    practices), each violation named with what it is and where: a person who reads the
+    console by a screen reader, or moves through it by keyboard, is met as anyone."""
+    from axe_playwright_python.async_playwright import Axe
+
+    found = (await Axe().run(page)).response["violations"]
+    assert not found, [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']]}"
+        for v in found
+    ]
+
+
 async def led_to(page) -> list[str]:
     """Where a console page's nav leads the person signed in, in its order."""
     return [await a.get_attribute("href") for a in await page.locator("nav a:visible").all()]

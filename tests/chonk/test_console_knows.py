@@ -6,7 +6,7 @@ from playwright.async_api import expect
 
 from tests.chonk.conftest import ORG
 from tests.chonk.test_ec_mgr_008_voice import speaking
-from tests.support import bearer, browser_page, led_to, token
+from tests.support import accessible, bearer, browser_page, led_to, token
 
 
 @pytest.fixture
@@ -34,6 +34,7 @@ async def test_a_person_reads_what_is_kept_about_them_redacts_and_answers(api, p
     )
     brief = page.locator("#facts li[data-fact=mem_ana_pref_brief]")
     await expect(brief.locator(".how")).to_contain_text("used for brief timing")  # not brief_timing
+    await accessible(page)  # each fact with its reads and the means to redact or answer it
     await feedback.locator("textarea").fill("Those PRs were a hotfix week.")
     signal = page.locator("#facts li[data-fact=mem_run_checkin_ana_0908_signal]")
     await expect(signal.locator(".what")).to_contain_text("Wednesday meeting hours 6.0")

@@ -9,7 +9,7 @@ from playwright.async_api import expect
 from libs.audit.reading import records
 from tests.chonk.conftest import ORG
 from tests.chonk.test_rc_mgr_02_disputed import dispute_the_check_in
-from tests.support import bearer, browser_page, led_to, token
+from tests.support import accessible, bearer, browser_page, led_to, token
 
 PRIYA = token(org=ORG, user=f"{ORG}/priya", roles=("admin",))
 
@@ -57,6 +57,7 @@ async def test_the_owner_reads_a_runs_message_beside_its_receipts_and_rules(api,
     await expect(page.locator("#actions li").first).to_have_text(
         "Send message (owner) to Priya: autonomous"
     )
+    await accessible(page)  # the run open: its message, sources and rules beside it
     assert await led_to(page) == ["/console", "/console/layout", "/console/knows", "/console/org"]
 
 

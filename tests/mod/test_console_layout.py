@@ -10,7 +10,7 @@ from playwright.async_api import Route, expect
 from tests.mod.conftest import HIDE_BOARD, install, write
 from tests.mod.test_mod_bounds import crowded, renamed
 from tests.personal.conftest import eventually
-from tests.support import browser_page, token
+from tests.support import accessible, browser_page, token
 
 
 @pytest.fixture
@@ -34,6 +34,7 @@ async def test_a_person_keeps_their_agent_s_draft_and_reverts_it_in_the_console(
     await expect(item.locator(".note")).to_have_text("Note: “You never open it”")  # its why
     await expect(item.locator(".left")).to_contain_text("Waits for your Keep")
     await expect(item.locator(".left")).to_contain_text("Expires in 24 h")
+    await accessible(page)  # the rail, the settings, a draft to keep or discard
     await item.get_by_role("button", name="Keep").click()
     await expect(page.locator("#status")).to_contain_text("Kept: version")
     await expect(rail).to_have_count(14)
@@ -55,6 +56,7 @@ async def test_a_person_keeps_their_agent_s_draft_and_reverts_it_in_the_console(
     await expect(rail.filter(has_text="Talk")).to_have_count(1)  # redrawn from the stream
     versions = page.locator("#versions li")
     await expect(versions).to_have_count(2)
+    await accessible(page)  # versions to revert to
     await versions.nth(1).get_by_role("button", name="Revert to this").click()
     await expect(page.locator("#status")).to_contain_text("Reverted: version")
     await expect(rail.filter(has_text="Talk")).to_have_count(0)

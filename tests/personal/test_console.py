@@ -32,7 +32,7 @@ from tests.personal.test_pending import (
     large_asks,
     pending,
 )
-from tests.support import bearer, browser_page, expiring, led_to, token
+from tests.support import accessible, bearer, browser_page, expiring, led_to, token
 
 # A step's answer crosses the gateway, its service and the audit: a fresh `make test` met
 # Playwright's 5 s default once on an approval, the machine busy (list steps wait 10 s).
@@ -124,6 +124,35 @@ async def test_the_first_page_is_what_waits_on_me_live_and_each_is_done_from_it(
     assert await pending(api, people.ada) == []
     sent = [m for m in await history(api, room, people.bob) if m["author"] == people.ada_id]
     assert len(sent) == 1 and sent[0]["drafted_by"] == f"agent:{people.ada_id}"
+
+
+async def test_the_first_page_reads_by_screen_reader_and_keyboard_with_everything_waiting(
+    api, operator, people, page
+):
+    """axe-core's checks, signed out and with each kind the person can act on waiting at
+    once: before, no page had a main landmark, so a screen reader could not go to what
+    waits past the heading and the links."""
+    await accessible(page)
+    await announce(operator, people.ada_id)
+    await sign_in(page, people)
+    room, other = [await room_with(api, people, people.bob_id, title=t) for t in ("deck", "sync")]
+    await say(api, room, people.bob, "Can you send the deck?", to=people.ada_id)
+    await expect(page.locator("#pending > li[data-kind=draft]")).to_have_count(1, timeout=10_000)
+    await set_level(api, people.ada, "confirm", "room", room["id"])
+    await say(api, room, people.bob, "And the notes?", to=people.ada_id)
+    await api.put("/v1/ladder/window", json={"window": "1h"}, headers=people.ada)
+    await set_level(api, people.ada, "send", "room", other["id"])
+    await say(api, other, people.bob, "Thanks!", to=people.ada_id)
+    question = {"text": "Lunch on Friday?", "to": people.ada_id, "options": ["Yes", "No"]}
+    asked = await api.post(f"/v1/rooms/{other['id']}/questions", json=question, headers=people.bob)
+    assert asked.status == 201, await asked.text()
+    await ask_over_the_limit(api, people)
+    kinds = page.locator("#pending > li")
+    await expect(kinds).to_have_count(5, timeout=10_000)
+    assert sorted(await kinds.evaluate_all("items => items.map(i => i.dataset.kind)")) == [
+        "ask", "confirmation", "draft", "question", "window"
+    ]  # fmt: skip
+    await accessible(page)
 
 
 async def test_a_change_to_my_app_says_whether_it_goes_or_is_dropped_at_its_deadline(
@@ -695,6 +724,7 @@ async def test_a_packet_is_decided_from_the_first_page(api, page):
     packet = page.locator("#pending > li[data-kind=packet]", has_text="A question about promotion")
     await expect(packet.locator(".kind")).to_have_text("Mine to decide", timeout=ANSWERED)
     await expect(packet.locator(".text")).to_contain_text("recommends nothing")
+    await accessible(page)
     await packet.get_by_role("button", name="I've decided").click()
     await expect(page.locator("#status")).to_have_text("Marked decided: it leaves your list.")
     await expect(packet).to_have_count(0)

@@ -12,7 +12,7 @@ from libs.contracts.agents import RunEnded
 from tests.mod.conftest import install, weather
 from tests.personal.conftest import announce, eventually
 from tests.personal.test_console import sign_in
-from tests.support import browser_page, led_to, set_plan
+from tests.support import accessible, browser_page, led_to, set_plan
 
 
 @pytest.fixture
@@ -55,6 +55,7 @@ async def test_an_admin_uninstalls_a_mod_of_the_org_on_a_second_click(api, peopl
     await sign_in(page, people, f"{people.org}/root", roles=("admin",))
     mod = page.locator("#installs li[data-mod='acme/weather']")
     await expect(mod).to_contain_text("Weather (acme/weather): may ")
+    await accessible(page)  # the personas, the mod installed, the bill
     uninstall = mod.get_by_role("button")
     await uninstall.click()  # the first click only asks
     await expect(uninstall).to_have_text("Uninstall it, and what uses it")
@@ -94,6 +95,7 @@ async def test_an_admin_reads_the_bill_with_each_agents_runtime(api, operator, p
     await expect(page.locator("#runtime tbody tr")).to_have_text(
         [f"agent:{people.ada_id}{people.ada_id}10.03$0.003000"]
     )
+    await accessible(page)  # the runtime by agent, a table
     assert await led_to(page) == [
         "/console", "/console/layout", "/console/knows", "/console/runs"
     ]  # fmt: skip
@@ -132,6 +134,7 @@ async def test_an_admin_removes_an_agent_of_the_org_on_a_second_click(api, opera
     await sign_in(page, people, f"{people.org}/root", roles=("admin",))
     cto = page.locator(f"#agents li[data-agent='agent:{people.org}:cto']")
     await expect(page.locator("#capacity")).to_contain_text("The org's agents: 1 of 3.")
+    await accessible(page)  # the org's agent, with its button
     remove = cto.get_by_role("button")
     await remove.click()
     await expect(remove).to_have_text("Remove it: it answers and acts no more")
