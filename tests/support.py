@@ -483,8 +483,10 @@ async def browser_page(url: str) -> AsyncIterator[Any]:
 
 async def accessible(page) -> None:
     """The page as it stands passes axe-core's checks (WCAG 2 A and AA, and axe's best
-    practices), each violation named with what it is and where: a person who reads the
-    console by a screen reader, or moves through it by keyboard, is met as anyone."""
+    practices), each violation named with what it is and where, and reflows on a screen
+    320 CSS pixels wide with nothing wider than it (WCAG 1.4.10, which axe cannot see): a
+    person who reads the console by a screen reader, by keyboard or on a phone is met as
+    anyone."""
     from axe_playwright_python.async_playwright import Axe
 
     found = (await Axe().run(page)).response["violations"]
@@ -492,6 +494,24 @@ async def accessible(page) -> None:
         f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']]}"
         for v in found
     ]
+    size = page.viewport_size
+    await page.set_viewport_size({"width": 320, "height": size["height"]})
+    try:
+        wider = await page.evaluate(_WIDER_THAN_THE_SCREEN)
+    finally:
+        await page.set_viewport_size(size)
+    assert not wider, f"wider than a 320-pixel screen: {wider}"
+
+
+# What a page shows past the screen's right edge, by tag, id and class: the outermost of
+# each, not every element within it.
+_WIDER_THAN_THE_SCREEN = """() => {
+  const edge = document.documentElement.clientWidth + 1;
+  const wider = new Set([...document.querySelectorAll("body *")]
+    .filter(e => e.offsetParent !== null && e.getBoundingClientRect().right > edge));
+  return [...wider].filter(e => !wider.has(e.parentElement))
+    .map(e => `${e.tagName.toLowerCase()}#${e.id}.${e.className}`);
+}"""
 
 
 async def led_to(page) -> list[str]:
