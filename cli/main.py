@@ -9,7 +9,10 @@ import json
 import os
 import sys
 import time
+import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import get_args
 
 from libs.contracts import EXTERNAL_EVENTS, SERVICES
@@ -24,6 +27,9 @@ DEV_ORG, DEV_USER = "acme", "acme/ada"
 # Development accounts `tether up` creates, each announced like any account, so each gets
 # its agent the way every person does.
 DEV_ACCOUNTS = (DEV_USER, "acme/bob")
+# How long a command asks a service again that is away for a moment: long enough for the
+# services `tether up` starts to serve.
+_PATIENCE_S = 30
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,26 +208,53 @@ async def _reached():
         return None
 
 
+async def _patiently(command: str, ask: Callable[[], Awaitable[object]]) -> None:
+    """`ask()` done, asked again after a transient failure (a service not serving yet, as
+    `tether up` starts) for up to `_PATIENCE_S`, the last failure raised. Said once, so the
+    wait is not taken for a hang."""
+    from libs.contracts.problem import Unavailable
+
+    deadline, pause = time.monotonic() + _PATIENCE_S, 0.25
+    while True:
+        try:
+            await ask()
+            return
+        except Unavailable as exc:
+            if time.monotonic() + pause > deadline:
+                raise
+            if pause == 0.25:
+                print(f"{command}: {exc}; asking again for up to {_PATIENCE_S} s",
+                      file=sys.stderr, flush=True)  # fmt: skip
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 2.0)
+
+
 def _plan(args: argparse.Namespace) -> int:
     """Put an org on a plan of the catalog, as a billing system's hook would: the agents
-    and bots it may make, its rooms' size. Recorded on the org's chain as the operator's."""
+    and bots it may make, its rooms' size. Recorded on the org's chain as the operator's.
+    Asked again after a transient failure under one key, so it is set and recorded once."""
     from libs.contracts.agents import PLAN, SetPlan
     from libs.contracts.permissions import OPERATOR
     from libs.contracts.principal import Principal
-    from libs.contracts.problem import Refused
+    from libs.contracts.problem import Refused, Unavailable
     from libs.runtime.calls import call
     from libs.runtime.consumer import SYSTEM_ORG
 
     async def run() -> int:
         if (nc := await _reached()) is None:
             return 2
-        by = Principal(org=SYSTEM_ORG, sub=OPERATOR)
+        by, key = Principal(org=SYSTEM_ORG, sub=OPERATOR), uuid.uuid4().hex
+        put = SetPlan(org=args.org, plan=args.plan)
         try:
-            await call(nc, PLAN, SetPlan(org=args.org, plan=args.plan), caller=OPERATOR,
-                       principal=by)  # fmt: skip
+            await _patiently(
+                "tether plan", partial(call, nc, PLAN, put, caller=OPERATOR, principal=by, key=key)
+            )
+        except Unavailable as exc:
+            print(f"tether plan: {exc}; still so after {_PATIENCE_S} s", file=sys.stderr)
+            return 2
         except Refused as exc:
             print(f"tether plan: {exc.problem.detail}", file=sys.stderr)
-            return 2 if exc.problem.status >= 500 else 1
+            return 1
         finally:
             await nc.close()
         print(f"{args.org} is on plan {args.plan}")

@@ -6,21 +6,26 @@ import asyncio
 import json
 import subprocess
 import sys
+from asyncio.subprocess import PIPE
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from importlib.resources import files
 from pathlib import Path
 
+import nats
 import pytest
 
 from libs.audit.reading import records
 from libs.contracts import codec
 from libs.contracts.agents import CreateAgent, RunEnded
+from libs.contracts.permissions import OPERATOR, inbox_prefix
 from libs.runtime.kv import current
+from libs.stack.processes import stop_all
+from libs.stack.servers import free_port, start_nats
 from services.agents.domain import meter, roster
 from services.agents.domain.catalog import load_catalog
 from tests.personal.conftest import announce, eventually, problem
-from tests.support import bearer, set_plan, token
+from tests.support import bearer, module_process, set_plan, token
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = files("services.agents").joinpath("catalog.json")
@@ -276,3 +281,50 @@ async def test_the_operator_puts_an_org_on_a_plan_from_the_command_line(
     assert unknown.stderr == (
         "tether plan: no plan 'gold' in the catalog: enterprise, free, pro, team\n"
     )
+
+
+async def test_a_plan_set_as_the_system_starts_waits_for_the_agents_service_and_is_set_once(
+    stack, tmp_path
+):
+    """`tether plan` run as `tether up` starts, its bus up and its services not serving yet:
+    before, a traceback of NoRespondersError, exit 1. It says so once, asks again under one
+    key, and the plan is set and recorded once as soon as the agents service serves."""
+    port = free_port()
+    config = stack.nats_config | {
+        "listen": f"127.0.0.1:{port}",
+        "http": f"127.0.0.1:{free_port()}",
+        "jetstream": {"store_dir": str(tmp_path / "js")},
+    }
+    server = await asyncio.to_thread(start_nats, config, tmp_path / "nats.json")
+    url = f"nats://127.0.0.1:{port}"
+    try:
+        cli = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cli.main", "plan", "acme-early", "team",
+            env=stack.env(NATS_URL=url), stdout=PIPE, stderr=PIPE,
+        )  # fmt: skip
+        said = await asyncio.wait_for(cli.stderr.readline(), timeout=20)
+        assert said == (
+            b"tether plan: no replica serves tether.agents.plan; asking again for up to 30 s\n"
+        )
+
+        def as_(service: str) -> dict[str, str]:
+            password = stack.passwords[service]
+            return {"NATS_URL": url, "NATS_USER": service, "NATS_PASSWORD": password,
+                    "TETHER_METRICS_PORT": "0"}  # fmt: skip
+
+        async with (
+            module_process("services.agents.main", as_("agents")),
+            module_process("services.audit.main", as_("audit")),  # which records it
+        ):
+            out, err = await asyncio.wait_for(cli.communicate(), timeout=60)
+        assert (cli.returncode, out, err) == (0, b"acme-early is on plan team\n", b"")
+        nc = await nats.connect(url, user=OPERATOR, password=stack.passwords[OPERATOR],
+                                inbox_prefix=inbox_prefix(OPERATOR))  # fmt: skip
+        try:
+            set_ = [r for r in await records(nc.jetstream(), "acme-early")
+                    if r.action == "agents.plan.set"]  # fmt: skip
+        finally:
+            await nc.close()
+        assert [(r.target, r.actor.sub) for r in set_] == [("team", OPERATOR)]
+    finally:
+        await asyncio.to_thread(stop_all, [server])
