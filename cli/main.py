@@ -13,13 +13,16 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import get_args
+from typing import TYPE_CHECKING, get_args
 
 from libs.contracts import EXTERNAL_EVENTS, SERVICES
 from libs.contracts.document import document
 from libs.runtime import logs
 from libs.runtime.settings import BadSetting, LogLevel, Settings, checked_nats_url
 from libs.stack.home import Home, NotMade
+
+if TYPE_CHECKING:
+    from nats.aio.client import Client
 
 __all__ = ["main"]
 
@@ -66,7 +69,7 @@ def _up(args: argparse.Namespace) -> int:
     home = Home()
 
     def ready(url: str, nats_url: str) -> None:
-        asyncio.run(_announce(home.password(OPERATOR), DEV_ACCOUNTS, nats_url))
+        asyncio.run(_announced(home.password(OPERATOR), DEV_ACCOUNTS, nats_url))
         token = _mint(home.jwt_key(), org=DEV_ORG, user=DEV_USER, roles=("admin",), act=None)
         print(f"\ntether is up at {url}  (state in {home.root})", flush=True)
         print(f"development token for {DEV_USER}, admin of {DEV_ORG}:\n{token}", flush=True)
@@ -146,34 +149,46 @@ def _k8s(args: argparse.Namespace) -> int:
 
 
 def _account_created(args: argparse.Namespace) -> int:
-    from libs.contracts.permissions import OPERATOR
+    """Announce each account, asked again while the bus or its stream is away for a moment
+    (the system starting, a node failing over): the announcement's id makes a second one of
+    the same account no second announcement."""
+    from libs.runtime.bus import PEER_OR_BUS_AWAY
 
-    password = Home().password(OPERATOR)
-    try:
-        asyncio.run(_announce(password, args.user, _nats_url()))
-    except Exception as exc:
-        print(f"cannot announce the accounts: {exc!r}", file=sys.stderr)
-        return 2
-    print(f"announced {len(args.user)} account(s)")
-    return 0
+    async def run() -> int:
+        if (nc := await _reached()) is None:
+            return 2
+        try:
+            for user in args.user:
+                await _patiently("tether account created", partial(_announce, nc, user))
+        except PEER_OR_BUS_AWAY as exc:
+            print(f"tether account created: {exc}; still so after {_PATIENCE_S} s",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        finally:
+            await nc.close()
+        print(f"announced {len(args.user)} account(s)")
+        return 0
+
+    return asyncio.run(run())
 
 
-async def _announce(password: str, users: "tuple[str, ...] | list[str]", nats_url: str) -> None:
-    """Publish `account.created` for each user, as an identity provider's hook would."""
+async def _announce(nc: "Client", user: str) -> None:
+    """Publish `account.created` for `user`, as an identity provider's hook would."""
     import msgspec
 
     from libs.contracts.accounts import ACCOUNT_CREATED, AccountCreated
 
-    nc = await _operator(password, nats_url)
+    event = msgspec.convert({"user": user}, AccountCreated)
+    await nc.jetstream().publish(
+        ACCOUNT_CREATED.name, msgspec.json.encode(event), headers={"Nats-Msg-Id": f"account-{user}"}
+    )
+
+
+async def _announced(password: str, users: tuple[str, ...], url: str) -> None:
+    nc = await _operator(password, url)
     try:
-        js = nc.jetstream()
         for user in users:
-            event = msgspec.convert({"user": user}, AccountCreated)
-            await js.publish(
-                ACCOUNT_CREATED.name,
-                msgspec.json.encode(event),
-                headers={"Nats-Msg-Id": f"account-{user}"},
-            )
+            await _announce(nc, user)
     finally:
         await nc.close()
 
@@ -212,14 +227,14 @@ async def _patiently(command: str, ask: Callable[[], Awaitable[object]]) -> None
     """`ask()` done, asked again after a transient failure (a service not serving yet, as
     `tether up` starts) for up to `_PATIENCE_S`, the last failure raised. Said once, so the
     wait is not taken for a hang."""
-    from libs.contracts.problem import Unavailable
+    from libs.runtime.bus import PEER_OR_BUS_AWAY
 
     deadline, pause = time.monotonic() + _PATIENCE_S, 0.25
     while True:
         try:
             await ask()
             return
-        except Unavailable as exc:
+        except PEER_OR_BUS_AWAY as exc:
             if time.monotonic() + pause > deadline:
                 raise
             if pause == 0.25:
@@ -236,7 +251,8 @@ def _plan(args: argparse.Namespace) -> int:
     from libs.contracts.agents import PLAN, SetPlan
     from libs.contracts.permissions import OPERATOR
     from libs.contracts.principal import Principal
-    from libs.contracts.problem import Refused, Unavailable
+    from libs.contracts.problem import Refused
+    from libs.runtime.bus import PEER_OR_BUS_AWAY
     from libs.runtime.calls import call
     from libs.runtime.consumer import SYSTEM_ORG
 
@@ -249,7 +265,7 @@ def _plan(args: argparse.Namespace) -> int:
             await _patiently(
                 "tether plan", partial(call, nc, PLAN, put, caller=OPERATOR, principal=by, key=key)
             )
-        except Unavailable as exc:
+        except PEER_OR_BUS_AWAY as exc:
             print(f"tether plan: {exc}; still so after {_PATIENCE_S} s", file=sys.stderr)
             return 2
         except Refused as exc:

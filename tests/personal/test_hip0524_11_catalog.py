@@ -3,10 +3,12 @@ catalog; capacity refuses, runtime bills, and neither does the other's job; prov
 never needs a balance."""
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
 from asyncio.subprocess import PIPE
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from importlib.resources import files
@@ -19,7 +21,9 @@ from libs.audit.reading import records
 from libs.contracts import codec
 from libs.contracts.agents import CreateAgent, RunEnded
 from libs.contracts.permissions import OPERATOR, inbox_prefix
+from libs.contracts.streams import EVENTS
 from libs.runtime.kv import current
+from libs.runtime.service import ensure_shared_streams
 from libs.stack.processes import stop_all
 from libs.stack.servers import free_port, start_nats
 from services.agents.domain import meter, roster
@@ -289,6 +293,45 @@ async def test_a_plan_set_as_the_system_starts_waits_for_the_agents_service_and_
     """`tether plan` run as `tether up` starts, its bus up and its services not serving yet:
     before, a traceback of NoRespondersError, exit 1. It says so once, asks again under one
     key, and the plan is set and recorded once as soon as the agents service serves."""
+    async with _bus_of_its_own(stack, tmp_path) as (url, nc):
+        cli = await _cli(stack, url, "plan", "acme-early", "team")
+        said = await asyncio.wait_for(cli.stderr.readline(), timeout=20)
+        assert said == (
+            b"tether plan: no replica serves tether.agents.plan; asking again for up to 30 s\n"
+        )
+        async with (
+            module_process("services.agents.main", _serving(stack, url, "agents")),
+            module_process("services.audit.main", _serving(stack, url, "audit")),  # its record
+        ):
+            out, err = await asyncio.wait_for(cli.communicate(), timeout=60)
+        assert (cli.returncode, out, err) == (0, b"acme-early is on plan team\n", b"")
+        set_ = [r for r in await records(nc.jetstream(), "acme-early")
+                if r.action == "agents.plan.set"]  # fmt: skip
+        assert [(r.target, r.actor.sub) for r in set_] == [("team", OPERATOR)]
+
+
+async def test_an_account_announced_as_the_system_starts_waits_for_its_stream(stack, tmp_path):
+    """`tether account created` run before any service has made the EVENTS stream: before,
+    "cannot announce the accounts: NoStreamResponseError()", exit 2, for an identity
+    provider's hook to try again. It asks again until the stream takes it."""
+    async with _bus_of_its_own(stack, tmp_path) as (url, nc):
+        cli = await _cli(stack, url, "account", "created", "acme-early/ada", "acme-early/bob")
+        said = await asyncio.wait_for(cli.stderr.readline(), timeout=20)
+        assert said == (
+            b"tether account created: nats: no response from stream; asking again for up to 30 s\n"
+        )
+        js = nc.jetstream()
+        await ensure_shared_streams(js, [EVENTS.name])  # as the first service to start does
+        out, err = await asyncio.wait_for(cli.communicate(), timeout=60)
+        assert (cli.returncode, out, err) == (0, b"announced 2 account(s)\n", b"")
+        events = await js.stream_info(EVENTS.name)
+        assert events.state.messages == 2
+
+
+@contextlib.asynccontextmanager
+async def _bus_of_its_own(stack, tmp_path) -> AsyncIterator[tuple[str, nats.NATS]]:
+    """A nats-server with the stack's users and nothing made on it or serving it yet, as
+    `tether up` has started it; and the operator's connection to it."""
     port = free_port()
     config = stack.nats_config | {
         "listen": f"127.0.0.1:{port}",
@@ -298,33 +341,25 @@ async def test_a_plan_set_as_the_system_starts_waits_for_the_agents_service_and_
     server = await asyncio.to_thread(start_nats, config, tmp_path / "nats.json")
     url = f"nats://127.0.0.1:{port}"
     try:
-        cli = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "cli.main", "plan", "acme-early", "team",
-            env=stack.env(NATS_URL=url), stdout=PIPE, stderr=PIPE,
-        )  # fmt: skip
-        said = await asyncio.wait_for(cli.stderr.readline(), timeout=20)
-        assert said == (
-            b"tether plan: no replica serves tether.agents.plan; asking again for up to 30 s\n"
-        )
-
-        def as_(service: str) -> dict[str, str]:
-            password = stack.passwords[service]
-            return {"NATS_URL": url, "NATS_USER": service, "NATS_PASSWORD": password,
-                    "TETHER_METRICS_PORT": "0"}  # fmt: skip
-
-        async with (
-            module_process("services.agents.main", as_("agents")),
-            module_process("services.audit.main", as_("audit")),  # which records it
-        ):
-            out, err = await asyncio.wait_for(cli.communicate(), timeout=60)
-        assert (cli.returncode, out, err) == (0, b"acme-early is on plan team\n", b"")
         nc = await nats.connect(url, user=OPERATOR, password=stack.passwords[OPERATOR],
                                 inbox_prefix=inbox_prefix(OPERATOR))  # fmt: skip
         try:
-            set_ = [r for r in await records(nc.jetstream(), "acme-early")
-                    if r.action == "agents.plan.set"]  # fmt: skip
+            yield url, nc
         finally:
             await nc.close()
-        assert [(r.target, r.actor.sub) for r in set_] == [("team", OPERATOR)]
     finally:
         await asyncio.to_thread(stop_all, [server])
+
+
+async def _cli(stack, url: str, *args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cli.main", *args,
+        env=stack.env(NATS_URL=url), stdout=PIPE, stderr=PIPE,
+    )  # fmt: skip
+
+
+def _serving(stack, url: str, service: str) -> dict[str, str]:
+    """What `service`'s process is started with to serve on `url`."""
+    password = stack.passwords[service]
+    return {"NATS_URL": url, "NATS_USER": service, "NATS_PASSWORD": password,
+            "TETHER_METRICS_PORT": "0"}  # fmt: skip
