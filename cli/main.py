@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from importlib.metadata import version
 from typing import TYPE_CHECKING, get_args
 
 from libs.contracts import EXTERNAL_EVENTS, SERVICES
@@ -505,6 +506,7 @@ def _as(kind: str, what: str):
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tether", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"tether {version('tether')}")
     org, person = _as("OrgId", "an org id"), _as("UserId", "a person, OWNER/NAME")
     sub = parser.add_subparsers(required=True)
 

@@ -2,14 +2,20 @@
 (alive: the process answers) and /readyz (ready: it serves on the bus)."""
 
 from collections.abc import Callable
+from importlib.metadata import version
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, disable_created_metrics, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, Info, disable_created_metrics, generate_latest
 
 from libs.runtime.metrics import count_tasks
 from libs.runtime.settings import BadSetting
 
 __all__ = ["start_ops_server"]
+
+BUILD = Info(
+    "tether_build",
+    "The tether release this process runs: during a rollout, which replicas run the new one.",
+)
 
 
 async def start_ops_server(host: str, port: int, *, ready: Callable[[], bool]) -> web.AppRunner:
@@ -24,6 +30,7 @@ async def start_ops_server(host: str, port: int, *, ready: Callable[[], bool]) -
         return web.json_response({"ready": ok}, status=200 if ok else 503)
 
     count_tasks()
+    BUILD.info({"version": version("tether")})
     # Each counter's and histogram's creation time, a series beside each: read by nothing
     # an operator runs (a counter's reset shows in its value), a third more to scrape.
     disable_created_metrics()

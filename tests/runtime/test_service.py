@@ -6,6 +6,8 @@ import logging
 import os
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import msgspec
 import nats
@@ -37,6 +39,8 @@ from tests.support import (
 
 ADA = Principal(org="acme", sub="acme/ada")
 _HEADERS = {PRINCIPAL_HEADER: encode(ADA).decode()}
+_PROJECT = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+RELEASE = _PROJECT["project"]["version"]
 
 
 def _echo_table(echo: Echo):
@@ -230,6 +234,7 @@ async def test_ops_endpoint_serves_metrics_and_health(settings_for, connect):
             healthz = await http.get(f"{base}/healthz")
     assert 'tether_requests_total{outcome="ok",service="echo",subject="tether.echo.say"}' in metrics
     assert "_created" not in metrics  # a series beside each that nothing reads
+    assert f'tether_build_info{{version="{RELEASE}"}} 1.0' in metrics  # which runs, in a rollout
     assert healthz.status == 200
 
 

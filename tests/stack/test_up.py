@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -203,6 +204,17 @@ def test_a_port_that_is_none_is_named_with_its_variable(tmp_path, variable, valu
     assert done.returncode == 1
     assert f"tether up: {variable}={value!r} is not a port (0-65535)" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_command_line_says_the_release_it_is(capsys):
+    from cli.main import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert (stopped.value.code, capsys.readouterr().out) == (
+        0, f"tether {project['project']['version']}\n"
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("minutes", ["0", "-5", "an hour"])
