@@ -24,7 +24,8 @@ from libs.contracts.problem import PROBLEM_HEADER, Problem, Refused
 from libs.contracts.registry import Subject
 from libs.runtime import bus
 from libs.runtime.calls import headers_of
-from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored
+from services.gateway.limits import IdempotencyKeys, Late, RateLimiter, Stored, admit
+from services.gateway.middlewares import QUOTA
 from services.gateway.org_agents import standing
 from services.gateway.routes import LOCATED, Route
 from services.gateway.tokens import is_delegate, principal_from
@@ -168,7 +169,8 @@ async def caller(route: Route, http: web.Request, *, key: str, limiter: RateLimi
     principal = principal_from(authorization, key)
     # Counted before an org agent's standing is read: a removed one's token, sent on and
     # on, costs a bus read each only up to its rate.
-    await limiter.check(principal)
+    http[QUOTA] = quota = await limiter.count(principal)
+    admit(quota)
     await standing(http.app[NATS], principal, authorization, key)
     if is_delegate(principal) and not route.delegates:
         raise Refused(

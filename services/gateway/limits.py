@@ -21,12 +21,15 @@ from libs.contracts.problem import KeyReused, Refused
 
 __all__ = [
     "IDEMPOTENCY_KEY",
+    "WINDOW_S",
     "IdempotencyKeys",
     "Late",
+    "Quota",
     "RateLimited",
     "RateLimiter",
     "StoreUnavailable",
     "Stored",
+    "admit",
     "checked_key",
     "who",
 ]
@@ -34,7 +37,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 # What an Idempotency-Key may be: printable ASCII, as a header carries it everywhere.
 IDEMPOTENCY_KEY = re.compile(r"[ -~]{1,200}")
-_WINDOW_S = 60
+WINDOW_S = 60
 # The most of an answer's body kept under its key. Redis holds every key a day, so it is
 # sized by keys (deploy/k8s: some 800,000 of ~400 bytes): an answer of a MiB (a grant may
 # be one) would hold the room of 2,500. A larger answer is asked of the service again, which
@@ -97,17 +100,36 @@ def _asking_store() -> Iterator[None]:
         raise StoreUnavailable("is full") from exc
 
 
+class Quota(msgspec.Struct, frozen=True):
+    """What a caller's rate leaves them: `limit` requests a minute, `used` of them in this
+    window, which ends in `reset_s` seconds."""
+
+    limit: int
+    used: int
+    reset_s: int
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.limit - self.used)
+
+
 class RateLimited(Refused):
     """Over the principal's rate: 429, with the seconds until its window ends, when asking
     again is counted afresh (the answer's Retry-After)."""
 
-    def __init__(self, limit: int, retry_after: int) -> None:
+    def __init__(self, quota: Quota) -> None:
         super().__init__(
             "rate-limited",
             429,
-            f"more than {limit} requests this minute; slow down",
-            retry_after=retry_after,
+            f"more than {quota.limit} requests this minute; slow down",
+            retry_after=quota.reset_s,
         )
+
+
+def admit(quota: Quota | None) -> None:
+    """Refused 429 once over the rate; no quota, no rate (`TETHER_RATE_LIMIT=0`)."""
+    if quota is not None and quota.used > quota.limit:
+        raise RateLimited(quota)
 
 
 class RateLimiter:
@@ -117,15 +139,15 @@ class RateLimiter:
         self._count = redis.register_script(_COUNT)
         self._limit = per_minute
 
-    async def check(self, principal: Principal) -> None:
+    async def count(self, principal: Principal) -> Quota | None:
+        """The principal's request counted in its window, and what that leaves them."""
         if self._limit <= 0:
-            return
+            return None
         now = time.time()
-        window = int(now) // _WINDOW_S
+        window = int(now) // WINDOW_S
         with _asking_store():
-            n = await self._count(keys=[f"tether:rl:{who(principal)}:{window}"], args=[_WINDOW_S])
-        if n > self._limit:
-            raise RateLimited(self._limit, math.ceil((window + 1) * _WINDOW_S - now))
+            n = await self._count(keys=[f"tether:rl:{who(principal)}:{window}"], args=[WINDOW_S])
+        return Quota(self._limit, n, math.ceil((window + 1) * WINDOW_S - now))
 
 
 class Late(Exception):

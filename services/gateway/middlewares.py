@@ -14,8 +14,9 @@ from prometheus_client import Counter, Histogram
 from libs.contracts.problem import Problem, Refused
 from libs.runtime import logs
 from libs.runtime.metrics import child
+from services.gateway.limits import WINDOW_S, Quota
 
-__all__ = ["REQUEST_ID", "headed", "problem_response", "problems"]
+__all__ = ["QUOTA", "RATE_POLICY", "REQUEST_ID", "headed", "problem_response", "problems"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _log = logging.getLogger(__name__)
@@ -34,6 +35,9 @@ _RETRY_AFTER_503 = "1"
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _RULES = {404: "not-found", 405: "method-not-allowed", 413: "body-too-large"}
 REALM = "tether"
+# What the caller's rate leaves them on this request, said on its answer (`headed`).
+QUOTA = web.RequestKey("quota", Quota | None)
+RATE_POLICY = "per-caller"
 
 
 def problem_response(problem: Problem) -> web.Response:
@@ -124,3 +128,8 @@ async def headed(request: web.Request, response: web.StreamResponse) -> None:
         headers.setdefault("Retry-After", _RETRY_AFTER_503)
     if response.status == 401:  # RFC 9110 §15.5.2: a 401 names the scheme it takes
         headers["WWW-Authenticate"] = _challenge(request)
+    if (quota := request.get(QUOTA)) is not None:
+        # What the caller's rate leaves them, so a client paces itself before a 429
+        # (draft-ietf-httpapi-ratelimit-headers: the policy, then what is left of it).
+        headers["RateLimit-Policy"] = f'"{RATE_POLICY}";q={quota.limit};w={WINDOW_S}'
+        headers["RateLimit"] = f'"{RATE_POLICY}";r={quota.remaining};t={quota.reset_s}'

@@ -8,8 +8,8 @@ import msgspec
 
 from libs.contracts.problem import Problem
 from services.gateway.forward import KEYED
-from services.gateway.limits import IDEMPOTENCY_KEY
-from services.gateway.middlewares import REALM, REQUEST_ID
+from services.gateway.limits import IDEMPOTENCY_KEY, WINDOW_S
+from services.gateway.middlewares import RATE_POLICY, REALM, REQUEST_ID
 from services.gateway.pages import PAGES, SCRIPTS
 from services.gateway.routes import LOCATED, Route
 
@@ -88,8 +88,12 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
                 "security": [{"bearer": []}],
                 "parameters": [_IDEMPOTENCY_KEY_PARAMETER],
                 "responses": {
-                    "200": {"description": "a JSON-RPC 2.0 response", "content": {_JSON: {}}},
-                    "202": {"description": "a notification, taken"},
+                    "200": {
+                        "description": "a JSON-RPC 2.0 response",
+                        "headers": _RATE_HEADERS,
+                        "content": {_JSON: {}},
+                    },
+                    "202": {"description": "a notification, taken", "headers": _RATE_HEADERS},
                     "default": {
                         "description": "a problem naming what was wrong",
                         "content": _PROBLEM,
@@ -160,6 +164,20 @@ _IDEMPOTENCY_KEY_PARAMETER = {
 _REPLAYED_HEADER = {
     "description": "`true` when the answer is the one kept for the request's Idempotency-Key",
     "schema": {"type": "string", "enum": ["true"]},
+}
+# What the caller's rate leaves them, on every answer to a request counted against it
+# (draft-ietf-httpapi-ratelimit-headers); absent where the operator set no rate.
+_RATE_HEADERS = {
+    "RateLimit-Policy": {
+        "description": f'`"{RATE_POLICY}";q=<requests>;w={WINDOW_S}`: the caller\'s rate, '
+        f"requests a {WINDOW_S}-second window (an agent counts apart from its person)",
+        "schema": {"type": "string"},
+    },
+    "RateLimit": {
+        "description": f'`"{RATE_POLICY}";r=<remaining>;t=<seconds>`: what is left of it, '
+        "and the seconds until its window ends",
+        "schema": {"type": "string"},
+    },
 }
 _REQUEST_ID_HEADER = {
     "description": f"the request's id: the client's own, if {_TOKEN}, else one the gateway made",
@@ -353,6 +371,8 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
                 response["headers"] = {**response.get("headers", {}), "Location": where}
     for response in op["responses"].values():
         response["headers"] = {**response.get("headers", {}), "X-Request-Id": _REQUEST_ID_HEADER}
+        if route.kind != "webhook":
+            response["headers"] |= _RATE_HEADERS
     if route.kind == "webhook" and not route.has_body:
         op["security"] = []
     elif route.kind == "webhook":

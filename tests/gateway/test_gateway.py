@@ -194,6 +194,12 @@ async def test_the_rate_limit_is_per_principal(client_for, gateway_settings, ech
     left = 60 - time.time() % 60  # a little less than when it was answered, on a busy machine
     assert 0 <= int(answers[-1].headers["Retry-After"]) - left <= 3
     assert "Retry-After" not in answers[0].headers
+    # Each answer says what the rate leaves, so a client paces itself before a 429.
+    assert {a.headers["RateLimit-Policy"] for a in answers} == {'"per-caller";q=3;w=60'}
+    said = [re.fullmatch(r'"per-caller";r=(\d+);t=(\d+)', a.headers["RateLimit"]) for a in answers]
+    assert [int(m[1]) for m in said] == [2, 1, 0, 0]
+    assert said[-1][2] == answers[-1].headers["Retry-After"]
+    assert all(0 <= int(m[2]) - left <= 3 for m in said)
 
 
 async def test_readyz_asks_every_service_over_the_bus(client_for, gateway_settings, echo):
