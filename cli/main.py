@@ -161,9 +161,7 @@ def _account_created(args: argparse.Namespace) -> int:
         try:
             for user in args.user:
                 await _patiently("tether account created", partial(_announce, nc, user))
-        except PEER_OR_BUS_AWAY as exc:
-            print(f"tether account created: {exc}; still so after {_PATIENCE_S} s",
-                  file=sys.stderr)  # fmt: skip
+        except PEER_OR_BUS_AWAY:  # said
             return 2
         finally:
             await nc.close()
@@ -226,8 +224,8 @@ async def _reached():
 
 async def _patiently(command: str, ask: Callable[[], Awaitable[object]]) -> None:
     """`ask()` done, asked again after a transient failure (a service not serving yet, as
-    `tether up` starts) for up to `_PATIENCE_S`, the last failure raised. Said once, so the
-    wait is not taken for a hang."""
+    `tether up` starts) for up to `_PATIENCE_S`, then the last failure said and raised. Said
+    once as it begins too, so the wait is not taken for a hang."""
     from libs.runtime.bus import PEER_OR_BUS_AWAY
 
     deadline, pause = time.monotonic() + _PATIENCE_S, 0.25
@@ -237,6 +235,7 @@ async def _patiently(command: str, ask: Callable[[], Awaitable[object]]) -> None
             return
         except PEER_OR_BUS_AWAY as exc:
             if time.monotonic() + pause > deadline:
+                print(f"{command}: {exc}; still so after {_PATIENCE_S} s", file=sys.stderr)
                 raise
             if pause == 0.25:
                 print(f"{command}: {exc}; asking again for up to {_PATIENCE_S} s",
@@ -266,8 +265,7 @@ def _plan(args: argparse.Namespace) -> int:
             await _patiently(
                 "tether plan", partial(call, nc, PLAN, put, caller=OPERATOR, principal=by, key=key)
             )
-        except PEER_OR_BUS_AWAY as exc:
-            print(f"tether plan: {exc}; still so after {_PATIENCE_S} s", file=sys.stderr)
+        except PEER_OR_BUS_AWAY:  # said
             return 2
         except Refused as exc:
             print(f"tether plan: {exc.problem.detail}", file=sys.stderr)
