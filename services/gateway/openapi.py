@@ -111,7 +111,7 @@ def openapi(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
     for route in routes:
         if route.location is not None:
             _link(route, paths[route.path][route.method.lower()], routes)
-    tags = _tag(paths)
+    tags = _name_and_tag(paths)
     return {
         "openapi": "3.1.0",
         "info": {"title": "tether", "version": version, "description": _ABOUT},
@@ -217,7 +217,7 @@ def _named(method: str, path: str) -> str:
     return "_".join([method.lower(), *re.findall(r"\w+", path)])
 
 
-def _tag(paths: dict[str, dict[str, Any]]) -> list[str]:
+def _name_and_tag(paths: dict[str, dict[str, Any]]) -> list[str]:
     """Each operation named, and tagged with its part of the API as its path begins unless
     tagged already; the tags, in the order they first come."""
     tags: dict[str, None] = {}
