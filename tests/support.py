@@ -483,8 +483,9 @@ async def browser_page(url: str) -> AsyncIterator[Any]:
 
 async def accessible(page) -> None:
     """The page as it stands passes axe-core's checks (WCAG 2 A and AA, and axe's best
-    practices), each violation named with what it is and where, and reflows on a screen
-    320 CSS pixels wide with nothing wider than it (WCAG 1.4.10, which axe cannot see): a
+    practices), each violation named with what it is and where; shows where the keyboard's
+    focus is on each control it reaches (WCAG 2.4.7); and reflows on a screen 320 CSS pixels
+    wide with nothing wider than it (WCAG 1.4.10). axe sees neither of the last two. A
     person who reads the console by a screen reader, by keyboard or on a phone is met as
     anyone."""
     from axe_playwright_python.async_playwright import Axe
@@ -494,6 +495,8 @@ async def accessible(page) -> None:
         f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']]}"
         for v in found
     ]
+    unseen = await _focused_unseen(page)
+    assert not unseen, f"focused by keyboard with nothing to show it: {unseen}"
     size = page.viewport_size
     await page.set_viewport_size({"width": 320, "height": size["height"]})
     try:
@@ -503,6 +506,39 @@ async def accessible(page) -> None:
     assert not wider, f"wider than a 320-pixel screen: {wider}"
 
 
+async def _focused_unseen(page) -> list[str]:
+    """Each control the Tab key reaches, once round, that shows no outline or shadow while
+    focused, by tag, id, class and text."""
+    unseen: list[str] = []
+    await page.evaluate("() => { delete window.tetherFirstFocused; }")
+    for _ in range(500):
+        await page.keyboard.press("Tab")
+        focused = await page.evaluate(_TAB_REACHED)
+        if focused is None:  # the document itself, between the last control and the first
+            continue
+        if focused["again"]:
+            break
+        if not focused["shown"]:
+            unseen.append(focused["at"])
+    return unseen
+
+
+# The control the Tab key reached: where it is, whether anything draws its focus, and
+# whether it is the first one reached again (the round is done).
+_TAB_REACHED = """() => {
+  const e = document.activeElement;
+  if (!e || e === document.body) return null;
+  const again = e === window.tetherFirstFocused;
+  window.tetherFirstFocused ??= e;
+  const s = getComputedStyle(e);
+  const text = e.textContent.trim().slice(0, 30);
+  return {
+    at: `${e.tagName.toLowerCase()}#${e.id}.${e.className}: ${text}`,
+    // Focus within a control's own parts (a month input's picker) is drawn there.
+    shown: !e.matches(":focus-visible") || s.outlineStyle !== "none" || s.boxShadow !== "none",
+    again,
+  };
+}"""
 # What a page shows past the screen's right edge, by tag, id and class: the outermost of
 # each, not every element within it.
 _WIDER_THAN_THE_SCREEN = """() => {
