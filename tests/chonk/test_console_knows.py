@@ -41,6 +41,7 @@ async def test_a_person_reads_what_is_kept_about_them_redacts_and_answers(api, p
     await signal.get_by_role("button", name="Redact").click()
     await expect(page.locator("#status")).to_have_text("Redacted.")
     await expect(signal.locator(".what")).to_have_text("Signal: redacted")
+    await accessible(page)  # a fact redacted, as it reads now
     await expect(feedback.locator("textarea")).to_have_value("Those PRs were a hotfix week.")
     await feedback.get_by_role("button", name="Answer it").click()
     await expect(page.locator("#status")).to_have_text("Your answer is kept with it.")
