@@ -10,8 +10,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, Info, disable_created_metrics
 from libs.runtime.metrics import count_tasks
 from libs.runtime.settings import BadSetting
 
-__all__ = ["start_ops_server"]
+__all__ = ["RELEASE", "start_ops_server"]
 
+RELEASE = version("tether")  # the package as installed: what this process runs
 BUILD = Info(
     "tether_build",
     "The tether release this process runs: during a rollout, which replicas run the new one.",
@@ -30,7 +31,7 @@ async def start_ops_server(host: str, port: int, *, ready: Callable[[], bool]) -
         return web.json_response({"ready": ok}, status=200 if ok else 503)
 
     count_tasks()
-    BUILD.info({"version": version("tether")})
+    BUILD.info({"version": RELEASE})
     # Each counter's and histogram's creation time, a series beside each: read by nothing
     # an operator runs (a counter's reset shows in its value), a third more to scrape.
     disable_created_metrics()

@@ -41,7 +41,7 @@ from libs.runtime import bus, logs, metrics
 from libs.runtime.consumer import Consumer
 from libs.runtime.kv import led
 from libs.runtime.locks import KeyedLocks
-from libs.runtime.ops import start_ops_server
+from libs.runtime.ops import RELEASE, start_ops_server
 from libs.runtime.replies import Answer, Replies, digest, of_caller
 from libs.runtime.settings import BadSetting, Settings
 
@@ -135,7 +135,7 @@ class Service:
         await ensure_shared_streams(self.js, self.contract.shared_streams, replicas=s.js_replicas)
         self.replies = await Replies.open(self.js, self.contract.name, replicas=s.js_replicas)
         metrics.IN_FLIGHT.labels(self.contract.name).set_function(lambda: len(self._tasks))
-        _log.info("started", extra={"ops_port": self.ops_port})
+        _log.info("started", extra={"ops_port": self.ops_port, "version": RELEASE})
         return self
 
     async def _until_connected(self, first: asyncio.Task[None]) -> bool:

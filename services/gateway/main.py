@@ -8,6 +8,7 @@ import uvloop
 from aiohttp import web
 
 from libs.runtime import logs
+from libs.runtime.ops import RELEASE
 from libs.runtime.settings import BadSetting
 from services.gateway.app import init_app
 from services.gateway.settings import GatewaySettings
@@ -32,7 +33,8 @@ def main() -> None:
             access_log=None,
             # Said when it listens, as one log line with its address, not aiohttp's banner.
             print=lambda _: _log.info(
-                "listening", extra={"host": settings.host, "port": settings.port}
+                "listening",
+                extra={"host": settings.host, "port": settings.port, "version": RELEASE},
             ),
             shutdown_timeout=10,
         )

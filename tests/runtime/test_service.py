@@ -357,3 +357,5 @@ async def test_a_service_stopped_while_on_its_bus_says_nothing_is_wrong(stack):
         lines = await stopped_cleanly(audit)
     assert [line["msg"] for line in lines if line["level"] == "warning"] == [], lines
     assert "nats closed" in [line["msg"] for line in lines]
+    # Which release started, for an operator reading a rollout's logs.
+    assert [line["version"] for line in lines if line["msg"] == "started"] == [RELEASE]
