@@ -5,12 +5,11 @@ A persona says who an agent is and never what it may do without its person (hip-
 """
 
 import re
-from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
 
-from libs.contracts.base import Contract, OrgId, UserId, key_token
+from libs.contracts.base import Contract, Instant, OrgId, UserId, key_token
 from libs.contracts.principal import Principal
 from libs.contracts.registry import Event, Subject, request_subject, service_contract
 from libs.contracts.streams import StreamSpec
@@ -111,7 +110,7 @@ class Agent(Contract):
     org: OrgId
     kind: AgentKind
     persona: PersonaName
-    created_at: datetime
+    created_at: Instant
     user: UserId | None = None
     ambient: bool = False
 
@@ -192,7 +191,7 @@ class AgentRemoved(Contract):
     org: OrgId
     agent: str
     by: Principal
-    made_at: datetime | None = None
+    made_at: Instant | None = None
 
 
 class StandingRequest(Contract):
@@ -310,8 +309,8 @@ class RunEnded(Contract):
     agent: str
     kind: AgentKind
     user: str | None
-    started_at: datetime
-    ended_at: datetime
+    started_at: Instant
+    ended_at: Instant
 
 
 class Speak(Contract):

@@ -4,12 +4,11 @@ Only the audit service may publish to the AUDIT stream; every other service asks
 append, on a subject served by caller, so the record's `service` is what the bus proved.
 """
 
-from datetime import datetime
 from typing import Annotated, Any
 
 import msgspec
 
-from libs.contracts.base import Contract, OrgId
+from libs.contracts.base import Contract, Instant, OrgId
 from libs.contracts.principal import Principal
 from libs.contracts.registry import ANY_SERVICE, request_subject, service_contract
 from libs.contracts.streams import AUDIT
@@ -38,7 +37,7 @@ class AuditRecord(Contract):
 
     org: OrgId
     n: int
-    at: datetime
+    at: Instant
     service: str
     actor: Principal | None
     action: str
@@ -70,7 +69,7 @@ class Append(Contract):
     action: str
     target: str = ""
     data: dict[str, Any] = {}
-    at: datetime | None = None
+    at: Instant | None = None
     forgets: RequestKey | None = None
     change_id: ChangeId | None = None
     abandoned: bool = False

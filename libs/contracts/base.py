@@ -1,6 +1,7 @@
 """The base of every type that crosses a subject: strict JSON, unknown fields refused."""
 
 import re
+from datetime import datetime
 from typing import Annotated
 
 import msgspec
@@ -12,6 +13,7 @@ __all__ = [
     "TEXT_CHARACTER",
     "Contract",
     "Count",
+    "Instant",
     "Name",
     "OrgId",
     "Seq",
@@ -32,6 +34,10 @@ MAX_INT = 2**53 - 1
 Seq = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT)]
 # How many, or a cursor before the first: from 0.
 Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT)]
+# An instant: RFC 3339 with its offset (every service writes UTC, "Z"). A time without one
+# names no instant, so it is refused where it is decoded, the field named; the JSON Schema
+# says `date-time`, which a client's generator reads as a time, not a string.
+Instant = Annotated[datetime, msgspec.Meta(tz=True)]
 
 # Every pattern ends `$(?!\n)`: Python's `$` also matches before a final newline, so
 # `^[a-z]+$` takes "acme\n" (a room member, a title with a control character). The

@@ -6,12 +6,11 @@ person is theirs to read on their knows page, with every read of it, and theirs 
 or answer.
 """
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
 
-from libs.contracts.base import PRINTABLE, TEXT_CHARACTER, Contract
+from libs.contracts.base import PRINTABLE, TEXT_CHARACTER, Contract, Instant
 from libs.contracts.registry import Event, Subject, request_subject, service_contract
 
 __all__ = [
@@ -136,7 +135,7 @@ class RunSummary(Contract):
     chonk: str
     title: str
     trigger: Trigger
-    at: datetime
+    at: Instant
     correlation: str
     disputed: int = 0  # how often a reader said its message was not so (RC-MGR-02)
 
@@ -161,8 +160,8 @@ class CadenceStarted(Contract):
 
     cadence: str
     run: str
-    since: datetime
-    next_at: datetime
+    since: Instant
+    next_at: Instant
     timer: str
 
 
@@ -264,8 +263,8 @@ class Packet(Contract):
     text: str
     receipt: str
     correlation: str
-    opened_at: datetime
-    decided_at: datetime | None = None  # when its decider said they had decided
+    opened_at: Instant
+    decided_at: Instant | None = None  # when its decider said they had decided
 
 
 class PacketList(Contract):
@@ -298,13 +297,13 @@ class KnownFact(Contract, omit_defaults=True):
     visibility: str
     written_by: str
     used_for: list[str] = []
-    expires_at: datetime | None = None
+    expires_at: Instant | None = None
     response: str | None = None
     redacted: bool = False
 
 
 class MemoryRead(Contract):
-    at: datetime
+    at: Instant
     chonk: str
     run: str
     purpose: str

@@ -6,12 +6,11 @@ drafts for its person comes here to be decided and carried out: held as a draft,
 a confirmation, or announced and sent at the end of a window unless the person intervenes.
 """
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
 
-from libs.contracts.base import Contract, OrgId, Seq, UserId
+from libs.contracts.base import Contract, Instant, OrgId, Seq, UserId
 from libs.contracts.registry import Subject, request_subject, service_contract
 from libs.contracts.rooms import Choice, RoomId, Text, Transport
 
@@ -196,7 +195,7 @@ class Routed(Contract, omit_defaults=True):
     draft: str | None = None
     confirmation: str | None = None
     window: str | None = None
-    due_at: datetime | None = None
+    due_at: Instant | None = None
     sent_seq: Seq | None = None
     answered_by: Seq | None = None
 
@@ -215,7 +214,7 @@ class PendingWindow(Contract):
     reply_to: Seq
     text: str
     window: Window
-    due_at: datetime
+    due_at: Instant
     state: Literal["open", "sending", "sent", "canceled", "edited", "replaced", "stopped", "failed"]
     notice_seq: Seq
     seconds_left: float = 0.0

@@ -9,12 +9,11 @@ held until a person keeps or discards it. The tables the spec lost are in
 spec/hip-0528-tables.md, and so are the addresses.
 """
 
-from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
-from libs.contracts.base import Contract, key_token
+from libs.contracts.base import Contract, Instant, key_token
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.contracts.registry import Subject, request_subject, service_contract
@@ -273,7 +272,7 @@ class Installed(Contract):
     digest: Digest
     permissions: tuple[str, ...]
     installed_by: str
-    installed_at: datetime
+    installed_at: Instant
     review: Verdict | None = None
     reviewed: Literal["reviewed", "unreviewed"] = "unreviewed"
 
@@ -389,7 +388,7 @@ class Change(Contract, omit_defaults=True):
     the ops written or the version reverted to (or the draft kept)."""
 
     by: str
-    at: datetime
+    at: Instant
     act: str | None = None
     note: str = ""
     ops: list[Op] = []
@@ -431,10 +430,10 @@ class LayerDraft(Contract, omit_defaults=True):
     note: str
     writer: str
     state: Literal["open", "kept", "discarded", "expired"]
-    created_at: datetime
-    expires_at: datetime
+    created_at: Instant
+    expires_at: Instant
     act: str | None = None
-    commits_at: datetime | None = None
+    commits_at: Instant | None = None
     waits: str = ""
     version: int | None = None
 

@@ -7,10 +7,9 @@ the data), `token` the person's key token, or `admins` for what waits on every a
 org; the gateway's stream reads the list again, as the person.
 """
 
-from datetime import datetime
 from typing import Any, Literal
 
-from libs.contracts.base import Contract
+from libs.contracts.base import Contract, Instant
 from libs.contracts.registry import Subject, live_subject
 
 __all__ = ["ADMINS", "PENDING", "Action", "ListPending", "Pending", "PendingItem", "changed"]
@@ -41,7 +40,7 @@ class PendingItem(Contract, omit_defaults=True):
     text: str
     actions: list[Action]
     room: str | None = None
-    deadline: datetime | None = None
+    deadline: Instant | None = None
     candidates: list[str] = []
     detail: dict[str, Any] = {}
 

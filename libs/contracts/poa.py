@@ -5,12 +5,11 @@ free JSON values: the verifier reads them totally and judges what it finds. Non-
 numbers in them are read as exact decimals.
 """
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
 
-from libs.contracts.base import Contract, OrgId
+from libs.contracts.base import Contract, Instant, OrgId
 from libs.contracts.registry import Event, Subject, request_subject, service_contract
 
 __all__ = [
@@ -114,8 +113,8 @@ class GrantRecord(Contract):
     delegate: str | None
     parent_id: str | None
     revoked: bool
-    issued_at: datetime
-    revoked_at: datetime | None = None
+    issued_at: Instant
+    revoked_at: Instant | None = None
     grant: dict[str, Any] = {}
     ask_expires_s: int = DEFAULT_ASK_EXPIRY_S
 
@@ -171,9 +170,9 @@ class AskRecord(Contract, kw_only=True):
     envelope: dict[str, Any]
     official: bool
     state: Literal["open", "allowed", "denied"] = "open"
-    asked_at: datetime
-    expires_at: datetime
-    answered_at: datetime | None = None
+    asked_at: Instant
+    expires_at: Instant
+    answered_at: Instant | None = None
     decision: Decision | None = None
     room: str | None = None
     question_seq: int | None = None

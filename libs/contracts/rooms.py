@@ -6,7 +6,6 @@ acted for are set by the rooms service from the credential when it stores the me
 """
 
 import re
-from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
@@ -17,6 +16,7 @@ from libs.contracts.base import (
     TEXT_CHARACTER,
     Contract,
     Count,
+    Instant,
     Name,
     OrgId,
     Seq,
@@ -154,7 +154,7 @@ class Room(Contract):
     scope: Literal["org", "personal"]
     title: str
     members: tuple[Member, ...]
-    created_at: datetime
+    created_at: Instant
     owner: str | None = None
     transport: Transport | None = None
     correspondent: str | None = None
@@ -216,7 +216,7 @@ class Question(Contract, omit_defaults=True):
 
     options: tuple[str, ...]
     editable: bool = True
-    closes_at: datetime | None = None
+    closes_at: Instant | None = None
 
 
 class Delivery(Contract, omit_defaults=True):
@@ -227,7 +227,7 @@ class Delivery(Contract, omit_defaults=True):
     transport: Transport
     carrier_id: str
     status: Literal["queued", "sent", "delivered", "failed"]
-    at: datetime
+    at: Instant
     error: str | None = None
 
 
@@ -246,7 +246,7 @@ class Message(Contract, omit_defaults=True):
 
     seq: Count  # 0 until stored
     room: str
-    at: datetime
+    at: Instant
     author: str
     author_kind: AuthorKind
     text: str
@@ -324,7 +324,7 @@ class Draft(Contract):
     text: str
     first_contact: bool
     state: Literal["open", "sending", "sent", "discarded", "answered"]
-    created_at: datetime
+    created_at: Instant
     sent_seq: Seq | None = None
     answered_by: Seq | None = None
 
@@ -374,7 +374,7 @@ class Line(Contract):
     transport: Transport
     address: str
     state: Literal["pending", "connected"]
-    connected_at: datetime | None = None
+    connected_at: Instant | None = None
     # A WhatsApp line's: what its person sets as the verify token of Meta's callback URL.
     verify_token: str | None = None
 
@@ -598,7 +598,7 @@ class AskPerson(Contract):
     text: Text
     options: Annotated[tuple[Text, ...], msgspec.Meta(min_length=2, max_length=10)]
     key: ServiceKey
-    closes_at: datetime | None = None  # after it, the question takes no answer
+    closes_at: Instant | None = None  # after it, the question takes no answer
 
 
 class _InThread(Contract):
@@ -618,7 +618,7 @@ class Tell(_InThread):
     one, until `closes_at` if given."""
 
     options: Annotated[tuple[Text, ...], msgspec.Meta(max_length=10)] = ()
-    closes_at: datetime | None = None  # after it, the question takes no answer
+    closes_at: Instant | None = None  # after it, the question takes no answer
 
 
 class MessageStored(Contract):

@@ -7,12 +7,11 @@ target must be one of its `timer_targets`. Keys are the owner's names for its ti
 to eight tokens of letters, digits, `-` and `_`, joined by dots.
 """
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
 
-from libs.contracts.base import Contract
+from libs.contracts.base import Contract, Instant
 from libs.contracts.registry import TIMER_OWNERS, Subject, request_subject, service_contract
 from libs.contracts.streams import TIMERS, StreamSpec
 
@@ -45,7 +44,7 @@ class Schedule(Contract):
     owner's `target`. Scheduling a key that is pending replaces it."""
 
     key: TimerKey
-    due_at: datetime
+    due_at: Instant
     target: Target
     payload: Any = None
 
@@ -76,13 +75,13 @@ class Timer(Contract):
 
     owner: str
     key: str
-    due_at: datetime
+    due_at: Instant
     target: str
     state: State
     id: str
-    scheduled_at: datetime
+    scheduled_at: Instant
     payload: Any = None
-    fired_at: datetime | None = None
+    fired_at: Instant | None = None
     late_ms: float | None = None
 
 
@@ -96,8 +95,8 @@ class Fired(Contract):
     owner: str
     key: str
     target: str
-    due_at: datetime
-    fired_at: datetime
+    due_at: Instant
+    fired_at: Instant
     late_ms: float
     payload: Any = None
 
