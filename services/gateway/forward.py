@@ -37,6 +37,7 @@ __all__ = [
     "answered_once",
     "ask",
     "caller",
+    "counted",
     "forwarding",
     "on_bus",
     "refuse_unclear",
@@ -161,6 +162,13 @@ async def answered_once(
     return await keys.once(principal, idempotency_key, fingerprint, answer_or_late)
 
 
+async def counted(http: web.Request, limiter: RateLimiter, principal: Principal) -> None:
+    """The request counted against its caller's rate, what that leaves them kept for its
+    answer's headers (`middlewares.headed`); refused 429 over it."""
+    http[QUOTA] = quota = await limiter.count(principal)
+    admit(quota)
+
+
 async def caller(route: Route, http: web.Request, *, key: str, limiter: RateLimiter) -> Principal:
     """Who asks, from the verified token; refused before anything is forwarded if their
     token does not admit them here, they are over their rate, or the query names a parameter
@@ -169,8 +177,7 @@ async def caller(route: Route, http: web.Request, *, key: str, limiter: RateLimi
     principal = principal_from(authorization, key)
     # Counted before an org agent's standing is read: a removed one's token, sent on and
     # on, costs a bus read each only up to its rate.
-    http[QUOTA] = quota = await limiter.count(principal)
-    admit(quota)
+    await counted(http, limiter, principal)
     await standing(http.app[NATS], principal, authorization, key)
     if is_delegate(principal) and not route.delegates:
         raise Refused(

@@ -24,9 +24,15 @@ from libs.contracts import codec, mod
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Problem, Refused
 from libs.contracts.registry import Subject
-from services.gateway.forward import NATS, answered_once, ask, refuse_unclear, scoped_key
-from services.gateway.limits import IdempotencyKeys, RateLimiter, Stored, admit, checked_key
-from services.gateway.middlewares import QUOTA
+from services.gateway.forward import (
+    NATS,
+    answered_once,
+    ask,
+    counted,
+    refuse_unclear,
+    scoped_key,
+)
+from services.gateway.limits import IdempotencyKeys, RateLimiter, Stored, checked_key
 from services.gateway.org_agents import standing
 from services.gateway.tokens import is_delegate, principal_from
 
@@ -87,9 +93,8 @@ def mcp_endpoint(
         # Every request counted, first: a removed org agent's token sent on and on costs a
         # bus read each only up to its rate. Over it, the refusal is answered in the
         # session (below), and nothing is read.
-        http[QUOTA] = quota = await limiter.count(principal)
         try:
-            admit(quota)
+            await counted(http, limiter, principal)
             over: Refused | None = None
         except Refused as exc:
             over = exc
