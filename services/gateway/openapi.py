@@ -394,18 +394,26 @@ def _operation(route: Route, schemas: dict[str, Any]) -> dict[str, Any]:
     elif route.has_body:
         op["requestBody"] = {
             "required": True,
-            "content": {"application/json": {"schema": _body(schemas[request], route)}},
+            "content": {"application/json": {"schema": _body(schemas, route)}},
         }
     return op
 
 
-def _body(schema: dict[str, Any], route: Route) -> dict[str, Any]:
-    """The request type less the fields that come from the path."""
+def _body(schemas: dict[str, Any], route: Route) -> dict[str, Any]:
+    """The request type less the fields that come from the path: a component of its own,
+    `<request>Body`, so a client's generator names its model after the contract and not
+    after the route."""
+    request = route.subject.request.__name__
     if not route.path_params:
-        return {"$ref": _REF.format(name=route.subject.request.__name__)}
+        return {"$ref": _REF.format(name=request)}
+    schema = schemas[request]
     props = {k: v for k, v in schema.get("properties", {}).items() if k not in route.path_params}
     required = [k for k in schema.get("required", []) if k not in route.path_params]
-    return {**schema, "properties": props, "required": required}
+    name = f"{request}Body"
+    body = {**schema, "title": name, "properties": props, "required": required}
+    if schemas.setdefault(name, body) != body:
+        raise ValueError(f"{name}: two routes take {request} less different path fields")
+    return {"$ref": _REF.format(name=name)}
 
 
 def _plain(

@@ -99,3 +99,29 @@ def test_every_operation_is_named_once_and_tagged_with_its_part_of_the_api():
         "/v1/lines/{transport}/voicemail", "/v1/lines/{transport}/status",
     }  # fmt: skip
     assert tagged["POST", "/v1/lines/{transport}/verify"] == ["lines"]
+
+
+def test_every_body_is_a_component_a_generator_names_after_its_contract():
+    # A generator names a model after a schema's title, or, for a body written inline,
+    # after its route (`PostV1RoomsIdMessagesSend`). Each body is a component, named and
+    # titled after the contract it carries: the contract itself, or `<contract>Body` when
+    # the path carries some of its fields.
+    schemas = DOCUMENT["components"]["schemas"]
+    assert all(schema.get("title", name) == name for name, schema in schemas.items())
+    bodies = {
+        (method.upper(), path): op["requestBody"]["content"]["application/json"]["schema"]
+        for path, ops in DOCUMENT["paths"].items()
+        for method, op in ops.items()
+        if "requestBody" in op and "tags" in op and op["tags"] != ["carriers"]
+    }
+    assert all(body.keys() == {"$ref"} for body in bodies.values()), bodies
+    assert bodies["POST", "/v1/rooms"] == {"$ref": "#/components/schemas/CreateRoom"}
+    send = bodies["POST", "/v1/rooms/{id}/messages"]
+    assert send == {"$ref": "#/components/schemas/SendBody"}
+    assert "id" not in schemas["SendBody"]["properties"] and "id" in schemas["Send"]["properties"]
+    edit = {"$ref": "#/components/schemas/WindowEditBody"}  # two routes, one body
+    assert (
+        bodies["POST", "/v1/windows/{id}/edit"]
+        == bodies["POST", "/v1/windows/{id}/replace"]
+        == edit
+    )

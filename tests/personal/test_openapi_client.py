@@ -65,7 +65,7 @@ async def test_a_generated_client_makes_a_room_says_something_and_reads_it_back(
         assert made.headers["Location"] == f"/v1/rooms/{room.id}"
 
         said = await rooms("post_v1_rooms_id_messages").asyncio(
-            room.id, client=client, body=models.PostV1RoomsIdMessagesSend(text="The deck is ready.")
+            room.id, client=client, body=models.SendBody(text="The deck is ready.")
         )
         assert isinstance(said, models.Message) and said.author_kind == "human"
         page = await rooms("get_v1_rooms_id_messages").asyncio(room.id, client=client)
