@@ -225,7 +225,10 @@ async def _reached():
 async def _patiently(command: str, ask: Callable[[], Awaitable[object]]) -> None:
     """`ask()` done, asked again after a transient failure (a service not serving yet, as
     `tether up` starts) for up to `_PATIENCE_S`, then the last failure said and raised. Said
-    once as it begins too, so the wait is not taken for a hang."""
+    once as it begins too, so the wait is not taken for a hang. The command's connection
+    does not reconnect: once closed (its server stopped), asking again cannot help."""
+    from nats.errors import ConnectionClosedError
+
     from libs.runtime.bus import PEER_OR_BUS_AWAY
 
     deadline, pause = time.monotonic() + _PATIENCE_S, 0.25
@@ -233,6 +236,10 @@ async def _patiently(command: str, ask: Callable[[], Awaitable[object]]) -> None
         try:
             await ask()
             return
+        except ConnectionClosedError:
+            print(f"{command}: the connection to NATS at {_nats_url()} closed; not asked again",
+                  file=sys.stderr)  # fmt: skip
+            raise
         except PEER_OR_BUS_AWAY as exc:
             if time.monotonic() + pause > deadline:
                 print(f"{command}: {exc}; still so after {_PATIENCE_S} s", file=sys.stderr)

@@ -293,7 +293,7 @@ async def test_a_plan_set_as_the_system_starts_waits_for_the_agents_service_and_
     """`tether plan` run as `tether up` starts, its bus up and its services not serving yet:
     before, a traceback of NoRespondersError, exit 1. It says so once, asks again under one
     key, and the plan is set and recorded once as soon as the agents service serves."""
-    async with _bus_of_its_own(stack, tmp_path) as (url, nc):
+    async with _bus_of_its_own(stack, tmp_path) as (url, nc, _):
         cli = await _cli(stack, url, "plan", "acme-early", "team")
         said = await asyncio.wait_for(cli.stderr.readline(), timeout=20)
         assert said == (
@@ -314,7 +314,7 @@ async def test_an_account_announced_as_the_system_starts_waits_for_its_stream(st
     """`tether account created` run before any service has made the EVENTS stream: before,
     "cannot announce the accounts: NoStreamResponseError()", exit 2, for an identity
     provider's hook to try again. It asks again until the stream takes it."""
-    async with _bus_of_its_own(stack, tmp_path) as (url, nc):
+    async with _bus_of_its_own(stack, tmp_path) as (url, nc, _):
         cli = await _cli(stack, url, "account", "created", "acme-early/ada", "acme-early/bob")
         said = await asyncio.wait_for(cli.stderr.readline(), timeout=20)
         assert said == (
@@ -328,10 +328,26 @@ async def test_an_account_announced_as_the_system_starts_waits_for_its_stream(st
         assert events.state.messages == 2
 
 
+async def test_a_command_waiting_on_a_bus_that_stops_gives_up_at_once(stack, tmp_path):
+    """`tether plan` asking again while the services start, when `tether up` (its server)
+    stops meanwhile: its connection is closed for good, and it asked that closed connection
+    for the rest of its 30 s before saying so. It says the connection closed, exit 2."""
+    async with _bus_of_its_own(stack, tmp_path) as (url, _, server):
+        cli = await _cli(stack, url, "plan", "acme-early", "team")
+        said = await asyncio.wait_for(cli.stderr.readline(), timeout=20)
+        assert said.startswith(b"tether plan: no replica serves tether.agents.plan;")
+        await asyncio.to_thread(stop_all, [server])
+        out, err = await asyncio.wait_for(cli.communicate(), timeout=20)
+    assert (cli.returncode, out) == (2, b"")
+    assert err == f"tether plan: the connection to NATS at {url} closed; not asked again\n".encode()
+
+
 @contextlib.asynccontextmanager
-async def _bus_of_its_own(stack, tmp_path) -> AsyncIterator[tuple[str, nats.NATS]]:
+async def _bus_of_its_own(
+    stack, tmp_path
+) -> AsyncIterator[tuple[str, nats.NATS, subprocess.Popen[bytes]]]:
     """A nats-server with the stack's users and nothing made on it or serving it yet, as
-    `tether up` has started it; and the operator's connection to it."""
+    `tether up` has started it; the operator's connection to it; and its process."""
     port = free_port()
     config = stack.nats_config | {
         "listen": f"127.0.0.1:{port}",
@@ -344,7 +360,7 @@ async def _bus_of_its_own(stack, tmp_path) -> AsyncIterator[tuple[str, nats.NATS
         nc = await nats.connect(url, user=OPERATOR, password=stack.passwords[OPERATOR],
                                 inbox_prefix=inbox_prefix(OPERATOR))  # fmt: skip
         try:
-            yield url, nc
+            yield url, nc, server
         finally:
             await nc.close()
     finally:
