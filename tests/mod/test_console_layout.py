@@ -3,6 +3,7 @@ Playwright): the composed rail, the agent's draft with Keep and Discard and the 
 versions with revert, redrawn as the watch stream reports changes."""
 
 import asyncio
+import re
 
 import pytest
 from playwright.async_api import Route, expect
@@ -38,17 +39,18 @@ async def test_a_person_keeps_their_agent_s_draft_and_reverts_it_in_the_console(
     await item.get_by_role("button", name="Keep").click()
     await expect(page.locator("#status")).to_contain_text("Kept: version")
     await expect(rail).to_have_count(14)
-    await expect(page.locator("#hidden")).to_have_text("Board")
-    # Each setting by its title, its value in words: no ceiling set is "none", not null.
+    await expect(page.locator("#hidden li")).to_have_text(["BoardShow"])
+    # Each setting by its title, its value in words: no ceiling set is "none", not null;
+    # the ladder's set with the ladder, the org's by its admins.
     settings = page.locator("#settings li")
     await expect(settings.filter(has_text="What your agent may send")).to_have_text(
-        "What your agent may send: draft"
+        "What your agent may send: draft (set with my ladder)"
     )
     await expect(settings.filter(has_text="The org's ceiling")).to_have_text(
-        "The org's ceiling: none"
+        "The org's ceiling: none (set by my org's admins)"
     )
     await expect(settings.filter(has_text="Share outside the org")).to_have_text(
-        "Share outside the org: no"
+        "Share outside the org: no (set by my org's admins)"
     )
 
     rename = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": "Talk"}
@@ -69,6 +71,93 @@ async def test_a_person_keeps_their_agent_s_draft_and_reverts_it_in_the_console(
     await item.get_by_role("button", name="Discard").click()
     await expect(page.locator("#status")).to_have_text("Discarded.")
     await expect(page.locator("#no-drafts")).to_be_visible()
+
+
+async def test_a_person_arranges_their_own_app_from_the_page(api, people, page):
+    """The page drew the person's arrangement and let them change nothing of it but through
+    their agent's drafts: they now move, hide, show and rename what their rail shows, and
+    set their settings and their look, each a version of their layer. By keyboard, the
+    control they pressed keeps their place as the page is drawn anew."""
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
+    await page.click("#use")
+    rail = page.locator("#rail li .title")
+    await expect(rail).to_have_count(15)
+    before = await rail.all_inner_texts()
+    chat = before.index("Chat")
+
+    up = page.get_by_role("button", name="Move Chat up")
+    await up.focus()
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#status")).to_have_text(_written("Moved Chat up"))
+    swapped = [*before]
+    swapped[chat - 1], swapped[chat] = "Chat", before[chat - 1]
+    await expect(rail).to_have_text(swapped)
+    assert await page.evaluate("document.activeElement.dataset.at") == "up hanzo/chat/chat"
+
+    await page.get_by_role("button", name="Rename Chat").click()
+    await page.get_by_label("New name for Chat").fill("Talk")
+    await accessible(page)  # the rail with its controls, a rename being written
+    await page.get_by_label("New name for Chat").press("Enter")
+    await expect(page.locator("#status")).to_have_text(_written("Renamed Chat to “Talk”"))
+    await expect(rail.nth(chat - 1)).to_have_text("Talk")
+
+    await page.get_by_role("button", name="Hide Board").click()
+    await expect(page.locator("#hidden li")).to_have_text(["BoardShow"])
+    await expect(rail).to_have_count(14)
+    await page.get_by_role("button", name="Show Board").click()
+    await expect(page.locator("#no-hidden")).to_be_visible()
+    await expect(rail).to_have_count(15)
+
+    await page.get_by_label("Language").select_option("fr")
+    await expect(page.locator("#status")).to_have_text(_written("Set Language to fr"))
+    await page.get_by_label("Notifications").uncheck()
+    await expect(page.locator("#status")).to_have_text(_written("Set Notifications to no"))
+    await page.get_by_label("Theme").select_option("dark")
+    await expect(page.locator("#status")).to_have_text(_written("Set Theme to dark"))
+    await accessible(page)
+
+    composed = await (await api.get("/v1/mod/composed", headers=people.ada)).json()
+    assert composed["hidden"] == []
+    assert [a["title"] for a in composed["apps"]] == [*swapped[: chat - 1], "Talk", *swapped[chat:]]
+    assert composed["settings"]["hanzo/settings/language"] == "fr"
+    assert composed["settings"]["hanzo/settings/notifications"] is False
+    assert composed["tokens"]["hanzo/settings/theme"] == "dark"
+    versions = await (await api.get("/v1/mod/layers/user/versions", headers=people.ada)).json()
+    assert [v["change"]["by"] for v in versions["versions"]] == [f"{people.org}/ada"] * 7
+
+
+async def test_a_change_made_on_a_layer_moved_meanwhile_writes_nothing(api, people, page):
+    """The page unaware that the person's layer moved (its watch held): their change is
+    refused at the version they saw, nothing is written, and they are shown it as it is."""
+    held = asyncio.Event()
+
+    async def hold(route: Route) -> None:
+        await held.wait()  # the page sees no change, and no break either
+        await route.abort()
+
+    await page.route("**/v1/mod/watch", hold)
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
+    await page.click("#use")
+    await expect(page.locator("#rail li")).to_have_count(15)
+    rename = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": "Talk"}
+    assert (await write(api, people.ada, "user", [rename])).status == 200  # another tab
+    await page.get_by_role("button", name="Hide Board").click()
+    await expect(page.locator("#status")).to_have_text(
+        "My layer changed meanwhile, and nothing was changed: here it is now; choose again."
+    )
+    await expect(page.locator("#rail li .title").filter(has_text="Talk")).to_have_count(1)
+    await expect(page.locator("#no-hidden")).to_be_visible()
+    layer = await (await api.get("/v1/mod/layers/user", headers=people.ada)).json()
+    assert layer["ops"] == [rename] and layer["change"]["ops"] == [rename]
+    held.set()
+
+
+async def test_what_the_org_hides_no_member_shows_from_the_page(api, people, page):
+    assert (await write(api, people.root, "org", [HIDE_BOARD])).status == 200
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
+    await page.click("#use")
+    await expect(page.locator("#hidden li")).to_have_text(["Board (hidden by my org)"])
+    await expect(page.get_by_role("button", name="Show Board")).to_have_count(0)
 
 
 async def test_an_admin_keeps_a_draft_of_the_org_layer_from_the_page(api, people, page):
@@ -158,3 +247,8 @@ async def test_older_versions_are_read_a_page_at_a_time_in_the_console(api, peop
         int(v) for v in await versions.evaluate_all("(vs) => vs.map((v) => v.dataset.version)")
     ]
     assert shown == sorted(made, reverse=True)
+
+
+def _written(change: str) -> re.Pattern[str]:
+    """The page's word that the person's change was written, as the version it made."""
+    return re.compile(rf"^{change}: version \d+\.$")
