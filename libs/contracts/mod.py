@@ -506,7 +506,11 @@ class LayerDraftRef(Contract):
 
 
 class GetComposed(Contract):
-    pass
+    """`upto`: the layers composed, from hanzo: through the caller's own (what a host draws
+    for them), or through the org's alone (what every member is drawn before their own
+    changes: what an admin arranges)."""
+
+    upto: Literal["org", "user"] = "user"
 
 
 class Composed(Contract):

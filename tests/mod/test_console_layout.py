@@ -168,6 +168,47 @@ async def test_what_the_org_hides_no_member_shows_from_the_page(api, people, pag
     await expect(page.get_by_role("button", name="Show Board")).to_have_count(0)
 
 
+async def test_an_admin_arranges_what_their_org_draws_for_everyone(api, people, page):
+    """To an admin, the org's arrangement is drawn as every member is drawn it, and changed
+    there: an app hidden for everyone, a member's setting given its default, the org's own
+    setting set; their own changes over it are not shown, nor changed."""
+    rename = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": "Mine"}
+    assert (await write(api, people.root, "user", [rename])).status == 200
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/root", roles=("admin",)))
+    await page.click("#use")
+    rail = page.locator("#rail li .title")
+    await expect(rail.filter(has_text="Mine")).to_have_count(1)
+    await page.select_option("#layer", "org")
+    await expect(page.locator("#rail-of")).to_have_text("My org's rail")
+    await expect(page.locator("#about")).to_contain_text("everyone in my org is shown")
+    await expect(rail.filter(has_text="Mine")).to_have_count(0)  # theirs is not the org's
+
+    await page.get_by_role("button", name="Hide Dev").click()
+    await expect(page.locator("#status")).to_have_text(_written("Hid Dev"))
+    await page.get_by_label("Units").select_option("imperial")
+    await expect(page.locator("#status")).to_have_text(_written("Set Units to imperial"))
+    await page.get_by_label("Share outside the org").check()
+    await expect(page.locator("#status")).to_have_text(_written("Set Share outside the org to yes"))
+    settings = page.locator("#settings li")
+    await expect(settings.filter(has_text="The org's ceiling")).to_have_text(
+        "The org's ceiling: none (set with the ladder)"
+    )
+    await accessible(page)
+
+    org = await (await api.get("/v1/mod/layers/org", headers=people.root)).json()
+    assert org["ops"] == [
+        {"op": "hide", "kind": "apps", "id": "hanzo/dev/dev"},
+        {"op": "set", "kind": "settings", "id": "hanzo/settings/units", "value": "imperial"},
+        {"op": "set", "kind": "settings", "id": "hanzo/settings/share-outside", "value": True},
+    ]
+    mine = await (await api.get("/v1/mod/layers/user", headers=people.root)).json()
+    assert mine["ops"] == [rename]
+    ada = await (await api.get("/v1/mod/composed", headers=people.ada)).json()
+    assert "hanzo/dev/dev" in ada["hidden"]
+    assert ada["settings"]["hanzo/settings/units"] == "imperial"
+    assert ada["settings"]["hanzo/settings/share-outside"] is True
+
+
 async def test_an_admin_keeps_a_draft_of_the_org_layer_from_the_page(api, people, page):
     """An agent never commits the org layer: its draft waits for an admin's Keep, which the
     page offered only for the person's own layer."""

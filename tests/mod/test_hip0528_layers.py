@@ -75,6 +75,28 @@ async def test_hip0528_09_2_rule_5_an_op_on_a_departed_id_is_kept_inert_and_appl
     assert "acme/weather/weather" in composed["hidden"]
 
 
+async def test_what_the_org_draws_for_every_member_is_composed_without_their_own(api, people):
+    """An admin arranging the org's layer sees what it draws for every member: hanzo and the
+    org, without the changes of their own (or of any member) over it."""
+    assert (await write(api, people.root, "org", [HIDE_BOARD])).status == 200
+    rename = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": "Talk"}
+    for someone in (people.root, people.ada):
+        assert (await write(api, someone, "user", [rename])).status == 200
+
+    def chat(composed: dict) -> str:
+        return next(a["title"] for a in composed["apps"] if a["id"] == "hanzo/chat/chat")
+
+    for someone in (people.root, people.ada):
+        theirs = await (await api.get("/v1/mod/composed", headers=someone)).json()
+        everyones = await (await api.get("/v1/mod/composed?upto=org", headers=someone)).json()
+        assert (chat(theirs), chat(everyones)) == ("Talk", "Chat")
+        assert theirs["hidden"] == everyones["hidden"] == ["hanzo/board/board"]
+        assert everyones["versions"] == theirs["versions"]
+    r = await api.get("/v1/mod/composed?upto=hanzo", headers=people.ada)
+    assert await refusal(r) == (422, "invalid-request")
+    assert "upto" in (await r.json())["detail"]
+
+
 async def test_hip0528_09_3_a_write_names_its_base_and_a_stale_one_gets_409_and_the_version(
     api, people
 ):

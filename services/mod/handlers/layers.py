@@ -39,11 +39,12 @@ class Layers(Mod):
         stored, version = await self._store.layer(self._key(p, req.layer))
         return mod.Layer(layer=req.layer, version=version, ops=stored.ops, change=stored.change)
 
-    async def composed(self, _: mod.GetComposed, p: Principal) -> mod.Composed:
+    async def composed(self, req: mod.GetComposed, p: Principal) -> mod.Composed:
         (org, org_version), (user, user_version) = await self._store.layers(
             self._key(p, "org"), self._key(p, "user")
         )
-        drawn = compose.composed(await self._surface(p), org.ops, user.ops)
+        mine = user.ops if req.upto == "user" else []
+        drawn = compose.composed(await self._surface(p), org.ops, mine)
         effective = await self._level(p)
         for id_, field in KEPT_BY_LADDER.items():
             if id_ in drawn["settings"]:
