@@ -109,9 +109,13 @@ function timeLeft(deadline) {
 // anywhere by the browser, as the page's policy lets no form go, only read here), or at
 // once with the one this tab signed in with on another of the console's pages.
 function signingIn(start) {
+  // A link to a part of a page (`/console#ladder`) is followed once the page is drawn:
+  // hidden until the person is signed in, the browser may have found nothing to scroll to.
   const started = () => {
     for (const link of document.querySelectorAll("nav [data-admin]")) link.hidden = !admin();
-    return start().catch((error) => say(error.message));
+    return start()
+      .then(() => location.hash && $(location.hash.slice(1))?.scrollIntoView())
+      .catch((error) => say(error.message));
   };
   $("signin").onsubmit = (event) => {
     event.preventDefault();

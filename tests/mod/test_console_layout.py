@@ -125,14 +125,6 @@ async def test_a_person_arranges_their_own_app_from_the_page(api, people, page):
     versions = await (await api.get("/v1/mod/layers/user/versions", headers=people.ada)).json()
     assert [v["change"]["by"] for v in versions["versions"]] == [f"{people.org}/ada"] * 7
 
-    # Their level is their ladder's: the link leads to it on the first page, signed in,
-    # far down a phone's screen.
-    await page.set_viewport_size({"width": 390, "height": 600})
-    await page.get_by_role("link", name="set with my ladder").first.click()
-    await expect(
-        page.get_by_role("heading", name="What my agent may send without me")
-    ).to_be_in_viewport()
-
 
 async def test_a_change_made_on_a_layer_moved_meanwhile_writes_nothing(api, people, page):
     """The page unaware that the person's layer moved (its watch held): their change is

@@ -356,6 +356,27 @@ async def test_each_console_page_leads_to_the_others_and_the_person_stays_signed
     assert await led_to(page) == ["/console/layout", "/console/knows"]
 
 
+async def test_the_layout_page_leads_to_the_ladder_itself_however_late_it_is_drawn(
+    api, operator, people, page
+):
+    """The person's level and window are their ladder's: the layout page links to the
+    ladder on the first page, which a browser could not scroll to while the page drew it
+    (hidden until signed in, here a second late), leaving a phone at the page's top."""
+    await announce(operator, people.ada_id)
+    await sign_in(page, people)
+    await page.get_by_role("link", name="How my app is arranged").click()
+    await page.set_viewport_size({"width": 390, "height": 600})
+
+    async def late(route: Route) -> None:
+        await asyncio.sleep(1)
+        await route.continue_()
+
+    await page.route("**/v1/ladder", late)
+    await page.get_by_role("link", name="set with my ladder").first.click()
+    ladder = page.get_by_role("heading", name="What my agent may send without me")
+    await expect(ladder).to_be_in_viewport(timeout=ANSWERED)
+
+
 @pytest.mark.parametrize("path", ["/console", "/console/layout"])  # knows: tests/chonk
 async def test_enter_in_the_token_box_signs_in_and_sends_the_token_nowhere(
     api, operator, people, path
