@@ -506,11 +506,7 @@ class LayerDraftRef(Contract):
 
 
 class GetComposed(Contract):
-    """`upto`: the layers composed, from hanzo: through the caller's own (what a host draws
-    for them), or through the org's alone (what every member is drawn before their own
-    changes: what an admin arranges)."""
-
-    upto: Literal["org", "user"] = "user"
+    pass
 
 
 class Composed(Contract):
@@ -542,6 +538,10 @@ DRAFT = _subject("draft", LayerDraftRef, LayerDraft, "one draft")
 KEEP = _subject("keep", LayerDraftRef, Written, "keep a draft: commit it at its base")
 DISCARD = _subject("discard", LayerDraftRef, LayerDraft, "discard a draft")
 COMPOSED = _subject("composed", GetComposed, Composed, "what a host draws for me")
+# Hanzo and the org's layer alone: what every member is drawn before their own changes,
+# what an admin arranges. A subject of its own, not a field of `composed`'s request, which
+# the release before would refuse from a gateway of this one as it rolls out.
+ORG_COMPOSED = _subject("org_composed", GetComposed, Composed, "what my org draws for every member")
 
 
 def require_read(p: Principal) -> None:
@@ -587,6 +587,7 @@ CONTRACT = service_contract(
         KEEP,
         DISCARD,
         COMPOSED,
+        ORG_COMPOSED,
     ],
     buckets=(LAYERS_BUCKET, DRAFTS_BUCKET, INSTALLS_BUCKET),
     shared_streams=("EVENTS", "TIMERS", "DEAD"),

@@ -53,7 +53,7 @@ async function api(method, path, body) {
   const data = await response.json();
   if (!response.ok) {
     throw Object.assign(new Error(data.detail || data.title || response.statusText),
-      { status: response.status });
+      { status: response.status, type: data.type });
   }
   return data;
 }

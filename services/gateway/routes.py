@@ -241,12 +241,12 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/confirmations", ladder.CONFIRMATIONS, "The confirmations asked of me"),
     Route("POST", "/v1/confirmations/{id}", ladder.CONFIRM, "Pick, edit or decline"),
     Route("GET", "/v1/mod/surface", mod.SURFACE, "What my app can be changed through"),
+    Route("GET", "/v1/mod/composed", mod.COMPOSED, "What a host draws for me: hanzo, org, user"),
     Route(
         "GET",
-        "/v1/mod/composed",
-        mod.COMPOSED,
-        "What a host draws for me: hanzo, org, user (`upto=org`: what the org draws for all)",
-        query=("upto",),
+        "/v1/mod/composed/org",
+        mod.ORG_COMPOSED,
+        "What my org draws for every member before their own changes: hanzo, org",
     ),
     Route("GET", "/v1/mod/installs", mod.INSTALLS, "The mods installed for me"),
     Route(

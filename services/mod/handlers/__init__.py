@@ -36,6 +36,7 @@ class Handlers(Installs, Layers, Drafts):
             mod.KEEP: self.keep,
             mod.DISCARD: self.discard,
             mod.COMPOSED: self.composed,
+            mod.ORG_COMPOSED: self.org_composed,
         }
         return {subject: _reading(handler) for subject, handler in handlers.items()}
 

@@ -39,12 +39,18 @@ class Layers(Mod):
         stored, version = await self._store.layer(self._key(p, req.layer))
         return mod.Layer(layer=req.layer, version=version, ops=stored.ops, change=stored.change)
 
-    async def composed(self, req: mod.GetComposed, p: Principal) -> mod.Composed:
+    async def composed(self, _: mod.GetComposed, p: Principal) -> mod.Composed:
+        return await self._composed(p, mine=True)
+
+    async def org_composed(self, _: mod.GetComposed, p: Principal) -> mod.Composed:
+        return await self._composed(p, mine=False)
+
+    async def _composed(self, p: Principal, *, mine: bool) -> mod.Composed:
+        """Hanzo, the org's layer, and the caller's own over them if `mine`."""
         (org, org_version), (user, user_version) = await self._store.layers(
             self._key(p, "org"), self._key(p, "user")
         )
-        mine = user.ops if req.upto == "user" else []
-        drawn = compose.composed(await self._surface(p), org.ops, mine)
+        drawn = compose.composed(await self._surface(p), org.ops, user.ops if mine else [])
         effective = await self._level(p)
         for id_, field in KEPT_BY_LADDER.items():
             if id_ in drawn["settings"]:
