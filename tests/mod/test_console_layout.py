@@ -96,6 +96,12 @@ async def test_a_person_arranges_their_own_app_from_the_page(api, people, page):
 
     await page.get_by_role("button", name="Rename Chat").click()
     await page.get_by_label("New name for Chat").fill("Talk")
+    # A change from elsewhere redraws the page as she writes: her words and place stay.
+    units = {"op": "set", "kind": "settings", "id": "hanzo/settings/units", "value": "imperial"}
+    assert (await write(api, people.ada, "user", [units])).status == 200
+    await expect(page.get_by_label("Units")).to_have_value('"imperial"')
+    await expect(page.get_by_label("New name for Chat")).to_have_value("Talk")
+    await expect(page.get_by_label("New name for Chat")).to_be_focused()
     await accessible(page)  # the rail with its controls, a rename being written
     await page.get_by_label("New name for Chat").press("Enter")
     await expect(page.locator("#status")).to_have_text(_written("Renamed Chat to “Talk”"))
@@ -123,7 +129,7 @@ async def test_a_person_arranges_their_own_app_from_the_page(api, people, page):
     assert composed["settings"]["hanzo/settings/notifications"] is False
     assert composed["tokens"]["hanzo/settings/theme"] == "dark"
     versions = await (await api.get("/v1/mod/layers/user/versions", headers=people.ada)).json()
-    assert [v["change"]["by"] for v in versions["versions"]] == [f"{people.org}/ada"] * 7
+    assert [v["change"]["by"] for v in versions["versions"]] == [f"{people.org}/ada"] * 8
 
 
 async def test_a_change_made_on_a_layer_moved_meanwhile_writes_nothing(api, people, page):
