@@ -118,8 +118,19 @@ async def test_a_person_arranges_their_own_app_from_the_page(api, people, page):
     await expect(page.locator("#status")).to_have_text(_written("Set Language to fr"))
     await page.get_by_label("Notifications").uncheck()
     await expect(page.locator("#status")).to_have_text(_written("Set Notifications to no"))
-    await page.get_by_label("Theme").select_option("dark")
+    await page.locator("#tokens").get_by_label("Theme").select_option("dark")
     await expect(page.locator("#status")).to_have_text(_written("Set Theme to dark"))
+    await page.get_by_label("New chat: no key").fill("Ctrl+K")
+    await page.get_by_role("button", name="Bind the key to New chat").click()
+    await expect(page.locator("#status")).to_have_text(_written("Bound ctrl+k to New chat"))
+    await expect(page.get_by_label("New chat: ctrl+k")).to_have_value("")
+    # A key is one command's in a layer: the second is refused, naming both, and nothing
+    # is written.
+    await page.get_by_label("Search chats: no key").fill("ctrl+k")
+    await page.get_by_role("button", name="Bind the key to Search chats").click()
+    await expect(page.locator("#status")).to_contain_text(
+        "ctrl+k is bound to hanzo/chat/new and hanzo/chat/search in one layer"
+    )
     await accessible(page)
 
     composed = await (await api.get("/v1/mod/composed", headers=people.ada)).json()
@@ -128,8 +139,30 @@ async def test_a_person_arranges_their_own_app_from_the_page(api, people, page):
     assert composed["settings"]["hanzo/settings/language"] == "fr"
     assert composed["settings"]["hanzo/settings/notifications"] is False
     assert composed["tokens"]["hanzo/settings/theme"] == "dark"
+    chords = {c["id"]: c["chord"] for c in composed["commands"]}
+    assert (chords["hanzo/chat/new"], chords["hanzo/chat/search"]) == ("ctrl+k", None)
     versions = await (await api.get("/v1/mod/layers/user/versions", headers=people.ada)).json()
-    assert [v["change"]["by"] for v in versions["versions"]] == [f"{people.org}/ada"] * 8
+    assert [v["change"]["by"] for v in versions["versions"]] == [f"{people.org}/ada"] * 9
+
+
+async def test_a_command_sharing_its_id_with_a_token_is_arranged_as_itself(api, people, page):
+    """hanzo's settings mod offers the command "Switch theme" and the token "Theme" under one
+    id: a key bound to the command was refused as naming nothing, and once hidden the page
+    named it by the token's title."""
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
+    await page.click("#use")
+    await page.get_by_label("Switch theme: no key").fill("ctrl+t")
+    await page.get_by_role("button", name="Bind the key to Switch theme").click()
+    await expect(page.locator("#status")).to_have_text(_written("Bound ctrl+t to Switch theme"))
+    hide = {"op": "hide", "kind": "commands", "id": "hanzo/settings/theme"}
+    assert (await write(api, people.ada, "user", [hide])).status == 200  # by her agent's Keep, say
+    await expect(page.locator("#hidden li")).to_have_text(["Switch themeShow"])
+    await expect(
+        page.locator("#tokens").get_by_label("Theme")
+    ).to_be_visible()  # the token is not hidden
+    await page.get_by_role("button", name="Show Switch theme").click()
+    await expect(page.locator("#status")).to_have_text(_written("Showed Switch theme"))
+    await expect(page.get_by_label("Switch theme: ctrl+t")).to_be_visible()
 
 
 async def test_a_change_made_on_a_layer_moved_meanwhile_writes_nothing(api, people, page):
@@ -298,4 +331,4 @@ async def test_older_versions_are_read_a_page_at_a_time_in_the_console(api, peop
 
 def _written(change: str) -> re.Pattern[str]:
     """The page's word that the person's change was written, as the version it made."""
-    return re.compile(rf"^{change}: version \d+\.$")
+    return re.compile(rf"^{re.escape(change)}: version \d+\.$")

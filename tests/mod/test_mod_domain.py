@@ -221,9 +221,47 @@ def test_hip0528_09_2_a_write_is_checked_whole_and_the_refused_op_is_named_by_in
 def test_hip0528_09_4_rule_6_a_person_cannot_show_what_their_org_hid():
     show = Show(kind="apps", id="hanzo/board/board")
     with pytest.raises(Refused) as caught:
-        write([show], org_hides=frozenset({"hanzo/board/board"}))
+        write([show], org_hides=frozenset({("apps", "hanzo/board/board")}))
     assert caught.value.problem.index == 0
     assert write([show], layer="org") == [show]
+
+
+def test_hip0528_09_2_a_patch_names_its_contribution_by_kind_and_id():
+    """hanzo's settings mod offers the command `theme` ("Switch theme") and the token
+    `theme`: one id, two contributions. A patch of the command was refused as naming none
+    (the surface was looked up by id, which found the token), and what it sets is the
+    command's alone."""
+    hide = Hide(kind="commands", id="hanzo/settings/theme")
+    bind = Bind(kind="commands", id="hanzo/settings/theme", chord="ctrl+t")
+    dark = TokenOp(kind="tokens", id="hanzo/settings/theme", value="dark")
+    assert write([bind, dark]) == [bind, dark]
+    entries = list(SURFACE.values())
+    drawn = compose.composed(entries, [], [bind, dark])
+    assert drawn["tokens"]["hanzo/settings/theme"] == "dark"
+    assert {c["id"]: c["chord"] for c in drawn["commands"]}["hanzo/settings/theme"] == "ctrl+t"
+    drawn = compose.composed(entries, [], write([hide, dark]))
+    assert "hanzo/settings/theme" not in {c["id"] for c in drawn["commands"]}
+    assert drawn["tokens"]["hanzo/settings/theme"] == "dark"  # the token is not hidden
+    assert drawn["hidden"] == ["hanzo/settings/theme"]
+
+
+def test_hip0528_09_2_rule_4_an_app_and_a_view_of_one_id_are_two_targets():
+    """A mod's app and its view may share an id: renaming, moving or hiding one leaves the
+    other as it was, and the layer keeps both ops."""
+    raw = {"id": "twin", "publisher": "acme", "title": "Twin", "version": "1", "contributes": {
+        "apps": [{"id": "twin", "title": "Twin"}],
+        "views": [{"id": "twin", "title": "Twin view", "app": "twin", "route": "/"}],
+    }}  # fmt: skip
+    twin = check(raw)  # each kind's ids its own
+    entries = surface.entries([(m, "hanzo") for m in activated([*HANZO, twin])[0]])
+    app = Rename(kind="apps", id="acme/twin/twin", title="Mine")
+    view = Rename(kind="views", id="acme/twin/twin", title="Its page")
+    hide = Hide(kind="views", id="acme/twin/twin")
+    layer = patches.merged([app], [view])
+    assert layer == [app, view]
+    drawn = compose.composed(entries, [], [*layer, hide])
+    assert {a["id"]: a["title"] for a in drawn["apps"]}["acme/twin/twin"] == "Mine"
+    assert "acme/twin/twin" not in {v["id"] for v in drawn["views"]}
 
 
 def test_hip0528_09_2_rule_4_one_layer_binding_one_chord_to_two_commands_is_refused():

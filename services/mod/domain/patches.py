@@ -22,6 +22,7 @@ from libs.contracts.mod import (
 )
 from libs.contracts.problem import Refused
 from services.mod.domain.schema import value_fault
+from services.mod.domain.surface import Contribution
 from services.mod.domain.text import plain, title_fault
 
 __all__ = ["LAYER_MOST", "checked", "hidden_by", "merged", "same_change", "sensitive", "target"]
@@ -45,9 +46,9 @@ _GROUP = {
 }
 
 
-def target(op: Op) -> tuple[str, str]:
+def target(op: Op) -> tuple[str, str, str]:
     """What an op sets of its contribution: its visibility, place, title, value or chord."""
-    return op.id, _GROUP[type(op)]
+    return op.kind, op.id, _GROUP[type(op)]
 
 
 def merged(layer: Sequence[Op], ops: Sequence[Op]) -> list[Op]:
@@ -59,13 +60,16 @@ def merged(layer: Sequence[Op], ops: Sequence[Op]) -> list[Op]:
     return list(held.values())
 
 
-def hidden_by(layer: Sequence[Op]) -> frozenset[str]:
-    return frozenset(op.id for op in layer if isinstance(op, Hide))
+def hidden_by(layer: Sequence[Op]) -> frozenset[Contribution]:
+    return frozenset((op.kind, op.id) for op in layer if isinstance(op, Hide))
 
 
-def sensitive(ops: Sequence[Op], surface: Mapping[str, Entry]) -> bool:
+def sensitive(ops: Sequence[Op], surface: Mapping[Contribution, Entry]) -> bool:
     """Does a write set a sensitive setting (§9.4 rule 3)?"""
-    return any(isinstance(op, Set) and op.id in surface and surface[op.id].sensitive for op in ops)
+    return any(
+        isinstance(op, Set) and (entry := surface.get((op.kind, op.id))) and entry.sensitive
+        for op in ops
+    )
 
 
 def checked(
@@ -73,9 +77,9 @@ def checked(
     layer: Sequence[Op],
     ops: Sequence[Op],
     note: str,
-    surface: Mapping[str, Entry],
+    surface: Mapping[Contribution, Entry],
     *,
-    org_hides: frozenset[str],
+    org_hides: frozenset[Contribution],
 ) -> list[Op]:
     """The layer after the write, or a 422 naming the first op refused and why; nothing is
     written unless every op passes."""
@@ -112,18 +116,18 @@ def checked(
 def _fault(
     op: Op,
     layer_name: LayerName,
-    surface: Mapping[str, Entry],
+    surface: Mapping[Contribution, Entry],
     slots: frozenset[str],
-    org_hides: frozenset[str],
+    org_hides: frozenset[Contribution],
 ) -> str | None:
-    entry = surface.get(op.id)
-    if entry is None or entry.kind != op.kind:
+    entry = surface.get((op.kind, op.id))
+    if entry is None:
         return f"the surface lists no {op.kind} {op.id}"
     name = type(op).__struct_config__.tag
     if name not in entry.ops:
         return f"{op.kind} do not admit {name}"
     match op:
-        case Show() if layer_name == "user" and op.id in org_hides:
+        case Show() if layer_name == "user" and (op.kind, op.id) in org_hides:
             return "the org hides it, and a person cannot show what their org hid"
         case Rename(title=title):
             return title_fault(title)

@@ -6,7 +6,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from libs.contracts.mod import OPS, Entry, Manifest
 from services.mod.domain.manifests import full_id
 
-__all__ = ["entries", "index"]
+__all__ = ["Contribution", "entries", "index"]
+
+# A contribution is its kind and its full id: a mod's ids are its own within a kind, so a
+# command and a token may share one (hanzo's settings: the command `theme` and the token
+# `theme`), and a patch names both (§9.2).
+Contribution = tuple[str, str]
 
 
 def entries(loaded: Sequence[tuple[Manifest, str]], *, for_agent: bool = False) -> list[Entry]:
@@ -16,8 +21,8 @@ def entries(loaded: Sequence[tuple[Manifest, str]], *, for_agent: bool = False) 
     return [e for m, layer in loaded for e in _of(m, layer, for_agent=for_agent)]
 
 
-def index(found: Sequence[Entry]) -> Mapping[str, Entry]:
-    return {e.id: e for e in found}
+def index(found: Sequence[Entry]) -> Mapping[Contribution, Entry]:
+    return {(e.kind, e.id): e for e in found}
 
 
 def _of(m: Manifest, layer: str, *, for_agent: bool) -> Iterator[Entry]:
