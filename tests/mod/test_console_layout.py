@@ -145,6 +145,25 @@ async def test_a_person_arranges_their_own_app_from_the_page(api, people, page):
     assert [v["change"]["by"] for v in versions["versions"]] == [f"{people.org}/ada"] * 9
 
 
+async def test_a_person_moves_a_panel_to_another_app_s_slot_and_hides_a_page(api, people, page):
+    """A mod's view is a page of its app or a panel in a slot an app offers: the person puts
+    the calendar's agenda beside their inbox rather than their chat, and hides a page."""
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
+    await page.click("#use")
+    views = page.locator("#views li .title")
+    await expect(views.filter(has_text="Agenda")).to_have_text("Agenda, a panel in Chat's side")
+    await page.get_by_label("Move Agenda to").select_option(label="Inbox's side")
+    await expect(page.locator("#status")).to_have_text(_written("Moved Agenda to Inbox's side"))
+    await expect(views.filter(has_text="Agenda")).to_have_text("Agenda, a panel in Inbox's side")
+    await page.get_by_role("button", name="Hide Cards").click()
+    await expect(page.locator("#hidden li")).to_have_text(["CardsShow"])
+    await accessible(page)
+    composed = await (await api.get("/v1/mod/composed", headers=people.ada)).json()
+    slots = {v["id"]: v["slot"] for v in composed["views"]}
+    assert slots["hanzo/calendar/agenda"] == "hanzo/inbox/inbox:side"
+    assert "hanzo/board/cards" not in slots and composed["hidden"] == ["hanzo/board/cards"]
+
+
 async def test_a_command_sharing_its_id_with_a_token_is_arranged_as_itself(api, people, page):
     """hanzo's settings mod offers the command "Switch theme" and the token "Theme" under one
     id: a key bound to the command was refused as naming nothing, and once hidden the page
