@@ -542,6 +542,9 @@ COMPOSED = _subject("composed", GetComposed, Composed, "what a host draws for me
 # what an admin arranges. A subject of its own, not a field of `composed`'s request, which
 # the release before would refuse from a gateway of this one as it rolls out.
 ORG_COMPOSED = _subject("org_composed", GetComposed, Composed, "what my org draws for every member")
+DRAFT_COMPOSED = _subject(
+    "draft_composed", LayerDraftRef, Composed, "what I am drawn with a draft over its layer"
+)
 
 
 def require_read(p: Principal) -> None:
@@ -588,6 +591,7 @@ CONTRACT = service_contract(
         DISCARD,
         COMPOSED,
         ORG_COMPOSED,
+        DRAFT_COMPOSED,
     ],
     buckets=(LAYERS_BUCKET, DRAFTS_BUCKET, INSTALLS_BUCKET),
     shared_streams=("EVENTS", "TIMERS", "DEAD"),

@@ -284,6 +284,12 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("GET", "/v1/mod/drafts", mod.DRAFTS, "The drafts over my layers I may see"),
     Route("GET", "/v1/mod/drafts/{id}", mod.DRAFT, "One draft"),
+    Route(
+        "GET",
+        "/v1/mod/drafts/{id}/composed",
+        mod.DRAFT_COMPOSED,
+        "What I am drawn with the draft over the layer it would change, as a host shows it",
+    ),
     Route("POST", "/v1/mod/drafts/{id}/commit", mod.KEEP, "Keep a draft: commit it at its base"),
     Route("DELETE", "/v1/mod/drafts/{id}", mod.DISCARD, "Discard a draft", status=204),
     Route(

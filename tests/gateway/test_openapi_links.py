@@ -64,7 +64,7 @@ def test_what_a_request_made_is_linked_to_each_operation_on_it():
         },
         ("POST", "/v1/mod/layers/{layer}", "202"): {
             "GET /v1/mod/drafts/{id}", "POST /v1/mod/drafts/{id}/commit",
-            "DELETE /v1/mod/drafts/{id}",
+            "DELETE /v1/mod/drafts/{id}", "GET /v1/mod/drafts/{id}/composed",
         },
         ("POST", "/v1/chonk/runs", "201"): {"GET /v1/chonk/runs/{id}"},
     }  # fmt: skip

@@ -184,6 +184,54 @@ async def test_a_command_sharing_its_id_with_a_token_is_arranged_as_itself(api, 
     await expect(page.get_by_label("Switch theme: ctrl+t")).to_be_visible()
 
 
+async def test_a_person_sees_their_agent_s_draft_over_their_layer_before_keeping_it(
+    api, people, page
+):
+    """§9.4 rule 7: a host shows an open draft over the layer it would change. The page
+    listed the draft's ops in words; it now draws the person's app as it would be with it,
+    to read, with Keep, Discard and a way back."""
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
+    await page.click("#use")
+    rail = page.locator("#rail li .title")
+    await expect(rail).to_have_count(15)
+    rename = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": "Talk"}
+    written = await write(api, people.agent, "user", [HIDE_BOARD, rename], note="Tidier")
+    draft = (await written.json())["draft"]
+    item = page.locator(f"#drafts li[data-draft={draft['id']}]")
+    await item.get_by_role("button", name="Show it over my layer").click()
+    preview = page.locator("#preview")
+    named = page.get_by_role("region", name=re.compile("^Shown with 2 changes waiting"))
+    await expect(named).to_be_focused()
+    await expect(preview).to_contain_text("hide Board; rename Chat to “Talk”")
+    await expect(rail).to_have_count(14)
+    await expect(rail.filter(has_text="Talk")).to_have_count(1)
+    await expect(page.locator("#rail button")).to_have_count(0)  # to read, not to change
+    await accessible(page)
+    layer = await (await api.get("/v1/mod/layers/user", headers=people.ada)).json()
+    assert layer["ops"] == []  # shown, not written
+
+    await preview.get_by_role("button", name="Back to my layer as it is").click()
+    await expect(preview).to_be_hidden()
+    await expect(rail).to_have_count(15)
+    await item.get_by_role("button", name="Show it over my layer").click()
+    await preview.get_by_role("button", name="Keep").click()
+    await expect(page.locator("#status")).to_contain_text("Kept: version")
+    await expect(preview).to_be_hidden()
+    await expect(rail).to_have_count(14)
+    await expect(page.locator("#rail button").first).to_be_visible()  # hers to change again
+
+    # A draft discarded elsewhere while it is shown: the page says so, and draws the layer.
+    draft = (await (await write(api, people.agent, "user", [rename])).json())["draft"]
+    item = page.locator(f"#drafts li[data-draft={draft['id']}]")
+    await item.get_by_role("button", name="Show it over my layer").click()
+    await expect(preview).to_be_visible()
+    assert (await api.delete(f"/v1/mod/drafts/{draft['id']}", headers=people.ada)).status == 204
+    await expect(page.locator("#status")).to_have_text(
+        "That change is no longer waiting: this is the layer as it is."
+    )
+    await expect(preview).to_be_hidden()
+
+
 async def test_a_change_made_on_a_layer_moved_meanwhile_writes_nothing(api, people, page):
     """The page unaware that the person's layer moved (its watch held): their change is
     refused at the version they saw, nothing is written, and they are shown it as it is."""

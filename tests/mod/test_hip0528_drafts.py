@@ -108,6 +108,34 @@ async def test_hip0528_09_4_rule_5_no_agent_commits_the_org_s_layer_at_any_level
     assert await version(api, people.ada, "org") == (await kept.json())["version"]
 
 
+async def test_hip0528_09_4_rule_7_a_draft_is_shown_over_the_layer_it_would_change(api, people):
+    """A host shows an open draft over the layer it would change, to whoever may keep it and
+    to the agent that wrote it: the composed view with the draft, and nothing written."""
+    await level(api, people.ada, "draft")
+    mine = (await (await write(api, people.agent, "user", [HIDE_BOARD, UNITS])).json())["draft"]
+    theirs = (await (await write(api, people.root_agent, "org", [UNITS])).json())["draft"]
+
+    async def drawn(headers: dict, draft: dict | None = None):
+        path = "/v1/mod/composed" if draft is None else f"/v1/mod/drafts/{draft['id']}/composed"
+        r = await api.get(path, headers=headers)
+        return r.status, await r.json()
+
+    for who in (people.ada, people.agent):
+        status, over = await drawn(who, mine)
+        assert status == 200, over
+        assert "hanzo/board/board" in over["hidden"]
+        assert over["settings"]["hanzo/settings/units"] == "imperial"
+        status, now = await drawn(who)
+        assert now["hidden"] == [] and now["settings"]["hanzo/settings/units"] == "metric"
+        assert over["versions"] == now["versions"]  # nothing written
+    status, over = await drawn(people.root, theirs)  # the org's, to its admin
+    assert status == 200 and over["settings"]["hanzo/settings/units"] == "imperial"
+    # Whoever may not keep it, nor wrote it, is shown nothing: not found.
+    for who, draft in ((people.bob, mine), (people.ada, theirs), (people.eve, mine)):
+        r = await api.get(f"/v1/mod/drafts/{draft['id']}/composed", headers=who)
+        assert await refusal(r) == (404, "draft-not-found")
+
+
 @pytest.mark.parametrize("level_", ["draft", "send"])
 async def test_hip0528_09_4_rule_2_an_agent_without_mod_write_is_refused_at_every_level(
     api, people, level_

@@ -37,6 +37,7 @@ class Handlers(Installs, Layers, Drafts):
             mod.DISCARD: self.discard,
             mod.COMPOSED: self.composed,
             mod.ORG_COMPOSED: self.org_composed,
+            mod.DRAFT_COMPOSED: self.draft_composed,
         }
         return {subject: _reading(handler) for subject, handler in handlers.items()}
 

@@ -14,23 +14,38 @@ from nats.aio.client import Client
 from libs.audit.trail import Trail
 from libs.contracts import ladder, scheduler
 from libs.contracts.base import home_org
-from libs.contracts.mod import Entry, LayerName, Manifest, Missing, layer_key
+from libs.contracts.mod import (
+    Composed,
+    Entry,
+    LayerDraft,
+    LayerName,
+    Manifest,
+    Missing,
+    layer_key,
+)
 from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime.calls import call
 from libs.runtime.kv import Conflict
-from services.mod.domain import surface
+from services.mod.domain import compose, patches, surface
 from services.mod.domain.activation import activated
 from services.mod.domain.manifests import mod_id
 from services.mod.domain.review import Reviewer
 from services.mod.store import ModStore, Stored, install_of
 
-__all__ = ["ME", "DraftTimer", "Mod", "may_keep", "ops_data", "person_of"]
+__all__ = ["KEPT_BY_LADDER", "ME", "DraftTimer", "Mod", "may_keep", "ops_data", "person_of"]
 
 Clock = Callable[[], datetime]
 ME = "mod"
 # The installs loaded for a caller as stored: (layer, revision, value) each.
 Installs = tuple[tuple[str, int, bytes], ...]
+# Settings another capability keeps: the surface lists them so a host draws them, and
+# they are set there, so there is one level, never a second (hip-0524 §4).
+KEPT_BY_LADDER = {
+    "hanzo/settings/ladder-level": "level",
+    "hanzo/settings/ladder-window": "window",
+    "hanzo/settings/ladder-ceiling": "ceiling",
+}
 
 
 class DraftTimer(msgspec.Struct, frozen=True):
@@ -130,6 +145,26 @@ class Mod:
                 f"the {layer} layer is at version {now}, not {base}: read it and decide again",
                 version=now,
             ) from None
+
+    async def _composed(
+        self, p: Principal, *, mine: bool, draft: LayerDraft | None = None
+    ) -> Composed:
+        """Hanzo, the org's layer, and the caller's own over them if `mine`; with `draft`'s
+        ops over the layer it would change, as a host shows an open draft (§9.4 rule 7)."""
+        (org, org_version), (user, user_version) = await self._store.layers(
+            self._key(p, "org"), self._key(p, "user")
+        )
+        org_ops, user_ops = org.ops, user.ops if mine else []
+        if draft is not None and draft.layer == "org":
+            org_ops = patches.merged(org_ops, draft.ops)
+        elif draft is not None:
+            user_ops = patches.merged(user_ops, draft.ops)
+        drawn = compose.composed(await self._surface(p), org_ops, user_ops)
+        effective = await self._level(p)
+        for id_, field in KEPT_BY_LADDER.items():
+            if id_ in drawn["settings"]:
+                drawn["settings"][id_] = getattr(effective, field)
+        return Composed(versions={"org": org_version, "user": user_version}, **drawn)
 
     async def _level(self, p: Principal) -> ladder.Effective:
         ask = ladder.LevelOf(org=p.org, person=p.sub)

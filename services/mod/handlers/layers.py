@@ -8,20 +8,12 @@ from libs.contracts.principal import Principal
 from libs.contracts.problem import Refused
 from libs.runtime import pages
 from libs.runtime.service import request_key
-from services.mod.domain import compose, patches, surface
+from services.mod.domain import patches, surface
 from services.mod.domain.drafts import commits
-from services.mod.handlers.common import Mod, may_keep, ops_data, person_of
+from services.mod.handlers.common import KEPT_BY_LADDER, Mod, may_keep, ops_data, person_of
 from services.mod.store import Stored
 
 __all__ = ["Layers"]
-
-# Settings another capability keeps: the surface lists them so a host draws them, and
-# they are set there, so there is one level, never a second (hip-0524 §4).
-KEPT_BY_LADDER = {
-    "hanzo/settings/ladder-level": "level",
-    "hanzo/settings/ladder-window": "window",
-    "hanzo/settings/ladder-ceiling": "ceiling",
-}
 
 
 class Layers(Mod):
@@ -44,18 +36,6 @@ class Layers(Mod):
 
     async def org_composed(self, _: mod.GetComposed, p: Principal) -> mod.Composed:
         return await self._composed(p, mine=False)
-
-    async def _composed(self, p: Principal, *, mine: bool) -> mod.Composed:
-        """Hanzo, the org's layer, and the caller's own over them if `mine`."""
-        (org, org_version), (user, user_version) = await self._store.layers(
-            self._key(p, "org"), self._key(p, "user")
-        )
-        drawn = compose.composed(await self._surface(p), org.ops, user.ops if mine else [])
-        effective = await self._level(p)
-        for id_, field in KEPT_BY_LADDER.items():
-            if id_ in drawn["settings"]:
-                drawn["settings"][id_] = getattr(effective, field)
-        return mod.Composed(versions={"org": org_version, "user": user_version}, **drawn)
 
     async def write(self, req: mod.WriteLayer, p: Principal) -> mod.Written:
         """Checked whole first; then committed at `base`, or held as a draft: always for an
