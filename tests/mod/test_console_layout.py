@@ -155,6 +155,7 @@ async def test_a_person_moves_a_panel_to_another_app_s_slot_and_hides_a_page(api
     await page.get_by_label("Move Agenda to").select_option(label="Inbox's side")
     await expect(page.locator("#status")).to_have_text(_written("Moved Agenda to Inbox's side"))
     await expect(views.filter(has_text="Agenda")).to_have_text("Agenda, a panel in Inbox's side")
+    await expect(page.locator("#versions li").first).to_contain_text("move Agenda to Inbox's side")
     await page.get_by_role("button", name="Hide Cards").click()
     await expect(page.locator("#hidden li")).to_have_text(["CardsShow"])
     await accessible(page)
@@ -206,6 +207,7 @@ async def test_a_person_sees_their_agent_s_draft_over_their_layer_before_keeping
     await expect(rail).to_have_count(14)
     await expect(rail.filter(has_text="Talk")).to_have_count(1)
     await expect(page.locator("#rail button")).to_have_count(0)  # to read, not to change
+    await expect(page.locator("#hidden li")).to_have_text(["Board"])  # hidden by the draft
     await accessible(page)
     layer = await (await api.get("/v1/mod/layers/user", headers=people.ada)).json()
     assert layer["ops"] == []  # shown, not written

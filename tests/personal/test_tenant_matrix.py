@@ -351,6 +351,10 @@ async def _mod_draft(w: World) -> tuple[str, Any]:
     return f"/v1/mod/drafts/{await w.mod_draft()}", None
 
 
+async def _shown_over(w: World) -> tuple[str, Any]:
+    return f"/v1/mod/drafts/{await w.mod_draft()}/composed", None
+
+
 async def _keep(w: World) -> tuple[str, Any]:
     return f"/v1/mod/drafts/{await w.mod_draft()}/commit", {}
 
@@ -430,7 +434,11 @@ ROWS: dict[tuple[str, str], Row] = {
     ("POST", "/v1/mod/layers/{layer}"): row(_write_layer, 200, 409, 409, 409, 202, 202),
     ("GET", "/v1/mod/layers/{layer}/versions"): row(_versions, 200, 200, 200, 200, 200, 200),
     ("POST", "/v1/mod/layers/{layer}/revert"): row(_revert, 200, 409, 409, 409, 403, 403),
-    ("GET", "/v1/mod/drafts/{id}"): row(_mod_draft, 200, 404, 404, 404, 200, 404),
+    # A read of a draft, one draft each caller asks of: a layer holds 16 open drafts.
+    ("GET", "/v1/mod/drafts/{id}"): row(_mod_draft, 200, 404, 404, 404, 200, 404, shared=True),
+    ("GET", "/v1/mod/drafts/{id}/composed"): row(
+        _shown_over, 200, 404, 404, 404, 200, 404, shared=True
+    ),
     ("POST", "/v1/mod/drafts/{id}/commit"): row(_keep, 200, 404, 404, 404, 403, 404),
     ("DELETE", "/v1/mod/drafts/{id}"): row(_mod_draft, 204, 404, 404, 404, 204, 404),
     # The Chonks' tenant: a run is its admins' to read; a fact about Ana, Ana's to answer.
