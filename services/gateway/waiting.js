@@ -117,8 +117,9 @@ function waitingItem(item) {
   }
   if (item.kind === "layer_draft" && item.detail.layer === "user") {  // its ops are drawn there
     const see = Object.assign(document.createElement("p"), { className: "see" });
-    see.append(Object.assign(document.createElement("a"),
-      { href: "/console/layout", textContent: "See each change on how my app is arranged" }));
+    see.append(Object.assign(document.createElement("a"), {
+      href: `/console/layout#draft-${item.id}`, textContent: "See each change on how my app is arranged",
+    }));
     li.append(see);
   }
   if (item.kind === "delivery") {

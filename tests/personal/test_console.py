@@ -166,18 +166,26 @@ async def test_a_change_to_my_app_says_whether_it_goes_or_is_dropped_at_its_dead
                          roles=("mod:write",)))  # fmt: skip
     changes = page.locator("#pending > li[data-kind=layer_draft]")
 
-    async def write(note: str) -> None:
+    async def write(note: str) -> str:
         body = {"base": 0, "ops": [HIDE_BOARD], "note": note}
         wrote = await api.post("/v1/mod/layers/user", json=body, headers=agent)
         assert wrote.status == 202, await wrote.text()
+        return (await wrote.json())["draft"]["id"]
 
-    await write("Hide the board")
+    draft = await write("Hide the board")
     held = changes.filter(has_text="Hide the board")
     await expect(held.locator(".left")).to_have_text(
         "Dropped in 24 h unless you keep it.", timeout=10_000
     )
-    # Its ops are listed one by one on the layout page, which the item leads to.
-    await expect(held.locator(".see a")).to_have_attribute("href", "/console/layout")
+    # Its ops are listed one by one on the layout page, which the item leads to: to it.
+    link = held.locator(".see a")
+    await expect(link).to_have_attribute("href", f"/console/layout#draft-{draft}")
+    await page.set_viewport_size({"width": 390, "height": 600})
+    await link.click()
+    there = page.locator(f"#draft-{draft}")
+    await expect(there.get_by_role("button", name="Keep")).to_be_in_viewport(timeout=ANSWERED)
+    await page.go_back()
+    await page.set_viewport_size({"width": 1280, "height": 720})
     # At send with an hour's window, the next commits itself at the window's end.
     await api.put("/v1/ladder/window", json={"window": "1h"}, headers=people.ada)
     await set_level(api, people.ada, "send")
