@@ -86,14 +86,16 @@ async def test_an_admin_reads_the_bill_with_each_agents_runtime(api, operator, p
 
     await eventually(billed)
     await sign_in(page, people, f"{people.org}/root", roles=("admin",))
-    await expect(page.locator("#bill")).to_contain_text(
-        f"{start:%Y-%m}, on the free plan: 0.0250 hours of runtime at $0.12 an hour"
+    # The month's hours and each agent's alike, each amount to the millionth it is kept
+    # at less the zeros past the cents: the table said 0.03 hours and $0.003000 before.
+    await expect(page.locator("#bill")).to_have_text(
+        f"{start:%Y-%m}, on the free plan: 0.0250 hours of runtime at $0.12 an hour, $0.003."
     )
     await expect(page.locator("#capacity")).to_have_text(
         "Personal agents: 1. The org's agents: 0 of 0. Bots: 0 of 0."
     )
     await expect(page.locator("#runtime tbody tr")).to_have_text(
-        [f"agent:{people.ada_id}{people.ada_id}10.03$0.003000"]
+        [f"agent:{people.ada_id}{people.ada_id}10.0250$0.003"]
     )
     await accessible(page)  # the runtime by agent, a table
     assert await led_to(page) == [
