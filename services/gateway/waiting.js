@@ -115,10 +115,11 @@ function waitingItem(item) {
     options.append(...item.candidates.map((c) => Object.assign(document.createElement("li"), { textContent: c })));
     li.append(options);
   }
-  if (item.kind === "layer_draft" && item.detail.layer === "user") {  // its ops are drawn there
+  if (item.kind === "layer_draft") {  // its ops are drawn there, over the layer it changes
     const see = Object.assign(document.createElement("p"), { className: "see" });
+    const whose = item.detail.layer === "org" ? "my org's app" : "my app";
     see.append(Object.assign(document.createElement("a"), {
-      href: `/console/layout#draft-${item.id}`, textContent: "See each change on how my app is arranged",
+      href: `/console/layout#draft-${item.id}`, textContent: `See each change on how ${whose} is arranged`,
     }));
     li.append(see);
   }

@@ -196,6 +196,27 @@ async def test_a_change_to_my_app_says_whether_it_goes_or_is_dropped_at_its_dead
     )
 
 
+async def test_an_org_draft_on_the_first_page_leads_its_admin_to_it(api, people, page):
+    """An agent's draft of the org's layer waits on its admins' first page, which led
+    nowhere for it: it leads to the layout page, drawn for the org's layer, at the draft."""
+    root = f"{people.org}/root"
+    agent = bearer(token(org=people.org, user=root, act=f"agent:{root}",
+                         roles=("admin", "mod:write")))  # fmt: skip
+    body = {"base": 0, "ops": [HIDE_BOARD], "note": "No one opens the board"}
+    wrote = await api.post("/v1/mod/layers/org", json=body, headers=agent)
+    assert wrote.status == 202, await wrote.text()
+    draft = (await wrote.json())["draft"]["id"]
+    await sign_in(page, people, root, roles=("admin",))
+    held = page.locator("#pending > li[data-kind=layer_draft]")
+    link = held.get_by_role("link", name="See each change on how my org's app is arranged")
+    await expect(link).to_have_attribute("href", f"/console/layout#draft-{draft}", timeout=ANSWERED)
+    await page.set_viewport_size({"width": 390, "height": 600})
+    await link.click()
+    await expect(page.locator("#layer")).to_have_value("org")
+    there = page.locator(f"#draft-{draft}")
+    await expect(there.get_by_role("button", name="Keep")).to_be_in_viewport(timeout=ANSWERED)
+
+
 async def test_a_question_asked_of_the_person_is_answered_from_the_first_page(api, people, page):
     """Before, what a colleague asked waited in its room alone, which the console does
     not show: the first page said nothing waited."""
