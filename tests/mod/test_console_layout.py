@@ -145,6 +145,30 @@ async def test_a_person_arranges_their_own_app_from_the_page(api, people, page):
     assert [v["change"]["by"] for v in versions["versions"]] == [f"{people.org}/ada"] * 9
 
 
+async def test_a_move_on_the_page_is_drawn_as_asked_over_moves_written_before(api, people, page):
+    """Two apps moved to one place by writes before (the later drawn there, the earlier
+    after it): the page's Down on the app above them wrote two moves, which tied with the
+    earlier one, and the rail drew the app a place further than asked."""
+    composed = await (await api.get("/v1/mod/composed", headers=people.ada)).json()
+    apps = [(a["id"], a["title"]) for a in composed["apps"]]
+    for moved in (apps[5], apps[7]):
+        placed = {"op": "move", "kind": "apps", "id": moved[0], "index": 1}
+        assert (await write(api, people.ada, "user", [placed])).status == 200
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
+    await page.click("#use")
+    rail = page.locator("#rail li .title")
+    titles = [t for _, t in apps]
+    drawn = [titles[0], titles[7], titles[5], *titles[1:5], titles[6], *titles[8:]]
+    await expect(rail).to_have_text(drawn)
+
+    await page.get_by_role("button", name=f"Move {titles[0]} down").click()
+    await expect(page.locator("#status")).to_have_text(_written(f"Moved {titles[0]} down"))
+    asked = [drawn[1], drawn[0], *drawn[2:]]
+    await expect(rail).to_have_text(asked)
+    composed = await (await api.get("/v1/mod/composed", headers=people.ada)).json()
+    assert [a["title"] for a in composed["apps"]] == asked
+
+
 async def test_a_person_moves_a_panel_to_another_app_s_slot_and_hides_a_page(api, people, page):
     """A mod's view is a page of its app or a panel in a slot an app offers: the person puts
     the calendar's agenda beside their inbox rather than their chat, and hides a page."""
