@@ -222,11 +222,14 @@ async def _reached():
         return None
 
 
-async def _patiently(command: str, ask: Callable[[], Awaitable[object]]) -> None:
+async def _patiently(
+    command: str, ask: Callable[[], Awaitable[object]], *, also: tuple[type[Exception], ...] = ()
+) -> None:
     """`ask()` done, asked again after a transient failure (a service not serving yet, as
-    `tether up` starts) for up to `_PATIENCE_S`, then the last failure said and raised. Said
-    once as it begins too, so the wait is not taken for a hang. The command's connection
-    does not reconnect: once closed (its server stopped), asking again cannot help."""
+    `tether up` starts; or one of `also`, transient to this command) for up to `_PATIENCE_S`,
+    then the last failure said and raised. Said once as it begins too, so the wait is not
+    taken for a hang. The command's connection does not reconnect: once closed (its server
+    stopped), asking again cannot help."""
     from nats.errors import ConnectionClosedError
 
     from libs.runtime.bus import PEER_OR_BUS_AWAY
@@ -240,7 +243,7 @@ async def _patiently(command: str, ask: Callable[[], Awaitable[object]]) -> None
             print(f"{command}: the connection to NATS at {_nats_url()} closed; not asked again",
                   file=sys.stderr)  # fmt: skip
             raise
-        except PEER_OR_BUS_AWAY as exc:
+        except (*PEER_OR_BUS_AWAY, *also) as exc:
             if time.monotonic() + pause > deadline:
                 print(f"{command}: {exc}; still so after {_PATIENCE_S} s", file=sys.stderr)
                 raise
@@ -386,38 +389,45 @@ def _dead(args: argparse.Namespace) -> int:
 def _outbox(args: argparse.Namespace) -> int:
     """What left by the lines within the last `--minutes`, oldest first, as the recording
     transport (the only one) keeps it on the ROOMS stream: what a carrier would have
-    delivered, a line's code among it. One batched direct get a page, no consumer."""
+    delivered, a line's code among it. One batched direct get a page, no consumer; read
+    again whole while ROOMS is not served yet (made as `tether up` starts, or electing)."""
     from libs.contracts.rooms import ROOMS
-    from libs.runtime.direct import batch_get
+    from libs.runtime.bus import PEER_OR_BUS_AWAY
+    from libs.runtime.direct import DirectGetRefused, DirectGetUnavailable, batch_get
+
+    subjects = f"rooms.outbound.*.{args.org}" if args.org else "rooms.outbound.>"
+    since = datetime.now(UTC) - timedelta(minutes=args.minutes)
+    sent: list[str] = []
+
+    async def read(nc: "Client") -> None:
+        sent.clear()
+        request: dict[str, object] = {"start_time": since.isoformat(), "next_by_subj": subjects}
+        while True:
+            msgs, pending = await batch_get(nc, ROOMS.name, request | {"batch": 256})
+            for msg in msgs:
+                out = json.loads(msg.data)
+                at = datetime.fromisoformat(msg.headers["Nats-Time-Stamp"])
+                text = out["text"].replace("\n", " | ")
+                sent.append(f"{at:%Y-%m-%d %H:%M:%S} {out['transport']} to {out['to']}: {text}")
+            if not msgs or not pending:
+                return
+            request = {"seq": int(msgs[-1].headers["Nats-Sequence"]) + 1, "next_by_subj": subjects}
 
     async def run() -> int:
         if (nc := await _reached()) is None:
             return 2
-        subjects = f"rooms.outbound.*.{args.org}" if args.org else "rooms.outbound.>"
-        since = datetime.now(UTC) - timedelta(minutes=args.minutes)
-        request: dict[str, object] = {"start_time": since.isoformat(), "next_by_subj": subjects}
-        sent = 0
         try:
-            while True:
-                msgs, pending = await batch_get(nc, ROOMS.name, request | {"batch": 256})
-                for msg in msgs:
-                    out = json.loads(msg.data)
-                    at = datetime.fromisoformat(msg.headers["Nats-Time-Stamp"])
-                    text = out["text"].replace("\n", " | ")
-                    print(f"{at:%Y-%m-%d %H:%M:%S} {out['transport']} to {out['to']}: {text}")
-                    sent += 1
-                if not msgs or not pending:
-                    break
-                request = {
-                    "seq": int(msgs[-1].headers["Nats-Sequence"]) + 1,
-                    "next_by_subj": subjects,
-                }
-        except Exception as exc:  # transient (ROOMS electing a leader): ask again
-            print(f"cannot read what left just now: {exc!r}; ask again", file=sys.stderr)
+            await _patiently("tether outbox", partial(read, nc), also=(DirectGetUnavailable,))
+        except (*PEER_OR_BUS_AWAY, DirectGetUnavailable):  # said
+            return 2
+        except DirectGetRefused as exc:
+            print(f"tether outbox: {exc}", file=sys.stderr)
             return 2
         finally:
             await nc.close()
-        print(f"{sent} sent by the lines in the last {args.minutes} minutes", file=sys.stderr)
+        for line in sent:
+            print(line)
+        print(f"{len(sent)} sent by the lines in the last {args.minutes} minutes", file=sys.stderr)
         return 0
 
     return asyncio.run(run())

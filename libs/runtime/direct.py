@@ -22,7 +22,8 @@ _TIMEOUT_S = 5.0
 
 
 class DirectGetUnavailable(Exception):
-    """The stream does not serve direct gets (made without allow_direct)."""
+    """No one answered a direct get of the stream: it is not made yet, its leader is being
+    elected, or it was made without allow_direct."""
 
 
 class DirectGetRefused(Exception):
@@ -105,7 +106,7 @@ async def _get(
                 if status in ("204", "404"):  # the end of the batch; nothing matched
                     return found, pending
                 if status == "503":
-                    raise DirectGetUnavailable(stream)
+                    raise DirectGetUnavailable(f"no one serves direct gets of {stream} yet")
                 if status:
                     refused = f"{stream}: {status} {headers.get('Description', '')}".strip()
                     raise (TooManyResults if status == "413" else DirectGetRefused)(refused)

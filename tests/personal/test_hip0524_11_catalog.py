@@ -21,9 +21,10 @@ from libs.audit.reading import records
 from libs.contracts import codec
 from libs.contracts.agents import CreateAgent, RunEnded
 from libs.contracts.permissions import OPERATOR, inbox_prefix
+from libs.contracts.rooms import ROOMS
 from libs.contracts.streams import EVENTS
 from libs.runtime.kv import current
-from libs.runtime.service import ensure_shared_streams
+from libs.runtime.service import ensure_shared_streams, ensure_stream
 from libs.stack.processes import stop_all
 from libs.stack.servers import free_port, start_nats
 from services.agents.domain import meter, roster
@@ -326,6 +327,21 @@ async def test_an_account_announced_as_the_system_starts_waits_for_its_stream(st
         assert (cli.returncode, out, err) == (0, b"announced 2 account(s)\n", b"")
         events = await js.stream_info(EVENTS.name)
         assert events.state.messages == 2
+
+
+async def test_the_outbox_read_as_the_system_starts_waits_for_its_stream(stack, tmp_path):
+    """`tether outbox` run before the rooms service has made ROOMS: before, "cannot read
+    what left just now: DirectGetUnavailable('ROOMS'); ask again", exit 2, to someone
+    waiting for a code the system just sent. It asks again until the stream serves it."""
+    async with _bus_of_its_own(stack, tmp_path) as (url, nc, _):
+        cli = await _cli(stack, url, "outbox")
+        said = await asyncio.wait_for(cli.stderr.readline(), timeout=20)
+        assert said == (
+            b"tether outbox: no one serves direct gets of ROOMS yet; asking again for up to 30 s\n"
+        )
+        await ensure_stream(nc.jetstream(), ROOMS, replicas=1)  # as the rooms service does
+        out, err = await asyncio.wait_for(cli.communicate(), timeout=60)
+    assert (cli.returncode, out, err) == (0, b"", b"0 sent by the lines in the last 60 minutes\n")
 
 
 async def test_a_command_waiting_on_a_bus_that_stops_gives_up_at_once(stack, tmp_path):
