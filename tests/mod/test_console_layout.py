@@ -397,6 +397,29 @@ async def test_the_page_follows_changes_again_after_its_watch_is_refused(api, pe
     await expect(rail.filter(has_text="Talk")).to_have_count(1)
 
 
+async def test_a_change_made_on_the_page_is_drawn_once(api, people, page):
+    """The page drew itself again when its change was answered, and again when the watch
+    reported the same version: two full draws (six reads each) a change. The watch's report
+    of a version drawn or written here draws nothing; a change from elsewhere still does."""
+    composed: list[str] = []
+    page.on("request", lambda r: composed.append(r.url) if r.url.endswith("/composed") else None)
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
+    await page.click("#use")
+    await expect(page.locator("#rail li")).to_have_count(15)
+
+    async def watching() -> bool:  # drawn at sign-in, then again as the watch opened
+        return len(composed) == 2
+
+    await eventually(watching)
+    await page.get_by_role("button", name="Hide Board").click()
+    await expect(page.locator("#status")).to_have_text(_written("Hid Board"))
+    # From elsewhere, after it: once it is drawn, the watch has reported the page's own.
+    rename = {"op": "rename", "kind": "apps", "id": "hanzo/chat/chat", "title": "Talk"}
+    assert (await write(api, people.ada, "user", [rename])).status == 200
+    await expect(page.locator("#rail li").filter(has_text="Talk")).to_have_count(1)
+    assert len(composed) == 4, composed
+
+
 async def test_older_versions_are_read_a_page_at_a_time_in_the_console(api, people, page):
     """Thirty versions of a large layer are more than one page: the console shows the
     newest, then the older ones as asked for, each once, until none is left."""
