@@ -4,7 +4,7 @@ scheduler."""
 
 import asyncio
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -147,20 +147,27 @@ class Mod:
             ) from None
 
     async def _composed(
-        self, p: Principal, *, mine: bool, draft: LayerDraft | None = None
+        self, p: Principal, *, mine: bool, draft: Awaitable[LayerDraft] | None = None
     ) -> Composed:
-        """Hanzo, the org's layer, and the caller's own over them if `mine`; with `draft`'s
-        ops over the layer it would change, as a host shows an open draft (§9.4 rule 7)."""
-        (org, org_version), (user, user_version) = await self._store.layers(
-            self._key(p, "org"), self._key(p, "user")
-        )
+        """Hanzo, the org's layer, and the caller's own over them if `mine`; with the ops of
+        the draft `draft` finds over the layer it would change, as a host shows an open
+        draft (§9.4 rule 7). What it is made of is read at once, the draft among it."""
+        reads: list[Awaitable[Any]] = [
+            self._store.layers(self._key(p, "org"), self._key(p, "user")),
+            self._surface(p),
+            self._level(p),
+        ]
+        if draft is not None:
+            reads.append(draft)
+        read = await asyncio.gather(*reads)
+        ((org, org_version), (user, user_version)), entries, effective = read[:3]
         org_ops, user_ops = org.ops, user.ops if mine else []
-        if draft is not None and draft.layer == "org":
-            org_ops = patches.merged(org_ops, draft.ops)
-        elif draft is not None:
-            user_ops = patches.merged(user_ops, draft.ops)
-        drawn = compose.composed(await self._surface(p), org_ops, user_ops)
-        effective = await self._level(p)
+        for shown in read[3:]:
+            if shown.layer == "org":
+                org_ops = patches.merged(org_ops, shown.ops)
+            else:
+                user_ops = patches.merged(user_ops, shown.ops)
+        drawn = compose.composed(entries, org_ops, user_ops)
         for id_, field in KEPT_BY_LADDER.items():
             if id_ in drawn["settings"]:
                 drawn["settings"][id_] = getattr(effective, field)

@@ -103,7 +103,7 @@ class Drafts(Mod):
     async def draft_composed(self, req: mod.LayerDraftRef, p: Principal) -> mod.Composed:
         """What the caller is drawn with the draft over the layer it would change: what a
         host shows, to whoever may keep it and to the agent that wrote it (§9.4 rule 7)."""
-        return await self._composed(p, mine=True, draft=await self._find(p, req.id))
+        return await self._composed(p, mine=True, draft=self._find(p, req.id))
 
     async def keep(self, req: mod.LayerDraftRef, p: Principal) -> mod.Written:
         """Keep: the draft's ops applied at its base, under the same compare-and-set."""
