@@ -189,6 +189,33 @@ async def test_a_person_moves_a_panel_to_another_app_s_slot_and_hides_a_page(api
     assert "hanzo/board/cards" not in slots and composed["hidden"] == ["hanzo/board/cards"]
 
 
+async def test_a_person_renames_a_panel_and_a_command_as_they_rename_an_app(api, people, page):
+    """A view's title and a command's are the person's to rename (§9.2: rename admits apps,
+    views and commands), but the page offered Rename for the rail's apps alone."""
+    await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
+    await page.click("#use")
+    await page.get_by_role("button", name="Rename Agenda").click()
+    await expect(page.get_by_label("New name for Agenda")).to_be_focused()
+    await page.get_by_label("New name for Agenda").fill("My day")
+    await page.get_by_label("New name for Agenda").press("Enter")
+    await expect(page.locator("#status")).to_have_text(_written("Renamed Agenda to “My day”"))
+    views = page.locator("#views li .title")
+    await expect(views.filter(has_text="My day")).to_have_text("My day, a panel in Chat's side")
+
+    await page.get_by_role("button", name="Rename New chat").click()
+    await page.get_by_label("New name for New chat").fill("Start a chat")
+    await page.get_by_role("button", name="Save").click()
+    await expect(page.locator("#status")).to_have_text(
+        _written("Renamed New chat to “Start a chat”")
+    )
+    await expect(page.get_by_label("Start a chat: no key")).to_be_visible()
+    await accessible(page)
+    composed = await (await api.get("/v1/mod/composed", headers=people.ada)).json()
+    titles = {(kind, c["id"]): c["title"] for kind in ("views", "commands") for c in composed[kind]}
+    assert titles["views", "hanzo/calendar/agenda"] == "My day"
+    assert titles["commands", "hanzo/chat/new"] == "Start a chat"
+
+
 async def test_a_command_sharing_its_id_with_a_token_is_arranged_as_itself(api, people, page):
     """hanzo's settings mod offers the command "Switch theme" and the token "Theme" under one
     id: a key bound to the command was refused as naming nothing, and once hidden the page
@@ -400,7 +427,8 @@ async def test_the_page_follows_changes_again_after_its_watch_is_refused(api, pe
 async def test_a_change_made_on_the_page_is_drawn_once(api, people, page):
     """The page drew itself again when its change was answered, and again when the watch
     reported the same version: two full draws (six reads each) a change. The watch's report
-    of a version drawn or written here draws nothing; a change from elsewhere still does."""
+    of a version drawn or written here draws nothing; a change from elsewhere still does;
+    and what is read again unchanged is not drawn again."""
     composed: list[str] = []
     page.on("request", lambda r: composed.append(r.url) if r.url.endswith("/composed") else None)
     await page.fill("#token", token(org=people.org, user=f"{people.org}/ada"))
@@ -418,6 +446,15 @@ async def test_a_change_made_on_the_page_is_drawn_once(api, people, page):
     assert (await write(api, people.ada, "user", [rename])).status == 200
     await expect(page.locator("#rail li").filter(has_text="Talk")).to_have_count(1)
     assert len(composed) == 4, composed
+
+    # Read again with nothing changed (a refused change; the watch opening), the page is
+    # left as it was: a control replaced as it was clicked lost the click.
+    up = page.get_by_role("button", name="Move Talk up")
+    await up.evaluate("button => { button.kept = true; }")
+    await page.get_by_label("New chat: no key").fill("ctrl+")
+    await page.get_by_role("button", name="Bind the key to New chat").click()
+    await expect(page.locator("#status")).to_contain_text("'ctrl+' is not a chord")
+    assert await up.evaluate("button => button.kept === true")
 
 
 async def test_older_versions_are_read_a_page_at_a_time_in_the_console(api, people, page):
