@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from importlib.metadata import version
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, TypeVar, get_args
 
 from libs.contracts import EXTERNAL_EVENTS, SERVICES
 from libs.contracts.document import document
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from nats.aio.client import Client
 
 __all__ = ["main"]
+
+T = TypeVar("T")
 
 DEV_ORG, DEV_USER = "acme", "acme/ada"
 # Development accounts `tether up` creates, each announced like any account, so each gets
@@ -223,9 +225,9 @@ async def _reached():
 
 
 async def _patiently(
-    command: str, ask: Callable[[], Awaitable[object]], *, also: tuple[type[Exception], ...] = ()
-) -> None:
-    """`ask()` done, asked again after a transient failure (a service not serving yet, as
+    command: str, ask: Callable[[], Awaitable[T]], *, also: tuple[type[Exception], ...] = ()
+) -> T:
+    """`ask()`'s answer, asked again after a transient failure (a service not serving yet, as
     `tether up` starts; or one of `also`, transient to this command) for up to `_PATIENCE_S`,
     then the last failure said and raised. Said once as it begins too, so the wait is not
     taken for a hang. The command's connection does not reconnect: once closed (its server
@@ -237,8 +239,7 @@ async def _patiently(
     deadline, pause = time.monotonic() + _PATIENCE_S, 0.25
     while True:
         try:
-            await ask()
-            return
+            return await ask()
         except ConnectionClosedError:
             print(f"{command}: the connection to NATS at {_nats_url()} closed; not asked again",
                   file=sys.stderr)  # fmt: skip
@@ -397,10 +398,9 @@ def _outbox(args: argparse.Namespace) -> int:
 
     subjects = f"rooms.outbound.*.{args.org}" if args.org else "rooms.outbound.>"
     since = datetime.now(UTC) - timedelta(minutes=args.minutes)
-    sent: list[str] = []
 
-    async def read(nc: "Client") -> None:
-        sent.clear()
+    async def read(nc: "Client") -> list[str]:
+        sent = []
         request: dict[str, object] = {"start_time": since.isoformat(), "next_by_subj": subjects}
         while True:
             msgs, pending = await batch_get(nc, ROOMS.name, request | {"batch": 256})
@@ -410,14 +410,16 @@ def _outbox(args: argparse.Namespace) -> int:
                 text = out["text"].replace("\n", " | ")
                 sent.append(f"{at:%Y-%m-%d %H:%M:%S} {out['transport']} to {out['to']}: {text}")
             if not msgs or not pending:
-                return
+                return sent
             request = {"seq": int(msgs[-1].headers["Nats-Sequence"]) + 1, "next_by_subj": subjects}
 
     async def run() -> int:
         if (nc := await _reached()) is None:
             return 2
         try:
-            await _patiently("tether outbox", partial(read, nc), also=(DirectGetUnavailable,))
+            sent = await _patiently(
+                "tether outbox", partial(read, nc), also=(DirectGetUnavailable,)
+            )
         except (*PEER_OR_BUS_AWAY, DirectGetUnavailable):  # said
             return 2
         except DirectGetRefused as exc:

@@ -128,8 +128,14 @@ async def test_hip0528_09_4_rule_7_a_draft_is_shown_over_the_layer_it_would_chan
         status, now = await drawn(who)
         assert now["hidden"] == [] and now["settings"]["hanzo/settings/units"] == "metric"
         assert over["versions"] == now["versions"]  # nothing written
-    status, over = await drawn(people.root, theirs)  # the org's, to its admin
-    assert status == 200 and over["settings"]["hanzo/settings/units"] == "imperial"
+    # The org's, to its admin and their agent: over the org's layer alone, as every member
+    # is drawn it, not over the admin's own changes (before, their own language was there).
+    french = {"op": "set", "kind": "settings", "id": "hanzo/settings/language", "value": "fr"}
+    assert (await write(api, people.root, "user", [french])).status == 200
+    for who in (people.root, people.root_agent):
+        status, over = await drawn(who, theirs)
+        assert status == 200 and over["settings"]["hanzo/settings/units"] == "imperial"
+        assert over["settings"]["hanzo/settings/language"] == "en"
     # Whoever may not keep it, nor wrote it, is shown nothing: not found.
     for who, draft in ((people.bob, mine), (people.ada, theirs), (people.eve, mine)):
         r = await api.get(f"/v1/mod/drafts/{draft['id']}/composed", headers=who)

@@ -151,7 +151,8 @@ class Mod:
     ) -> Composed:
         """Hanzo, the org's layer, and the caller's own over them if `mine`; with the ops of
         the draft `draft` finds over the layer it would change, as a host shows an open
-        draft (§9.4 rule 7). What it is made of is read at once, the draft among it."""
+        draft (§9.4 rule 7): a draft of the org's layer over the org's alone, as every
+        member is drawn it. What it is made of is read at once, the draft among it."""
         reads: list[Awaitable[Any]] = [
             self._store.layers(self._key(p, "org"), self._key(p, "user")),
             self._surface(p),
@@ -164,7 +165,7 @@ class Mod:
         org_ops, user_ops = org.ops, user.ops if mine else []
         for shown in read[3:]:
             if shown.layer == "org":
-                org_ops = patches.merged(org_ops, shown.ops)
+                org_ops, user_ops = patches.merged(org_ops, shown.ops), []
             else:
                 user_ops = patches.merged(user_ops, shown.ops)
         drawn = compose.composed(entries, org_ops, user_ops)
