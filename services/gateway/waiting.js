@@ -173,6 +173,9 @@ async function act(item, action, text) {
 
 let waiting = null;  // a list not yet shown, held while the person writes in the one shown
 
+// An item as it stands, less what says only when it was read (a window's seconds left).
+const standing = (item) => JSON.stringify({ ...item, detail: { ...item.detail, seconds_left: undefined } });
+
 function showWaiting(items) {
   waiting = items;
   // Where each waits, by its room's title (a room made since the titles were read is
@@ -182,18 +185,23 @@ function showWaiting(items) {
   for (const key of items.map(answers)) readOnce([key], quoting, () => readAnswered(key));
   const editing = document.activeElement && document.activeElement.matches("#pending textarea");
   if (editing) return;
-  // What the person wrote in an item and has not sent outlives the list drawn again.
-  const written = new Map();
-  for (const li of $("pending").children) {
-    const mine = li.querySelector("textarea");
-    if (mine && mine.value !== li.deadline.text) written.set(li.dataset.id, mine.value);
-  }
-  $("pending").replaceChildren(...items.map((item) => {
+  // An item as it was stays the element it was, where it was: one replaced as another
+  // arrived lost the click pressed on it (a Stop on a window that then sent). What the
+  // person wrote in a changed item and has not sent outlives it drawn again.
+  const list = $("pending");
+  const shown = new Map([...list.children].map((li) => [li.dataset.id, li]));
+  const drawn = items.map((item) => {
+    const before = shown.get(item.id);
+    if (before && standing(before.deadline) === standing(item)) return before;
     const li = waitingItem(item);
-    const mine = li.querySelector("textarea");
-    if (mine && written.has(item.id)) mine.value = written.get(item.id);
+    const mine = li.querySelector("textarea"), theirs = before && before.querySelector("textarea");
+    if (mine && theirs && theirs.value !== before.deadline.text) mine.value = theirs.value;
     return li;
-  }));
+  });
+  drawn.forEach((li, i) => {
+    if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
+  });
+  while (list.children.length > drawn.length) list.lastElementChild.remove();
   $("none").hidden = items.length > 0;
   waiting = null;
 }

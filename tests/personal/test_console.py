@@ -548,6 +548,30 @@ async def test_what_a_person_wrote_in_a_pending_send_outlives_the_list_changing(
     assert sent["text"] == "Attached again. Ada"
 
 
+async def test_a_send_waiting_is_left_as_it_is_when_another_arrives(api, operator, people, page):
+    """Every item was drawn anew when the list changed: a Stop pressed on a window as
+    another send arrived was pressed on a button taken away, and the click was lost (the
+    send went). An item that has not changed is the same element, where it was."""
+    await announce(operator, people.ada_id)
+    await set_level(api, people.ada, "send")
+    await api.put("/v1/ladder/window", json={"window": "1m"}, headers=people.ada)
+    await sign_in(page, people)
+    room = await room_with(api, people, people.bob_id)
+    await say(api, room, people.bob, "Can you resend the invoice?", to=people.ada_id)
+    windows = page.locator("#pending > li[data-kind=window]")
+    await expect(windows).to_have_count(1, timeout=10_000)
+    first = page.locator(f'#pending > li[data-id="{await windows.get_attribute("data-id")}"]')
+    stop = first.get_by_role("button", name="Stop")
+    await stop.evaluate("button => { button.kept = true; }")
+
+    await say(api, room, people.bob, "And the receipt?", to=people.ada_id)
+    await expect(windows).to_have_count(2, timeout=10_000)
+    assert await stop.evaluate("button => button.kept === true")
+    await stop.click()
+    await expect(page.locator("#status")).to_have_text("Stopped: nothing was sent.")
+    await expect(windows).to_have_count(1)
+
+
 async def test_a_window_chosen_while_the_level_saves_is_the_window_saved(
     api, operator, people, page
 ):
