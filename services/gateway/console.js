@@ -156,3 +156,12 @@ function item(text, className = "") {
 function button(label, onclick) {
   return Object.assign(document.createElement("button"), { textContent: label, onclick });
 }
+
+// `list` made to hold `drawn` in order, an element already there left where it is: one
+// taken away and put back loses a click pressed on it, and the text selected in it.
+function place(list, drawn) {
+  drawn.forEach((element, i) => {
+    if (list.children[i] !== element) list.insertBefore(element, list.children[i] || null);
+  });
+  while (list.children.length > drawn.length) list.lastElementChild.remove();
+}

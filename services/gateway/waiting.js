@@ -198,10 +198,7 @@ function showWaiting(items) {
     if (mine && theirs && theirs.value !== before.deadline.text) mine.value = theirs.value;
     return li;
   });
-  drawn.forEach((li, i) => {
-    if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
-  });
-  while (list.children.length > drawn.length) list.lastElementChild.remove();
+  place(list, drawn);
   $("none").hidden = items.length > 0;
   waiting = null;
 }

@@ -106,6 +106,7 @@ async def test_a_person_asks_a_manager_agent_for_a_raise_and_is_told_who_decides
         "Chief Build Officer, 20"  # its title and when
     )
     await expect(build.locator("li").last).to_contain_text("a person decides it: Tomás")
+    await build.evaluate("thread => { thread.kept = true; }")
     # The Chief Human Officer's question comes after the handoff: the threads are read
     # again while the page is open.
     heading = page.get_by_role("heading", name="Chief Human Officer", exact=True)
@@ -130,6 +131,9 @@ async def test_a_person_asks_a_manager_agent_for_a_raise_and_is_told_who_decides
     asked_there = said.nth(await said.count() - 2)  # the question, just before its answer
     await expect(asked_there).to_contain_text("You asked about compensation")
     await expect(asked_there.locator("a.answer")).to_have_count(0)
+    # Read again every five seconds, a thread that did not change is left as it is: drawn
+    # anew, a link clicked in it as it was replaced did nothing, its words selected lost.
+    assert await build.evaluate("thread => thread.kept === true")
 
 
 async def test_a_person_asks_the_chief_human_officer_to_remember_and_sees_it_kept(api, page):
