@@ -151,18 +151,31 @@ const FARES = {
   queued: "handed to the carrier", sent: "sent", delivered: "delivered", failed: "not delivered",
 };
 
-// What left by each line, newest first, with how it fares (the carrier's last word).
+// What left by each line, newest first, with how it fares (the carrier's last word). A
+// room is read from the first of its ten newest whose fare may still change, or from what
+// was read last: a stored message's words never change, nor does a fare delivered or
+// failed. (Read whole every two seconds, a line long in use was read 200 at a time.)
+const SETTLED = new Set(["delivered", "failed"]);
+const lineSent = new Map();  // room id → its ten newest that left by its line, and the last seq read
+
 async function showSent() {
   const { rooms } = await api("GET", "/v1/rooms");
   const sent = [];
   for (const room of rooms.filter((r) => r.transport && r.correspondent)) {
-    let after = 0;
+    const known = lineSent.get(room.id) || { left: [], read: 0 };
+    const unsettled = known.left.find((m) => !SETTLED.has(m.delivery.status));
+    let after = unsettled ? unsettled.seq - 1 : known.read;
+    let left = known.left.filter((m) => m.seq <= after), read = known.read;
     for (;;) {
       const page = await api("GET", `/v1/rooms/${room.id}/messages?after=${after}&limit=200`);
-      sent.push(...page.messages.filter((m) => m.delivery).map((m) => ({ room, m })));
+      left.push(...page.messages.filter((m) => m.delivery));
+      if (page.messages.length) read = Math.max(read, page.messages[page.messages.length - 1].seq);
       if (page.next === null) break;
       after = page.next;
     }
+    left = left.slice(-10);
+    lineSent.set(room.id, { left, read });
+    sent.push(...left.map((m) => ({ room, m })));
   }
   sent.sort((a, b) => Date.parse(b.m.at) - Date.parse(a.m.at));
   $("sent").replaceChildren(...sent.slice(0, 10).map(({ room, m }) => {

@@ -241,9 +241,20 @@ async def test_the_console_shows_what_left_by_my_line_and_how_it_fares(api, oper
     mine = page.locator(f"#sent li[data-room={room['id']}][data-seq='{sent['seq']}']")
     await expect(mine).to_have_attribute("data-status", "queued", timeout=10_000)
     await expect(mine).to_contain_text("handed to the carrier")
+    # Its fare read again every two seconds: the room was read whole from its first
+    # message each time. Once delivered (the carrier's last word), from the last one read.
+    lines_read: list[str] = []
+    of_room = f"/v1/rooms/{room['id']}/messages?after="
+    page.on("request", lambda r: lines_read.append(r.url) if of_room in r.url else None)
     await status(api, line, sent["delivery"]["carrier_id"], "delivered")
     await expect(mine).to_have_attribute("data-status", "delivered", timeout=10_000)
     await expect(mine).to_contain_text(f'"{sent["text"]}": delivered')
+    since = len(lines_read)
+
+    async def read_on() -> list[str]:
+        return [url for url in lines_read[since:] if url.endswith("&limit=200")]
+
+    assert all(f"{of_room}0&" not in url for url in await eventually(read_on)), lines_read
 
 
 async def test_a_draft_answering_a_text_names_its_sender_by_number(api, operator, people, page):
