@@ -139,10 +139,10 @@ const admin = () => (claims().roles || []).includes("admin");
 // Every item of a paged list: each page of `path`'s `field` (after `from`, if given), the
 // next after the last's `next`.
 async function everyPage(path, field, from = null) {
-  const found = [];
+  const found = [], joined = path.includes("?") ? "&" : "?";
   let after = from;
   do {
-    const page = await api("GET", after ? `${path}?after=${encodeURIComponent(after)}` : path);
+    const page = await api("GET", after ? `${path}${joined}after=${encodeURIComponent(after)}` : path);
     found.push(...page[field]);
     after = page.next;
   } while (after);

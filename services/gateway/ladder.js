@@ -159,7 +159,7 @@ const SETTLED = new Set(["delivered", "failed"]);
 const lineSent = new Map();  // room id → its ten newest that left by its line, and the last seq read
 
 async function showSent() {
-  const { rooms } = await api("GET", "/v1/rooms");
+  const rooms = await everyPage("/v1/rooms?limit=200", "rooms");
   const sent = [];
   for (const room of rooms.filter((r) => r.transport && r.correspondent)) {
     const known = lineSent.get(room.id) || { left: [], read: 0 };

@@ -228,7 +228,7 @@ function readOnce(keys, asked, read) {
 }
 
 async function readTitles() {
-  const { rooms } = await api("GET", "/v1/rooms");
+  const rooms = await everyPage("/v1/rooms?limit=200", "rooms");
   for (const room of rooms) titles.set(room.id, room.title);
   for (const li of $("pending").children) li.querySelector(".room").textContent = whereIs(li.deadline);
   return rooms;

@@ -637,6 +637,21 @@ async def test_the_console_shows_what_applies_in_each_room_and_which_setting_dec
     )
 
 
+async def test_a_person_in_more_rooms_than_a_page_holds_sets_a_level_in_each(api, page, people):
+    """The first page read one page of the person's rooms (50): in a fifty-first, no level
+    could be set, a waiting item was not named by its room, and a line's room past the page
+    was not among what left by the lines."""
+    made = await asyncio.gather(
+        *(room_with(api, people, people.bob_id, title=f"room {i:02}") for i in range(51))
+    )
+    await sign_in(page, people)
+    await expect(page.locator("#rooms li")).to_have_count(51)
+    last = max(made, key=lambda room: room["id"])  # listed by id: past the first page
+    await expect(page.locator(f"#rooms li[data-room={last['id']}] .applies")).to_have_text(
+        f"{last['title']}: draft (my level everywhere)"
+    )
+
+
 async def test_a_person_whose_agent_answers_in_no_room_is_told_so(api, page, people):
     """The rooms' list drew nothing under its heading for a person in none."""
     await sign_in(page, people)
