@@ -79,6 +79,18 @@ function closedItem(w) {
   return li;
 }
 
+// The lists read again every second or two: each item as it was drawn before is the
+// element it was (replaced at each read, the place of someone reading them by screen
+// reader, and the words they selected, were lost every second); the others are made.
+function keeper(key, make) {
+  let drawn = new Map();
+  return (things) => {
+    drawn = new Map(things.map((thing) => [key(thing), drawn.get(key(thing)) || make(thing)]));
+    return [...drawn.values()];
+  };
+}
+const closedItems = keeper((w) => `${w.id} ${w.state}`, closedItem);
+
 const DECIDED = {
   default: "my level everywhere",
   transport: "set for this line",
@@ -150,6 +162,16 @@ function roomLevel(room, here, chosen) {
 const FARES = {
   queued: "handed to the carrier", sent: "sent", delivered: "delivered", failed: "not delivered",
 };
+const sentItems = keeper(({ room, m }) => JSON.stringify([room.id, room.title, m.seq, m.delivery]),
+  ({ room, m }) => {
+    const li = document.createElement("li");
+    li.dataset.room = room.id;
+    li.dataset.seq = m.seq;
+    li.dataset.status = m.delivery.status;
+    li.textContent = `${room.title}: "${m.text}": ${FARES[m.delivery.status]}` +
+      (m.delivery.error ? ` (${m.delivery.error})` : "");
+    return li;
+  });
 
 // What left by each line, newest first, with how it fares (the carrier's last word). A
 // room is read from the first of its ten newest whose fare may still change, or from what
@@ -178,15 +200,7 @@ async function showSent() {
     sent.push(...left.map((m) => ({ room, m })));
   }
   sent.sort((a, b) => Date.parse(b.m.at) - Date.parse(a.m.at));
-  $("sent").replaceChildren(...sent.slice(0, 10).map(({ room, m }) => {
-    const li = document.createElement("li");
-    li.dataset.room = room.id;
-    li.dataset.seq = m.seq;
-    li.dataset.status = m.delivery.status;
-    li.textContent = `${room.title}: "${m.text}": ${FARES[m.delivery.status]}` +
-      (m.delivery.error ? ` (${m.delivery.error})` : "");
-    return li;
-  }));
+  place($("sent"), sentItems(sent.slice(0, 10)));
   $("none-sent").hidden = sent.length > 0;
 }
 
@@ -222,7 +236,7 @@ async function refresh() {
   for (const li of $("pending").children) li.querySelector(".left").textContent = left(li.deadline);
   try {
     const { closed } = await api("GET", "/v1/windows");
-    $("closed").replaceChildren(...closed.map(closedItem));
+    place($("closed"), closedItems(closed));
     $("none-closed").hidden = closed.length > 0;
   } catch (error) { say(error.message); }
 }

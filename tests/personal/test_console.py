@@ -499,6 +499,7 @@ async def test_a_person_sets_their_level_and_window_and_stops_and_edits_pending_
     stopped = page.locator("#closed li[data-state=stopped]")
     await expect(stopped).to_contain_text("You stopped it: nothing was sent.", timeout=10_000)
     await expect(page.locator("#none-closed")).to_be_hidden()
+    await stopped.evaluate("item => { item.kept = true; }")
 
     await say(api, room, people.bob, "And the receipt?", to=people.ada_id)
     await expect(item).to_have_count(1, timeout=10_000)
@@ -511,6 +512,10 @@ async def test_a_person_sets_their_level_and_window_and_stops_and_edits_pending_
 
     [sent] = await eventually(mine_sent)
     assert (sent["text"], sent["author_kind"]) == ("Both are attached now. Ada", "human")
+    # The closed are read again every second: the first is the element it was once the
+    # second closed (before, every item was replaced at each read).
+    await expect(page.locator("#closed li")).to_have_count(2, timeout=10_000)
+    assert await stopped.evaluate("item => item.kept === true")
     assert not [
         m
         for m in await history(api, room, people.bob)
