@@ -1,7 +1,7 @@
 """tether's command line: run the whole system here (`up`), make a development token,
-print the contracts, the NATS config or the Kubernetes base, announce accounts, run Power
-of Action vectors, verify an org's audit chain, read or send again dead letters, and read
-what left by the lines."""
+print the contracts, the NATS config or the Kubernetes base, announce accounts, put an org
+on a plan, run Power of Action vectors, verify an org's audit chain, read or send again
+dead letters, and read what left by the lines."""
 
 import argparse
 import asyncio
