@@ -323,8 +323,10 @@ def _dead(args: argparse.Namespace) -> int:
     from libs.audit.trail import Trail
     from libs.contracts.permissions import OPERATOR
     from libs.contracts.principal import Principal
+    from libs.runtime.bus import PEER_OR_BUS_AWAY
     from libs.runtime.consumer import SYSTEM_ORG
     from libs.runtime.dead import parked, sent_again
+    from libs.runtime.direct import DirectGetUnavailable
 
     try:
         kept = timedelta(seconds=Settings.from_env("cli").settled_kept)
@@ -335,9 +337,15 @@ def _dead(args: argparse.Namespace) -> int:
     async def run() -> int:
         if (nc := await _reached()) is None:
             return 2
+        try:  # DEAD made and not answering (its leader elected, say): read again
+            under = await _patiently(
+                "tether dead", partial(parked, nc, args.reader), also=(DirectGetUnavailable,)
+            )
+        except (*PEER_OR_BUS_AWAY, DirectGetUnavailable):  # said
+            await nc.close()
+            return 2
         trail, by = Trail(nc, service=OPERATOR), Principal(org=SYSTEM_ORG, sub=OPERATOR)
         try:
-            under = await parked(nc, args.reader)
             if args.reader and not under and args.reader not in (readers := _readers()):
                 # A name mistyped would read as "0 parked": said, with the names to give.
                 print(
@@ -358,7 +366,7 @@ def _dead(args: argparse.Namespace) -> int:
                 came = "" if letter.request is None else f" (request {letter.request})"
                 print(f"{letter.seq} {said} {letter.reader} {letter.subject}{came}: {letter.error}")
         except Exception as exc:  # transient (DEAD electing a leader, the audit away): ask again
-            print(f"cannot read or send the dead letters now: {exc!r}; ask again", file=sys.stderr)
+            print(f"cannot send the dead letters again now: {exc!r}; ask again", file=sys.stderr)
             return 2
         finally:
             await trail.settle()

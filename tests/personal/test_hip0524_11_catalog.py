@@ -22,7 +22,7 @@ from libs.contracts import codec
 from libs.contracts.agents import CreateAgent, RunEnded
 from libs.contracts.permissions import OPERATOR, inbox_prefix
 from libs.contracts.rooms import ROOMS
-from libs.contracts.streams import EVENTS
+from libs.contracts.streams import DEAD, EVENTS
 from libs.runtime.kv import current
 from libs.runtime.service import ensure_shared_streams, ensure_stream
 from libs.stack.processes import stop_all
@@ -342,6 +342,25 @@ async def test_the_outbox_read_as_the_system_starts_waits_for_its_stream(stack, 
         await ensure_stream(nc.jetstream(), ROOMS, replicas=1)  # as the rooms service does
         out, err = await asyncio.wait_for(cli.communicate(), timeout=60)
     assert (cli.returncode, out, err) == (0, b"", b"0 sent by the lines in the last 60 minutes\n")
+
+
+async def test_the_dead_letters_read_while_dead_is_not_served_wait_for_it(stack, tmp_path):
+    """`tether dead` when DEAD is made and no one answers its direct gets (its leader being
+    elected; here, made without them, as no service makes it): before, "cannot read or
+    send the dead letters now", exit 2. It asks again until DEAD answers."""
+    async with _bus_of_its_own(stack, tmp_path) as (url, nc, _):
+        js = nc.jetstream()
+        await js.add_stream(name=DEAD.name, subjects=list(DEAD.subjects), allow_direct=False)
+        cli = await _cli(stack, url, "dead")
+        said = await asyncio.wait_for(cli.stderr.readline(), timeout=20)
+        assert said == (
+            b"tether dead: no one serves direct gets of DEAD yet; asking again for up to 30 s\n"
+        )
+        config = (await js.stream_info(DEAD.name)).config
+        config.allow_direct = True
+        await js.update_stream(config)
+        out, err = await asyncio.wait_for(cli.communicate(), timeout=60)
+    assert (cli.returncode, out, err) == (0, b"0 dead letter(s) parked\n", b"")
 
 
 async def test_a_command_waiting_on_a_bus_that_stops_gives_up_at_once(stack, tmp_path):
