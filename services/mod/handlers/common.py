@@ -162,12 +162,12 @@ class Mod:
             reads.append(draft)
         read = await asyncio.gather(*reads)
         ((org, org_version), (user, user_version)), entries, effective = read[:3]
+        shown: LayerDraft | None = read[3] if draft is not None else None
         org_ops, user_ops = org.ops, user.ops if mine else []
-        for shown in read[3:]:
-            if shown.layer == "org":
-                org_ops, user_ops = patches.merged(org_ops, shown.ops), []
-            else:
-                user_ops = patches.merged(user_ops, shown.ops)
+        if shown is not None and shown.layer == "org":
+            org_ops, user_ops = patches.merged(org_ops, shown.ops), []
+        elif shown is not None:
+            user_ops = patches.merged(user_ops, shown.ops)
         drawn = compose.composed(entries, org_ops, user_ops)
         for id_, field in KEPT_BY_LADDER.items():
             if id_ in drawn["settings"]:
