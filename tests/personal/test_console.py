@@ -523,11 +523,9 @@ async def test_a_person_sets_their_level_and_window_and_stops_and_edits_pending_
     ]
 
 
-async def test_what_a_person_wrote_in_a_pending_send_outlives_the_list_changing(
-    api, operator, people, page
-):
-    """Ada edits a pending send's text and clicks away, not sending it yet; another send
-    arrives and the list is drawn again. Her words are still there, and are what is sent."""
+async def _a_send_waiting(api, operator, people, page):
+    """Ada signed in, her level send with a 1m window, and Bob's message waiting out its
+    window: the room, the page's windows, and that one."""
     await announce(operator, people.ada_id)
     await set_level(api, people.ada, "send")
     await api.put("/v1/ladder/window", json={"window": "1m"}, headers=people.ada)
@@ -537,6 +535,15 @@ async def test_what_a_person_wrote_in_a_pending_send_outlives_the_list_changing(
     windows = page.locator("#pending > li[data-kind=window]")
     await expect(windows).to_have_count(1, timeout=10_000)
     first = page.locator(f'#pending > li[data-id="{await windows.get_attribute("data-id")}"]')
+    return room, windows, first
+
+
+async def test_what_a_person_wrote_in_a_pending_send_outlives_the_list_changing(
+    api, operator, people, page
+):
+    """Ada edits a pending send's text and clicks away, not sending it yet; another send
+    arrives and the list is drawn again. Her words are still there, and are what is sent."""
+    room, windows, first = await _a_send_waiting(api, operator, people, page)
     await first.locator("textarea").fill("Attached again. Ada")
     await page.locator("h1").click()  # away from what she wrote
 
@@ -557,15 +564,7 @@ async def test_a_send_waiting_is_left_as_it_is_when_another_arrives(api, operato
     """Every item was drawn anew when the list changed: a Stop pressed on a window as
     another send arrived was pressed on a button taken away, and the click was lost (the
     send went). An item that has not changed is the same element, where it was."""
-    await announce(operator, people.ada_id)
-    await set_level(api, people.ada, "send")
-    await api.put("/v1/ladder/window", json={"window": "1m"}, headers=people.ada)
-    await sign_in(page, people)
-    room = await room_with(api, people, people.bob_id)
-    await say(api, room, people.bob, "Can you resend the invoice?", to=people.ada_id)
-    windows = page.locator("#pending > li[data-kind=window]")
-    await expect(windows).to_have_count(1, timeout=10_000)
-    first = page.locator(f'#pending > li[data-id="{await windows.get_attribute("data-id")}"]')
+    room, windows, first = await _a_send_waiting(api, operator, people, page)
     stop = first.get_by_role("button", name="Stop")
     await stop.evaluate("button => { button.kept = true; }")
 
