@@ -1,6 +1,8 @@
 """The console's knows page, in headless Chromium: Ana reads what the manager agents keep
 about her and who read it for what, redacts a preference and answers her feedback."""
 
+import re
+
 import pytest
 from playwright.async_api import expect
 
@@ -54,6 +56,20 @@ async def test_a_person_nothing_is_kept_about_is_told_so_of_both_and_led_on(api,
     await expect(page.locator("#no-facts")).to_have_text("Nothing is kept about you.")
     await expect(page.locator("#no-reads")).to_have_text("No manager has read anything about you.")
     assert await led_to(page) == ["/console", "/console/layout"]
+
+
+async def test_a_read_that_found_nothing_kept_says_so_not_0_facts(api, page):
+    """The Chief Human Officer's compensation packet about Lena reads what is kept about
+    her: nothing. The page listed that read as "0 facts"."""
+    root = bearer(token(org=ORG, user=f"{ORG}/priya", roles=("admin",)))
+    r = await api.post("/v1/chonk/runs", json={"tenant": ORG, "run": "packet_lena"}, headers=root)
+    assert r.status == 201, await r.text()
+    await page.fill("#token", token(org=ORG, user=f"{ORG}/lena"))
+    await page.click("#use")
+    await expect(page.locator("#reads li").first).to_have_text(  # other tests read her too
+        re.compile(r"^Read by Chief Human Officer on \d{4}-\d\d-\d\d for a compensation "
+                   r"packet: nothing was kept about you then$")
+    )  # fmt: skip
 
 
 async def test_enter_in_the_token_box_signs_in_and_sends_the_token_nowhere(api, page):
