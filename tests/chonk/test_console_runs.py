@@ -3,8 +3,10 @@ an admin, reads what her org's Chonks did: a run's message with its [n] markers 
 its sources in a side panel, its rule evaluations as a table, its confidence and gaps, and
 what it did; she stops a cadence. A member is told the page is an admin's."""
 
+import asyncio
+
 import pytest
-from playwright.async_api import expect
+from playwright.async_api import Route, expect
 
 from libs.audit.reading import records
 from tests.chonk.conftest import ORG
@@ -59,6 +61,37 @@ async def test_the_owner_reads_a_runs_message_beside_its_receipts_and_rules(api,
     )
     await accessible(page)  # the run open: its message, sources and rules beside it
     assert await led_to(page) == ["/console", "/console/layout", "/console/knows", "/console/org"]
+
+
+async def test_the_run_shown_is_the_run_last_opened(api, page):
+    """Two runs opened quickly, the first's report slow: it came last and was shown, under
+    the second's click. A report asked for before a later click is not shown."""
+    for run in ("owner_update", "checkin_ana"):
+        r = await api.post(
+            "/v1/chonk/runs", json={"tenant": ORG, "run": run}, headers=bearer(PRIYA)
+        )
+        assert r.status in (200, 201), await r.text()
+    await sign_in(page, PRIYA)
+    owner = page.locator("#runs li[data-run=run_owner_update_0907]")
+    checkin = page.locator("#runs li[data-run=run_checkin_ana_0908]")
+    held = asyncio.Event()
+
+    async def slowly(route: Route) -> None:
+        await held.wait()
+        await route.continue_()
+
+    await page.route("**/v1/chonk/runs/run_owner_update_0907", slowly)
+    await owner.get_by_role("button").click()
+    await checkin.get_by_role("button").click()
+    await expect(page.locator("#run-title")).to_contain_text("Chief Human Officer")
+    async with page.expect_response("**/v1/chonk/runs/run_owner_update_0907"):
+        held.set()
+    # The slow report read (its answer in, then two frames drawn after it): not shown.
+    await page.evaluate(
+        "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+    )
+    await expect(page.locator("#run-title")).to_contain_text("Chief Human Officer")
+    await expect(page.locator("#body")).not_to_contain_text("Morning, Priya")
 
 
 async def test_the_owner_sees_a_run_its_reader_said_was_not_so(api, page):
