@@ -10,7 +10,8 @@ waits.
 
 The stream subscribes to the person's nudges (`tether.live.*.pending.<org>.<person>`, and
 the org's `admins` for an admin) before it reads the list, so no change is missed between;
-each nudge reads the list again, and a list that changed is sent as one `pending` event.
+each nudge reads the list again, and a list that changed (a window's seconds left aside,
+which differ at every read) is sent as one `pending` event.
 The gateway back on the bus is a nudge too: what nudged meanwhile never reached it, and so
 is a while with none (`streams.AGAIN`): a nudge is sent at most once.
 """
@@ -21,6 +22,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 
+import msgspec
 from aiohttp import web
 from nats.aio.client import Client
 from nats.aio.subscription import Subscription
@@ -87,7 +89,7 @@ def pending_stream(
             last = b""
             while True:
                 try:
-                    body = codec.encode(await gathered(nc, p, timeout=timeout))
+                    found = await gathered(nc, p, timeout=timeout)
                 except Refused as exc:
                     if exc.problem.status < 500:  # asking again would get the same answer
                         await response.write(
@@ -97,9 +99,9 @@ def pending_stream(
                     await response.write(b"event: unavailable\ndata: {}\n\n")
                     asyncio.get_running_loop().call_later(_RETRY_S, _nudge, nudges)  # read again
                 else:
-                    if body != last:
-                        await response.write(b"event: pending\ndata: %s\n\n" % body)
-                        last = body
+                    if (standing := _standing(found)) != last:
+                        await response.write(b"event: pending\ndata: %s\n\n" % codec.encode(found))
+                        last = standing
                 if not await _nudged(nudges, response, until, reread):
                     break
         except ConnectionResetError:
@@ -112,6 +114,18 @@ def pending_stream(
         return response
 
     return handler
+
+
+def _standing(found: Pending) -> bytes:
+    """The list less what says only when it was read (a window's seconds left): read
+    again with nothing changed but that, it is not sent again."""
+    items = [
+        msgspec.structs.replace(
+            i, detail={k: v for k, v in i.detail.items() if k != "seconds_left"}
+        )
+        for i in found.items
+    ]
+    return codec.encode(msgspec.structs.replace(found, items=items))
 
 
 def _nudge(nudges: asyncio.Queue[bytes]) -> None:

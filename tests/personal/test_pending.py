@@ -12,7 +12,9 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import pytest
 
-from libs.contracts import rooms
+from libs.contracts import ladder, rooms
+from libs.contracts.base import key_token
+from libs.contracts.registry import live_subject
 from libs.contracts.streams import EVENTS
 from libs.runtime.calls import call
 from services.gateway.app import NATS
@@ -189,6 +191,33 @@ async def test_the_stream_sends_the_list_at_once_and_again_when_it_changes(api, 
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def test_the_stream_sends_no_list_again_whose_only_change_is_a_window_s_time_left(
+    api, operator, people
+):
+    """A window's `seconds_left` differs at every read: a list read again with nothing else
+    changed (a nudge that changed nothing, the stream's re-read every 30 s) was sent again
+    while a window waited. The next event after such a read is the next change."""
+    await announce(operator, people.ada_id)
+    await set_level(api, people.ada, "send")
+    await api.put("/v1/ladder/window", json={"window": "1m"}, headers=people.ada)
+    room = await room_with(api, people, people.bob_id)
+    async with api.get("/v1/pending/stream", headers=people.ada) as stream:
+        assert await _pending_event(stream) == []
+        await say(api, room, people.bob, "Can you resend the invoice?", to=people.ada_id)
+        while not (items := await _pending_event(stream)):
+            pass
+        assert [i["kind"] for i in items] == ["window"]
+        # Nudged, the list is read again (its windows asked of the ladder): only the
+        # window's seconds left differ. The next change is read after that read is done.
+        asked = await operator.subscribe(ladder.WINDOWS.name)
+        nudged = live_subject("ladder", "pending", people.org, key_token(people.ada_id))
+        await operator.publish(nudged, b"")
+        await asked.next_msg(timeout=10)
+        await asked.unsubscribe()
+        await say(api, room, people.bob, "And the receipt?", to=people.ada_id)
+        assert [i["kind"] for i in await _pending_event(stream)] == ["window", "window"]
 
 
 async def test_a_stream_whose_gateway_lost_the_bus_reads_the_list_again_once_back(
