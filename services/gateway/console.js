@@ -165,3 +165,16 @@ function place(list, drawn) {
   });
   while (list.children.length > drawn.length) list.lastElementChild.remove();
 }
+
+// The elements for a list read again: each thing as it was drawn before (by `key`) the
+// element it was, the others made; what is no longer listed is forgotten.
+function keeper(key, make) {
+  let drawn = new Map();
+  return (things) => {
+    drawn = new Map(things.map((thing) => {
+      const at = key(thing);
+      return [at, drawn.get(at) || make(thing)];
+    }));
+    return [...drawn.values()];
+  };
+}

@@ -79,16 +79,8 @@ function closedItem(w) {
   return li;
 }
 
-// The lists read again every second or two: each item as it was drawn before is the
-// element it was (replaced at each read, the place of someone reading them by screen
-// reader, and the words they selected, were lost every second); the others are made.
-function keeper(key, make) {
-  let drawn = new Map();
-  return (things) => {
-    drawn = new Map(things.map((thing) => [key(thing), drawn.get(key(thing)) || make(thing)]));
-    return [...drawn.values()];
-  };
-}
+// Read again every second or two: replaced at each read, the place of someone reading
+// them by screen reader, and the words they selected, were lost every second.
 const closedItems = keeper((w) => `${w.id} ${w.state}`, closedItem);
 
 const DECIDED = {
